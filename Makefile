@@ -1,0 +1,36 @@
+# Two entry points do all the set-up on a fresh machine:
+#   make run   - create the venv, install, start Eagle-RAG on the embedded default
+#   make test  - create the venv, install with dev tools, run ruff, mypy and the whole test suite
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint typecheck pytest clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# Reinstall whenever the dependency list changes.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/eagle-rag doctor
+
+lint: $(STAMP)
+	$(BIN)/ruff check eagle_rag plugins tests benchmarks
+	$(BIN)/ruff format --check eagle_rag plugins tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

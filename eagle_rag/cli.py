@@ -1,0 +1,165 @@
+"""The ``eagle-rag`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Annotated, Any, NoReturn
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from eagle_rag import __version__
+from eagle_rag.bootstrap import EagleApp, build_app
+from eagle_rag.errors import EagleError
+from eagle_rag.plugins import hooks
+from eagle_rag.probes import ProbeResult, probe_all
+from eagle_rag.settings import Settings, load_settings
+
+app = typer.Typer(
+    name="eagle-rag",
+    help="Eagle-RAG: a RAG data layer for AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+plugins_app = typer.Typer(help="Inspect the plugins this instance loads.", no_args_is_help=True)
+app.add_typer(plugins_app, name="plugins")
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings(os.environ)
+    except EagleError as exc:
+        _fail(exc)
+
+
+def _fail(exc: EagleError) -> NoReturn:
+    Console(stderr=True).print(f"[red]error:[/red] {exc}")
+    raise typer.Exit(code=2)
+
+
+async def _loaded(settings: Settings) -> EagleApp:
+    application = build_app(settings)
+    await application.start()
+    return application
+
+
+@app.command()
+def version() -> None:
+    """Print the Eagle-RAG version."""
+    typer.echo(__version__)
+
+
+@app.command()
+def doctor(as_json: JsonOption = False) -> None:
+    """Check settings, plugins, hooks and every configured backend; exit 1 if anything is down."""
+    settings = _settings()
+    probes = probe_all(settings)
+    plugin_report: dict[str, Any]
+    plugin_error: str | None = None
+    try:
+        application = asyncio.run(_loaded(settings))
+        plugin_report = application.plugins.health_payload()
+        asyncio.run(application.stop())
+    except EagleError as exc:
+        plugin_error = str(exc)
+        plugin_report = {}
+    healthy = plugin_error is None and all(p.status != "down" for p in probes)
+    if as_json:
+        typer.echo(json.dumps(_doctor_json(settings, probes, plugin_report, plugin_error)))
+    else:
+        _print_doctor(settings, probes, plugin_report, plugin_error, healthy)
+    raise typer.Exit(code=0 if healthy else 1)
+
+
+def _doctor_json(
+    settings: Settings,
+    probes: list[ProbeResult],
+    plugins: dict[str, Any],
+    plugin_error: str | None,
+) -> dict[str, Any]:
+    return {
+        "version": __version__,
+        "settings": settings.masked(),
+        "backends": [_probe_dict(p) for p in probes],
+        "plugins": plugins,
+        "plugin_error": plugin_error,
+    }
+
+
+def _probe_dict(probe: ProbeResult) -> dict[str, Any]:
+    return {
+        "name": probe.name,
+        "status": probe.status,
+        "target": probe.target,
+        "detail": probe.detail,
+        "version": probe.version,
+        "latency_ms": round(probe.latency_ms, 2),
+    }
+
+
+def _print_doctor(
+    settings: Settings,
+    probes: list[ProbeResult],
+    plugins: dict[str, Any],
+    plugin_error: str | None,
+    healthy: bool,
+) -> None:
+    console = Console()
+    console.rule(f"Eagle-RAG {__version__} — profile {settings.active_profile}")
+    console.print(yaml.safe_dump(settings.masked(), sort_keys=False, allow_unicode=True))
+
+    backends = Table("backend", "status", "target", "version / detail", title="Backends")
+    colours = {"ok": "green", "down": "red", "disabled": "dim"}
+    for p in probes:
+        status = f"[{colours[p.status]}]{p.status}[/]"
+        backends.add_row(p.name, status, p.target, p.version or p.detail)
+    console.print(backends)
+
+    if plugin_error:
+        console.print(f"[red]plugins failed to load:[/red] {plugin_error}")
+    else:
+        _print_plugins(console, plugins)
+        hook_table = Table("hook", "mode", "policy", "subscribers (plugin@priority)", title="Hooks")
+        for spec in hooks.CATALOG:
+            subs = plugins["hooks"][spec.name]
+            names = ", ".join(f"{s['plugin']}@{s['priority']}" for s in subs) or "-"
+            hook_table.add_row(spec.name, spec.mode.value, spec.policy.value, names)
+        console.print(hook_table)
+    console.print("[green]healthy[/green]" if healthy else "[red]unhealthy[/red]")
+
+
+def _print_plugins(console: Console, plugins: dict[str, Any]) -> None:
+    table = Table("namespace", "version", "module", "depends on", "collections", title="Plugins")
+    for p in plugins["plugins"]:
+        table.add_row(
+            p["namespace"],
+            p["version"],
+            p["module"],
+            ", ".join(p["depends_on"]) or "-",
+            ", ".join(p["provides_specialized_collections"]) or "-",
+        )
+    console.print(table)
+    console.print(f"default namespace: [bold]{plugins['default_namespace']}[/bold]")
+    console.print(f"MCP tools: {', '.join(plugins['mcp_tools']) or '-'}")
+
+
+@plugins_app.command("list")
+def plugins_list(as_json: JsonOption = False) -> None:
+    """List the plugins this instance loads, with their manifests."""
+    settings = _settings()
+    try:
+        application = asyncio.run(_loaded(settings))
+    except EagleError as exc:
+        _fail(exc)
+    report = application.plugins.health_payload()
+    asyncio.run(application.stop())
+    if as_json:
+        typer.echo(json.dumps(report["plugins"]))
+    else:
+        _print_plugins(Console(), report)

@@ -1,0 +1,141 @@
+"""One error tree for all of Eagle-RAG.
+
+Every error raised across a module boundary derives from :class:`EagleError` and carries the
+fields that locate it (namespace, kb_name, document_id, plugin, hook, ...). The HTTP, SSE and MCP
+edges translate these classes to status codes in a single table; nothing below the edge knows
+about HTTP.
+
+    EagleError
+    ├── SettingsError                  bad or missing configuration
+    ├── PluginError                    something a plugin did or declared
+    │   ├── PluginLoadError            import, manifest, G3, duplicate, lifecycle failure
+    │   ├── PluginDependencyError      missing dependency or dependency cycle
+    │   ├── PluginValidationError      a hook subscriber that does not fit its hook
+    │   ├── HookInvocationError        a fail-fast hook subscriber raised
+    │   └── ComponentError             a registry rejected or could not find a component
+    │       └── McpToolNameError       a tool name breaks the naming or RAG-only rules
+    ├── NamespaceError                 a request named another namespace than the instance's
+    ├── NotFoundError                  a resource does not exist (in this namespace)
+    ├── InvalidInputError              a request value is malformed or unsafe
+    └── BackendUnavailableError        a storage, queue or model backend does not answer
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class EagleError(Exception):
+    """Root of every Eagle-RAG error: a message plus the fields that locate the failure."""
+
+    code: ClassVar[str] = "eagle_error"
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
+
+    def __str__(self) -> str:
+        if not self.fields:
+            return self.message
+        located = ", ".join(f"{key}={value!r}" for key, value in sorted(self.fields.items()))
+        return f"{self.message} ({located})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire shape used by every edge: ``{code, message, details?}``."""
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.fields:
+            body["details"] = {k: _jsonable(v) for k, v in self.fields.items()}
+        return body
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+class SettingsError(EagleError):
+    """Configuration could not be loaded, interpolated or validated."""
+
+    code = "settings_error"
+
+
+class PluginError(EagleError):
+    """A plugin failed to load, declared something invalid, or failed while running."""
+
+    code = "plugin_error"
+
+    def __init__(self, message: str, *, plugin: str | None = None, **fields: Any) -> None:
+        super().__init__(message, plugin=plugin, **fields)
+        self.plugin = plugin
+
+
+class PluginLoadError(PluginError):
+    """A plugin module could not be imported, validated or taken through its lifecycle."""
+
+    code = "plugin_load_error"
+
+
+class PluginDependencyError(PluginLoadError):
+    """A plugin depends on a namespace that is not enabled, or dependencies form a cycle."""
+
+    code = "plugin_dependency_error"
+
+
+class PluginValidationError(PluginError):
+    """A hook subscriber's signature does not fit the hook it subscribes to."""
+
+    code = "plugin_validation_error"
+
+    def __init__(self, message: str, *, plugin: str, hook: str, **fields: Any) -> None:
+        super().__init__(message, plugin=plugin, hook=hook, **fields)
+        self.hook = hook
+
+
+class HookInvocationError(PluginError):
+    """A subscriber of a fail-fast hook raised; the cause is chained."""
+
+    code = "hook_invocation_error"
+
+    def __init__(self, message: str, *, plugin: str, hook: str, **fields: Any) -> None:
+        super().__init__(message, plugin=plugin, hook=hook, **fields)
+        self.hook = hook
+
+
+class ComponentError(PluginError):
+    """A component registry rejected a registration or could not find a component."""
+
+    code = "component_error"
+
+
+class McpToolNameError(ComponentError):
+    """An MCP tool name breaks ``{namespace}_{name}`` or the RAG-only rule."""
+
+    code = "mcp_tool_name_error"
+
+
+class NamespaceError(EagleError):
+    """A request tried to act on a namespace other than the instance's own."""
+
+    code = "namespace_forbidden"
+
+
+class NotFoundError(EagleError):
+    """The named resource does not exist in this namespace."""
+
+    code = "not_found"
+
+
+class InvalidInputError(EagleError):
+    """A request value is malformed, out of range or unsafe."""
+
+    code = "invalid_input"
+
+
+class BackendUnavailableError(EagleError):
+    """A storage, queue or model backend did not answer."""
+
+    code = "backend_unavailable"

@@ -1,0 +1,96 @@
+"""What the kernel hands to hooks (HookContext) and to plugins (PluginContext)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eagle_rag.plugins.mcp_registry import McpToolRegistry
+from eagle_rag.plugins.registries import ComponentRegistry
+
+if TYPE_CHECKING:
+    from eagle_rag.plugins.audit import PluginAudit
+    from eagle_rag.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class HookContext:
+    """Per-call context: the request's namespace decides which subscribers run."""
+
+    plugin_namespace: str
+    kb_names: tuple[str, ...] = ()
+    document_id: str | None = None
+    request_id: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentRegistries:
+    """The registries plugins add components to; one set per application."""
+
+    encoders: ComponentRegistry[Any] = field(default_factory=lambda: ComponentRegistry("encoder"))
+    parsers: ComponentRegistry[Any] = field(default_factory=lambda: ComponentRegistry("parser"))
+    knowledge_engines: ComponentRegistry[Any] = field(
+        default_factory=lambda: ComponentRegistry("knowledge engine")
+    )
+    mcp_tools: McpToolRegistry = field(default_factory=McpToolRegistry)
+
+
+class PluginContext:
+    """A plugin's view of the host: its settings and options, the audit log and the registries.
+
+    One context per plugin, so every registration is attributed to the plugin that made it.
+    """
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        settings: Settings,
+        audit: PluginAudit,
+        registries: ComponentRegistries,
+    ) -> None:
+        self.namespace = namespace
+        self.settings = settings
+        self.audit = audit
+        self._registries = registries
+
+    @property
+    def default_namespace(self) -> str:
+        """The namespace this instance serves (the Milvus Database and SQL filter)."""
+        return self.settings.plugins.default_namespace
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        """This plugin's options (``settings.plugins.options[namespace]``), untyped to Core."""
+        return self.settings.plugins.options.get(self.namespace, {})
+
+    @property
+    def registries(self) -> ComponentRegistries:
+        return self._registries
+
+    def register_encoder(self, name: str, encoder: Any) -> None:
+        self._registries.encoders.register(name, encoder, owner=self.namespace)
+
+    def register_parser(self, name: str, parser: Any) -> None:
+        self._registries.parsers.register(name, parser, owner=self.namespace)
+
+    def register_knowledge_engine(self, name: str, engine: Any) -> None:
+        self._registries.knowledge_engines.register(name, engine, owner=self.namespace)
+
+    def register_mcp_tool(self, name: str, handler: Callable[..., Any], *, description: str) -> str:
+        """Register a read-only MCP tool as ``{namespace}_{name}``; returns the full name."""
+        return self._registries.mcp_tools.register(
+            self.namespace, name, handler, description=description
+        )
+
+    def log_decision(self, category: str, decision: str, **details: Any) -> None:
+        """Audit a routing or classification decision under this plugin's name."""
+        self.audit.log_decision(
+            category,
+            decision,
+            plugin=self.namespace,
+            namespace=self.default_namespace,
+            **details,
+        )

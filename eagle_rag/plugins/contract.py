@@ -1,0 +1,102 @@
+"""The plugin contract: a manifest that declares, and a protocol that acts.
+
+A plugin module exports ``plugin``: an object with a :class:`PluginManifest` and the lifecycle
+methods of :class:`Plugin`. The manifest is pydantic because it is an edge: third parties write it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:
+    from eagle_rag.plugins.context import PluginContext
+    from eagle_rag.plugins.hookbus import HookBus
+
+CORE_NAMESPACE = "core"
+
+# Core's subscribers are fallbacks; a domain plugin at the default priority runs before them.
+CORE_PRIORITY = -1000
+DOMAIN_PRIORITY = 100
+
+_NAMESPACE = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+_SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
+_COLLECTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+
+
+class PluginManifest(BaseModel):
+    """What a plugin declares about itself; validated when the plugin loads."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    namespace: str
+    version: str
+    milvus_db_name: str | None = None
+    depends_on: tuple[str, ...] = ()
+    provides_pipelines: tuple[str, ...] = ()
+    provides_specialized_collections: tuple[str, ...] = ()
+    provides_mcp_tools: tuple[str, ...] = ()
+    resource_hints: dict[str, Any] = Field(default_factory=dict)
+    description: str = ""
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_shape(cls, value: str) -> str:
+        if not _NAMESPACE.match(value):
+            raise ValueError(f"namespace {value!r} must match {_NAMESPACE.pattern}")
+        return value
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, value: str) -> str:
+        if not _SEMVER.match(value):
+            raise ValueError(f"version {value!r} is not semver (MAJOR.MINOR.PATCH)")
+        return value
+
+    @field_validator("provides_specialized_collections")
+    @classmethod
+    def _collection_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _COLLECTION.match(name):
+                raise ValueError(f"collection name {name!r} is not a valid Milvus name")
+        return value
+
+    @property
+    def database_name(self) -> str:
+        """The Milvus Database of this namespace (ADR-001): ``core`` maps to ``default``."""
+        if self.milvus_db_name:
+            return self.milvus_db_name
+        return milvus_database_for(self.namespace)
+
+
+def milvus_database_for(namespace: str) -> str:
+    """Map a namespace to its Milvus Database name (hyphens are not allowed there)."""
+    return "default" if namespace == CORE_NAMESPACE else namespace.replace("-", "_")
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    """What the PluginManager drives: declare, load, create collections, subscribe, unload."""
+
+    manifest: PluginManifest
+
+    def on_load(self, ctx: PluginContext) -> None:
+        """Register components (encoders, parsers, engines) and read options; no hooks yet."""
+
+    def ensure_collections(self, ctx: PluginContext) -> None:
+        """Create the plugin's specialized collections if they do not exist."""
+
+    def register_hooks(self, bus: HookBus) -> None:
+        """Subscribe to hooks; Core uses CORE_PRIORITY, domain plugins DOMAIN_PRIORITY."""
+
+    def on_unload(self) -> None:
+        """Release what on_load acquired."""
+
+
+@runtime_checkable
+class ProvidesMcpTools(Protocol):
+    """Optional: plugins that expose MCP tools (only core and the instance namespace do)."""
+
+    def register_mcp_tools(self, ctx: PluginContext) -> None: ...

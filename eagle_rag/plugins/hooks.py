@@ -1,0 +1,248 @@
+"""The hook catalog: every extension point of the kernel, declared once.
+
+Each hook is a function stub turned into a :class:`HookSpec` by :func:`hookspec`. Its signature is
+the contract: subscribers take any subset of its parameters (by name) and return what it
+returns. Its mode (how results combine) and failure policy are fixed here, not by callers.
+
+Every spec takes ``ctx``: the bus uses it to filter subscribers by namespace.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+from eagle_rag.plugins.context import HookContext
+from eagle_rag.plugins.payloads import (
+    ClassificationDecision,
+    CollectionQueryPlan,
+    DocumentSource,
+    EmbeddingBatch,
+    EmbedRequest,
+    ParseResult,
+    QueryExpansion,
+    QueryHints,
+    QueryRequest,
+    QueryRouteDecision,
+    RetrievedHit,
+    TextChunk,
+    UpsertBatch,
+    VisualChunk,
+    VisualEmbedRequest,
+    VisualFilter,
+)
+
+R = TypeVar("R")
+
+
+class HookMode(StrEnum):
+    """How the results of a hook's subscribers combine."""
+
+    FIRST = "first"  # first non-None result by priority wins
+    TRANSFORM = "transform"  # each subscriber transforms the value in turn
+    ALL = "all"  # every non-None result is collected
+
+
+class FailurePolicy(StrEnum):
+    """What a subscriber's exception does to the call."""
+
+    FAIL_FAST = "fail_fast"  # raise HookInvocationError naming plugin and hook
+    DEGRADE = "degrade"  # skip the subscriber, audit the failure, carry on
+
+
+@dataclass(frozen=True, slots=True)
+class HookSpec(Generic[R]):
+    """A declared hook: name, mode, failure policy, typed signature and docstring."""
+
+    name: str
+    mode: HookMode
+    policy: FailurePolicy
+    signature: inspect.Signature
+    doc: str
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return tuple(self.signature.parameters)
+
+
+def hookspec(mode: HookMode, policy: FailurePolicy) -> Callable[[Callable[..., R]], HookSpec[R]]:
+    """Turn a stub function into a :class:`HookSpec`; its upper-cased name is the hook name."""
+
+    def declare(stub: Callable[..., R]) -> HookSpec[R]:
+        signature = inspect.signature(stub, eval_str=True)
+        if "ctx" not in signature.parameters:
+            raise TypeError(f"hook {stub.__name__} must take a ctx parameter")
+        doc = inspect.getdoc(stub) or ""
+        if not doc:
+            raise TypeError(f"hook {stub.__name__} must have a docstring")
+        return HookSpec(stub.__name__.upper(), mode, policy, signature, doc)
+
+    return declare
+
+
+# --- ingest path: fail fast, so a half-processed document is never marked complete -------------
+
+
+@hookspec(HookMode.TRANSFORM, FailurePolicy.FAIL_FAST)
+def parse(result: ParseResult, source: DocumentSource, ctx: HookContext) -> ParseResult:
+    """Enrich a parser's ParseResult before the Knowhere structure tree is built."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.TRANSFORM, FailurePolicy.FAIL_FAST)
+def chunk(
+    chunks: tuple[TextChunk, ...], source: DocumentSource, ctx: HookContext
+) -> tuple[TextChunk, ...]:
+    """Enrich Knowhere chunks with domain metadata; keep path, text and order intact."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
+def ingest_visual_extract(
+    source: DocumentSource, parsed: ParseResult, ctx: HookContext
+) -> tuple[VisualChunk, ...] | None:
+    """Extract page tiles, figures and tables with their four fusion anchors."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
+def classify_chunk(chunk: TextChunk, ctx: HookContext) -> ClassificationDecision | None:
+    """Route a text chunk to a collection and an encoder."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
+def classify_visual(visual: VisualChunk, ctx: HookContext) -> ClassificationDecision | None:
+    """Route a visual chunk to a collection and an encoder."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
+def embed_text(request: EmbedRequest, ctx: HookContext) -> EmbeddingBatch | None:
+    """Embed texts with the encoder the request names (a domain encoder may claim it)."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
+def embed_visual(request: VisualEmbedRequest, ctx: HookContext) -> EmbeddingBatch | None:
+    """Embed images with the visual encoder the request names."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.TRANSFORM, FailurePolicy.FAIL_FAST)
+def upsert_vectors(batch: UpsertBatch, ctx: HookContext) -> UpsertBatch:
+    """Persist a batch of vector rows; Core's subscriber writes them to Milvus."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
+def ingest_route_selectors(source: DocumentSource, ctx: HookContext) -> str | None:
+    """Choose an ingest pipeline for a document's format (None: let Core's router decide)."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.ALL, FailurePolicy.FAIL_FAST)
+def celery_tasks(ctx: HookContext) -> tuple[str, ...] | None:
+    """Name extra modules the Celery worker must import (a bad name should stop start-up)."""
+    raise NotImplementedError
+
+
+# --- query path: degrade, so one bad enricher costs quality, never the answer ------------------
+
+
+@hookspec(HookMode.ALL, FailurePolicy.DEGRADE)
+def query_assemble(query: QueryRequest, ctx: HookContext) -> QueryHints | None:
+    """Add query expansions, entities or hints before routing and ANN."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.DEGRADE)
+def classify_query(
+    query: QueryRequest, hints: tuple[QueryHints, ...], ctx: HookContext
+) -> QueryRouteDecision | None:
+    """Build the QueryRouteDecision: which collections to search with which encoders."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.DEGRADE)
+def query_dense_expand(
+    query: QueryRequest, plan: CollectionQueryPlan, ctx: HookContext
+) -> QueryExpansion | None:
+    """Rewrite the dense query and add sparse terms for one plan before its ANN search."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.DEGRADE)
+def rerank(
+    query: QueryRequest,
+    plan: CollectionQueryPlan,
+    hits: tuple[RetrievedHit, ...],
+    ctx: HookContext,
+) -> tuple[RetrievedHit, ...] | None:
+    """Rerank one plan's hits inside their own collection (Tier-1, before RRF)."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.ALL, FailurePolicy.DEGRADE)
+def retrieve_supplement(
+    query: QueryRequest,
+    decision: QueryRouteDecision,
+    hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]],
+    ctx: HookContext,
+) -> tuple[RetrievedHit, ...] | None:
+    """Add supplemental hits after ANN (e.g. entity-anchored lookups) as one more ranked list."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.DEGRADE)
+def rrf_post_merge(
+    query: QueryRequest,
+    merged: tuple[RetrievedHit, ...],
+    supplements: tuple[RetrievedHit, ...],
+    ctx: HookContext,
+) -> tuple[RetrievedHit, ...] | None:
+    """Adjust the RRF-merged list, e.g. guarantee supplement hits enter the rerank pool."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.DEGRADE)
+def rerank_merged(
+    query: QueryRequest, merged: tuple[RetrievedHit, ...], ctx: HookContext
+) -> tuple[RetrievedHit, ...] | None:
+    """Rerank the merged list with a domain reranker instead of the configured one."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.DEGRADE)
+def retrieve_visual_filter(
+    query: QueryRequest, plan: CollectionQueryPlan, ctx: HookContext
+) -> VisualFilter | None:
+    """Override the scalar filter of a visual plan (chunk types, pages, fields)."""
+    raise NotImplementedError
+
+
+CATALOG: tuple[HookSpec[Any], ...] = (
+    parse,
+    chunk,
+    ingest_visual_extract,
+    classify_chunk,
+    classify_visual,
+    embed_text,
+    embed_visual,
+    upsert_vectors,
+    ingest_route_selectors,
+    celery_tasks,
+    query_assemble,
+    classify_query,
+    query_dense_expand,
+    rerank,
+    retrieve_supplement,
+    rrf_post_merge,
+    rerank_merged,
+    retrieve_visual_filter,
+)
+
+BY_NAME: Mapping[str, HookSpec[Any]] = {spec.name: spec for spec in CATALOG}

@@ -1,0 +1,218 @@
+"""Frozen values that cross the hook bus.
+
+Hook signatures in :mod:`eagle_rag.plugins.hooks` are written in these types, so a plugin author
+reads one module to know what a subscriber receives and must return. They are plain frozen
+dataclasses: cheap to build, safe to share between subscribers, no validation magic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RetrievalMode = Literal["dense", "sparse", "hybrid"]
+EmbedPurpose = Literal["passage", "query"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextSection:
+    """One section a parser found: its text, heading, depth and page (1-based)."""
+
+    content: str
+    heading: str | None = None
+    level: int = 0
+    page: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """A parser's output: the full text plus its sections in reading order."""
+
+    text: str
+    sections: tuple[TextSection, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentSource:
+    """The document an ingest run works on, as the pipeline knows it."""
+
+    document_id: str
+    kb_name: str
+    filename: str
+    mime_type: str
+    size: int
+    sha256: str
+    object_key: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """A Knowhere chunk: text inside one section, located by path, pages and offsets."""
+
+    chunk_id: str
+    document_id: str
+    kb_name: str
+    text: str
+    path: str
+    level: int
+    chunk_index: int
+    type: str = "text"
+    page_nums: tuple[int, ...] = ()
+    start_offset: int | None = None
+    end_offset: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class VisualChunk:
+    """A page tile, figure or table image with the four fusion anchors."""
+
+    chunk_id: str
+    document_id: str
+    kb_name: str
+    image_id: str
+    page: int
+    chunk_type: str
+    parent_section: str = ""
+    content_summary: str = ""
+    source_chunk_id: str | None = None
+    position: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ClassificationDecision:
+    """Where a chunk goes: target collection and encoder.
+
+    Decisions that share an ``exclusive_group`` are written once: the first wins, so a
+    specialized collection can replace a base one instead of duplicating the chunk.
+    """
+
+    collection: str
+    encoder: str
+    exclusive_group: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedRequest:
+    """Texts to embed with a named encoder, as passages (ingest) or as queries."""
+
+    texts: tuple[str, ...]
+    encoder: str
+    purpose: EmbedPurpose = "passage"
+
+
+@dataclass(frozen=True, slots=True)
+class VisualEmbedRequest:
+    """Images (encoded bytes) to embed with a named visual encoder."""
+
+    images: tuple[bytes, ...]
+    encoder: str
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingBatch:
+    """Vectors for an embed request, one per input, all of dimension ``dim``."""
+
+    encoder: str
+    dim: int
+    vectors: Sequence[Sequence[float]]
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertBatch:
+    """Rows bound for one collection; ``written_ids`` records what a store persisted."""
+
+    collection: str
+    rows: tuple[Mapping[str, Any], ...]
+    written_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRequest:
+    """A retrieval request after edge validation: query text plus scope and mode."""
+
+    text: str
+    kb_names: tuple[str, ...] = ()
+    document_ids: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    filters: Mapping[str, Any] = field(default_factory=dict)
+    top_k: int = 5
+    mode: RetrievalMode = "hybrid"
+    with_images: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QueryHints:
+    """What a QUERY_ASSEMBLE subscriber adds: expansions, entities, free-form hints."""
+
+    source: str
+    expansions: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionQueryPlan:
+    """One collection to search, with its encoder, depth and whether sparse search joins."""
+
+    collection: str
+    encoder: str
+    top_k: int
+    hybrid: bool = True
+    filters: Mapping[str, Any] = field(default_factory=dict)
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRouteDecision:
+    """The plans a query runs, and which classifier chose them and why."""
+
+    plans: tuple[CollectionQueryPlan, ...]
+    classifier: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryExpansion:
+    """A QUERY_DENSE_EXPAND result: a rewritten dense query and extra sparse terms."""
+
+    dense_text: str | None = None
+    sparse_terms: tuple[str, ...] = ()
+    hints: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievedHit:
+    """One retrieved record with every stage's score kept apart (never mixed raw)."""
+
+    chunk_id: str
+    collection: str
+    document_id: str
+    kb_name: str
+    text: str
+    path: str
+    score: float
+    scores: Mapping[str, float] = field(default_factory=dict)
+    source_chunk_id: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def dedupe_key(self) -> tuple[str, ...]:
+        """Two hits with the same key are the same evidence (DESIGN §6)."""
+        if self.source_chunk_id:
+            return ("source", self.source_chunk_id)
+        return ("path", self.document_id, self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class VisualFilter:
+    """Scalar conditions that narrow a visual plan (chunk types, pages, extra fields)."""
+
+    chunk_types: tuple[str, ...] = ()
+    pages: tuple[int, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,269 @@
+"""Typed settings: one YAML file, ``${VAR:-default}`` interpolation, profiles, env overrides.
+
+Nothing here reads ``os.environ`` behind the caller's back: :func:`load_settings` takes the
+environment as an argument (the CLI passes ``os.environ``; tests pass a dict), and there is no
+module-level settings object. ``bootstrap(settings)`` hands the result down.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from eagle_rag.errors import SettingsError
+
+ENV_PREFIX = "EAGLE_RAG_"
+NESTED_DELIMITER = "__"
+PROFILE_VARIABLE = "EAGLE_RAG_PROFILE"
+SETTINGS_FILE_VARIABLE = "EAGLE_RAG_SETTINGS_FILE"
+MASK = "********"
+
+_INTERPOLATION = re.compile(
+    r"\$\$\{|\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}"
+)
+_SECRET_KEY = re.compile(r"(password|secret|token|api_key|apikey|access_key)", re.IGNORECASE)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+
+
+class PluginSettings(_Section):
+    enabled: list[str] = Field(default_factory=lambda: ["eagle_rag.plugins.core_defaults"])
+    default_namespace: str = "core"
+    allow_namespace_override: bool = False
+    query_assemble_enabled: bool = True
+    # Untyped on purpose: Core never interprets a plugin's options (seed: plugin_options()).
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class DatabaseSettings(_Section):
+    url: str = ""
+    echo: bool = False
+
+
+class TelemetrySettings(_Section):
+    plugin_audit_enabled: bool = True
+    plugin_audit_redis_enabled: bool = False
+    plugin_audit_ring_cap: int = Field(default=500, ge=1)
+    plugin_audit_health_limit: int = Field(default=50, ge=0)
+    plugin_audit_jsonl_path: str = ""
+    redis_url: str = "redis://127.0.0.1:6379/0"
+
+
+class Settings(BaseSettings):
+    """The effective configuration of one Eagle-RAG process."""
+
+    model_config = SettingsConfigDict(extra="forbid")
+
+    active_profile: str = "core"
+    data_dir: Path = Path("./data")
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    plugins: PluginSettings = Field(default_factory=PluginSettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_settings layers file, profiles and the *passed* environment itself; pydantic's
+        # own env source would read os.environ globally, which is what we avoid.
+        return (init_settings,)
+
+    @model_validator(mode="after")
+    def _derive_paths(self) -> Settings:
+        if not self.database.url:
+            self.database.url = f"sqlite:///{self.data_dir / 'eagle.db'}"
+        if not self.telemetry.plugin_audit_jsonl_path:
+            self.telemetry.plugin_audit_jsonl_path = str(self.data_dir / "audit.jsonl")
+        return self
+
+    def masked(self) -> dict[str, Any]:
+        """The settings as plain data with every secret masked: safe to print or log."""
+        masked: dict[str, Any] = mask_secrets(self.model_dump(mode="json"))
+        return masked
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None,
+    *,
+    path: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build Settings from the YAML file, the profile(s) and the ``EAGLE_RAG_*`` variables."""
+    env = dict(env or {})
+    raw = _read_yaml(path or _settings_path(env))
+    raw = interpolate(raw, env)
+    profiles = raw.pop("profiles", {}) or {}
+    names = env.get(PROFILE_VARIABLE) or str(raw.get("active_profile") or "")
+    layered = apply_profiles(raw, profiles, names)
+    layered = deep_merge(layered, env_overrides(env))
+    layered = deep_merge(layered, dict(overrides or {}))
+    try:
+        return Settings(**layered)
+    except ValidationError as exc:
+        raise SettingsError(f"invalid settings: {exc}") from exc
+
+
+def _settings_path(env: Mapping[str, str]) -> Path:
+    explicit = env.get(SETTINGS_FILE_VARIABLE)
+    if explicit:
+        return Path(explicit)
+    return Path(str(resources.files("eagle_rag").joinpath("settings.yaml")))
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise SettingsError(f"cannot read settings file: {exc}", path=str(path)) from exc
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"settings file is not valid YAML: {exc}", path=str(path)) from exc
+    if not isinstance(data, dict):
+        raise SettingsError("settings file must hold a mapping at the top", path=str(path))
+    return data
+
+
+def interpolate(value: Any, env: Mapping[str, str]) -> Any:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${`` is a literal ``${``.
+
+    An unset variable without a default becomes the empty string, as in a POSIX shell; so does
+    one set to the empty string when a default is given (``:-`` semantics).
+    """
+    if isinstance(value, str):
+        return _INTERPOLATION.sub(lambda m: _substitute(m, env), value)
+    if isinstance(value, dict):
+        return {key: interpolate(item, env) for key, item in value.items()}
+    if isinstance(value, list):
+        return [interpolate(item, env) for item in value]
+    return value
+
+
+def _substitute(match: re.Match[str], env: Mapping[str, str]) -> str:
+    if match.group(0) == "$${":
+        return "${"
+    found = env.get(match.group("name"), "")
+    default = match.group("default")
+    if not found and default is not None:
+        return default
+    return found
+
+
+def escape_literal(text: str) -> str:
+    """Escape a string so that :func:`interpolate` gives it back unchanged."""
+    return text.replace("${", "$${")
+
+
+def apply_profiles(raw: dict[str, Any], profiles: Mapping[str, Any], names: str) -> dict[str, Any]:
+    """Deep-merge each named profile (comma-separated, left to right) over the top level."""
+    merged = copy.deepcopy(raw)
+    applied: list[str] = []
+    for name in (n.strip() for n in names.split(",")):
+        if not name:
+            continue
+        if name not in profiles:
+            known = ", ".join(sorted(profiles)) or "none"
+            raise SettingsError(f"unknown profile {name!r} (known: {known})", profile=name)
+        merged = deep_merge(merged, profiles[name] or {})
+        applied.append(name)
+    merged["active_profile"] = ",".join(applied)
+    return merged
+
+
+def deep_merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """Mappings merge key by key; any other value in ``overlay`` replaces the base value."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    """``EAGLE_RAG_PLUGINS__DEFAULT_NAMESPACE=x`` -> ``{"plugins": {"default_namespace": "x"}}``.
+
+    Values are read as YAML scalars, so ``true``, ``8``, and ``[a, b]`` keep their types.
+    """
+    result: dict[str, Any] = {}
+    for name, text in env.items():
+        if not name.startswith(ENV_PREFIX) or name in (PROFILE_VARIABLE, SETTINGS_FILE_VARIABLE):
+            continue
+        keys = [k.lower() for k in name[len(ENV_PREFIX) :].split(NESTED_DELIMITER)]
+        if not all(keys):
+            raise SettingsError(f"malformed settings variable {name!r}", variable=name)
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            value = text
+        node = result
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = value
+    return result
+
+
+# --- masking ------------------------------------------------------------------------------------
+
+
+def mask_secrets(data: Any, key: str = "") -> Any:
+    """Mask values under secret-looking keys and passwords inside URLs."""
+    if isinstance(data, dict):
+        return {k: mask_secrets(v, str(k)) for k, v in data.items()}
+    if isinstance(data, list):
+        return [mask_secrets(item, key) for item in data]
+    if isinstance(data, str):
+        if data and _SECRET_KEY.search(key):
+            return MASK
+        return mask_url_password(data)
+    return data
+
+
+def mask_url_password(text: str) -> str:
+    """``scheme://user:pw@host`` -> ``scheme://user:********@host``; other text unchanged."""
+    if "://" not in text or "@" not in text:
+        return text
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return text
+    if parts.password is None:
+        return text
+    netloc = f"{parts.username or ''}:{MASK}@{parts.hostname or ''}"
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def database_backend(url: str) -> Literal["sqlite", "postgresql", "other"]:
+    """Which metadata backend a SQLAlchemy URL selects."""
+    scheme = url.split(":", 1)[0].split("+", 1)[0]
+    if scheme == "sqlite":
+        return "sqlite"
+    if scheme in ("postgresql", "postgres"):
+        return "postgresql"
+    return "other"

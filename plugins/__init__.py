@@ -1,0 +1,1 @@
+"""In-repo industry plugins. Each subpackage exports ``plugin`` (see plugins/_template/)."""

@@ -1,0 +1,7 @@
+"""Template industry plugin: copy this folder to start a new vertical (see README.md)."""
+
+from plugins._template.plugin import TemplatePlugin
+
+plugin = TemplatePlugin()
+
+__all__ = ["TemplatePlugin", "plugin"]

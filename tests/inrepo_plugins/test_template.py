@@ -1,0 +1,74 @@
+"""plugins/_template loads under a test profile and its hooks and MCP tool work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.plugins import hooks
+from eagle_rag.plugins.context import HookContext
+from eagle_rag.plugins.payloads import DocumentSource, QueryRequest, TextChunk
+from eagle_rag.settings import load_settings
+
+PACKAGED = Path(__file__).resolve().parents[2] / "eagle_rag" / "settings.yaml"
+
+
+@pytest.fixture
+async def template_app(tmp_path: Path) -> EagleApp:
+    config = yaml.safe_load(PACKAGED.read_text())
+    config["profiles"]["template-test"] = {
+        "plugins": {
+            "enabled": ["eagle_rag.plugins.core_defaults", "plugins._template"],
+            "default_namespace": "template",
+            "options": {"template": {"synonyms": {"heart": ["cardiac"]}, "keywords": ["aspirin"]}},
+        }
+    }
+    path = tmp_path / "settings.yaml"
+    path.write_text(yaml.safe_dump(config))
+    settings = load_settings(
+        {
+            "EAGLE_RAG_SETTINGS_FILE": str(path),
+            "EAGLE_RAG_PROFILE": "template-test",
+            "EAGLE_DATA_DIR": str(tmp_path / "data"),
+        }
+    )
+    app = await bootstrap(settings)
+    yield app
+    await app.stop()
+
+
+async def test_template_loads_after_core(template_app: EagleApp) -> None:
+    payload = template_app.plugins.health_payload()
+    assert [p["namespace"] for p in payload["plugins"]] == ["core", "template"]
+    assert payload["mcp_tools"] == ["template_describe"]
+    assert payload["hooks"]["QUERY_ASSEMBLE"][0]["plugin"] == "template"
+
+
+async def test_template_expands_queries_in_its_namespace_only(template_app: EagleApp) -> None:
+    query = QueryRequest("Heart attack risk")
+    mine = HookContext(plugin_namespace="template")
+    other = HookContext(plugin_namespace="core")
+    [hints] = await template_app.bus.invoke_all(hooks.query_assemble, ctx=mine, query=query)
+    assert hints.expansions == ("cardiac",)
+    assert await template_app.bus.invoke_all(hooks.query_assemble, ctx=other, query=query) == []
+
+
+async def test_template_tags_chunks_without_touching_text(template_app: EagleApp) -> None:
+    chunks = (
+        TextChunk("c1", "d", "kb", "Take Aspirin daily", "doc/a", 1, 0),
+        TextChunk("c2", "d", "kb", "Unrelated", "doc/b", 1, 1),
+    )
+    source = DocumentSource("d", "kb", "f.txt", "text/plain", 1, "00")
+    ctx = HookContext(plugin_namespace="template")
+    out = await template_app.bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
+    assert [c.text for c in out] == [c.text for c in chunks]
+    assert out[0].metadata == {"template_keywords": ["aspirin"]}
+    assert out[1].metadata == {}
+
+
+async def test_template_mcp_tool_describes_its_options(template_app: EagleApp) -> None:
+    [tool] = [t for t in template_app.registries.mcp_tools if t.name == "template_describe"]
+    assert tool.handler() == {"synonyms": {"heart": ["cardiac"]}, "keywords": ["aspirin"]}

@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from eagle_rag.errors import HookInvocationError, PluginError, PluginValidationError
+from eagle_rag.plugins import hooks
+from eagle_rag.plugins.audit import PluginAudit
+from eagle_rag.plugins.context import HookContext
+from eagle_rag.plugins.hookbus import HookBus
+from eagle_rag.plugins.payloads import (
+    ClassificationDecision,
+    DocumentSource,
+    ParseResult,
+    QueryHints,
+    QueryRequest,
+    TextChunk,
+)
+
+CORE_CTX = HookContext(plugin_namespace="core")
+BIO_CTX = HookContext(plugin_namespace="biomed")
+SOURCE = DocumentSource("d1", "kb", "a.txt", "text/plain", 3, "00")
+
+
+def _chunk(text: str = "some text") -> TextChunk:
+    return TextChunk("c1", "d1", "kb", text, "doc/a", 1, 0)
+
+
+def _decider(label: str):  # type: ignore[no-untyped-def]
+    def decide(chunk: TextChunk) -> ClassificationDecision:
+        return ClassificationDecision(collection=label, encoder="e")
+
+    return decide
+
+
+async def test_first_orders_by_priority_then_registration(bus: HookBus) -> None:
+    bus.subscribe(hooks.classify_chunk, _decider("low"), plugin="a", priority=-1000)
+    bus.subscribe(hooks.classify_chunk, _decider("high-1"), plugin="b", priority=100)
+    bus.subscribe(hooks.classify_chunk, _decider("high-2"), plugin="c", priority=100)
+    result = await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk())
+    assert result is not None and result.collection == "high-1"
+    assert [s.plugin for s in bus.subscribers(hooks.classify_chunk)] == ["b", "c", "a"]
+
+
+async def test_first_skips_subscribers_that_abstain(bus: HookBus) -> None:
+    bus.subscribe(hooks.classify_chunk, lambda chunk: None, plugin="abstains", priority=100)
+    bus.subscribe(hooks.classify_chunk, _decider("fallback"), plugin="core", priority=-1000)
+    result = await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk())
+    assert result is not None and result.collection == "fallback"
+
+
+async def test_first_returns_none_when_all_abstain(bus: HookBus) -> None:
+    bus.subscribe(hooks.classify_chunk, lambda chunk: None, plugin="a")
+    assert await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk()) is None
+
+
+async def test_transform_chains_in_order_and_none_keeps_value(bus: HookBus) -> None:
+    def append(suffix: str):  # type: ignore[no-untyped-def]
+        def step(result: ParseResult) -> ParseResult:
+            return ParseResult(text=result.text + suffix)
+
+        return step
+
+    bus.subscribe(hooks.parse, append("-core"), plugin="core", priority=-1000)
+    bus.subscribe(hooks.parse, append("-domain"), plugin="dom", priority=100)
+    bus.subscribe(hooks.parse, lambda result: None, plugin="noop", priority=0)
+    out = await bus.invoke_transform(hooks.parse, ParseResult("x"), ctx=CORE_CTX, source=SOURCE)
+    assert out.text == "x-domain-core"
+
+
+async def test_all_collects_non_none_results_in_order(bus: HookBus) -> None:
+    bus.subscribe(hooks.query_assemble, lambda: QueryHints("late"), plugin="a", priority=1)
+    bus.subscribe(hooks.query_assemble, lambda: QueryHints("early"), plugin="b", priority=5)
+    bus.subscribe(hooks.query_assemble, lambda: None, plugin="c", priority=3)
+    results = await bus.invoke_all(hooks.query_assemble, ctx=CORE_CTX, query=QueryRequest("q"))
+    assert [r.source for r in results] == ["early", "late"]
+
+
+async def test_namespace_filter(bus: HookBus) -> None:
+    bus.subscribe(
+        hooks.query_assemble, lambda: QueryHints("bio"), plugin="biomed", namespace="biomed"
+    )
+    bus.subscribe(hooks.query_assemble, lambda: QueryHints("any"), plugin="core", namespace=None)
+    query = QueryRequest("q")
+    in_core = await bus.invoke_all(hooks.query_assemble, ctx=CORE_CTX, query=query)
+    in_bio = await bus.invoke_all(hooks.query_assemble, ctx=BIO_CTX, query=query)
+    assert [r.source for r in in_core] == ["any"]
+    assert [r.source for r in in_bio] == ["bio", "any"]
+
+
+async def test_async_and_sync_subscribers_mix(bus: HookBus) -> None:
+    async def slow(query: QueryRequest) -> QueryHints:
+        await asyncio.sleep(0)
+        return QueryHints("async", expansions=(query.text.upper(),))
+
+    bus.subscribe(hooks.query_assemble, slow, plugin="a", priority=10)
+    bus.subscribe(hooks.query_assemble, lambda query: QueryHints("sync"), plugin="b")
+    results = await bus.invoke_all(hooks.query_assemble, ctx=CORE_CTX, query=QueryRequest("q"))
+    assert [(r.source, r.expansions) for r in results] == [("async", ("Q",)), ("sync", ())]
+
+
+async def test_async_subscriber_on_first_hook(bus: HookBus) -> None:
+    async def decide(chunk: TextChunk) -> ClassificationDecision:
+        return ClassificationDecision("eagle_text", "e5", reason=chunk.text)
+
+    bus.subscribe(hooks.classify_chunk, decide, plugin="a")
+    result = await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk("hello"))
+    assert result == ClassificationDecision("eagle_text", "e5", reason="hello")
+
+
+async def test_ingest_hook_fails_fast_naming_plugin_and_hook(bus: HookBus) -> None:
+    def broken(result: ParseResult) -> ParseResult:
+        raise RuntimeError("boom")
+
+    bus.subscribe(hooks.parse, broken, plugin="biomed")
+    with pytest.raises(HookInvocationError) as info:
+        await bus.invoke_transform(hooks.parse, ParseResult("x"), ctx=CORE_CTX, source=SOURCE)
+    assert info.value.plugin == "biomed"
+    assert info.value.hook == "PARSE"
+    assert isinstance(info.value.__cause__, RuntimeError)
+
+
+async def test_async_failure_on_ingest_hook_fails_fast(bus: HookBus) -> None:
+    async def broken(chunk: TextChunk) -> ClassificationDecision:
+        raise ValueError("bad chunk")
+
+    bus.subscribe(hooks.classify_chunk, broken, plugin="dom")
+    with pytest.raises(HookInvocationError, match="CLASSIFY_CHUNK"):
+        await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk())
+
+
+async def test_query_hook_degrades_per_subscriber_and_audits(
+    bus: HookBus, audit: PluginAudit
+) -> None:
+    def broken(query: QueryRequest) -> QueryHints:
+        raise RuntimeError("entity service down")
+
+    bus.subscribe(hooks.query_assemble, broken, plugin="biomed", priority=100)
+    bus.subscribe(hooks.query_assemble, lambda: QueryHints("core"), plugin="core")
+    results = await bus.invoke_all(hooks.query_assemble, ctx=CORE_CTX, query=QueryRequest("q"))
+    assert [r.source for r in results] == ["core"]
+    [decision] = audit.recent(10)
+    assert decision.category == "hook_failure"
+    assert decision.plugin == "biomed"
+    assert decision.details["hook"] == "QUERY_ASSEMBLE"
+    assert "entity service down" in decision.details["error"]
+
+
+async def test_degraded_first_hook_falls_through_to_next(bus: HookBus) -> None:
+    def broken(query: QueryRequest) -> None:
+        raise RuntimeError("x")
+
+    bus.subscribe(hooks.classify_query, broken, plugin="dom", priority=100)
+    bus.subscribe(hooks.classify_query, lambda: "core-decision", plugin="core", priority=-1000)
+    result = await bus.invoke_first(
+        hooks.classify_query, ctx=CORE_CTX, query=QueryRequest("q"), hints=()
+    )
+    assert result == "core-decision"
+
+
+def test_subscriber_with_unknown_parameter_is_rejected_at_registration(bus: HookBus) -> None:
+    def wrong(chunk: TextChunk, collection: str) -> None:
+        return None
+
+    with pytest.raises(PluginValidationError) as info:
+        bus.subscribe(hooks.classify_chunk, wrong, plugin="dom")
+    assert info.value.fields["argument"] == "collection"
+    assert info.value.hook == "CLASSIFY_CHUNK" and info.value.plugin == "dom"
+
+
+def test_subscriber_with_varargs_is_rejected(bus: HookBus) -> None:
+    def loose(*args: object) -> None:
+        return None
+
+    with pytest.raises(PluginValidationError, match="name its parameters"):
+        bus.subscribe(hooks.query_assemble, loose, plugin="dom")
+
+
+def test_transform_subscriber_must_take_the_value(bus: HookBus) -> None:
+    with pytest.raises(PluginValidationError, match="'result'"):
+        bus.subscribe(hooks.parse, lambda source: None, plugin="dom")
+
+
+async def test_calling_a_hook_in_the_wrong_mode_is_an_error(bus: HookBus) -> None:
+    with pytest.raises(PluginError, match="invoke_transform"):
+        await bus.invoke_first(hooks.parse, ctx=CORE_CTX, result=ParseResult("x"), source=SOURCE)
+
+
+async def test_calling_with_wrong_arguments_is_an_error(bus: HookBus) -> None:
+    with pytest.raises(PluginError, match="takes"):
+        await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, text="x")
+
+
+async def test_unsubscribe_plugin_removes_all_its_subscriptions(bus: HookBus) -> None:
+    bus.subscribe(hooks.query_assemble, lambda: QueryHints("a"), plugin="a")
+    bus.subscribe(hooks.classify_chunk, _decider("a"), plugin="a")
+    bus.subscribe(hooks.query_assemble, lambda: QueryHints("b"), plugin="b")
+    bus.unsubscribe_plugin("a")
+    results = await bus.invoke_all(hooks.query_assemble, ctx=CORE_CTX, query=QueryRequest("q"))
+    assert [r.source for r in results] == ["b"]
+    assert bus.subscribers(hooks.classify_chunk) == []

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from eagle_rag import __version__
+from eagle_rag.cli import app
+
+runner = CliRunner()
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"EAGLE_DATA_DIR": str(tmp_path / "data"), **extra}
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == __version__
+
+
+def test_doctor_is_healthy_on_the_embedded_default(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["doctor"], env=_env(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "healthy" in result.stdout
+    assert "CLASSIFY_QUERY" in result.stdout
+    assert (tmp_path / "data").is_dir()
+
+
+def test_doctor_json_reports_backends_plugins_and_masked_settings(tmp_path: Path) -> None:
+    env = _env(tmp_path, EAGLE_RAG_PLUGINS__OPTIONS__CORE__API_TOKEN="tok-secret-1")
+    result = runner.invoke(app, ["doctor", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert {b["name"]: b["status"] for b in report["backends"]} == {
+        "data_dir": "ok",
+        "metadata_db": "ok",
+        "redis": "disabled",
+    }
+    assert report["plugins"]["plugins"][0]["namespace"] == "core"
+    assert "tok-secret-1" not in result.stdout
+
+
+def test_doctor_exits_1_when_a_backend_is_down(tmp_path: Path) -> None:
+    env = _env(tmp_path, EAGLE_DATABASE_URL="sqlite:////nonexistent-dir/deeper/eagle.db")
+    result = runner.invoke(app, ["doctor", "--json"], env=env)
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    [database] = [b for b in report["backends"] if b["name"] == "metadata_db"]
+    assert database["status"] == "down" and database["detail"]
+
+
+def test_doctor_exits_1_when_plugins_fail_to_load(tmp_path: Path) -> None:
+    env = _env(tmp_path, EAGLE_RAG_PLUGINS__ENABLED="[plugins.does_not_exist]")
+    result = runner.invoke(app, ["doctor"], env=env)
+    assert result.exit_code == 1
+    assert "plugins.does_not_exist" in result.stdout
+
+
+def test_doctor_checks_redis_when_the_profile_uses_it(tmp_path: Path) -> None:
+    env = _env(tmp_path, EAGLE_RAG_TELEMETRY__PLUGIN_AUDIT_REDIS_ENABLED="true")
+    result = runner.invoke(app, ["doctor", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    [redis] = [b for b in json.loads(result.stdout)["backends"] if b["name"] == "redis"]
+    assert redis["status"] == "ok" and redis["version"].startswith("redis ")
+
+
+def test_bad_settings_are_reported_with_exit_2(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["doctor"], env=_env(tmp_path, EAGLE_RAG_PROFILE="nope"))
+    assert result.exit_code == 2
+    assert "unknown profile 'nope'" in result.stderr
+
+
+def test_plugins_list(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["plugins", "list", "--json"], env=_env(tmp_path))
+    assert result.exit_code == 0, result.output
+    [core] = json.loads(result.stdout)
+    assert core["namespace"] == "core" and core["module"] == "eagle_rag.plugins.core_defaults"
