@@ -16,6 +16,7 @@ about HTTP.
     │       └── McpToolNameError       a tool name breaks the naming or RAG-only rules
     ├── NamespaceError                 a request named another namespace than the instance's
     ├── NotFoundError                  a resource does not exist (in this namespace)
+    ├── ConflictError                  a resource with that name or content already exists
     ├── InvalidInputError              a request value is malformed or unsafe
     └── BackendUnavailableError        a storage, queue or model backend does not answer
 """
@@ -127,6 +128,12 @@ class NotFoundError(EagleError):
     """The named resource does not exist in this namespace."""
 
     code = "not_found"
+
+
+class ConflictError(EagleError):
+    """A resource with that name (or those bytes) already exists."""
+
+    code = "conflict"
 
 
 class InvalidInputError(EagleError):

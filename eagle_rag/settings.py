@@ -16,7 +16,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from eagle_rag.errors import SettingsError
@@ -56,6 +56,38 @@ class DatabaseSettings(_Section):
     echo: bool = False
 
 
+class MilvusSettings(_Section):
+    # Empty means Milvus Lite at <data_dir>/milvus.db; "http://host:19530" means a server.
+    uri: str = ""
+    token: SecretStr = SecretStr("")
+    # Empty means derived from the namespace (core -> default, lakehouse-bi -> lakehouse_bi).
+    db_name: str = ""
+    text_dim: int = Field(default=384, ge=2, le=32768)
+    visual_dim: int = Field(default=384, ge=2, le=32768)
+    # HNSW build and search settings; see benchmarks/RESULTS.md for how they were chosen.
+    index_type: Literal["FLAT", "HNSW", "IVF_FLAT", "AUTOINDEX"] = "HNSW"
+    hnsw_m: int = Field(default=16, ge=4, le=64)
+    hnsw_ef_construction: int = Field(default=200, ge=8, le=1024)
+    search_ef: int = Field(default=128, ge=1, le=32768)
+    timeout_s: float = Field(default=30.0, gt=0)
+
+
+class S3Settings(_Section):
+    bucket: str = "eagle-rag"
+    endpoint_url: str = ""
+    region: str = "us-east-1"
+    access_key_id: SecretStr = SecretStr("")
+    secret_access_key: SecretStr = SecretStr("")
+    create_bucket: bool = False
+
+
+class StorageSettings(_Section):
+    backend: Literal["local", "s3"] = "local"
+    # Empty means <data_dir>/objects.
+    local_dir: str = ""
+    s3: S3Settings = Field(default_factory=S3Settings)
+
+
 class TelemetrySettings(_Section):
     plugin_audit_enabled: bool = True
     plugin_audit_redis_enabled: bool = False
@@ -75,6 +107,8 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     plugins: PluginSettings = Field(default_factory=PluginSettings)
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    milvus: MilvusSettings = Field(default_factory=MilvusSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
     @classmethod
@@ -94,6 +128,10 @@ class Settings(BaseSettings):
     def _derive_paths(self) -> Settings:
         if not self.database.url:
             self.database.url = f"sqlite:///{self.data_dir / 'eagle.db'}"
+        if not self.milvus.uri:
+            self.milvus.uri = str(self.data_dir / "milvus.db")
+        if not self.storage.local_dir:
+            self.storage.local_dir = str(self.data_dir / "objects")
         if not self.telemetry.plugin_audit_jsonl_path:
             self.telemetry.plugin_audit_jsonl_path = str(self.data_dir / "audit.jsonl")
         return self

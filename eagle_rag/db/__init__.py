@@ -1,0 +1,1 @@
+"""Metadata: SQLAlchemy tables, namespace-forcing repositories, migrations (SQLite / PostgreSQL)."""

@@ -1,0 +1,111 @@
+"""The metadata database: engine, sessions, migrations and a health probe."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from eagle_rag.errors import BackendUnavailableError
+from eagle_rag.settings import database_backend
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+class Database:
+    """One engine per process. Construction does no I/O; the first session connects."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = url
+        self.backend = database_backend(url)
+        self.engine: Engine = create_engine(url, echo=echo, **_engine_options(self.backend))
+        if self.backend == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A transaction: committed when the block ends, rolled back if it raises."""
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except SQLAlchemyError as exc:
+            session.rollback()
+            if _is_connection_error(exc):
+                raise BackendUnavailableError(
+                    f"metadata database unavailable: {exc}", backend=self.backend
+                ) from exc
+            raise
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def migrate(self) -> str:
+        """Bring the schema to the newest revision (idempotent); returns that revision."""
+        from alembic import command
+        from alembic.config import Config
+
+        if self.backend == "sqlite":
+            _ensure_sqlite_dir(self.url)
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+        return self.revision()
+
+    def revision(self) -> str:
+        with self.engine.connect() as connection:
+            row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
+        return str(row[0]) if row else ""
+
+    def health(self) -> str:
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except SQLAlchemyError as exc:
+            raise BackendUnavailableError(
+                f"metadata database unavailable: {exc}", backend=self.backend
+            ) from exc
+        info = ".".join(str(p) for p in self.engine.dialect.server_version_info or ())
+        return f"{self.engine.dialect.name} {info}".strip()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _engine_options(backend: str) -> dict[str, Any]:
+    if backend == "sqlite":
+        # The API and in-process workers share the file from several threads.
+        return {"connect_args": {"check_same_thread": False, "timeout": 30}}
+    if backend == "postgresql":
+        return {"pool_pre_ping": True, "connect_args": {"connect_timeout": 5}}
+    return {}
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers do not block the ingest writer
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def _ensure_sqlite_dir(url: str) -> None:
+    path = url.split("///", 1)[-1]
+    if path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
+def _is_connection_error(exc: SQLAlchemyError) -> bool:
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    return isinstance(exc, OperationalError | InterfaceError) and "locked" not in str(exc)

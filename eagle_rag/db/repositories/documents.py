@@ -1,0 +1,281 @@
+"""Documents of one namespace, with their tags and the dedup key ``(sha256, kb, namespace)``."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from eagle_rag.db.records import (
+    DOCUMENT_STATUSES,
+    DocumentRecord,
+    as_utc,
+    validate_kb_name,
+    validate_tag,
+)
+from eagle_rag.db.repositories.base import NamespacedRepository, new_id
+from eagle_rag.db.tables import DocumentRow, DocumentTagRow, KnowledgeBaseRow
+from eagle_rag.errors import InvalidInputError, NotFoundError
+
+# Fields the pipeline may change after creation; identity and dedup fields are fixed.
+UPDATABLE = frozenset(
+    {
+        "status",
+        "pages",
+        "pipeline",
+        "object_key",
+        "structure",
+        "collections_used",
+        "extra",
+        "chunk_count",
+        "error",
+        "mime_type",
+    }
+)
+MAX_PAGE = 500
+
+
+def _record(row: DocumentRow, tags: Sequence[str]) -> DocumentRecord:
+    return DocumentRecord(
+        id=row.id,
+        namespace=row.plugin_namespace,
+        kb_name=row.kb_name,
+        filename=row.filename,
+        mime_type=row.mime_type,
+        sha256=row.sha256,
+        size=row.size,
+        status=row.status,
+        pages=row.pages,
+        pipeline=row.pipeline,
+        object_key=row.object_key,
+        source_url=row.source_url,
+        structure=dict(row.structure),
+        collections_used=tuple(row.collections_used),
+        extra=dict(row.extra),
+        chunk_count=row.chunk_count,
+        error=row.error,
+        tags=tuple(sorted(tags)),
+        created_at=as_utc(row.created_at),
+        updated_at=as_utc(row.updated_at),
+    )
+
+
+class DocumentRepository(NamespacedRepository):
+    """The document catalog. ``create`` is the dedup point: same bytes in a KB -> same row."""
+
+    def create(
+        self,
+        *,
+        kb_name: str,
+        filename: str,
+        mime_type: str,
+        sha256: str,
+        size: int,
+        document_id: str | None = None,
+        object_key: str | None = None,
+        source_url: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        tags: Iterable[str] = (),
+    ) -> tuple[DocumentRecord, bool]:
+        """Insert a pending document; on a dedup hit return the existing one and ``False``."""
+        validate_kb_name(kb_name)
+        tag_list = sorted({validate_tag(t) for t in tags})
+        row = DocumentRow(
+            id=document_id or new_id(),
+            plugin_namespace=self.namespace,
+            kb_name=kb_name,
+            filename=filename,
+            mime_type=mime_type,
+            sha256=sha256,
+            size=size,
+            status="pending",
+            object_key=object_key,
+            source_url=source_url,
+            structure={},
+            collections_used=[],
+            extra=dict(extra or {}),
+            chunk_count=0,
+        )
+        try:
+            with self._db.session() as session:
+                self._require_kb(session, kb_name)
+                session.add(row)
+                session.flush()  # the unique constraint decides races here, not a prior SELECT
+                session.add_all(
+                    DocumentTagRow(document_id=row.id, tag=t, plugin_namespace=self.namespace)
+                    for t in tag_list
+                )
+                return _record(row, tag_list), True
+        except IntegrityError:
+            existing = self.find_by_sha(kb_name, sha256)
+            if existing is None:
+                raise
+            return existing, False
+
+    def get(self, document_id: str) -> DocumentRecord:
+        with self._db.session() as session:
+            row = self._existing(session, document_id)
+            return _record(row, self._tags(session, [row.id]).get(row.id, []))
+
+    def find(self, document_id: str) -> DocumentRecord | None:
+        try:
+            return self.get(document_id)
+        except NotFoundError:
+            return None
+
+    def find_by_sha(self, kb_name: str, sha256: str) -> DocumentRecord | None:
+        return self._first(DocumentRow.kb_name == kb_name, DocumentRow.sha256 == sha256)
+
+    def find_by_filename(self, kb_name: str, filename: str) -> list[DocumentRecord]:
+        return self.list(kb_name=kb_name, filename=filename, limit=MAX_PAGE)
+
+    def list(
+        self,
+        *,
+        kb_name: str | None = None,
+        status: str | None = None,
+        tag: str | None = None,
+        filename: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[DocumentRecord]:
+        if not 1 <= limit <= MAX_PAGE or offset < 0:
+            raise InvalidInputError(f"limit must be 1..{MAX_PAGE} and offset >= 0")
+        with self._db.session() as session:
+            query = self._scoped(kb_name, status, tag, filename).order_by(
+                DocumentRow.created_at, DocumentRow.id
+            )
+            rows = list(session.scalars(query.limit(limit).offset(offset)))
+            tags = self._tags(session, [r.id for r in rows])
+            return [_record(r, tags.get(r.id, [])) for r in rows]
+
+    def count(self, *, kb_name: str | None = None, status: str | None = None) -> int:
+        with self._db.session() as session:
+            query = self._scoped(kb_name, status, None, None).subquery()
+            return int(session.scalar(select(func.count()).select_from(query)) or 0)
+
+    def update(self, document_id: str, **fields: Any) -> DocumentRecord:
+        unknown = set(fields) - UPDATABLE
+        if unknown:
+            raise InvalidInputError(f"documents cannot update {sorted(unknown)}")
+        if "status" in fields and fields["status"] not in DOCUMENT_STATUSES:
+            raise InvalidInputError(f"unknown document status {fields['status']!r}")
+        with self._db.session() as session:
+            row = self._existing(session, document_id)
+            for name, value in fields.items():
+                setattr(row, name, list(value) if name == "collections_used" else value)
+            session.flush()
+            return _record(row, self._tags(session, [row.id]).get(row.id, []))
+
+    def delete(self, document_id: str) -> None:
+        """Remove the row, its tags and so its dedup key; the caller removes vectors and objects."""
+        with self._db.session() as session:
+            row = self._existing(session, document_id)
+            session.execute(delete(DocumentTagRow).where(DocumentTagRow.document_id == row.id))
+            session.delete(row)
+
+    def ids_in_kb(self, kb_name: str) -> builtins.list[str]:
+        with self._db.session() as session:
+            query = select(DocumentRow.id).where(
+                DocumentRow.plugin_namespace == self.namespace, DocumentRow.kb_name == kb_name
+            )
+            return list(session.scalars(query))
+
+    def ids_with_tags(
+        self, tags: Iterable[str], kb_names: Iterable[str] = ()
+    ) -> builtins.list[str]:
+        """Documents carrying any of ``tags`` (optionally inside some KBs): a query scope."""
+        tag_list = [validate_tag(t) for t in tags]
+        with self._db.session() as session:
+            query = (
+                select(DocumentTagRow.document_id)
+                .join(DocumentRow, DocumentRow.id == DocumentTagRow.document_id)
+                .where(
+                    DocumentTagRow.plugin_namespace == self.namespace,
+                    DocumentTagRow.tag.in_(tag_list),
+                )
+                .distinct()
+            )
+            kbs = list(kb_names)
+            if kbs:
+                query = query.where(DocumentRow.kb_name.in_(kbs))
+            return sorted(session.scalars(query))
+
+    def collections_used(self, *, kb_name: str) -> set[str]:
+        """Union of the completed documents' catalogs in a KB (to recompute after deletes)."""
+        with self._db.session() as session:
+            query = select(DocumentRow.collections_used).where(
+                DocumentRow.plugin_namespace == self.namespace,
+                DocumentRow.kb_name == kb_name,
+                DocumentRow.status == "completed",
+            )
+            return {c for used in session.scalars(query) for c in used}
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _scoped(
+        self, kb_name: str | None, status: str | None, tag: str | None, filename: str | None
+    ) -> Any:
+        query = select(DocumentRow).where(DocumentRow.plugin_namespace == self.namespace)
+        if kb_name is not None:
+            query = query.where(DocumentRow.kb_name == kb_name)
+        if status is not None:
+            query = query.where(DocumentRow.status == status)
+        if filename is not None:
+            query = query.where(DocumentRow.filename == filename)
+        if tag is not None:
+            query = query.join(DocumentTagRow, DocumentTagRow.document_id == DocumentRow.id).where(
+                DocumentTagRow.tag == tag
+            )
+        return query
+
+    def _first(self, *conditions: Any) -> DocumentRecord | None:
+        with self._db.session() as session:
+            row = session.scalars(
+                select(DocumentRow).where(
+                    DocumentRow.plugin_namespace == self.namespace, *conditions
+                )
+            ).first()
+            if row is None:
+                return None
+            return _record(row, self._tags(session, [row.id]).get(row.id, []))
+
+    def _existing(self, session: Session, document_id: str) -> DocumentRow:
+        row = session.scalars(
+            select(DocumentRow).where(
+                DocumentRow.plugin_namespace == self.namespace, DocumentRow.id == document_id
+            )
+        ).first()
+        if row is None:
+            # Another namespace's id is indistinguishable from a missing one: no existence leak.
+            raise NotFoundError(
+                "document not found", document_id=document_id, namespace=self.namespace
+            )
+        return row
+
+    def _require_kb(self, session: Session, kb_name: str) -> None:
+        found = session.scalar(
+            select(KnowledgeBaseRow.id).where(
+                KnowledgeBaseRow.plugin_namespace == self.namespace,
+                KnowledgeBaseRow.name == kb_name,
+            )
+        )
+        if found is None:
+            raise NotFoundError(
+                f"knowledge base {kb_name!r} not found", kb_name=kb_name, namespace=self.namespace
+            )
+
+    def _tags(self, session: Session, ids: Sequence[str]) -> dict[str, builtins.list[str]]:
+        if not ids:
+            return {}
+        found: dict[str, list[str]] = {}
+        query = select(DocumentTagRow.document_id, DocumentTagRow.tag).where(
+            DocumentTagRow.document_id.in_(list(ids))
+        )
+        for document_id, tag in session.execute(query):
+            found.setdefault(document_id, []).append(tag)
+        return found

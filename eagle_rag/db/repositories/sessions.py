@@ -1,0 +1,131 @@
+"""Chat sessions and their messages, in one namespace."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from eagle_rag.db.records import MessageRecord, SessionRecord, as_utc
+from eagle_rag.db.repositories.base import NamespacedRepository, new_id
+from eagle_rag.db.tables import ChatSessionRow, MessageRow
+from eagle_rag.errors import InvalidInputError, NotFoundError
+
+ROLES = ("user", "assistant", "system")
+
+
+def _session_record(row: ChatSessionRow) -> SessionRecord:
+    return SessionRecord(
+        id=row.id,
+        namespace=row.plugin_namespace,
+        title=row.title,
+        kb_names=tuple(row.kb_names),
+        created_at=as_utc(row.created_at),
+        updated_at=as_utc(row.updated_at),
+    )
+
+
+def _message_record(row: MessageRow) -> MessageRecord:
+    return MessageRecord(
+        id=row.id,
+        session_id=row.session_id,
+        seq=row.seq,
+        role=row.role,
+        content=row.content,
+        sources=dict(row.sources),
+        steps=tuple(row.steps),
+        created_at=as_utc(row.created_at),
+    )
+
+
+class SessionRepository(NamespacedRepository):
+    """Multi-turn sessions: messages keep their sources and steps."""
+
+    def create(self, *, title: str = "", kb_names: Iterable[str] = ()) -> SessionRecord:
+        with self._db.session() as session:
+            row = ChatSessionRow(
+                id=new_id(),
+                plugin_namespace=self.namespace,
+                title=title[:256],
+                kb_names=list(kb_names),
+            )
+            session.add(row)
+            session.flush()
+            return _session_record(row)
+
+    def get(self, session_id: str) -> SessionRecord:
+        with self._db.session() as session:
+            return _session_record(self._existing(session, session_id))
+
+    def list(self, *, limit: int = 100) -> list[SessionRecord]:
+        with self._db.session() as session:
+            query = (
+                select(ChatSessionRow)
+                .where(ChatSessionRow.plugin_namespace == self.namespace)
+                .order_by(ChatSessionRow.updated_at.desc())
+                .limit(limit)
+            )
+            return [_session_record(r) for r in session.scalars(query)]
+
+    def delete(self, session_id: str) -> None:
+        with self._db.session() as session:
+            row = self._existing(session, session_id)
+            session.execute(delete(MessageRow).where(MessageRow.session_id == row.id))
+            session.delete(row)
+
+    def add_message(
+        self,
+        session_id: str,
+        *,
+        role: str,
+        content: str,
+        sources: Mapping[str, Any] | None = None,
+        steps: Sequence[Any] = (),
+    ) -> MessageRecord:
+        if role not in ROLES:
+            raise InvalidInputError(f"role must be one of {ROLES}", role=role)
+        with self._db.session() as session:
+            parent = self._existing(session, session_id, lock=True)
+            last = session.scalar(
+                select(func.max(MessageRow.seq)).where(MessageRow.session_id == parent.id)
+            )
+            row = MessageRow(
+                id=new_id(),
+                session_id=parent.id,
+                plugin_namespace=self.namespace,
+                seq=(last or 0) + 1,
+                role=role,
+                content=content,
+                sources=dict(sources or {}),
+                steps=list(steps),
+            )
+            session.add(row)
+            parent.title = parent.title or content[:80]
+            session.flush()
+            return _message_record(row)
+
+    def messages(self, session_id: str, *, last: int | None = None) -> builtins.list[MessageRecord]:
+        """Messages in order; ``last`` keeps only the newest N (bounded history for the model)."""
+        with self._db.session() as session:
+            parent = self._existing(session, session_id)
+            query = select(MessageRow).where(MessageRow.session_id == parent.id)
+            if last is not None:
+                rows = list(session.scalars(query.order_by(MessageRow.seq.desc()).limit(last)))
+                return [_message_record(r) for r in reversed(rows)]
+            return [_message_record(r) for r in session.scalars(query.order_by(MessageRow.seq))]
+
+    def _existing(self, session: Session, session_id: str, *, lock: bool = False) -> ChatSessionRow:
+        query = select(ChatSessionRow).where(
+            ChatSessionRow.plugin_namespace == self.namespace, ChatSessionRow.id == session_id
+        )
+        if lock:
+            query = query.with_for_update()
+        row = session.scalars(query).first()
+        if row is None:
+            raise NotFoundError(
+                "session not found", session_id=session_id, namespace=self.namespace
+            )
+        return row

@@ -1,0 +1,130 @@
+"""Ingest tasks of one namespace: status, phase, progress, attempts and a bounded log."""
+
+from __future__ import annotations
+
+import builtins
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from eagle_rag.db.records import TASK_STATUSES, TaskRecord, as_utc
+from eagle_rag.db.repositories.base import NamespacedRepository, new_id
+from eagle_rag.db.tables import DocumentRow, TaskRow, utcnow
+from eagle_rag.errors import InvalidInputError, NotFoundError
+
+LOG_LINES_KEPT = 200
+
+
+def _record(row: TaskRow) -> TaskRecord:
+    return TaskRecord(
+        id=row.id,
+        namespace=row.plugin_namespace,
+        document_id=row.document_id,
+        kb_name=row.kb_name,
+        status=row.status,
+        phase=row.phase,
+        progress_current=row.progress_current,
+        progress_total=row.progress_total,
+        attempts=row.attempts,
+        error=row.error,
+        log=tuple(row.log),
+        created_at=as_utc(row.created_at),
+        updated_at=as_utc(row.updated_at),
+    )
+
+
+class TaskRepository(NamespacedRepository):
+    """Task state as workers report it; readers poll or stream it."""
+
+    def create(self, *, document_id: str) -> TaskRecord:
+        with self._db.session() as session:
+            document = session.scalars(
+                select(DocumentRow).where(
+                    DocumentRow.plugin_namespace == self.namespace, DocumentRow.id == document_id
+                )
+            ).first()
+            if document is None:
+                raise NotFoundError("document not found", document_id=document_id)
+            row = TaskRow(
+                id=new_id(),
+                plugin_namespace=self.namespace,
+                document_id=document_id,
+                kb_name=document.kb_name,
+                status="queued",
+                phase="queued",
+                progress_current=0,
+                progress_total=0,
+                attempts=0,
+                log=[],
+            )
+            session.add(row)
+            session.flush()
+            return _record(row)
+
+    def get(self, task_id: str) -> TaskRecord:
+        with self._db.session() as session:
+            return _record(self._existing(session, task_id))
+
+    def list(
+        self, *, status: str | None = None, kb_name: str | None = None, limit: int = 100
+    ) -> list[TaskRecord]:
+        with self._db.session() as session:
+            query = select(TaskRow).where(TaskRow.plugin_namespace == self.namespace)
+            if status is not None:
+                query = query.where(TaskRow.status == status)
+            if kb_name is not None:
+                query = query.where(TaskRow.kb_name == kb_name)
+            query = query.order_by(TaskRow.created_at.desc(), TaskRow.id).limit(limit)
+            return [_record(r) for r in session.scalars(query)]
+
+    def for_document(self, document_id: str) -> builtins.list[TaskRecord]:
+        with self._db.session() as session:
+            query = select(TaskRow).where(
+                TaskRow.plugin_namespace == self.namespace, TaskRow.document_id == document_id
+            )
+            return [_record(r) for r in session.scalars(query.order_by(TaskRow.created_at))]
+
+    def start_attempt(self, task_id: str) -> TaskRecord:
+        """A worker picked the task up: count the attempt, clear the last error."""
+        with self._db.session() as session:
+            row = self._existing(session, task_id)
+            row.attempts += 1
+            row.status = "processing"
+            row.error = None
+            row.progress_current = 0
+            row.progress_total = 0
+            session.flush()
+            return _record(row)
+
+    def progress(self, task_id: str, *, phase: str, current: int, total: int) -> TaskRecord:
+        if current < 0 or total < 0:
+            raise InvalidInputError("progress must not be negative")
+        with self._db.session() as session:
+            row = self._existing(session, task_id)
+            row.phase, row.progress_current, row.progress_total = phase, current, total
+            session.flush()
+            return _record(row)
+
+    def finish(self, task_id: str, *, status: str, error: str | None = None) -> TaskRecord:
+        if status not in TASK_STATUSES:
+            raise InvalidInputError(f"unknown task status {status!r}")
+        with self._db.session() as session:
+            row = self._existing(session, task_id)
+            row.status, row.error = status, error
+            row.phase = status if status in ("completed", "failed") else row.phase
+            session.flush()
+            return _record(row)
+
+    def append_log(self, task_id: str, line: str) -> None:
+        with self._db.session() as session:
+            row = self._existing(session, task_id)
+            stamped = f"{utcnow().isoformat(timespec='seconds')} {line}"
+            row.log = [*row.log, stamped][-LOG_LINES_KEPT:]
+
+    def _existing(self, session: Session, task_id: str) -> TaskRow:
+        row = session.scalars(
+            select(TaskRow).where(TaskRow.plugin_namespace == self.namespace, TaskRow.id == task_id)
+        ).first()
+        if row is None:
+            raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
+        return row

@@ -1,0 +1,1 @@
+"""Object stores for originals and image tiles: a local directory or S3 / MinIO."""

@@ -1,0 +1,103 @@
+"""Local directory object store: the embedded default."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from eagle_rag.errors import BackendUnavailableError, InvalidInputError, NotFoundError
+from eagle_rag.storage.base import CHUNK_SIZE, StoredObject
+from eagle_rag.storage.hashing import HashingReader
+from eagle_rag.storage.keys import validate_key
+
+
+class LocalObjectStore:
+    """Objects as files under ``root``; writes go to a temp file first, then rename (atomic)."""
+
+    name = "local"
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        validate_key(key)
+        root = self.root.resolve()
+        path = (root / key).resolve()
+        # Defence in depth: validate_key already forbids traversal, symlinks could still lead out.
+        if root not in path.parents:
+            raise InvalidInputError("object key resolves outside the store", key=key)
+        return path
+
+    def put(
+        self, key: str, stream: BinaryIO, *, content_type: str = "application/octet-stream"
+    ) -> StoredObject:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        reader = HashingReader(stream)
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".upload-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for chunk in reader.chunks():
+                    out.write(chunk)
+            Path(tmp_name).replace(path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        return StoredObject(key, reader.size, reader.sha256)
+
+    def open(self, key: str) -> Iterator[bytes]:
+        path = self._path(key)
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:
+            raise NotFoundError("object not found", key=key) from None
+        return _read_chunks(handle)
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def size(self, key: str) -> int:
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            raise NotFoundError("object not found", key=key) from None
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def delete_prefix(self, prefix: str) -> int:
+        keys = self.list(prefix)
+        for key in keys:
+            self.delete(key)
+        return len(keys)
+
+    def list(self, prefix: str) -> list[str]:
+        base = self._path(prefix.rstrip("/") + "/x").parent
+        if not base.is_dir():
+            return []
+        root = self.root.resolve()
+        return sorted(
+            str(p.relative_to(root))
+            for p in base.rglob("*")
+            if p.is_file() and not p.name.startswith(".upload-")
+        )
+
+    def health(self) -> str:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.root, prefix=".probe-"):
+                pass
+        except OSError as exc:
+            raise BackendUnavailableError(
+                f"object directory is not writable: {exc}", backend="local"
+            ) from exc
+        return f"local {self.root}"
+
+
+def _read_chunks(handle: BinaryIO) -> Iterator[bytes]:
+    with handle:
+        while data := handle.read(CHUNK_SIZE):
+            yield data
