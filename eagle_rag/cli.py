@@ -44,8 +44,10 @@ def _fail(exc: EagleError) -> NoReturn:
 
 
 async def _loaded(settings: Settings) -> EagleApp:
+    """The app with its plugins loaded, without migrating or creating collections: doctor and
+    plugins list only look."""
     application = build_app(settings)
-    await application.start()
+    await application.plugins.load_all()
     return application
 
 
@@ -65,7 +67,7 @@ def doctor(as_json: JsonOption = False) -> None:
     try:
         application = asyncio.run(_loaded(settings))
         plugin_report = application.plugins.health_payload()
-        asyncio.run(application.stop())
+        application.plugins.unload_all()
     except EagleError as exc:
         plugin_error = str(exc)
         plugin_report = {}
@@ -86,20 +88,9 @@ def _doctor_json(
     return {
         "version": __version__,
         "settings": settings.masked(),
-        "backends": [_probe_dict(p) for p in probes],
+        "backends": [p.to_dict() for p in probes],
         "plugins": plugins,
         "plugin_error": plugin_error,
-    }
-
-
-def _probe_dict(probe: ProbeResult) -> dict[str, Any]:
-    return {
-        "name": probe.name,
-        "status": probe.status,
-        "target": probe.target,
-        "detail": probe.detail,
-        "version": probe.version,
-        "latency_ms": round(probe.latency_ms, 2),
     }
 
 
@@ -158,7 +149,7 @@ def plugins_list(as_json: JsonOption = False) -> None:
     except EagleError as exc:
         _fail(exc)
     report = application.plugins.health_payload()
-    asyncio.run(application.stop())
+    application.plugins.unload_all()
     if as_json:
         typer.echo(json.dumps(report["plugins"]))
     else:

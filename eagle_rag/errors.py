@@ -18,7 +18,8 @@ about HTTP.
     ├── NotFoundError                  a resource does not exist (in this namespace)
     ├── ConflictError                  a resource with that name or content already exists
     ├── InvalidInputError              a request value is malformed or unsafe
-    └── BackendUnavailableError        a storage, queue or model backend does not answer
+    ├── BackendUnavailableError        a storage, queue or model backend does not answer
+    └── VectorStoreError               the vector store answered but refused an operation
 """
 
 from __future__ import annotations
@@ -146,3 +147,9 @@ class BackendUnavailableError(EagleError):
     """A storage, queue or model backend did not answer."""
 
     code = "backend_unavailable"
+
+
+class VectorStoreError(EagleError):
+    """The vector store answered but refused or failed an operation."""
+
+    code = "vector_store_error"

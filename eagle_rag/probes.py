@@ -1,6 +1,7 @@
 """Backend probes: does each configured backend answer, and which version is it?
 
-Used by ``eagle-rag doctor`` now and by ``/health`` later. A probe never raises: it reports.
+Used by ``eagle-rag doctor`` now and by ``/health`` later. A probe never raises: it reports. Probes
+only read: they neither migrate the schema nor create collections.
 """
 
 from __future__ import annotations
@@ -8,11 +9,15 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from eagle_rag.settings import Settings, database_backend, mask_url_password
+from eagle_rag.db.database import Database
+from eagle_rag.index.factory import build_pool
+from eagle_rag.plugins.contract import milvus_database_for
+from eagle_rag.settings import Settings, mask_url_password
+from eagle_rag.storage.factory import build_object_store
 
 ProbeStatus = Literal["ok", "down", "disabled"]
 
@@ -27,6 +32,9 @@ class ProbeResult:
     detail: str = ""
     version: str = ""
     latency_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "latency_ms": round(self.latency_ms, 2)}
 
 
 def _timed(name: str, target: str, check: Callable[[], str]) -> ProbeResult:
@@ -54,28 +62,51 @@ def probe_data_dir(settings: Settings) -> ProbeResult:
 
 
 def probe_database(settings: Settings) -> ProbeResult:
-    """The metadata database accepts a connection and a trivial query."""
+    """The metadata database answers; reports its version and schema revision."""
     url = settings.database.url
 
     def check() -> str:
-        from sqlalchemy import create_engine, text
-
-        if database_backend(url) == "sqlite":
-            Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args=_connect_timeout(url))
+        database = Database(url)
         try:
-            with engine.connect() as connection:
-                connection.execute(text("SELECT 1"))
-                info = engine.dialect.server_version_info or ()
-                return f"{engine.dialect.name} {'.'.join(str(p) for p in info)}".strip()
+            if database.backend == "sqlite":
+                Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+            version = database.health()
+            try:
+                revision = database.revision() or "empty"
+            except Exception:
+                revision = "not migrated"
+            return f"{version}, schema {revision}"
         finally:
-            engine.dispose()
+            database.dispose()
 
     return _timed("metadata_db", mask_url_password(url), check)
 
 
-def _connect_timeout(url: str) -> dict[str, int]:
-    return {"connect_timeout": 3} if database_backend(url) == "postgresql" else {}
+def probe_milvus(settings: Settings) -> ProbeResult:
+    """Milvus (Lite or server) answers; reports its version and the namespace's database."""
+    config = settings.milvus
+    db_name = config.db_name or milvus_database_for(settings.plugins.default_namespace)
+
+    def check() -> str:
+        pool = build_pool(config)
+        try:
+            client = pool.client("default")
+            present = "present" if db_name in client.list_databases() else "not created yet"
+            return f"{pool.server_version()}, database {db_name} {present}"
+        finally:
+            pool.close()
+
+    return _timed("milvus", mask_url_password(config.uri), check)
+
+
+def probe_object_store(settings: Settings) -> ProbeResult:
+    store = build_object_store(settings)
+    target = (
+        settings.storage.local_dir
+        if settings.storage.backend == "local"
+        else f"{settings.storage.s3.endpoint_url or 's3'}/{settings.storage.s3.bucket}"
+    )
+    return _timed("object_store", target, store.health)
 
 
 def probe_redis(settings: Settings) -> ProbeResult:
@@ -99,4 +130,10 @@ def probe_redis(settings: Settings) -> ProbeResult:
 
 def probe_all(settings: Settings) -> list[ProbeResult]:
     """Every backend the settings configure, in a stable order."""
-    return [probe_data_dir(settings), probe_database(settings), probe_redis(settings)]
+    return [
+        probe_data_dir(settings),
+        probe_database(settings),
+        probe_milvus(settings),
+        probe_object_store(settings),
+        probe_redis(settings),
+    ]

@@ -3,10 +3,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from eagle_rag import __version__
 from eagle_rag.cli import app
+from tests.servers import free_port
 
 runner = CliRunner()
 
@@ -37,8 +39,12 @@ def test_doctor_json_reports_backends_plugins_and_masked_settings(tmp_path: Path
     assert {b["name"]: b["status"] for b in report["backends"]} == {
         "data_dir": "ok",
         "metadata_db": "ok",
+        "milvus": "ok",
+        "object_store": "ok",
         "redis": "disabled",
     }
+    [milvus] = [b for b in report["backends"] if b["name"] == "milvus"]
+    assert milvus["version"].startswith("milvus_lite")
     assert report["plugins"]["plugins"][0]["namespace"] == "core"
     assert "tok-secret-1" not in result.stdout
 
@@ -78,3 +84,47 @@ def test_plugins_list(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     [core] = json.loads(result.stdout)
     assert core["namespace"] == "core" and core["module"] == "eagle_rag.plugins.core_defaults"
+
+
+@pytest.mark.integration
+def test_doctor_reports_production_backends(
+    tmp_path: Path, postgres_url: str, s3_endpoint: str, milvus_uri: str
+) -> None:
+    import boto3
+
+    boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="t",
+        aws_secret_access_key="t",
+    ).create_bucket(Bucket="doctor-bucket")
+    env = _env(
+        tmp_path,
+        EAGLE_RAG_PROFILE="production",
+        EAGLE_DATABASE_URL=postgres_url,
+        MILVUS_URI=milvus_uri,
+        S3_ENDPOINT_URL=s3_endpoint,
+        S3_BUCKET="doctor-bucket",
+        S3_ACCESS_KEY_ID="t",
+        S3_SECRET_ACCESS_KEY="secret-key-value",
+    )
+    result = runner.invoke(app, ["doctor", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    backends = {b["name"]: b for b in json.loads(result.stdout)["backends"]}
+    assert all(b["status"] == "ok" for b in backends.values()), backends
+    assert backends["metadata_db"]["version"].startswith("postgresql 15")
+    assert backends["object_store"]["version"] == "s3 bucket doctor-bucket"
+    assert backends["redis"]["version"].startswith("redis ")
+    assert "secret-key-value" not in result.stdout
+
+
+@pytest.mark.integration
+def test_doctor_reports_an_unreachable_milvus_server(tmp_path: Path) -> None:
+    env = _env(
+        tmp_path, MILVUS_URI=f"http://127.0.0.1:{free_port()}", EAGLE_RAG_MILVUS__TIMEOUT_S="2"
+    )
+    result = runner.invoke(app, ["doctor", "--json"], env=env)
+    assert result.exit_code == 1
+    [milvus] = [b for b in json.loads(result.stdout)["backends"] if b["name"] == "milvus"]
+    assert milvus["status"] == "down" and "Milvus" in milvus["detail"]

@@ -27,13 +27,6 @@ from eagle_rag.errors import (
     InvalidInputError,
     NotFoundError,
 )
-from tests.databases import postgres_database
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    with postgres_database() as url:
-        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])

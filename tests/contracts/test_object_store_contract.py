@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import io
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,7 @@ from eagle_rag.storage.factory import s3_client
 from eagle_rag.storage.keys import object_key, validate_prefix
 from eagle_rag.storage.local import LocalObjectStore
 from eagle_rag.storage.s3 import S3ObjectStore
-from tests.servers import free_port, s3_server
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with s3_server(tmp_path_factory.mktemp("moto")) as endpoint:
-        yield endpoint
+from tests.servers import free_port
 
 
 def _s3_store(endpoint: str, bucket: str) -> S3ObjectStore:

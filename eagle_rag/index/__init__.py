@@ -1,0 +1,1 @@
+"""Vector index: Milvus client pool, collection schemas, BM25 encoding, safe filters, the store."""

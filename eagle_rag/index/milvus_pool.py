@@ -1,0 +1,91 @@
+"""One MilvusClient per Milvus Database, bound at construction (ADR-001).
+
+Clients are never switched between databases per request (``using_database`` would race between
+threads) and never closed while pooled. Milvus Lite is a local path; anything with a scheme is a
+server reached by URI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from pathlib import Path
+from typing import Any
+
+from pymilvus import MilvusClient
+
+from eagle_rag.errors import BackendUnavailableError
+
+
+def is_lite(uri: str) -> bool:
+    return "://" not in uri
+
+
+class MilvusClientPool:
+    """Creates clients lazily (construction does no I/O) and the database on first use."""
+
+    def __init__(self, uri: str, *, token: str = "", timeout: float = 30.0) -> None:
+        self.uri = uri
+        self._token = token
+        self._timeout = timeout
+        self._clients: dict[str, MilvusClient] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def lite(self) -> bool:
+        return is_lite(self.uri)
+
+    def client(self, db_name: str) -> MilvusClient:
+        with self._lock:
+            found = self._clients.get(db_name)
+            if found is None:
+                found = self._connect(db_name)
+                self._clients[db_name] = found
+            return found
+
+    def _connect(self, db_name: str) -> MilvusClient:
+        try:
+            if self.lite:
+                Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
+            root = self._clients.get("default") or self._open("default")
+            self._clients.setdefault("default", root)
+            if db_name == "default":
+                return root
+            if db_name not in root.list_databases():
+                root.create_database(db_name)
+            return self._open(db_name)
+        except BackendUnavailableError:
+            raise
+        except Exception as exc:
+            raise _unavailable(self.uri, exc) from exc
+
+    def _open(self, db_name: str) -> MilvusClient:
+        kwargs: dict[str, Any] = {"uri": self.uri, "db_name": db_name, "timeout": self._timeout}
+        if self._token:
+            kwargs["token"] = self._token
+        try:
+            return MilvusClient(**kwargs)
+        except Exception as exc:
+            raise _unavailable(self.uri, exc) from exc
+
+    def server_version(self) -> str:
+        return str(self.client("default").get_server_version())
+
+    def close(self) -> None:
+        """Close every client (process shutdown only: Lite keeps its lock until exit)."""
+        with self._lock:
+            for client in self._clients.values():
+                with contextlib.suppress(Exception):  # closing is best-effort at shutdown
+                    client.close()
+            self._clients.clear()
+
+
+def _unavailable(uri: str, exc: Exception) -> BackendUnavailableError:
+    if "locked" in str(exc).lower() or type(exc).__name__ == "DataDirLockedError":
+        return BackendUnavailableError(
+            "the Milvus Lite data dir is locked by another process; stop it (e.g. a running "
+            "`eagle-rag serve`) or use the server over HTTP",
+            backend="milvus",
+            uri=uri,
+        )
+    return BackendUnavailableError(f"Milvus is unavailable: {exc}", backend="milvus", uri=uri)

@@ -1,0 +1,403 @@
+"""The vector store port and its Milvus implementation (Lite or server, one namespace each).
+
+A store is bound to one namespace, i.e. one Milvus Database, when it is built. Callers hand it
+rows with text and a dense vector; the store derives the BM25 input itself, so dense and sparse
+can never disagree about what a row says.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pymilvus import AnnSearchRequest, MilvusClient, RRFRanker
+
+from eagle_rag.errors import BackendUnavailableError, InvalidInputError, VectorStoreError
+from eagle_rag.index.collections import (
+    DENSE_FIELD,
+    SPARSE_FIELD,
+    SPARSE_TEXT_FIELD,
+    TEXT_COLLECTION,
+    VISUAL_COLLECTION,
+    CollectionSpec,
+    IndexSettings,
+    build_index_params,
+    build_schema,
+    text_fields,
+    visual_fields,
+)
+from eagle_rag.index.filters import Filter, eq, in_
+from eagle_rag.index.milvus_pool import MilvusClientPool
+from eagle_rag.index.sparse import encode_for_bm25
+
+MAX_TOP_K = 1000
+UPSERT_BATCH = 256
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """One search result: the row id, a higher-is-better score and the requested fields."""
+
+    id: str
+    score: float
+    fields: Mapping[str, Any]
+
+
+class VectorStore(Protocol):
+    """Vector operations of one namespace; every backend passes tests/contracts/."""
+
+    namespace: str
+
+    def ensure_collections(self, specs: Sequence[CollectionSpec] = ()) -> None: ...
+
+    def collections(self) -> list[str]: ...
+
+    def upsert(self, collection: str, rows: Sequence[Mapping[str, Any]]) -> int: ...
+
+    def search_dense(
+        self,
+        collection: str,
+        vectors: Sequence[Sequence[float]],
+        *,
+        top_k: int,
+        where: Filter | None = None,
+        output_fields: Sequence[str] | None = None,
+    ) -> list[list[VectorHit]]: ...
+
+    def search_sparse(
+        self,
+        collection: str,
+        texts: Sequence[str],
+        *,
+        top_k: int,
+        where: Filter | None = None,
+        output_fields: Sequence[str] | None = None,
+    ) -> list[list[VectorHit]]: ...
+
+    def search_hybrid(
+        self,
+        collection: str,
+        vector: Sequence[float],
+        text: str,
+        *,
+        top_k: int,
+        where: Filter | None = None,
+        rrf_k: int = 60,
+        output_fields: Sequence[str] | None = None,
+    ) -> list[VectorHit]: ...
+
+    def query(
+        self,
+        collection: str,
+        where: Filter,
+        *,
+        output_fields: Sequence[str] | None = None,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]: ...
+
+    def count(self, collection: str, where: Filter | None = None) -> int: ...
+
+    def delete(self, collection: str, where: Filter) -> int: ...
+
+    def delete_documents(self, document_ids: Sequence[str]) -> int: ...
+
+    def delete_kb(self, kb_name: str) -> int: ...
+
+    def health(self) -> str: ...
+
+
+class MilvusVectorStore:
+    """Milvus (Lite or server) behind the VectorStore port, bound to one Database."""
+
+    def __init__(
+        self,
+        pool: MilvusClientPool,
+        *,
+        namespace: str,
+        db_name: str,
+        text_dim: int,
+        visual_dim: int,
+        index: IndexSettings | None = None,
+    ) -> None:
+        self.namespace = namespace
+        self.db_name = db_name
+        self._pool = pool
+        self._index = index or IndexSettings()
+        self._specs: dict[str, CollectionSpec] = {
+            TEXT_COLLECTION: CollectionSpec(TEXT_COLLECTION, "text", text_dim),
+            VISUAL_COLLECTION: CollectionSpec(VISUAL_COLLECTION, "visual", visual_dim),
+        }
+
+    @property
+    def _client(self) -> MilvusClient:
+        return self._pool.client(self.db_name)
+
+    # --- collections ----------------------------------------------------------------------------
+
+    def ensure_collections(self, specs: Sequence[CollectionSpec] = ()) -> None:
+        """Create the base collections (and any extra specs) if missing, and load them."""
+        for spec in specs:
+            self._specs[spec.name] = spec
+        client = self._client
+        for spec in self._specs.values():
+            self._guard(lambda s=spec: self._ensure(client, s), "ensure_collections")
+
+    def _ensure(self, client: MilvusClient, spec: CollectionSpec) -> None:
+        if not client.has_collection(spec.name):
+            client.create_collection(
+                spec.name,
+                schema=build_schema(spec),
+                index_params=build_index_params(client, spec, self._index),
+                consistency_level="Strong",  # read-your-writes: ingest then search at once
+            )
+        client.load_collection(spec.name)
+
+    def collections(self) -> list[str]:
+        return sorted(self._guard(self._client.list_collections, "list_collections"))
+
+    def spec(self, collection: str) -> CollectionSpec:
+        try:
+            return self._specs[collection]
+        except KeyError:
+            raise InvalidInputError(
+                f"unknown collection {collection!r}", collection=collection
+            ) from None
+
+    # --- writes ---------------------------------------------------------------------------------
+
+    def upsert(self, collection: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Insert or replace rows by id; the BM25 input is derived from the row's text here."""
+        spec = self.spec(collection)
+        prepared = [self._prepare(spec, row) for row in rows]
+        written = 0
+        for start in range(0, len(prepared), UPSERT_BATCH):
+            batch = prepared[start : start + UPSERT_BATCH]
+            result = self._guard(lambda b=batch: self._client.upsert(collection, b), "upsert")
+            written += int(result.get("upsert_count", len(batch)))
+        return written
+
+    def _prepare(self, spec: CollectionSpec, row: Mapping[str, Any]) -> dict[str, Any]:
+        vector = row.get(DENSE_FIELD)
+        if vector is None or len(vector) != spec.dim:
+            got = None if vector is None else len(vector)
+            raise InvalidInputError(
+                f"{spec.name} expects {spec.dim}-d vectors, got {got}",
+                collection=spec.name,
+                row_id=row.get("id"),
+            )
+        prepared = {k: v for k, v in row.items() if k not in (SPARSE_FIELD, SPARSE_TEXT_FIELD)}
+        prepared[DENSE_FIELD] = [float(x) for x in vector]
+        prepared.setdefault("metadata", {})
+        body = row.get("text") if spec.kind == "text" else row.get("content_summary")
+        prepared[SPARSE_TEXT_FIELD] = encode_for_bm25(str(body or ""))
+        return prepared
+
+    def delete(self, collection: str, where: Filter) -> int:
+        if not where.expression:
+            raise InvalidInputError("refusing to delete with an empty filter")
+        self.spec(collection)
+        result = self._guard(
+            lambda: self._client.delete(collection, filter=where.expression), "delete"
+        )
+        return int(result.get("delete_count", 0)) if isinstance(result, dict) else 0
+
+    def delete_documents(self, document_ids: Sequence[str]) -> int:
+        """Remove every row of these documents from every collection of the namespace."""
+        if not document_ids:
+            return 0
+        where = in_("document_id", list(document_ids))
+        return sum(self.delete(name, where) for name in self._existing())
+
+    def delete_kb(self, kb_name: str) -> int:
+        return sum(self.delete(name, eq("kb_name", kb_name)) for name in self._existing())
+
+    def _existing(self) -> list[str]:
+        present = set(self.collections())
+        return [name for name in self._specs if name in present]
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    def search_dense(
+        self,
+        collection: str,
+        vectors: Sequence[Sequence[float]],
+        *,
+        top_k: int,
+        where: Filter | None = None,
+        output_fields: Sequence[str] | None = None,
+    ) -> list[list[VectorHit]]:
+        spec = self.spec(collection)
+        _check_top_k(top_k)
+        results = self._guard(
+            lambda: self._client.search(
+                collection,
+                data=[list(map(float, v)) for v in vectors],
+                anns_field=DENSE_FIELD,
+                limit=top_k,
+                filter=where.expression if where else "",
+                output_fields=list(output_fields or self._fields(spec)),
+                search_params={"params": self._index.search_params(top_k)},
+            ),
+            "search",
+        )
+        return [[_hit(h) for h in hits] for hits in results]
+
+    def search_sparse(
+        self,
+        collection: str,
+        texts: Sequence[str],
+        *,
+        top_k: int,
+        where: Filter | None = None,
+        output_fields: Sequence[str] | None = None,
+    ) -> list[list[VectorHit]]:
+        spec = self.spec(collection)
+        _check_top_k(top_k)
+        encoded = [encode_for_bm25(t) for t in texts]
+        output: list[list[VectorHit]] = [[] for _ in texts]
+        # A query with no token (punctuation only) matches nothing; Milvus would reject it.
+        live = [i for i, text in enumerate(encoded) if text]
+        if not live:
+            return output
+        results = self._guard(
+            lambda: self._client.search(
+                collection,
+                data=[encoded[i] for i in live],
+                anns_field=SPARSE_FIELD,
+                limit=top_k,
+                filter=where.expression if where else "",
+                output_fields=list(output_fields or self._fields(spec)),
+            ),
+            "search",
+        )
+        for index, hits in zip(live, results, strict=True):
+            # BM25 is non-negative by definition; Lite reports it negated, a server does not.
+            output[index] = [_hit(h, absolute=True) for h in hits]
+        return output
+
+    def search_hybrid(
+        self,
+        collection: str,
+        vector: Sequence[float],
+        text: str,
+        *,
+        top_k: int,
+        where: Filter | None = None,
+        rrf_k: int = 60,
+        output_fields: Sequence[str] | None = None,
+    ) -> list[VectorHit]:
+        """Dense and BM25 in one call, fused by Milvus's RRF ranker."""
+        spec = self.spec(collection)
+        _check_top_k(top_k)
+        encoded = encode_for_bm25(text)
+        if not encoded:
+            return self.search_dense(
+                collection, [vector], top_k=top_k, where=where, output_fields=output_fields
+            )[0]
+        expression = where.expression if where else ""
+        requests = [
+            AnnSearchRequest(
+                data=[list(map(float, vector))],
+                anns_field=DENSE_FIELD,
+                param={"params": self._index.search_params(top_k)},
+                limit=top_k,
+                expr=expression or None,
+            ),
+            AnnSearchRequest(
+                data=[encoded],
+                anns_field=SPARSE_FIELD,
+                param={},
+                limit=top_k,
+                expr=expression or None,
+            ),
+        ]
+        results = self._guard(
+            lambda: self._client.hybrid_search(
+                collection,
+                requests,
+                RRFRanker(rrf_k),
+                limit=top_k,
+                output_fields=list(output_fields or self._fields(spec)),
+            ),
+            "hybrid_search",
+        )
+        return [_hit(h) for h in results[0]]
+
+    def query(
+        self,
+        collection: str,
+        where: Filter,
+        *,
+        output_fields: Sequence[str] | None = None,
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]:
+        spec = self.spec(collection)
+        if not 1 <= limit <= 16384:
+            raise InvalidInputError("query limit must be between 1 and 16384")
+        rows = self._guard(
+            lambda: self._client.query(
+                collection,
+                filter=where.expression,
+                output_fields=list(output_fields or self._fields(spec)),
+                limit=limit,
+            ),
+            "query",
+        )
+        return [dict(row) for row in rows]
+
+    def count(self, collection: str, where: Filter | None = None) -> int:
+        self.spec(collection)
+        rows = self._guard(
+            lambda: self._client.query(
+                collection, filter=where.expression if where else "", output_fields=["count(*)"]
+            ),
+            "count",
+        )
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    def health(self) -> str:
+        version = self._guard(self._pool.server_version, "health")
+        kind = "milvus-lite" if self._pool.lite else "milvus"
+        return f"{kind} {version}, database {self.db_name}"
+
+    # --- internals ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _fields(spec: CollectionSpec) -> tuple[str, ...]:
+        base = text_fields() if spec.kind == "text" else visual_fields()
+        return base + spec.extra_varchar_fields
+
+    def _guard(self, call: Any, operation: str) -> Any:
+        try:
+            return call()
+        except (BackendUnavailableError, InvalidInputError):
+            raise
+        except Exception as exc:
+            error = BackendUnavailableError if _is_unavailable(exc) else VectorStoreError
+            raise error(
+                f"Milvus {operation} failed: {exc}",
+                backend="milvus",
+                namespace=self.namespace,
+                operation=operation,
+            ) from exc
+
+
+def _is_unavailable(exc: Exception) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(m in text for m in ("unavailable", "connect", "timeout", "deadline", "closed"))
+
+
+def _check_top_k(top_k: int) -> None:
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise InvalidInputError(f"top_k must be between 1 and {MAX_TOP_K}", top_k=top_k)
+
+
+def _hit(raw: Mapping[str, Any], *, absolute: bool = False) -> VectorHit:
+    score = float(raw.get("distance", 0.0))
+    if absolute:
+        score = abs(score)
+    if not math.isfinite(score):
+        score = 0.0
+    return VectorHit(str(raw.get("id")), score, dict(raw.get("entity", {})))

@@ -1,0 +1,319 @@
+"""The vector store port on Milvus Lite (a temp data dir) and on a Milvus server reached by URI."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eagle_rag.errors import BackendUnavailableError, InvalidInputError
+from eagle_rag.index import filters as f
+from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION, IndexSettings
+from eagle_rag.index.milvus_pool import MilvusClientPool
+from eagle_rag.index.vector_store import MilvusVectorStore
+from tests.servers import free_port
+
+DIM = 16
+
+
+@pytest.fixture(scope="module")
+def lite_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusClientPool]:
+    pool = MilvusClientPool(str(tmp_path_factory.mktemp("lite") / "milvus.db"))
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(
+    scope="module", params=["lite", pytest.param("server", marks=pytest.mark.integration)]
+)
+def pool(request: pytest.FixtureRequest) -> MilvusClientPool:
+    if request.param == "lite":
+        return request.getfixturevalue("lite_pool")  # type: ignore[no-any-return]
+    return MilvusClientPool(request.getfixturevalue("milvus_uri"))
+
+
+def _store(pool: MilvusClientPool, namespace: str | None = None) -> MilvusVectorStore:
+    namespace = namespace or f"ns_{uuid.uuid4().hex[:10]}"
+    store = MilvusVectorStore(
+        pool,
+        namespace=namespace,
+        db_name=namespace.replace("-", "_"),
+        text_dim=DIM,
+        visual_dim=DIM,
+        index=IndexSettings(index_type="HNSW"),
+    )
+    store.ensure_collections()
+    return store
+
+
+# Creating a collection costs ~3 s on Milvus, so each backend gets one store per module (and a
+# second namespace for isolation tests); every test works in its own KB and documents.
+@pytest.fixture(scope="module")
+def store(pool: MilvusClientPool) -> MilvusVectorStore:
+    return _store(pool)
+
+
+@pytest.fixture(scope="module")
+def other_store(pool: MilvusClientPool) -> MilvusVectorStore:
+    return _store(pool)
+
+
+@pytest.fixture
+def kb() -> str:
+    return f"kb-{uuid.uuid4().hex[:8]}"
+
+
+def _in(kb: str) -> f.Filter:
+    return f.eq("kb_name", kb)
+
+
+def _vec(seed: int) -> list[float]:
+    v = np.random.default_rng(seed).standard_normal(DIM)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def _text_row(i: int, text: str, kb: str, doc: str = "d1", **extra: object) -> dict:
+    row = {
+        "id": f"{kb}:{doc}:{i}",
+        "document_id": doc,
+        "kb_name": kb,
+        "text": text,
+        "path": f"doc/Section {i}",
+        "level": 2,
+        "type": "text",
+        "chunk_index": i,
+        "page_nums": [i + 1],
+        "metadata": {"year": 2020 + i, "source": "report"},
+        "dense": _vec(i),
+    }
+    row.update(extra)
+    return row
+
+
+def _visual_row(i: int, kb: str, doc: str = "d1") -> dict:
+    return {
+        "id": f"{kb}:{doc}:v{i}",
+        "document_id": doc,
+        "kb_name": kb,
+        "image_id": f"img{i}",
+        "page": i + 1,
+        "position": "full",
+        "chunk_type": "table",
+        "parent_section": "doc/Results",
+        "content_summary": "revenue table by quarter",
+        "source_chunk_id": f"{kb}:{doc}:{i}",
+        "metadata": {},
+        "dense": _vec(100 + i),
+    }
+
+
+TEXTS = [
+    "Eagle-RAG retrieves cited evidence for agents.",
+    "Reciprocal rank fusion merges ranked lists without comparing raw scores.",
+    "北京大学是中国著名的高等学府，位于北京。",
+    "上海的天气今天很好，适合出去散步。",
+    "Milvus stores dense and sparse vectors for hybrid search.",
+]
+
+
+def _fill(store: MilvusVectorStore, kb: str, doc: str = "d1") -> None:
+    store.upsert(TEXT_COLLECTION, [_text_row(i, t, kb=kb, doc=doc) for i, t in enumerate(TEXTS)])
+
+
+def test_ensure_collections_is_idempotent(store: MilvusVectorStore, kb: str) -> None:
+    store.ensure_collections()
+    assert {TEXT_COLLECTION, VISUAL_COLLECTION} <= set(store.collections())
+    assert store.count(TEXT_COLLECTION, _in(kb)) == 0
+
+
+def test_upsert_replaces_rows_with_the_same_id(store: MilvusVectorStore, kb: str) -> None:
+    _fill(store, kb)
+    assert store.count(TEXT_COLLECTION, _in(kb)) == len(TEXTS)
+    store.upsert(TEXT_COLLECTION, [_text_row(0, "replaced text about kiwis", kb)])
+    assert store.count(TEXT_COLLECTION, _in(kb)) == len(TEXTS)
+    [row] = store.query(TEXT_COLLECTION, f.eq("id", f"{kb}:d1:0"))
+    assert row["text"] == "replaced text about kiwis"
+    [[hit]] = store.search_sparse(TEXT_COLLECTION, ["kiwis"], top_k=1, where=_in(kb))
+    assert hit.id == f"{kb}:d1:0"  # the BM25 side was replaced too
+
+
+def test_wrong_dimension_is_refused_before_writing(store: MilvusVectorStore, kb: str) -> None:
+    bad = _text_row(0, "x", kb)
+    bad["dense"] = [0.1] * (DIM + 1)
+    with pytest.raises(InvalidInputError, match=f"expects {DIM}-d"):
+        store.upsert(TEXT_COLLECTION, [_text_row(1, "fine", kb), bad])
+    assert store.count(TEXT_COLLECTION, _in(kb)) == 0
+
+
+def test_dense_search_finds_the_nearest_and_respects_filters(
+    store: MilvusVectorStore, kb: str
+) -> None:
+    _fill(store, kb)
+    _fill(store, kb + "-x")
+    [hits] = store.search_dense(TEXT_COLLECTION, [_vec(3)], top_k=3, where=_in(kb))
+    assert hits[0].id == f"{kb}:d1:3" and hits[0].score == pytest.approx(1.0, abs=1e-4)
+    assert all(h.fields["kb_name"] == kb for h in hits)
+    assert hits[0].fields["page_nums"] == [4] and hits[0].fields["path"] == "doc/Section 3"
+
+
+def test_batched_dense_queries(store: MilvusVectorStore, kb: str) -> None:
+    _fill(store, kb)
+    results = store.search_dense(TEXT_COLLECTION, [_vec(0), _vec(4)], top_k=1, where=_in(kb))
+    assert [r[0].id for r in results] == [f"{kb}:d1:0", f"{kb}:d1:4"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("reciprocal rank fusion", 1),
+        ("北京大学", 2),
+        ("上海天气", 3),
+        ("HYBRID search Milvus", 4),
+    ],
+)
+def test_bm25_finds_english_and_chinese(
+    store: MilvusVectorStore, kb: str, query: str, expected: int
+) -> None:
+    _fill(store, kb)
+    [hits] = store.search_sparse(TEXT_COLLECTION, [query], top_k=3, where=_in(kb))
+    assert hits[0].id == f"{kb}:d1:{expected}"
+    assert hits[0].score > 0
+    assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
+
+
+def test_sparse_query_without_tokens_matches_nothing(store: MilvusVectorStore, kb: str) -> None:
+    _fill(store, kb)
+    empty, found = store.search_sparse(TEXT_COLLECTION, ["?!", "北京"], top_k=2, where=_in(kb))
+    assert empty == [] and found[0].id == f"{kb}:d1:2"
+
+
+def test_hybrid_search_fuses_dense_and_bm25(store: MilvusVectorStore, kb: str) -> None:
+    _fill(store, kb)
+    hits = store.search_hybrid(TEXT_COLLECTION, _vec(1), "北京大学", top_k=5, where=_in(kb))
+    assert {h.id for h in hits[:2]} == {f"{kb}:d1:1", f"{kb}:d1:2"}  # dense best, BM25 best
+
+
+def test_scalar_json_and_array_filters(store: MilvusVectorStore, kb: str) -> None:
+    _fill(store, kb)
+
+    def ids(where: f.Filter) -> list[str]:
+        rows = store.query(TEXT_COLLECTION, _in(kb) & where)
+        return sorted(r["id"].rsplit(":", 1)[1] for r in rows)
+
+    assert ids(f.json_between("metadata", "year", ge=2022, le=2023)) == ["2", "3"]
+    assert ids(f.array_contains("page_nums", 5)) == ["4"]
+    assert ids(f.json_in("metadata", "year", [2020, 2024])) == ["0", "4"]
+    assert ids(f.in_("chunk_index", [0, 1]) & f.eq("type", "text")) == ["0", "1"]
+    assert ids(f.not_(f.json_eq("metadata", "source", "report"))) == []
+
+
+HOSTILE = [
+    '" or 1==1 or "',
+    'a"b',
+    "back\\slash\\",
+    "line\nbreak\r\t",
+    "中文'值",
+    "x" * 2000,
+    "${x}",
+]
+
+
+def test_hostile_values_match_exactly_and_inject_nothing(store: MilvusVectorStore, kb: str) -> None:
+    store.upsert(
+        TEXT_COLLECTION,
+        [_text_row(i, "t", kb, metadata={"source": v}) for i, v in enumerate(HOSTILE)],
+    )
+    for i, value in enumerate(HOSTILE):
+        rows = store.query(TEXT_COLLECTION, f.json_eq("metadata", "source", value))
+        assert [r["id"] for r in rows] == [f"{kb}:d1:{i}"]
+        assert store.count(TEXT_COLLECTION, f.eq("document_id", value)) == 0
+        assert store.delete(TEXT_COLLECTION, f.eq("kb_name", value)) == 0
+    assert store.count(TEXT_COLLECTION, _in(kb)) == len(HOSTILE)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(value=st.text(min_size=1, max_size=40))
+def test_any_string_filters_exactly(lite_pool: MilvusClientPool, value: str) -> None:
+    store = _store(lite_pool, "ns_prop")
+    store.upsert(TEXT_COLLECTION, [_text_row(0, "t", "prop", metadata={"v": value})])
+    rows = store.query(TEXT_COLLECTION, f.json_eq("metadata", "v", value))
+    assert [r["id"] for r in rows] == ["prop:d1:0"]
+    store.delete(TEXT_COLLECTION, f.eq("kb_name", "prop"))
+
+
+def test_delete_documents_and_kb_reach_every_collection(store: MilvusVectorStore, kb: str) -> None:
+    other = kb + "-o"
+    _fill(store, kb, doc="d1")
+    _fill(store, other, doc="d2")
+    store.upsert(VISUAL_COLLECTION, [_visual_row(0, kb, "d1"), _visual_row(1, other, "d2")])
+    both = _in(kb) | _in(other)
+    store.delete_documents(["d1"])
+    assert store.count(TEXT_COLLECTION, both & f.eq("document_id", "d1")) == 0
+    assert store.count(VISUAL_COLLECTION, both & f.eq("document_id", "d1")) == 0
+    assert store.search_sparse(TEXT_COLLECTION, ["北京大学"], top_k=5, where=_in(kb)) == [[]]
+    assert store.count(TEXT_COLLECTION, _in(other)) == len(TEXTS)
+    store.delete_kb(other)
+    assert store.count(TEXT_COLLECTION, both) == 0 and store.count(VISUAL_COLLECTION, both) == 0
+
+
+def test_visual_rows_keep_their_anchors(store: MilvusVectorStore, kb: str) -> None:
+    store.upsert(VISUAL_COLLECTION, [_visual_row(0, kb)])
+    [[hit]] = store.search_sparse(VISUAL_COLLECTION, ["revenue table"], top_k=1, where=_in(kb))
+    assert hit.fields["chunk_type"] == "table"
+    assert hit.fields["parent_section"] == "doc/Results"
+    assert hit.fields["source_chunk_id"] == f"{kb}:d1:0"
+
+
+def test_same_kb_in_two_namespaces_never_collides(
+    store: MilvusVectorStore, other_store: MilvusVectorStore, kb: str
+) -> None:
+    _fill(store, kb)
+    _fill(other_store, kb)
+    other_store.delete_kb(kb)
+    assert store.count(TEXT_COLLECTION, _in(kb)) == len(TEXTS)
+    assert other_store.search_sparse(TEXT_COLLECTION, ["北京大学"], top_k=3, where=_in(kb)) == [[]]
+    store.delete_kb(kb)
+
+
+@pytest.mark.parametrize("top_k", [0, -1, 1001])
+def test_top_k_is_bounded(store: MilvusVectorStore, top_k: int) -> None:
+    with pytest.raises(InvalidInputError):
+        store.search_dense(TEXT_COLLECTION, [_vec(0)], top_k=top_k)
+
+
+def test_unknown_collection_and_empty_delete_filter_are_refused(store: MilvusVectorStore) -> None:
+    with pytest.raises(InvalidInputError, match="unknown collection"):
+        store.count("eagle_nope")
+    with pytest.raises(InvalidInputError, match="empty filter"):
+        store.delete(TEXT_COLLECTION, f.all_of())
+
+
+def test_health_names_the_database(store: MilvusVectorStore) -> None:
+    assert store.db_name in store.health()
+
+
+@pytest.mark.integration
+def test_unreachable_server_is_a_backend_error() -> None:
+    dead = MilvusClientPool(f"http://127.0.0.1:{free_port()}", timeout=2)
+    store = MilvusVectorStore(
+        dead, namespace="core", db_name="default", text_dim=DIM, visual_dim=DIM
+    )
+    with pytest.raises(BackendUnavailableError, match="Milvus"):
+        store.ensure_collections()
+
+
+def test_lite_data_dir_is_created(tmp_path: Path) -> None:
+    pool = MilvusClientPool(str(tmp_path / "deep" / "er" / "milvus.db"))
+    try:
+        assert pool.client("ns_mkdir").list_collections() == []
+        assert (tmp_path / "deep" / "er").is_dir()
+    finally:
+        pool.close()

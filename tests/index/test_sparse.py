@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eagle_rag.index.sparse import MAX_ENCODED_TOKENS, encode_for_bm25, encode_token, tokenize
+
+
+def test_english_is_lowercased_words() -> None:
+    assert tokenize("Reciprocal Rank-Fusion, k=60!") == ["reciprocal", "rank", "fusion", "k", "60"]
+
+
+def test_chinese_is_segmented_with_search_mode() -> None:
+    tokens = tokenize("北京大学的学生")
+    assert {"北京", "大学", "北京大学", "学生"} <= set(tokens)
+
+
+def test_mixed_scripts_split_at_the_script_boundary() -> None:
+    assert tokenize("Milvus向量数据库")[:1] == ["milvus"]
+    assert "数据库" in tokenize("Milvus向量数据库")
+
+
+def test_fullwidth_forms_are_normalised() -> None:
+    assert tokenize("ＡＢＣ１２３") == ["abc123"]
+
+
+def test_encoding_is_letters_only_and_stable() -> None:
+    word = encode_token("北京")
+    assert re.fullmatch(r"[a-z]{14}", word)
+    assert word == encode_token("北京") != encode_token("上海")
+    # Pinned: a change here would silently invalidate every stored BM25 vector.
+    assert encode_token("eagle") == "vbgrgzadjmfywa"
+
+
+@given(st.text(max_size=300))
+def test_encoded_text_has_one_word_per_token(text: str) -> None:
+    encoded = encode_for_bm25(text)
+    assert len(encoded.split()) == min(len(tokenize(text)), MAX_ENCODED_TOKENS)
+    assert re.fullmatch(r"([a-z]{14}( [a-z]{14})*)?", encoded)
+
+
+def test_very_long_text_is_capped() -> None:
+    assert len(encode_for_bm25("word " * 10_000).split()) == MAX_ENCODED_TOKENS
