@@ -64,8 +64,8 @@ class MilvusSettings(_Section):
     db_name: str = ""
     text_dim: int = Field(default=384, ge=2, le=32768)
     visual_dim: int = Field(default=384, ge=2, le=32768)
-    # HNSW build and search settings; see benchmarks/RESULTS.md for how they were chosen.
-    index_type: Literal["FLAT", "HNSW", "IVF_FLAT", "AUTOINDEX"] = "HNSW"
+    # AUTO = FLAT on Milvus Lite, HNSW on a server; benchmarks/RESULTS.md shows why.
+    index_type: Literal["AUTO", "FLAT", "HNSW", "IVF_FLAT", "AUTOINDEX"] = "AUTO"
     hnsw_m: int = Field(default=16, ge=4, le=64)
     hnsw_ef_construction: int = Field(default=200, ge=8, le=1024)
     search_ef: int = Field(default=128, ge=1, le=32768)

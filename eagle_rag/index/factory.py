@@ -15,9 +15,13 @@ def build_pool(config: MilvusSettings) -> MilvusClientPool:
     )
 
 
-def index_settings(config: MilvusSettings) -> IndexSettings:
+def index_settings(config: MilvusSettings, *, lite: bool) -> IndexSettings:
+    """Resolve ``AUTO``: exact FLAT on Milvus Lite, HNSW on a server."""
+    index_type = config.index_type
+    if index_type == "AUTO":
+        index_type = "FLAT" if lite else "HNSW"
     return IndexSettings(
-        index_type=config.index_type,
+        index_type=index_type,
         hnsw_m=config.hnsw_m,
         hnsw_ef_construction=config.hnsw_ef_construction,
         search_ef=config.search_ef,
@@ -34,5 +38,5 @@ def build_vector_store(
         db_name=config.db_name or milvus_database_for(namespace),
         text_dim=config.text_dim,
         visual_dim=config.visual_dim,
-        index=index_settings(config),
+        index=index_settings(config, lite=pool.lite),
     )

@@ -56,6 +56,8 @@ class VectorStore(Protocol):
 
     def upsert(self, collection: str, rows: Sequence[Mapping[str, Any]]) -> int: ...
 
+    def flush(self, collections: Sequence[str] = ()) -> None: ...
+
     def search_dense(
         self,
         collection: str,
@@ -177,6 +179,17 @@ class MilvusVectorStore:
             result = self._guard(lambda b=batch: self._client.upsert(collection, b), "upsert")
             written += int(result.get("upsert_count", len(batch)))
         return written
+
+    def flush(self, collections: Sequence[str] = ()) -> None:
+        """Seal what was written so searches use the index.
+
+        Milvus searches unsealed (growing) segments by brute force: measured on Lite at 10k rows,
+        ~400 ms per search before a flush and ~25 ms after. A flush costs about a second, so
+        writers flush once per document or batch, not per upsert call.
+        """
+        for name in collections or self._existing():
+            self.spec(name)
+            self._guard(lambda n=name: self._client.flush(n), "flush")
 
     def _prepare(self, spec: CollectionSpec, row: Mapping[str, Any]) -> dict[str, Any]:
         vector = row.get(DENSE_FIELD)

@@ -162,6 +162,15 @@ def test_dense_search_finds_the_nearest_and_respects_filters(
     assert hits[0].fields["page_nums"] == [4] and hits[0].fields["path"] == "doc/Section 3"
 
 
+def test_flush_keeps_every_row_searchable(store: MilvusVectorStore, kb: str) -> None:
+    _fill(store, kb)
+    store.flush([TEXT_COLLECTION])
+    store.flush()
+    assert store.count(TEXT_COLLECTION, _in(kb)) == len(TEXTS)
+    [hits] = store.search_dense(TEXT_COLLECTION, [_vec(2)], top_k=1, where=_in(kb))
+    assert hits[0].id == f"{kb}:d1:2"
+
+
 def test_batched_dense_queries(store: MilvusVectorStore, kb: str) -> None:
     _fill(store, kb)
     results = store.search_dense(TEXT_COLLECTION, [_vec(0), _vec(4)], top_k=1, where=_in(kb))
