@@ -32,10 +32,15 @@ def lite_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusClient
 @pytest.fixture(
     scope="module", params=["lite", pytest.param("server", marks=pytest.mark.integration)]
 )
-def pool(request: pytest.FixtureRequest) -> MilvusClientPool:
+def pool(request: pytest.FixtureRequest) -> Iterator[MilvusClientPool]:
     if request.param == "lite":
-        return request.getfixturevalue("lite_pool")  # type: ignore[no-any-return]
-    return MilvusClientPool(request.getfixturevalue("milvus_uri"))
+        yield request.getfixturevalue("lite_pool")
+        return
+    # Closed at teardown: idle pooled channels keep pinging, and the Lite gRPC server answers
+    # too many pings with GOAWAY, which would break later clients sharing the channel.
+    server = MilvusClientPool(request.getfixturevalue("milvus_uri"))
+    yield server
+    server.close()
 
 
 def _store(pool: MilvusClientPool, namespace: str | None = None) -> MilvusVectorStore:
