@@ -19,6 +19,7 @@ about HTTP.
     ├── ConflictError                  a resource with that name or content already exists
     ├── InvalidInputError              a request value is malformed or unsafe
     ├── BackendUnavailableError        a storage, queue or model backend does not answer
+    ├── ModelProviderError             a model endpoint refused a request or answered nonsense
     └── VectorStoreError               the vector store answered but refused an operation
 """
 
@@ -147,6 +148,12 @@ class BackendUnavailableError(EagleError):
     """A storage, queue or model backend did not answer."""
 
     code = "backend_unavailable"
+
+
+class ModelProviderError(EagleError):
+    """A model endpoint refused the request (bad key, bad model) or answered malformed data."""
+
+    code = "model_provider_error"
 
 
 class VectorStoreError(EagleError):

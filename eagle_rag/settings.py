@@ -88,6 +88,49 @@ class StorageSettings(_Section):
     s3: S3Settings = Field(default_factory=S3Settings)
 
 
+class EmbeddingSettings(_Section):
+    # offline: the bundled multilingual model (or hashing, per encoder_mode); openai: an endpoint.
+    provider: Literal["offline", "openai"] = "offline"
+    # auto: the bundled model if it loads, else the deterministic hashing encoder (with a warning);
+    # require_native: fail if the bundled model is missing; deterministic: hashing only (tests).
+    encoder_mode: Literal["auto", "require_native", "deterministic"] = "auto"
+    model: str = ""
+    base_url: str = ""
+    api_key: SecretStr = SecretStr("")
+    dim: int = Field(default=384, ge=2, le=32768)
+    batch_size: int = Field(default=32, ge=1, le=2048)
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=10)
+    send_dimensions: bool = False
+
+
+class ModelSettings(_Section):
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+
+
+class IngestSettings(_Section):
+    max_file_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
+    max_pages: int = Field(default=2000, ge=1)
+    # Knowledge-base defaults; a KB's creation_settings override them.
+    chunk_size: int = Field(default=400, ge=16, le=8192)
+    chunk_overlap: int = Field(default=40, ge=0, le=4096)
+    workers: int = Field(default=2, ge=1, le=64)
+    embed_batch: int = Field(default=32, ge=1, le=1024)
+    # Office files are zip archives: refuse bombs before opening them.
+    archive_max_entries: int = Field(default=10_000, ge=1)
+    archive_max_uncompressed_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
+    archive_max_ratio: float = Field(default=200.0, gt=1)
+    url_timeout_s: float = Field(default=20.0, gt=0)
+    url_max_redirects: int = Field(default=5, ge=0, le=20)
+    # Loopback, private and link-local addresses are refused unless this is on (tests only).
+    url_allow_private: bool = False
+
+
+class QueueSettings(_Section):
+    backend: Literal["inprocess", "celery"] = "inprocess"
+    broker_url: str = "redis://127.0.0.1:6379/1"
+
+
 class TelemetrySettings(_Section):
     plugin_audit_enabled: bool = True
     plugin_audit_redis_enabled: bool = False
@@ -109,6 +152,9 @@ class Settings(BaseSettings):
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     milvus: MilvusSettings = Field(default_factory=MilvusSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    models: ModelSettings = Field(default_factory=ModelSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    queue: QueueSettings = Field(default_factory=QueueSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
     @classmethod

@@ -61,6 +61,11 @@ class MilvusClientPool:
 
     def _open(self, db_name: str) -> MilvusClient:
         kwargs: dict[str, Any] = {"uri": self.uri, "db_name": db_name, "timeout": self._timeout}
+        if not self.lite:
+            # pymilvus shares one channel per address between clients unless told otherwise; a
+            # pool owns its channels, so one pool's broken channel cannot fail another's calls.
+            # (A Lite data dir must stay shared: it admits one server per process.)
+            kwargs["dedicated"] = True
         if self._token:
             kwargs["token"] = self._token
         try:

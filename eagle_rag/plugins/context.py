@@ -26,6 +26,17 @@ class HookContext:
 
 
 @dataclass(frozen=True, slots=True)
+class HostServices:
+    """What the host lends plugins (the seed's RAG runtime API): the namespace's vector store,
+    the object store and the encoder registry. Typed loosely so the kernel imports no backend."""
+
+    vectors: Any = None
+    objects: Any = None
+    encoders: Any = None
+    text_encoder: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ComponentRegistries:
     """The registries plugins add components to; one set per application."""
 
@@ -50,10 +61,12 @@ class PluginContext:
         settings: Settings,
         audit: PluginAudit,
         registries: ComponentRegistries,
+        host: HostServices | None = None,
     ) -> None:
         self.namespace = namespace
         self.settings = settings
         self.audit = audit
+        self.host = host or HostServices()
         self._registries = registries
 
     @property

@@ -1,16 +1,32 @@
 """Core as a plugin (namespace ``core``): Eagle-RAG's own behaviour on the same hooks as domain
 plugins, subscribed at CORE_PRIORITY so that any domain subscriber runs first.
 
-Its subscribers arrive with the ingest and query pipelines; the manifest and lifecycle are here
-so that the manager always has Core to load first.
+On load Core registers the built-in Parser components; its subscribers route every chunk to
+``eagle_text`` with the host's text encoder, embed with any registered text encoder and write
+through the namespace's vector store.
 """
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
+from typing import Any
+
 from eagle_rag import __version__
+from eagle_rag.errors import PluginError
+from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
+from eagle_rag.ingest.parsers.registry import builtin_parsers
+from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import PluginContext
-from eagle_rag.plugins.contract import CORE_NAMESPACE, PluginManifest
+from eagle_rag.plugins.contract import CORE_NAMESPACE, CORE_PRIORITY, PluginManifest
 from eagle_rag.plugins.hookbus import HookBus
+from eagle_rag.plugins.payloads import (
+    ClassificationDecision,
+    EmbeddingBatch,
+    EmbedRequest,
+    TextChunk,
+    UpsertBatch,
+)
 
 
 class CorePlugin:
@@ -25,18 +41,53 @@ class CorePlugin:
 
     def __init__(self) -> None:
         self._ctx: PluginContext | None = None
+        self.text_encoder = ""
 
     def on_load(self, ctx: PluginContext) -> None:
         self._ctx = ctx
+        for parser in builtin_parsers():
+            ctx.register_parser(parser.name, parser)
+        self.text_encoder = ctx.host.text_encoder
 
     def ensure_collections(self, ctx: PluginContext) -> None:
         """Base collections are created by the vector store itself for every namespace."""
 
     def register_hooks(self, bus: HookBus) -> None:
-        """Core's fallback subscribers join here as the pipelines land."""
+        for hook, handler in (
+            (hooks.classify_chunk, self.classify_chunk),
+            (hooks.embed_text, self.embed_text),
+            (hooks.upsert_vectors, self.upsert_vectors),
+        ):
+            bus.subscribe(hook, handler, plugin=CORE_NAMESPACE, priority=CORE_PRIORITY)
 
     def on_unload(self) -> None:
         self._ctx = None
+
+    # --- subscribers ----------------------------------------------------------------------------
+
+    def classify_chunk(self, chunk: TextChunk) -> tuple[ClassificationDecision, ...]:
+        """Every chunk goes to eagle_text with the configured encoder (never a specialized one)."""
+        return (ClassificationDecision(TEXT_COLLECTION, self.text_encoder, reason="core default"),)
+
+    async def embed_text(self, request: EmbedRequest) -> EmbeddingBatch:
+        encoder = self._host("encoders").get(request.encoder)
+        embed = encoder.embed_queries if request.purpose == "query" else encoder.embed_passages
+        vectors = await asyncio.to_thread(embed, list(request.texts))
+        return EmbeddingBatch(encoder.name, encoder.dim, vectors.tolist())
+
+    async def upsert_vectors(self, batch: UpsertBatch) -> UpsertBatch:
+        """Write to the namespace's vector store (a domain subscriber that wrote already wins)."""
+        if batch.written_ids or batch.collection not in (TEXT_COLLECTION, VISUAL_COLLECTION):
+            return batch
+        store = self._host("vectors")
+        await asyncio.to_thread(store.upsert, batch.collection, list(batch.rows))
+        return replace(batch, written_ids=tuple(str(row["id"]) for row in batch.rows))
+
+    def _host(self, name: str) -> Any:
+        service = getattr(self._ctx.host, name, None) if self._ctx else None
+        if service is None:
+            raise PluginError(f"Core needs the host's {name} service", plugin=CORE_NAMESPACE)
+        return service
 
 
 plugin = CorePlugin()

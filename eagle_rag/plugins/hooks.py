@@ -109,14 +109,16 @@ def ingest_visual_extract(
 
 
 @hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
-def classify_chunk(chunk: TextChunk, ctx: HookContext) -> ClassificationDecision | None:
-    """Route a text chunk to a collection and an encoder."""
+def classify_chunk(chunk: TextChunk, ctx: HookContext) -> tuple[ClassificationDecision, ...] | None:
+    """Route a text chunk to one or more (collection, encoder) targets."""
     raise NotImplementedError
 
 
 @hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
-def classify_visual(visual: VisualChunk, ctx: HookContext) -> ClassificationDecision | None:
-    """Route a visual chunk to a collection and an encoder."""
+def classify_visual(
+    visual: VisualChunk, ctx: HookContext
+) -> tuple[ClassificationDecision, ...] | None:
+    """Route a visual chunk to one or more (collection, encoder) targets."""
     raise NotImplementedError
 
 

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any
 from eagle_rag.errors import EagleError, PluginDependencyError, PluginLoadError
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.audit import PluginAudit
-from eagle_rag.plugins.context import ComponentRegistries, HookContext, PluginContext
+from eagle_rag.plugins.context import (
+    ComponentRegistries,
+    HookContext,
+    HostServices,
+    PluginContext,
+)
 from eagle_rag.plugins.contract import (
     CORE_NAMESPACE,
     Plugin,
@@ -59,12 +64,14 @@ class PluginManager:
         bus: HookBus,
         audit: PluginAudit,
         registries: ComponentRegistries,
+        host: HostServices | None = None,
         import_module: Callable[[str], ModuleType] = importlib.import_module,
     ) -> None:
         self._settings = settings
         self._bus = bus
         self._audit = audit
         self._registries = registries
+        self._host = host or HostServices()
         self._import_module = import_module
         self._loaded: list[LoadedPlugin] = []
         self.celery_modules: tuple[str, ...] = ()
@@ -177,6 +184,7 @@ class PluginManager:
             settings=self._settings,
             audit=self._audit,
             registries=self._registries,
+            host=self._host,
         )
         # Appended before on_load so a failure in any step still gets this plugin unloaded.
         self._loaded.append(LoadedPlugin(module, plugin, context))

@@ -15,14 +15,23 @@ RetrievalMode = Literal["dense", "sparse", "hybrid"]
 EmbedPurpose = Literal["passage", "query"]
 
 
+SectionKind = Literal["text", "table", "list", "code"]
+
+
 @dataclass(frozen=True, slots=True)
 class TextSection:
-    """One section a parser found: its text, heading, depth and page (1-based)."""
+    """One block a parser found, in reading order.
+
+    ``heading`` starts a new section at ``level`` (1 = top); a block without a heading belongs to
+    the section opened before it. ``page`` is 1-based. Tables are Markdown pipe tables whose first
+    row is the header, so the chunker can split them by rows and repeat that header.
+    """
 
     content: str
     heading: str | None = None
     level: int = 0
     page: int | None = None
+    kind: SectionKind = "text"
 
 
 @dataclass(frozen=True, slots=True)

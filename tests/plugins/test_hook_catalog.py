@@ -45,8 +45,8 @@ SAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
     "PARSE": ({"result": ParseResult("t"), "source": SOURCE}, ParseResult("enriched")),
     "CHUNK": ({"chunks": (CHUNK,), "source": SOURCE}, (CHUNK, CHUNK)),
     "INGEST_VISUAL_EXTRACT": ({"source": SOURCE, "parsed": ParseResult("t")}, (VISUAL,)),
-    "CLASSIFY_CHUNK": ({"chunk": CHUNK}, ClassificationDecision("eagle_text", "e5")),
-    "CLASSIFY_VISUAL": ({"visual": VISUAL}, ClassificationDecision("eagle_visual", "vl")),
+    "CLASSIFY_CHUNK": ({"chunk": CHUNK}, (ClassificationDecision("eagle_text", "e5"),)),
+    "CLASSIFY_VISUAL": ({"visual": VISUAL}, (ClassificationDecision("eagle_visual", "vl"),)),
     "EMBED_TEXT": ({"request": EmbedRequest(("a",), "e5")}, EmbeddingBatch("e5", 2, [[1, 0]])),
     "EMBED_VISUAL": (
         {"request": VisualEmbedRequest((b"png",), "vl")},

@@ -1,0 +1,1 @@
+"""Ingest: type detection, parsers, Knowhere structure and chunking, the pipeline and its queue."""

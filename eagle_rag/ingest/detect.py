@@ -1,0 +1,167 @@
+"""Decide what a file is from its bytes, and refuse files whose name or declared type lies.
+
+Binary formats are recognised by signature (PDF, and the zip entries that make DOCX, PPTX and
+XLSX); text formats by decoding plus structure (JSON parses, HTML has markup). The filename or a
+declared MIME type then chooses among text formats (``.md`` vs ``.txt``), but may not turn a binary
+file into text or one binary format into another.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from eagle_rag.errors import InvalidInputError
+
+PDF = "application/pdf"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+TEXT = "text/plain"
+MARKDOWN = "text/markdown"
+HTML = "text/html"
+CSV = "text/csv"
+JSON = "application/json"
+
+BINARY_TYPES = frozenset({PDF, DOCX, PPTX, XLSX})
+TEXT_TYPES = frozenset({TEXT, MARKDOWN, HTML, CSV, JSON})
+
+EXTENSIONS = {
+    ".pdf": PDF,
+    ".docx": DOCX,
+    ".pptx": PPTX,
+    ".xlsx": XLSX,
+    ".txt": TEXT,
+    ".text": TEXT,
+    ".log": TEXT,
+    ".md": MARKDOWN,
+    ".markdown": MARKDOWN,
+    ".html": HTML,
+    ".htm": HTML,
+    ".csv": CSV,
+    ".tsv": CSV,
+    ".json": JSON,
+}
+MIME_ALIASES = {
+    "text/x-markdown": MARKDOWN,
+    "application/xhtml+xml": HTML,
+    "text/tab-separated-values": CSV,
+}
+
+_ZIP_MARKERS = {"word/document.xml": DOCX, "ppt/presentation.xml": PPTX, "xl/workbook.xml": XLSX}
+_OTHER_SIGNATURES = {
+    b"\x89PNG": "image/png",
+    b"\xff\xd8\xff": "image/jpeg",
+    b"GIF8": "image/gif",
+    b"\xd0\xcf\x11\xe0": "application/msword (legacy OLE format)",
+    b"\x1f\x8b": "application/gzip",
+    b"Rar!": "application/x-rar",
+    b"\x7fELF": "application/x-executable",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Detected:
+    """The MIME type a file will be parsed as, and what its name or declaration claimed."""
+
+    mime_type: str
+    claimed: str | None
+
+
+def claimed_type(filename: str, declared: str | None = None) -> str | None:
+    """What the name (or an explicit, specific declaration) says the file is."""
+    if declared:
+        base = declared.split(";", 1)[0].strip().lower()
+        base = MIME_ALIASES.get(base, base)
+        if base in BINARY_TYPES or base in TEXT_TYPES:
+            return base
+    return EXTENSIONS.get(PurePosixPath(filename.lower()).suffix)
+
+
+def sniff(data: bytes) -> str:
+    """The type family the bytes show: a binary MIME type, or ``text/plain`` for decodable text."""
+    if not data:
+        raise InvalidInputError("the file is empty")
+    if data.startswith(b"%PDF-"):
+        return PDF
+    if data.startswith(b"PK\x03\x04"):
+        return _office_type(data)
+    for signature, kind in _OTHER_SIGNATURES.items():
+        if data.startswith(signature):
+            raise InvalidInputError(f"unsupported file type: {kind}", detected=kind)
+    if decode_text(data) is None:
+        raise InvalidInputError("unsupported file type: binary data that is not a known format")
+    return TEXT
+
+
+def _office_type(data: bytes) -> str:
+    try:
+        names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
+    except zipfile.BadZipFile as exc:
+        raise InvalidInputError(f"the file is a corrupt zip archive: {exc}") from exc
+    for marker, kind in _ZIP_MARKERS.items():
+        if marker in names:
+            return kind
+    raise InvalidInputError("unsupported file type: a zip archive that is not DOCX, PPTX or XLSX")
+
+
+def decode_text(data: bytes) -> str | None:
+    """Decode text (UTF-8 with or without BOM, UTF-16 with BOM, GB18030), or None if binary."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            return None
+    if b"\x00" in data[:8192]:
+        return None
+    for encoding in ("utf-8-sig", "gb18030"):
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\t\n\r\f")
+        return text if controls <= len(text[:8192]) * 0.01 else None
+    return None
+
+
+def detect(data: bytes, filename: str, declared: str | None = None) -> Detected:
+    """The MIME type to parse ``data`` as; InvalidInputError if empty, unknown or mislabeled."""
+    family = sniff(data)
+    claimed = claimed_type(filename, declared)
+    if family in BINARY_TYPES:
+        if claimed is not None and claimed != family:
+            raise InvalidInputError(
+                f"the file claims to be {claimed} but its content is {family}",
+                filename=filename,
+                claimed=claimed,
+                detected=family,
+            )
+        return Detected(family, claimed)
+    if claimed in BINARY_TYPES:
+        raise InvalidInputError(
+            f"the file claims to be {claimed} but its content is text",
+            filename=filename,
+            claimed=claimed,
+            detected=TEXT,
+        )
+    return Detected(claimed or _guess_text_type(data), claimed)
+
+
+def _guess_text_type(data: bytes) -> str:
+    text = (decode_text(data) or "").lstrip()
+    head = text[:2048].lower()
+    if text[:1] in "{[":
+        try:
+            json.loads(text)
+        except ValueError:
+            pass
+        else:
+            return JSON
+    if head.startswith(("<!doctype html", "<html")) or ("<body" in head and "</" in head):
+        return HTML
+    if any(line.startswith(("# ", "## ", "### ")) for line in text[:4096].splitlines()):
+        return MARKDOWN
+    return TEXT

@@ -1,0 +1,157 @@
+"""Fetch a URL for ingest without becoming an SSRF proxy.
+
+Only http(s). The host is resolved here and every address checked: loopback, private,
+link-local, multicast, reserved and unspecified addresses are refused (unless the settings allow
+private targets, for tests). The request then goes to the checked address itself, with the
+original Host header and TLS server name, so DNS cannot answer differently between the check and
+the connection. Redirects are followed by hand and each hop is checked again. The body streams
+under a size cap and a timeout.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.message import Message
+from pathlib import PurePosixPath
+from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
+
+import httpx
+
+from eagle_rag.errors import BackendUnavailableError, InvalidInputError
+from eagle_rag.settings import IngestSettings
+
+Resolver = Callable[[str, int], list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    url: str
+    data: bytes
+    filename: str
+    content_type: str | None
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise InvalidInputError(f"cannot resolve host {host!r}: {exc}", host=host) from exc
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def check_address(address: str, *, allow_private: bool) -> None:
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    unsafe = (
+        ip.is_loopback
+        or ip.is_private
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+    )
+    if unsafe and not allow_private:
+        raise InvalidInputError(
+            f"refusing to fetch from {address}: private, loopback and link-local addresses "
+            "are not allowed",
+            address=address,
+        )
+
+
+class UrlFetcher:
+    def __init__(
+        self,
+        settings: IngestSettings,
+        *,
+        resolver: Resolver = system_resolver,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._settings = settings
+        self._resolve = resolver
+        self._transport = transport
+
+    def fetch(self, url: str) -> Fetched:
+        current = url
+        with httpx.Client(
+            timeout=self._settings.url_timeout_s, follow_redirects=False, transport=self._transport
+        ) as client:
+            for _hop in range(self._settings.url_max_redirects + 1):
+                response_url, response = self._request(client, current)
+                if response is None:
+                    current = response_url
+                    continue
+                return response
+        raise InvalidInputError(
+            f"too many redirects (more than {self._settings.url_max_redirects})", url=url
+        )
+
+    def _request(self, client: httpx.Client, url: str) -> tuple[str, Fetched | None]:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidInputError("only http and https URLs can be ingested", url=url[:200])
+        if parts.username or parts.password:
+            raise InvalidInputError("URLs with credentials are refused", url=parts.hostname)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        addresses = self._resolve(parts.hostname, port)
+        if not addresses:
+            raise InvalidInputError(f"host {parts.hostname!r} has no address")
+        for address in addresses:
+            check_address(address, allow_private=self._settings.url_allow_private)
+        pinned = _with_host(parts, addresses[0], port)
+        headers = {"Host": parts.netloc.rsplit("@", 1)[-1], "Accept": "*/*"}
+        try:
+            with client.stream(
+                "GET", pinned, headers=headers, extensions={"sni_hostname": parts.hostname}
+            ) as response:
+                if response.is_redirect:
+                    location = response.headers.get("location", "")
+                    return urljoin(url, location), None
+                if response.status_code >= 400:
+                    raise InvalidInputError(
+                        f"the URL answered {response.status_code}", url=url[:200]
+                    )
+                data = self._read_capped(response, url)
+                return url, Fetched(url, data, _filename(response, parts.path), _ctype(response))
+        except httpx.TimeoutException as exc:
+            raise BackendUnavailableError(f"fetching {url[:200]} timed out") from exc
+        except httpx.HTTPError as exc:
+            raise BackendUnavailableError(f"fetching {url[:200]} failed: {exc}") from exc
+
+    def _read_capped(self, response: httpx.Response, url: str) -> bytes:
+        limit = self._settings.max_file_bytes
+        declared = response.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise InvalidInputError(f"the download is larger than {limit} bytes", url=url[:200])
+        chunks, total = [], 0
+        for chunk in response.iter_bytes():
+            total += len(chunk)
+            if total > limit:
+                raise InvalidInputError(f"the download is larger than {limit} bytes", url=url[:200])
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _with_host(parts: SplitResult, address: str, port: int) -> str:
+    """The same URL aimed at the checked address (the Host header keeps the name)."""
+    host = f"[{address}]" if ":" in address else address
+    return urlunsplit((parts.scheme, f"{host}:{port}", parts.path or "/", parts.query, ""))
+
+
+def _filename(response: httpx.Response, path: str) -> str:
+    disposition = response.headers.get("content-disposition")
+    if disposition:
+        message = Message()
+        message["content-disposition"] = disposition
+        name = message.get_filename()
+        if name:
+            return PurePosixPath(name).name or "download"
+    return PurePosixPath(unquote(path)).name or "download"
+
+
+def _ctype(response: httpx.Response) -> str | None:
+    value = response.headers.get("content-type")
+    return value.split(";", 1)[0].strip() if value else None

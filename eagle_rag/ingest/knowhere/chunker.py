@@ -1,0 +1,243 @@
+"""Cut a structure tree into chunks sized in the embedder's tokens.
+
+Rules: a chunk never crosses a section; sentences (and list or code lines) are never cut unless
+one alone exceeds the budget; tables stay whole when they fit, otherwise they are split by rows
+with the header repeated; consecutive text chunks overlap by whole sentences up to
+``overlap`` tokens. Each section with content also gets one ``section_summary`` chunk, the entry
+point of parent-document retrieval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest.knowhere.tree import Block, Section, StructureTree
+from eagle_rag.plugins.payloads import TextChunk
+
+TokenCounter = Callable[[str], int]
+
+# A sentence ends at . ! ? (followed by space) or at CJK 。！？ (no space needed).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
+SUMMARY_CHARS = 400
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingOptions:
+    chunk_size: int
+    chunk_overlap: int
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 16:
+            raise InvalidInputError("chunk_size must be at least 16 tokens")
+        if not 0 <= self.chunk_overlap < self.chunk_size // 2:
+            raise InvalidInputError("chunk_overlap must be >= 0 and < half of chunk_size")
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    text: str
+    start: int
+    end: int
+    tokens: int
+    page: int | None
+
+
+def chunk_id(document_id: str, path: str, ordinal: str) -> str:
+    """Deterministic: the same document, path and position always give the same id (upserts)."""
+    digest = hashlib.blake2b(path.encode("utf-8"), digest_size=6).hexdigest()
+    return f"{document_id}-{digest}-{ordinal}"
+
+
+def chunk_tree(
+    tree: StructureTree,
+    *,
+    document_id: str,
+    kb_name: str,
+    options: ChunkingOptions,
+    count_tokens: TokenCounter,
+) -> tuple[TextChunk, ...]:
+    chunks: list[TextChunk] = []
+    for section in tree.sections:
+        if section.blocks or (section.level == 0 and section.children):
+            chunks.append(_summary(tree, section, document_id, kb_name))
+        ordinal = 0
+        for group in _groups(section.blocks):
+            for text, start, end, kind, pages in _group_chunks(tree, group, options, count_tokens):
+                chunks.append(
+                    TextChunk(
+                        chunk_id=chunk_id(document_id, section.path, f"{ordinal:04d}"),
+                        document_id=document_id,
+                        kb_name=kb_name,
+                        text=text,
+                        path=section.path,
+                        level=section.level,
+                        chunk_index=0,
+                        type=kind,
+                        page_nums=pages,
+                        start_offset=start,
+                        end_offset=end,
+                        metadata={"section_title": section.title},
+                    )
+                )
+                ordinal += 1
+    # chunk_index is the document-wide reading order.
+    return tuple(replace(chunk, chunk_index=i) for i, chunk in enumerate(chunks))
+
+
+def _groups(blocks: list[Block]) -> Iterator[list[Block]]:
+    """Runs of prose blocks pack together; each table stands alone."""
+    run: list[Block] = []
+    for block in blocks:
+        if block.kind == "table":
+            if run:
+                yield run
+                run = []
+            yield [block]
+        else:
+            run.append(block)
+    if run:
+        yield run
+
+
+def _group_chunks(
+    tree: StructureTree, group: list[Block], options: ChunkingOptions, count: TokenCounter
+) -> Iterator[tuple[str, int, int, str, tuple[int, ...]]]:
+    if group[0].kind == "table":
+        block = group[0]
+        pages: tuple[int, ...] = (block.page,) if block.page is not None else ()
+        for text, start, end in _table_chunks(block, options, count):
+            yield text, start, end, "table", pages
+        return
+    kinds = {b.kind for b in group}
+    kind = kinds.pop() if len(kinds) == 1 else "text"
+    units = [unit for block in group for unit in _units(block, options, count)]
+    for start, end, covered in _pack(units, options):
+        pages = tuple(sorted({u.page for u in covered if u.page is not None}))
+        yield tree.text[start:end], start, end, kind, pages
+
+
+def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: str) -> TextChunk:
+    """Extractive: the section's title, its opening sentences and its subsections' titles."""
+    opening = " ".join(b.text for b in section.blocks if b.kind in ("text", "list"))
+    opening = _clip(" ".join(opening.split()), SUMMARY_CHARS)
+    children = [tree.section(p).title for p in section.children]
+    parts = [section.title]
+    if opening:
+        parts.append(opening)
+    if children:
+        parts.append("Sections: " + "; ".join(children))
+    pages = sorted({p for s in tree.sections if _within(s.path, section.path) for p in s.pages})
+    return TextChunk(
+        chunk_id=chunk_id(document_id, section.path, "summary"),
+        document_id=document_id,
+        kb_name=kb_name,
+        text="\n".join(parts),
+        path=section.path,
+        level=section.level,
+        chunk_index=0,
+        type="section_summary",
+        page_nums=tuple(pages),
+        start_offset=section.start,
+        end_offset=tree.subtree_end(section),
+        metadata={"section_title": section.title, "children": children},
+    )
+
+
+def _within(path: str, ancestor: str) -> bool:
+    return path == ancestor or path.startswith(ancestor + "/")
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("。"))
+    return cut[: end + 1] if end > limit // 2 else cut.rstrip() + "…"
+
+
+# --- blocks -> units -> chunks ------------------------------------------------------------------
+
+
+def _units(block: Block, options: ChunkingOptions, count: TokenCounter) -> Iterator[_Unit]:
+    """Sentences (text) or lines (lists, code), each with its offsets, split further if huge."""
+    splitter = _SENTENCE_END if block.kind == "text" else re.compile(r"\n")
+    position = 0
+    for piece in _split_keep_offsets(block.text, splitter):
+        local = block.text.index(piece, position)
+        position = local + len(piece)
+        start = block.start + local
+        tokens = count(piece)
+        if tokens <= options.chunk_size:
+            yield _Unit(piece, start, start + len(piece), tokens, block.page)
+        else:
+            yield from _hard_split(piece, start, options.chunk_size, count, block.page)
+
+
+def _split_keep_offsets(text: str, splitter: re.Pattern[str]) -> list[str]:
+    return [p for p in (s.strip() for s in splitter.split(text)) if p]
+
+
+def _hard_split(
+    text: str, start: int, budget: int, count: TokenCounter, page: int | None
+) -> Iterator[_Unit]:
+    """A single sentence over budget: cut at word boundaries (or characters for CJK runs)."""
+    words = re.findall(r"\S+\s*", text) if " " in text.strip() else list(text)
+    current, current_start, offset = "", start, start
+    for word in words:
+        if current and count(current + word) > budget:
+            piece = current.rstrip()
+            yield _Unit(piece, current_start, current_start + len(piece), count(piece), page)
+            current, current_start = "", offset
+        current += word
+        offset += len(word)
+    if current.strip():
+        piece = current.rstrip()
+        yield _Unit(piece, current_start, current_start + len(piece), count(piece), page)
+
+
+def _pack(units: list[_Unit], options: ChunkingOptions) -> Iterator[tuple[int, int, list[_Unit]]]:
+    """Greedy packing up to the budget, then step back over whole units for the overlap."""
+    i = 0
+    while i < len(units):
+        total, j = 0, i
+        while j < len(units) and (j == i or total + units[j].tokens <= options.chunk_size):
+            total += units[j].tokens
+            j += 1
+        yield units[i].start, units[j - 1].end, units[i:j]
+        if j >= len(units):
+            return
+        back, carried = j, 0
+        while back - 1 > i and carried + units[back - 1].tokens <= options.chunk_overlap:
+            back -= 1
+            carried += units[back].tokens
+        i = back
+
+
+def _table_chunks(
+    block: Block, options: ChunkingOptions, count: TokenCounter
+) -> Iterator[tuple[str, int, int]]:
+    """Whole if it fits; else by rows, each piece led by the header (offsets cover the rows)."""
+    if count(block.text) <= options.chunk_size:
+        yield block.text, block.start, block.end
+        return
+    lines = block.text.split("\n")
+    header = "\n".join(lines[:2]) if len(lines) > 1 and set(lines[1]) <= set("|-: ") else lines[0]
+    body = lines[2:] if header.count("\n") else lines[1:]
+    header_tokens = count(header)
+    offset = block.start + len(header) + 1
+    rows: list[str] = []
+    rows_start = offset
+    for line in body:
+        if rows and header_tokens + count("\n".join([*rows, line])) > options.chunk_size:
+            text = "\n".join(rows)
+            yield f"{header}\n{text}", rows_start, rows_start + len(text)
+            rows, rows_start = [], offset
+        rows.append(line)
+        offset += len(line) + 1
+    if rows:
+        text = "\n".join(rows)
+        yield f"{header}\n{text}", rows_start, rows_start + len(text)

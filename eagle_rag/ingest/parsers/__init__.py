@@ -1,0 +1,1 @@
+"""Core's Parser components, one module per format family."""

@@ -1,0 +1,57 @@
+"""The Parser component: declares MIME types, turns bytes into a ParseResult of sections.
+
+The shape follows the chat-bot platform's plugin SDK (``supported_mime_types`` and ``parse``), so
+a parser can be written once and offered to both hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from eagle_rag.plugins.payloads import ParseResult, TextSection
+
+
+@dataclass(frozen=True, slots=True)
+class ParseContext:
+    """What a parser receives: the bytes, the original name, the detected type and limits."""
+
+    data: bytes
+    filename: str
+    mime_type: str
+    max_pages: int = 2000
+
+
+@runtime_checkable
+class Parser(Protocol):
+    name: str
+    supported_mime_types: tuple[str, ...]
+
+    def parse(self, context: ParseContext) -> ParseResult: ...
+
+
+def markdown_table(rows: Sequence[Sequence[object]]) -> str:
+    """Render rows (first = header) as a Markdown pipe table; cells are flattened to one line."""
+    width = max((len(r) for r in rows), default=0)
+    if width == 0:
+        return ""
+
+    def cell(value: object) -> str:
+        text = "" if value is None else str(value)
+        return " ".join(text.split()).replace("|", "\\|")
+
+    lines = []
+    for index, row in enumerate(rows):
+        padded = [cell(v) for v in row] + [""] * (width - len(row))
+        lines.append("| " + " | ".join(padded) + " |")
+        if index == 0:
+            lines.append("|" + "---|" * width)
+    return "\n".join(lines)
+
+
+def result(sections: Iterable[TextSection], **metadata: object) -> ParseResult:
+    """A ParseResult whose text is its non-empty sections joined by blank lines."""
+    kept = tuple(s for s in sections if s.content.strip() or s.heading)
+    text = "\n\n".join(s.content for s in kept if s.content.strip())
+    return ParseResult(text=text, sections=kept, metadata=dict(metadata))

@@ -1,0 +1,37 @@
+"""The built-in Parser components and choosing one by MIME type."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest.parsers.base import Parser
+from eagle_rag.ingest.parsers.html import HtmlParser
+from eagle_rag.ingest.parsers.office import DocxParser, PptxParser
+from eagle_rag.ingest.parsers.pdf import PdfParser
+from eagle_rag.ingest.parsers.sheets import CsvParser, XlsxParser
+from eagle_rag.ingest.parsers.text import JsonParser, MarkdownParser, PlainTextParser
+
+
+def builtin_parsers() -> list[Parser]:
+    return [
+        PlainTextParser(),
+        MarkdownParser(),
+        JsonParser(),
+        HtmlParser(),
+        PdfParser(),
+        DocxParser(),
+        PptxParser(),
+        XlsxParser(),
+        CsvParser(),
+    ]
+
+
+def parser_for(mime_type: str, parsers: Iterable[Any]) -> Parser:
+    """The first registered parser that declares ``mime_type`` (plugins register after Core)."""
+    matches = [p for p in parsers if mime_type in getattr(p, "supported_mime_types", ())]
+    if not matches:
+        raise InvalidInputError(f"no parser handles {mime_type}", mime_type=mime_type)
+    chosen: Parser = matches[-1]  # a plugin's parser for a type overrides Core's
+    return chosen

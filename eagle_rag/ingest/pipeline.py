@@ -1,0 +1,223 @@
+"""The ingest pipeline: one task, end to end, in the fixed order of DESIGN §5.
+
+route -> parse (+PARSE) -> structure tree -> chunk (+CHUNK) -> visual extract -> classify ->
+embed -> upsert -> catalog. A failure at any step deletes every vector this document has (the
+attempt's writes; ids are deterministic, so earlier attempts' rows are the same rows), marks the
+document and task failed with a readable reason, and leaves the KB catalog unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from eagle_rag.db.records import DocumentRecord
+from eagle_rag.errors import EagleError, NotFoundError, PluginError
+from eagle_rag.ingest.deletion import remove_document
+from eagle_rag.ingest.detect import detect
+from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
+from eagle_rag.ingest.knowhere.tree import build_tree
+from eagle_rag.ingest.parsers.base import ParseContext
+from eagle_rag.ingest.parsers.registry import parser_for
+from eagle_rag.ingest.safety import ArchiveLimits, check_archive
+from eagle_rag.plugins import hooks
+from eagle_rag.plugins.context import HookContext
+from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator
+from eagle_rag.plugins.payloads import DocumentSource, TextChunk
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PIPELINE = "knowhere"
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineResult:
+    document_id: str
+    status: str
+    chunks: int = 0
+    error: str | None = None
+
+
+class IngestPipeline:
+    """Runs queued ingest tasks against the application's stores and hook bus."""
+
+    def __init__(self, app: Any) -> None:
+        # ``app`` is the EagleApp; typed loosely to keep this module free of the bootstrap import.
+        self._app = app
+        self._orchestrator = IngestOrchestrator(app.bus, app.encoders)
+
+    async def run(self, task_id: str) -> PipelineResult:
+        repos = self._app.repositories
+        task = repos.tasks.start_attempt(task_id)
+        try:
+            document = repos.documents.update(task.document_id, status="processing", error=None)
+        except NotFoundError:
+            repos.tasks.finish(task_id, status="failed", error="the document was deleted")
+            return PipelineResult(task.document_id, "failed", error="document deleted")
+        try:
+            chunks, collections, structure, pages = await self._ingest(task_id, document)
+        except Exception as exc:
+            return await self._fail(task_id, document, exc)
+        return self._succeed(task_id, document, chunks, collections, structure, pages)
+
+    async def _ingest(
+        self, task_id: str, document: DocumentRecord
+    ) -> tuple[int, tuple[str, ...], dict[str, Any], int | None]:
+        app = self._app
+        ctx = HookContext(
+            plugin_namespace=app.namespace, kb_names=(document.kb_name,), document_id=document.id
+        )
+        self._progress(task_id, "read", 0, 1)
+        data = await asyncio.to_thread(_read_all, app.objects, document.object_key)
+        mime = detect(data, document.filename, document.mime_type).mime_type
+        source = DocumentSource(
+            document.id,
+            document.kb_name,
+            document.filename,
+            mime,
+            document.size,
+            document.sha256,
+            document.object_key,
+            dict(document.extra),
+        )
+        pipeline = (
+            await app.bus.invoke_first(hooks.ingest_route_selectors, ctx=ctx, source=source)
+            or DEFAULT_PIPELINE
+        )
+        self._progress(task_id, "parse", 0, 1)
+        if mime.startswith("application/vnd.openxmlformats"):
+            check_archive(data, ArchiveLimits.from_settings(app.settings.ingest))
+        parser = parser_for(mime, [r.component for r in app.registries.parsers])
+        context = ParseContext(data, document.filename, mime, app.settings.ingest.max_pages)
+        parsed = await asyncio.to_thread(parser.parse, context)
+        parsed = await app.bus.invoke_transform(hooks.parse, parsed, ctx=ctx, source=source)
+
+        self._progress(task_id, "chunk", 0, 1)
+        title = str(parsed.metadata.get("title") or PurePosixPath(document.filename).stem)
+        tree = build_tree(parsed, title=title)
+        options = self._chunking(document.kb_name)
+        encoder = app.encoders.get(app.text_encoder_name)
+        chunks = await asyncio.to_thread(
+            chunk_tree,
+            tree,
+            document_id=document.id,
+            kb_name=document.kb_name,
+            options=options,
+            count_tokens=encoder.count_tokens,
+        )
+        enriched = await app.bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
+        _check_chunk_hook(chunks, enriched)
+
+        self._progress(task_id, "visual", 0, 1)
+        visuals = await app.bus.invoke_first(
+            hooks.ingest_visual_extract, ctx=ctx, source=source, parsed=parsed
+        )
+        planned = await self._orchestrator.plan(enriched, visuals or (), ctx)
+        # Replace, not merge: rows of an earlier attempt or run of this document go first.
+        await asyncio.to_thread(app.vectors.delete_documents, [document.id])
+        outcome = await self._orchestrator.execute(
+            planned,
+            ctx,
+            batch_size=app.settings.ingest.embed_batch,
+            on_progress=lambda done, total: self._progress(task_id, "embed", done, total),
+        )
+        pages = parsed.metadata.get("pages")
+        structure = {**tree.to_dict(), "pipeline": pipeline, "mime_type": mime}
+        return outcome.count, outcome.collections, structure, int(pages) if pages else None
+
+    def _chunking(self, kb_name: str) -> ChunkingOptions:
+        defaults = self._app.settings.ingest
+        kb = self._app.repositories.knowledge_bases.get(kb_name)
+        settings = kb.creation_settings
+        return ChunkingOptions(
+            chunk_size=int(settings.get("chunk_size", defaults.chunk_size)),
+            chunk_overlap=int(settings.get("chunk_overlap", defaults.chunk_overlap)),
+        )
+
+    def _succeed(
+        self,
+        task_id: str,
+        document: DocumentRecord,
+        chunks: int,
+        collections: tuple[str, ...],
+        structure: dict[str, Any],
+        pages: int | None,
+    ) -> PipelineResult:
+        repos = self._app.repositories
+        try:
+            repos.documents.update(
+                document.id,
+                status="completed",
+                chunk_count=chunks,
+                collections_used=list(collections),
+                structure=structure,
+                pages=pages,
+                pipeline=structure["pipeline"],
+                mime_type=structure["mime_type"],
+            )
+        except NotFoundError:
+            # Deleted while it ran: what this run wrote must not outlive the document.
+            self._app.vectors.delete_documents([document.id])
+            repos.tasks.finish(task_id, status="failed", error="the document was deleted")
+            return PipelineResult(document.id, "failed", error="document deleted")
+        repos.knowledge_bases.add_collections(document.kb_name, collections)
+        self._replace_older_versions(document)
+        repos.tasks.progress(task_id, phase="completed", current=chunks, total=chunks)
+        repos.tasks.finish(task_id, status="completed")
+        repos.tasks.append_log(task_id, f"completed: {chunks} vectors in {', '.join(collections)}")
+        return PipelineResult(document.id, "completed", chunks)
+
+    def _replace_older_versions(self, document: DocumentRecord) -> None:
+        """A changed file uploaded under the same name replaces the old document's chunks."""
+        for older in self._app.repositories.documents.find_by_filename(
+            document.kb_name, document.filename
+        ):
+            if older.id != document.id and older.status in ("completed", "failed"):
+                remove_document(self._app, older.id)
+
+    async def _fail(self, task_id: str, document: DocumentRecord, exc: Exception) -> PipelineResult:
+        reason = _reason(exc)
+        logger.warning("ingest of %s failed: %s", document.id, reason)
+        repos = self._app.repositories
+        try:
+            await asyncio.to_thread(self._app.vectors.delete_documents, [document.id])
+        except EagleError as cleanup:  # report the original failure; note the cleanup one
+            reason += f" (cleanup also failed: {cleanup.message})"
+        with contextlib.suppress(NotFoundError):  # deleted meanwhile: nothing to mark
+            repos.documents.update(document.id, status="failed", error=reason)
+        repos.tasks.finish(task_id, status="failed", error=reason)
+        repos.tasks.append_log(task_id, f"failed: {reason}")
+        return PipelineResult(document.id, "failed", error=reason)
+
+    def _progress(self, task_id: str, phase: str, current: int, total: int) -> None:
+        self._app.repositories.tasks.progress(task_id, phase=phase, current=current, total=total)
+
+
+def _read_all(objects: Any, key: str | None) -> bytes:
+    if not key:
+        raise NotFoundError("the document has no stored original")
+    return b"".join(objects.open(key))
+
+
+def _check_chunk_hook(before: tuple[TextChunk, ...], after: tuple[TextChunk, ...]) -> None:
+    """CHUNK may enrich metadata, never re-cut: ids, paths, text and order must survive."""
+    same = len(before) == len(after) and all(
+        (a.chunk_id, a.path, a.text) == (b.chunk_id, b.path, b.text)
+        for a, b in zip(before, after, strict=True)
+    )
+    if not same:
+        raise PluginError(
+            "a CHUNK subscriber changed chunk ids, paths, text or order; it may only enrich "
+            "metadata",
+            hook="CHUNK",
+        )
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, EagleError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,184 @@
+"""Accept documents for ingest: validate, store the original, dedup, create the task, queue it.
+
+Everything that can be refused is refused here, before a task exists: unknown KB, too large,
+empty, unsupported or mislabeled type, zip bomb, unsafe URL. A dedup hit (same bytes already in
+the KB) returns the existing document instead of a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tempfile
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, BinaryIO, Protocol
+
+from eagle_rag.db.records import validate_kb_name
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest.detect import BINARY_TYPES, detect
+from eagle_rag.ingest.fetch import UrlFetcher
+from eagle_rag.ingest.safety import ArchiveLimits, check_archive
+from eagle_rag.storage.keys import MAX_PART_LENGTH, object_key
+
+READ_CHUNK = 1024 * 1024
+SPOOL_IN_MEMORY = 8 * 1024 * 1024
+
+
+class TaskQueue(Protocol):
+    """Runs ingest tasks by id: in this process, or on Celery workers."""
+
+    def submit(self, task_id: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """The wire answer of ``POST /ingest``."""
+
+    job_id: str
+    document_id: str
+    status: str
+    dedup_hit: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "document_id": self.document_id,
+            "status": self.status,
+            "dedup_hit": self.dedup_hit,
+        }
+
+
+class IngestService:
+    def __init__(self, app: Any, queue: TaskQueue) -> None:
+        self._app = app
+        self._queue = queue
+
+    def submit_file(
+        self,
+        *,
+        kb_name: str,
+        filename: str,
+        stream: BinaryIO,
+        content_type: str | None = None,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        source_url: str | None = None,
+    ) -> Submission:
+        validate_kb_name(kb_name)
+        self._app.repositories.knowledge_bases.get(kb_name)
+        display_name = display_filename(filename)
+        with _spooled(stream, self._app.settings.ingest.max_file_bytes) as (spool, size, sha256):
+            head = spool.read()
+            detected = detect(head, display_name, content_type)
+            if detected.mime_type in BINARY_TYPES and detected.mime_type != "application/pdf":
+                check_archive(head, ArchiveLimits.from_settings(self._app.settings.ingest))
+            document, created = self._app.repositories.documents.create(
+                kb_name=kb_name,
+                filename=display_name,
+                mime_type=detected.mime_type,
+                sha256=sha256,
+                size=size,
+                source_url=source_url,
+                extra=dict(metadata or {}),
+                tags=tags,
+            )
+            if not created:
+                return self._dedup_hit(document)
+            key = object_key(self._app.namespace, kb_name, document.id, storage_name(display_name))
+            self._app.objects.put(key, io.BytesIO(head), content_type=detected.mime_type)
+        self._app.repositories.documents.update(document.id, object_key=key)
+        task = self._app.repositories.tasks.create(document_id=document.id)
+        self._queue.submit(task.id)
+        return Submission(task.id, document.id, task.status, dedup_hit=False)
+
+    def submit_url(
+        self,
+        *,
+        kb_name: str,
+        url: str,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        fetcher: UrlFetcher | None = None,
+    ) -> Submission:
+        validate_kb_name(kb_name)
+        self._app.repositories.knowledge_bases.get(kb_name)
+        fetched = (fetcher or UrlFetcher(self._app.settings.ingest)).fetch(url)
+        return self.submit_file(
+            kb_name=kb_name,
+            filename=fetched.filename,
+            stream=io.BytesIO(fetched.data),
+            content_type=fetched.content_type,
+            tags=tags,
+            metadata=metadata,
+            source_url=fetched.url,
+        )
+
+    def retry(self, task_id: str) -> Submission:
+        """Queue a failed task again (same document, attempts keep counting)."""
+        task = self._app.repositories.tasks.get(task_id)
+        if task.status != "failed":
+            raise InvalidInputError(
+                f"only failed tasks can be retried (this one is {task.status})", job_id=task_id
+            )
+        self._app.repositories.tasks.finish(task_id, status="queued")
+        self._queue.submit(task_id)
+        return Submission(task_id, task.document_id, "queued", dedup_hit=False)
+
+    def _dedup_hit(self, document: Any) -> Submission:
+        tasks = self._app.repositories.tasks.for_document(document.id)
+        latest = tasks[-1] if tasks else None
+        if latest is not None and latest.status == "failed":
+            return self.retry(latest.id)  # the same bytes again: try the failed one once more
+        job_id = latest.id if latest else ""
+        return Submission(job_id, document.id, latest.status if latest else document.status, True)
+
+
+def display_filename(filename: str) -> str:
+    """The name shown to users: the last path component, printable, at most 255 characters."""
+    name = PurePosixPath((filename or "").replace("\\", "/")).name
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C").strip()
+    return name[:255] or "document"
+
+
+def storage_name(display_name: str) -> str:
+    """The object key part for a file: a safe name that keeps the extension."""
+    suffix = PurePosixPath(display_name).suffix.lower()
+    stem = PurePosixPath(display_name).stem.strip(". ") or "document"
+    if stem in (".", "..") or "%" in stem:
+        stem = "document"
+    return (stem[: MAX_PART_LENGTH - len(suffix) - 1] + suffix) or "document"
+
+
+class _spooled:  # noqa: N801 - used as a context manager, reads like one
+    """Copy a stream into a spooled temp file under a size cap, hashing as it goes."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self._stream = stream
+        self._limit = limit
+        self._file: Any = None
+
+    def __enter__(self) -> tuple[BinaryIO, int, str]:
+        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
+        self._file = spool
+        digest, size = hashlib.sha256(), 0
+        while chunk := self._stream.read(READ_CHUNK):
+            size += len(chunk)
+            if size > self._limit:
+                spool.close()
+                raise InvalidInputError(
+                    f"the file is larger than the {self._limit}-byte limit", limit=self._limit
+                )
+            digest.update(chunk)
+            spool.write(chunk)
+        if size == 0:
+            spool.close()
+            raise InvalidInputError("the file is empty")
+        spool.seek(0)
+        return spool, size, digest.hexdigest()  # type: ignore[return-value]
+
+    def __exit__(self, *exc: object) -> None:
+        if self._file is not None:
+            self._file.close()

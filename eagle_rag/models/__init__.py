@@ -1,0 +1,1 @@
+"""Model providers: text embedders, offline and OpenAI-compatible."""

