@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import pytest
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest import detect as d
+from tests.ingest import documents as docs
+
+
+@pytest.mark.parametrize(
+    ("data", "filename", "expected"),
+    [
+        (docs.pdf_bytes(), "report.pdf", d.PDF),
+        (docs.pdf_bytes(), "no-extension", d.PDF),
+        (docs.docx_bytes(), "handbook.docx", d.DOCX),
+        (docs.pptx_bytes(), "deck.bin", d.PPTX),
+        (docs.xlsx_bytes(), "sales.xlsx", d.XLSX),
+        (docs.MARKDOWN.encode(), "guide.md", d.MARKDOWN),
+        (docs.MARKDOWN.encode(), "guide", d.MARKDOWN),
+        (docs.HTML.encode(), "page", d.HTML),
+        (docs.JSON_DOC.encode(), "data", d.JSON),
+        (b"a,b\n1,2\n", "table.csv", d.CSV),
+        ("plain words".encode("gb18030"), "notes.txt", d.TEXT),
+        ("北京大学".encode("utf-16"), "utf16.txt", d.TEXT),
+    ],
+)
+def test_types_are_detected_from_content(data: bytes, filename: str, expected: str) -> None:
+    assert d.detect(data, filename).mime_type == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "filename", "match"),
+    [
+        (b"", "empty.txt", "empty"),
+        (b"plain text", "fake.pdf", "claims to be application/pdf but its content is text"),
+        (
+            docs.pdf_bytes(),
+            "report.docx",
+            "claims to be .*wordprocessingml.* but its content is application/pdf",
+        ),
+        (docs.docx_bytes(), "handbook.xlsx", "but its content is .*wordprocessingml"),
+        (b"\x89PNG\r\n\x1a\n0000", "photo.png", "unsupported file type: image/png"),
+        (b"PK\x03\x04garbage", "x.docx", "corrupt zip"),
+        (b"\x00\x01\x02\x03" * 100, "blob.txt", "binary data"),
+        (b"\xd0\xcf\x11\xe0legacy", "old.doc", "legacy OLE"),
+    ],
+)
+def test_empty_mislabeled_and_unsupported_files_are_refused(
+    data: bytes, filename: str, match: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        d.detect(data, filename)
+
+
+def test_declared_type_is_checked_like_a_name() -> None:
+    assert d.detect(b"# Title\n", "x", "text/markdown").mime_type == d.MARKDOWN
+    with pytest.raises(InvalidInputError, match="claims"):
+        d.detect(b"hello", "x", "application/pdf")
+    # a generic declaration does not override the content
+    assert d.detect(docs.pdf_bytes(), "x", "application/octet-stream").mime_type == d.PDF

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest.detect import MARKDOWN
+from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_id, chunk_tree
+from eagle_rag.ingest.knowhere.tree import build_tree
+from eagle_rag.ingest.parsers.base import ParseContext, markdown_table
+from eagle_rag.ingest.parsers.text import MarkdownParser
+from eagle_rag.models.embedders import HashingEncoder
+from eagle_rag.plugins.payloads import ParseResult, TextChunk, TextSection
+from tests.ingest import documents as docs
+
+COUNT = HashingEncoder(64).count_tokens
+
+
+def _chunks(parsed: ParseResult, size: int = 40, overlap: int = 8, title: str = "doc"):  # type: ignore[no-untyped-def]
+    tree = build_tree(parsed, title=title)
+    chunks = chunk_tree(
+        tree,
+        document_id="d1",
+        kb_name="kb",
+        options=ChunkingOptions(size, overlap),
+        count_tokens=COUNT,
+    )
+    return tree, chunks
+
+
+def test_paths_levels_and_offsets_follow_the_document() -> None:
+    parsed = MarkdownParser().parse(ParseContext(docs.MARKDOWN.encode(), "g.md", MARKDOWN))
+    tree, chunks = _chunks(parsed, size=200)
+    paths = [s.path for s in tree.sections]
+    assert paths == ["Eagle Guide", "Eagle Guide/Install", "Eagle Guide/检索"]
+    assert [s.level for s in tree.sections] == [0, 2, 2]
+    by_type = {(c.type, c.path) for c in chunks}
+    assert ("section_summary", "Eagle Guide/Install") in by_type
+    assert ("table", "Eagle Guide/检索") in by_type
+    for chunk in chunks:
+        if chunk.type != "section_summary":
+            assert tree.text[chunk.start_offset : chunk.end_offset] == chunk.text
+    install = tree.section("Eagle Guide/Install")
+    assert tree.text[install.start : install.start + len("Install")] == "Install"
+
+
+def test_pdf_pages_reach_chunks_and_summaries() -> None:
+    from eagle_rag.ingest.parsers.pdf import PdfParser
+
+    parsed = PdfParser().parse(ParseContext(docs.pdf_bytes(), "r.pdf", "application/pdf"))
+    _tree, chunks = _chunks(parsed, title="Annual Report")
+    by_path = {c.path: c for c in chunks if c.type == "text"}
+    assert by_path["Annual Report/Chapter 1 Overview"].page_nums == (1,)
+    assert by_path["Annual Report/Chapter 1 Overview/1.1 Scope"].page_nums == (2,)
+    summary = next(
+        c for c in chunks if c.type == "section_summary" and c.path.endswith("Chapter 1 Overview")
+    )
+    assert summary.page_nums == (1, 2)  # the section and its subsection
+    assert "Sections: 1.1 Scope" in summary.text
+
+
+def test_single_top_heading_becomes_the_title() -> None:
+    parsed = ParseResult("", (TextSection("", heading="Guide", level=1), TextSection("Body.")))
+    tree, _ = _chunks(parsed, title="file-stem")
+    assert [s.path for s in tree.sections] == ["Guide"]
+
+
+def test_duplicate_sibling_headings_get_distinct_paths_and_ids() -> None:
+    parsed = ParseResult(
+        "",
+        (
+            TextSection("", heading="Intro", level=1),
+            TextSection("One."),
+            TextSection("", heading="Intro", level=1),
+            TextSection("Two."),
+        ),
+    )
+    tree, chunks = _chunks(parsed)
+    assert [s.path for s in tree.sections] == ["doc", "doc/Intro", "doc/Intro (2)"]
+    assert len({c.chunk_id for c in chunks}) == len(chunks)
+
+
+def test_headings_with_slashes_stay_one_segment() -> None:
+    parsed = ParseResult("", (TextSection("", heading="Q1/Q2 results", level=1), TextSection("x")))
+    tree, _ = _chunks(parsed, title="a/b")
+    assert [s.path for s in tree.sections] == ["Q1-Q2 results"]
+
+
+def test_large_tables_split_by_rows_with_the_header_repeated() -> None:
+    rows = [["region", "amount"]] + [[f"region {i}", str(i * 10)] for i in range(60)]
+    parsed = ParseResult("", (TextSection(markdown_table(rows), kind="table"),))
+    tree, chunks = _chunks(parsed, size=40)
+    tables = [c for c in chunks if c.type == "table"]
+    assert len(tables) > 1
+    for chunk in tables:
+        lines = chunk.text.splitlines()
+        assert lines[:2] == ["| region | amount |", "|---|---|"]
+        assert COUNT(chunk.text) <= 40
+        assert tree.text[chunk.start_offset : chunk.end_offset] == "\n".join(lines[2:])
+    body = [line for c in tables for line in c.text.splitlines()[2:]]
+    assert body == markdown_table(rows).splitlines()[2:]  # every row once, in order
+
+
+def test_small_tables_stay_whole() -> None:
+    table = markdown_table([["a", "b"], ["1", "2"]])
+    _, chunks = _chunks(ParseResult("", (TextSection(table, kind="table"),)))
+    assert [c.text for c in chunks if c.type == "table"] == [table]
+
+
+def test_chunk_ids_are_deterministic() -> None:
+    parsed = MarkdownParser().parse(ParseContext(docs.MARKDOWN.encode(), "g.md", MARKDOWN))
+    _, first = _chunks(parsed)
+    _, second = _chunks(parsed)
+    assert [c.chunk_id for c in first] == [c.chunk_id for c in second]
+    assert chunk_id("d1", "a/b", "0001") != chunk_id("d1", "a/c", "0001")
+    assert chunk_id("d1", "a/b", "0001") != chunk_id("d2", "a/b", "0001")
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(8, 0), (64, 32), (64, -1)])
+def test_bad_chunking_options(size: int, overlap: int) -> None:
+    with pytest.raises(InvalidInputError):
+        ChunkingOptions(size, overlap)
+
+
+SENTENCE = st.one_of(
+    st.from_regex(r"[A-Z][a-z]{1,8}( [a-z]{1,8}){0,12}\.", fullmatch=True),
+    st.from_regex(r"[一-龥]{2,30}。", fullmatch=True),
+)
+PARAGRAPH = st.lists(SENTENCE, min_size=1, max_size=8).map(" ".join)
+SECTION = st.tuples(
+    st.from_regex(r"[A-Za-z]{1,10}", fullmatch=True),
+    st.integers(1, 3),
+    st.lists(PARAGRAPH, min_size=0, max_size=4),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(SECTION, min_size=1, max_size=6), st.integers(16, 80), st.integers(0, 7))
+def test_chunker_invariants(
+    sections: list[tuple[str, int, list[str]]], size: int, overlap: int
+) -> None:
+    items = []
+    for heading, level, paragraphs in sections:
+        items.append(TextSection("", heading=heading, level=level))
+        items.extend(TextSection(p) for p in paragraphs)
+    tree, chunks = _chunks(ParseResult("", tuple(items)), size=size, overlap=overlap)
+    text_chunks: list[TextChunk] = [c for c in chunks if c.type != "section_summary"]
+    for chunk in text_chunks:
+        section = tree.section(chunk.path)
+        # offsets are exact, and a chunk never leaves its own section's blocks
+        assert tree.text[chunk.start_offset : chunk.end_offset] == chunk.text
+        assert any(b.start <= chunk.start_offset < b.end for b in section.blocks)
+        assert any(b.start < chunk.end_offset <= b.end for b in section.blocks)
+        assert COUNT(chunk.text) <= size or " " not in chunk.text.strip()
+    # every non-space character of every block lies inside a chunk of its own section
+    for section in tree.sections:
+        spans = [(c.start_offset, c.end_offset) for c in text_chunks if c.path == section.path]
+        for block in section.blocks:
+            for position in range(block.start, block.end):
+                if not tree.text[position].isspace():
+                    assert any(s <= position < e for s, e in spans), tree.text[position]
+    assert [c.chunk_index for c in chunks] == list(range(len(chunks)))
+    assert len({c.chunk_id for c in chunks}) == len(chunks)

@@ -1,0 +1,182 @@
+"""Each parser on documents the tests generate, in English and Chinese."""
+
+from __future__ import annotations
+
+import pytest
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest import detect as d
+from eagle_rag.ingest.parsers.base import ParseContext
+from eagle_rag.ingest.parsers.html import HtmlParser
+from eagle_rag.ingest.parsers.office import DocxParser, PptxParser
+from eagle_rag.ingest.parsers.pdf import PdfParser
+from eagle_rag.ingest.parsers.registry import builtin_parsers, parser_for
+from eagle_rag.ingest.parsers.sheets import CsvParser, XlsxParser
+from eagle_rag.ingest.parsers.text import JsonParser, MarkdownParser, PlainTextParser
+from eagle_rag.plugins.payloads import ParseResult, TextSection
+from tests.ingest import documents as docs
+
+
+def _parse(parser: object, data: bytes, name: str, mime: str, **kw: int) -> ParseResult:
+    return parser.parse(ParseContext(data, name, mime, **kw))  # type: ignore[attr-defined,no-any-return]
+
+
+def _headings(result: ParseResult) -> list[tuple[str | None, int, int | None]]:
+    return [(s.heading, s.level, s.page) for s in result.sections if s.heading]
+
+
+def test_pdf_pages_and_outline_english() -> None:
+    result = _parse(PdfParser(), docs.pdf_bytes(), "r.pdf", d.PDF)
+    assert _headings(result) == [
+        ("Chapter 1 Overview", 1, 1),
+        ("1.1 Scope", 2, 2),
+        ("Chapter 2 Outlook", 1, 3),
+    ]
+    bodies = [(s.content, s.page) for s in result.sections if s.content]
+    assert bodies[0] == ("Revenue grew in 2023. Margins improved.", 1)
+    assert bodies[2][1] == 3
+    assert result.metadata["pages"] == 3 and result.metadata["title"] == "Annual Report"
+
+
+def test_pdf_chinese_text_and_outline() -> None:
+    result = _parse(PdfParser(), docs.pdf_bytes(chinese=True), "r.pdf", d.PDF)
+    assert _headings(result)[:2] == [(docs.ZH_TITLE, 1, 1), ("1.1 范围", 2, 2)]
+    assert any(s.content == docs.ZH_BODY and s.page == 1 for s in result.sections)
+    assert any(s.content == docs.ZH_PAGE2 and s.page == 2 for s in result.sections)
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        (docs.encrypted_pdf_bytes(), "encrypted"),
+        (docs.pdf_bytes()[:400], "corrupt"),
+        (docs.blank_pdf_bytes(), "no text layer"),
+    ],
+)
+def test_bad_pdfs_fail_with_a_reason(data: bytes, match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        _parse(PdfParser(), data, "x.pdf", d.PDF)
+
+
+def test_pdf_page_limit() -> None:
+    with pytest.raises(InvalidInputError, match="3 pages \\(limit 2\\)"):
+        _parse(PdfParser(), docs.pdf_bytes(), "x.pdf", d.PDF, max_pages=2)
+
+
+@pytest.mark.parametrize("chinese", [False, True])
+def test_docx_headings_lists_and_tables(chinese: bool) -> None:
+    result = _parse(DocxParser(), docs.docx_bytes(chinese=chinese), "h.docx", d.DOCX)
+    heads = _headings(result)
+    assert heads == (
+        [(docs.ZH_TITLE, 1, None), ("细则", 2, None)]
+        if chinese
+        else [
+            ("Leave Policy", 1, None),
+            ("Details", 2, None),
+        ]
+    )
+    lists = [s.content for s in result.sections if s.kind == "list"]
+    assert lists == (["- 第一项", "- 第二项"] if chinese else ["- Annual leave", "- Sick leave"])
+    [table] = [s.content for s in result.sections if s.kind == "table"]
+    assert table.splitlines()[0] == ("| 类型 | 天数 |" if chinese else "| Type | Days |")
+    assert table.splitlines()[1] == "|---|---|"
+    assert result.metadata["title"] == ("员工手册" if chinese else "Employee Handbook")
+
+
+@pytest.mark.parametrize("chinese", [False, True])
+def test_pptx_slides_are_sections_with_page_numbers(chinese: bool) -> None:
+    result = _parse(PptxParser(), docs.pptx_bytes(chinese=chinese), "d.pptx", d.PPTX)
+    titles = ["季度回顾", "展望"] if chinese else ["Quarterly Review", "Outlook"]
+    assert _headings(result) == [(titles[0], 1, 1), (titles[1], 1, 2)]
+    bodies = [(s.content, s.page) for s in result.sections if s.content and s.kind == "text"]
+    assert bodies[0] == (("收入增长了百分之十。" if chinese else "Revenue grew ten percent."), 1)
+    [table] = [s for s in result.sections if s.kind == "table"]
+    assert table.page == 1 and "| EMEA | 42 |" in table.content
+
+
+@pytest.mark.parametrize("chinese", [False, True])
+def test_xlsx_sheets_become_tables(chinese: bool) -> None:
+    result = _parse(XlsxParser(), docs.xlsx_bytes(chinese=chinese), "s.xlsx", d.XLSX)
+    assert [h for h, _, _ in _headings(result)] == ["销售" if chinese else "Sales", "Costs"]
+    first = next(s.content for s in result.sections if s.kind == "table")
+    assert first.splitlines() == (
+        ["| 地区 | 金额 |", "|---|---|", "| 华北 | 100 |", "| 华南 | 200 |"]
+        if chinese
+        else ["| Region | Amount |", "|---|---|", "| North | 100 |", "| South | 200 |"]
+    )
+
+
+def test_csv_with_semicolons_and_pipes_in_cells() -> None:
+    result = _parse(CsvParser(), "名称;值\nA|B;1\n".encode(), "t.csv", d.CSV)
+    assert result.sections[0].content.splitlines() == [
+        "| 名称 | 值 |",
+        "|---|---|",
+        "| A\\|B | 1 |",
+    ]
+
+
+def test_markdown_structure() -> None:
+    result = _parse(MarkdownParser(), docs.MARKDOWN.encode(), "g.md", d.MARKDOWN)
+    assert _headings(result) == [("Eagle Guide", 1, None), ("Install", 2, None), ("检索", 2, None)]
+    kinds = [s.kind for s in result.sections if s.content]
+    assert kinds == ["text", "text", "list", "text", "table"]
+
+
+def test_html_keeps_main_content_and_drops_chrome() -> None:
+    result = _parse(HtmlParser(), docs.HTML.encode(), "p.html", d.HTML)
+    assert _headings(result) == [("Eagle Docs", 1, None), ("检索", 2, None)]
+    text = result.text
+    assert "data layer for agents" in text and "混合检索" in text and "| rrf | 60 |" in text
+    for chrome in ("Menu item", "Copyright footer", "secret"):
+        assert chrome not in text
+    assert result.metadata["title"] == "Eagle Docs"
+
+
+def test_json_keys_become_sections_and_records_a_table() -> None:
+    result = _parse(JsonParser(), docs.JSON_DOC.encode(), "d.json", d.JSON)
+    assert [h for h, _, _ in _headings(result)] == ["product", "features"]
+    [table] = [s for s in result.sections if s.kind == "table"]
+    assert "| hybrid | 中文 |" in table.content
+
+
+def test_plain_text_paragraphs() -> None:
+    result = _parse(
+        PlainTextParser(), "第一段。\n\n\nSecond paragraph.\n".encode(), "t.txt", d.TEXT
+    )
+    assert [s.content for s in result.sections] == ["第一段。", "Second paragraph."]
+
+
+@pytest.mark.parametrize(
+    ("parser", "data", "mime", "match"),
+    [
+        (JsonParser(), b'{"a": ', d.JSON, "malformed"),
+        (PlainTextParser(), b"   \n ", d.TEXT, "no text"),
+        (HtmlParser(), b"<html><body><script>x</script></body></html>", d.HTML, "no readable"),
+        (DocxParser(), docs.xlsx_bytes(), d.DOCX, "corrupt"),
+        (XlsxParser(), b"PK\x03\x04broken", d.XLSX, "corrupt"),
+    ],
+)
+def test_corrupt_or_empty_inputs_fail_with_a_reason(
+    parser: object, data: bytes, mime: str, match: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        _parse(parser, data, "x", mime)
+
+
+def test_every_supported_type_has_exactly_one_builtin_parser() -> None:
+    parsers = builtin_parsers()
+    for mime in sorted(d.BINARY_TYPES | d.TEXT_TYPES):
+        assert parser_for(mime, parsers).supported_mime_types[0] == mime
+    with pytest.raises(InvalidInputError, match="no parser handles image/png"):
+        parser_for("image/png", parsers)
+
+
+def test_a_plugin_parser_overrides_core_for_its_type() -> None:
+    class MarkdownPlus:
+        name = "md-plus"
+        supported_mime_types = (d.MARKDOWN,)
+
+        def parse(self, context: ParseContext) -> ParseResult:
+            return ParseResult("x", (TextSection("x"),))
+
+    assert parser_for(d.MARKDOWN, [*builtin_parsers(), MarkdownPlus()]).name == "md-plus"

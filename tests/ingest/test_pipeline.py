@@ -1,0 +1,322 @@
+"""The whole ingest path on the embedded default: submit, queue, pipeline, stores, rollback."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from typing import Any
+
+import pytest
+
+from eagle_rag.bootstrap import EagleApp
+from eagle_rag.errors import InvalidInputError, NotFoundError
+from eagle_rag.index import filters as f
+from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.ingest.service import Submission
+from eagle_rag.plugins import hooks
+from eagle_rag.plugins.payloads import ClassificationDecision, TextChunk, UpsertBatch
+from eagle_rag.storage.keys import validate_prefix
+from tests.ingest import documents as docs
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def _ingest(app: EagleApp, kb: str, data: bytes, name: str, **kw: Any) -> Submission:
+    submission = await asyncio.to_thread(
+        app.ingest.submit_file, kb_name=kb, filename=name, stream=io.BytesIO(data), **kw
+    )
+    await app.queue.join()  # type: ignore[attr-defined]
+    return submission
+
+
+def _vectors(app: EagleApp, document_id: str) -> int:
+    return app.vectors.count(TEXT_COLLECTION, f.eq("document_id", document_id))
+
+
+async def test_markdown_is_ingested_end_to_end(app: EagleApp, kb: str) -> None:
+    submission = await _ingest(app, kb, docs.MARKDOWN.encode(), "guide.md", tags=["howto"])
+    task = app.repositories.tasks.get(submission.job_id)
+    assert (task.status, task.phase, task.attempts) == ("completed", "completed", 1)
+    assert task.progress_current == task.progress_total > 0
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.status == "completed" and document.collections_used == ("eagle_text",)
+    assert document.chunk_count == _vectors(app, document.id) > 0
+    assert [s["path"] for s in document.structure["sections"]][:2] == [
+        "Eagle Guide",
+        "Eagle Guide/Install",
+    ]
+    assert document.tags == ("howto",)
+    assert app.repositories.knowledge_bases.get(kb).collections_used == ("eagle_text",)
+    [[hit]] = app.vectors.search_sparse(
+        TEXT_COLLECTION, ["混合检索"], top_k=1, where=f.eq("kb_name", kb)
+    )
+    assert hit.fields["path"] == "Eagle Guide/检索" and hit.fields["document_id"] == document.id
+
+
+async def test_chinese_pdf_keeps_pages_and_paths(app: EagleApp, kb: str) -> None:
+    submission = await _ingest(app, kb, docs.pdf_bytes(chinese=True), "年报.pdf")
+    document = app.repositories.documents.get(submission.document_id)
+    assert (document.status, document.pages, document.mime_type) == (
+        "completed",
+        3,
+        "application/pdf",
+    )
+    rows = app.vectors.query(
+        TEXT_COLLECTION, f.eq("document_id", document.id) & f.eq("type", "text")
+    )
+    by_path = {r["path"]: r["page_nums"] for r in rows}
+    assert by_path[f"Annual Report/{docs.ZH_TITLE}"] == [1]
+    assert by_path[f"Annual Report/{docs.ZH_TITLE}/1.1 范围"] == [2]
+
+
+async def test_same_bytes_twice_is_a_dedup_hit(app: EagleApp, kb: str) -> None:
+    first = await _ingest(app, kb, b"dedup me please", "a.txt")
+    second = await _ingest(app, kb, b"dedup me please", "b.txt")
+    assert second.dedup_hit and second.document_id == first.document_id
+    assert second.job_id == first.job_id
+
+
+async def test_concurrent_uploads_of_one_file_make_one_document(app: EagleApp, kb: str) -> None:
+    data = b"the same bytes, uploaded twice at once"
+
+    def submit(name: str) -> Submission:
+        return app.ingest.submit_file(kb_name=kb, filename=name, stream=io.BytesIO(data))
+
+    results = await asyncio.gather(*(asyncio.to_thread(submit, f"f{i}.txt") for i in range(6)))
+    await app.queue.join()  # type: ignore[attr-defined]
+    assert len({r.document_id for r in results}) == 1
+    assert sum(not r.dedup_hit for r in results) == 1
+    assert app.repositories.documents.count(kb_name=kb) == 1
+
+
+async def test_changed_file_with_the_same_name_replaces_the_old_one(app: EagleApp, kb: str) -> None:
+    old = await _ingest(app, kb, b"Version one says kangaroo.", "notes.txt")
+    new = await _ingest(app, kb, b"Version two says platypus.", "notes.txt")
+    assert not new.dedup_hit and new.document_id != old.document_id
+    with pytest.raises(NotFoundError):
+        app.repositories.documents.get(old.document_id)
+    assert _vectors(app, old.document_id) == 0
+    where = f.eq("kb_name", kb)
+    assert app.vectors.search_sparse(TEXT_COLLECTION, ["kangaroo"], top_k=3, where=where) == [[]]
+    [hits] = app.vectors.search_sparse(TEXT_COLLECTION, ["platypus"], top_k=3, where=where)
+    assert hits and {h.fields["document_id"] for h in hits} == {new.document_id}
+
+
+async def test_failure_rolls_back_vectors_and_catalog_then_retry_succeeds(
+    app: EagleApp, kb: str
+) -> None:
+    calls = {"n": 0}
+
+    def fail_second_batch(batch: UpsertBatch) -> UpsertBatch:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("disk quota exceeded")
+        return batch
+
+    # Below Core's priority: runs after Core wrote the batch, so the first batch is really stored.
+    app.bus.subscribe(hooks.upsert_vectors, fail_second_batch, plugin="flaky", priority=-2000)
+    try:
+        submission = await _ingest(app, kb, docs.MARKDOWN.encode(), "guide.md")
+    finally:
+        app.bus.unsubscribe_plugin("flaky")
+    task = app.repositories.tasks.get(submission.job_id)
+    assert task.status == "failed"
+    assert "plugin 'flaky' failed in hook UPSERT_VECTORS: disk quota exceeded" in (task.error or "")
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.status == "failed" and document.error == task.error
+    assert _vectors(app, submission.document_id) == 0
+    assert app.repositories.knowledge_bases.get(kb).collections_used == ()
+
+    await asyncio.to_thread(app.ingest.retry, submission.job_id)
+    await app.queue.join()  # type: ignore[attr-defined]
+    retried = app.repositories.tasks.get(submission.job_id)
+    assert (retried.status, retried.attempts, retried.error) == ("completed", 2, None)
+    assert (
+        _vectors(app, submission.document_id)
+        == app.repositories.documents.get(submission.document_id).chunk_count
+    )
+
+
+async def test_retry_is_only_for_failed_tasks(app: EagleApp, kb: str) -> None:
+    submission = await _ingest(app, kb, b"fine text", "ok.txt")
+    with pytest.raises(InvalidInputError, match="only failed tasks"):
+        app.ingest.retry(submission.job_id)
+
+
+async def test_running_a_task_twice_leaves_the_same_rows(app: EagleApp, kb: str) -> None:
+    from eagle_rag.ingest.pipeline import IngestPipeline
+
+    submission = await _ingest(app, kb, docs.MARKDOWN.encode(), "guide.md")
+    before = sorted(r["id"] for r in app.vectors.query(TEXT_COLLECTION, f.eq("kb_name", kb)))
+    await IngestPipeline(app).run(submission.job_id)  # at-least-once: a duplicate delivery
+    after = sorted(r["id"] for r in app.vectors.query(TEXT_COLLECTION, f.eq("kb_name", kb)))
+    assert before == after and app.repositories.tasks.get(submission.job_id).attempts == 2
+
+
+async def test_a_chunk_subscriber_may_not_recut_chunks(app: EagleApp, kb: str) -> None:
+    def recut(chunks: tuple[TextChunk, ...]) -> tuple[TextChunk, ...]:
+        return chunks[:1]
+
+    app.bus.subscribe(hooks.chunk, recut, plugin="cutter", priority=100)
+    try:
+        submission = await _ingest(app, kb, docs.MARKDOWN.encode(), "guide.md")
+    finally:
+        app.bus.unsubscribe_plugin("cutter")
+    task = app.repositories.tasks.get(submission.job_id)
+    assert task.status == "failed" and "CHUNK subscriber changed chunk ids" in (task.error or "")
+
+
+async def test_dimension_mismatch_fails_before_any_write(app: EagleApp, kb: str) -> None:
+    from eagle_rag.models.embedders import HashingEncoder
+
+    app.registries.encoders.register("tiny", HashingEncoder(16), owner="dims")
+    writes = {"n": 0}
+
+    def count(batch: UpsertBatch) -> None:
+        writes["n"] += 1
+
+    app.bus.subscribe(
+        hooks.classify_chunk,
+        lambda chunk: (ClassificationDecision(TEXT_COLLECTION, "tiny"),),
+        plugin="dims",
+        priority=100,
+    )
+    app.bus.subscribe(hooks.upsert_vectors, count, plugin="dims", priority=100)
+    try:
+        submission = await _ingest(app, kb, b"some text to embed", "a.txt")
+    finally:
+        app.bus.unsubscribe_plugin("dims")
+        app.registries.encoders.remove_owner("dims")
+    task = app.repositories.tasks.get(submission.job_id)
+    assert "encoder 'tiny' makes 16-d vectors but collection 'eagle_text' stores 384-d" in (
+        task.error or ""
+    )
+    assert writes["n"] == 0
+
+
+async def test_exclusive_group_writes_a_chunk_once(app: EagleApp, kb: str) -> None:
+    text_encoder = app.text_encoder_name
+    routes = (
+        ClassificationDecision(TEXT_COLLECTION, text_encoder, exclusive_group="text"),
+        ClassificationDecision(TEXT_COLLECTION, text_encoder, exclusive_group="text"),
+    )
+    batches: list[int] = []
+    app.bus.subscribe(hooks.classify_chunk, lambda: routes, plugin="dual", priority=100)
+    app.bus.subscribe(
+        hooks.upsert_vectors,
+        lambda batch: batches.append(len(batch.rows)),
+        plugin="dual",
+        priority=100,
+    )
+    try:
+        submission = await _ingest(app, kb, b"One sentence only.", "one.txt")
+    finally:
+        app.bus.unsubscribe_plugin("dual")
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.status == "completed"
+    assert sum(batches) == document.chunk_count == _vectors(app, document.id)
+
+
+async def test_progress_is_visible_while_it_runs(app: EagleApp, kb: str) -> None:
+    seen: list[tuple[str, str]] = []
+
+    def watch(chunks: tuple[TextChunk, ...]) -> None:
+        task = app.repositories.tasks.for_document(chunks[0].document_id)[-1]
+        seen.append((task.status, task.phase))
+
+    app.bus.subscribe(hooks.chunk, watch, plugin="watcher")
+    try:
+        await _ingest(app, kb, docs.MARKDOWN.encode(), "guide.md")
+    finally:
+        app.bus.unsubscribe_plugin("watcher")
+    assert seen == [("processing", "chunk")]
+
+
+async def test_deleting_a_document_removes_it_everywhere(app: EagleApp, kb: str) -> None:
+    from eagle_rag.ingest.deletion import remove_document
+
+    keep = await _ingest(app, kb, b"Koalas sleep a lot.", "keep.txt")
+    gone = await _ingest(app, kb, b"Wombats dig burrows.", "gone.txt")
+    document = app.repositories.documents.get(gone.document_id)
+    await asyncio.to_thread(remove_document, app, gone.document_id)
+    assert _vectors(app, gone.document_id) == 0
+    assert app.objects.list(validate_prefix(app.namespace, kb, gone.document_id)) == []
+    with pytest.raises(NotFoundError):
+        app.repositories.tasks.get(gone.job_id)
+    where = f.eq("kb_name", kb)
+    assert app.vectors.search_sparse(TEXT_COLLECTION, ["wombats"], top_k=5, where=where) == [[]]
+    [hits] = app.vectors.search_sparse(TEXT_COLLECTION, ["koalas"], top_k=5, where=where)
+    assert hits and {h.fields["document_id"] for h in hits} == {keep.document_id}
+    again = await _ingest(app, kb, b"Wombats dig burrows.", "gone.txt")
+    assert not again.dedup_hit and again.document_id != document.id  # dedup key released
+
+
+async def test_deleting_a_kb_removes_all_of_it(app: EagleApp, kb: str) -> None:
+    from eagle_rag.ingest.deletion import remove_knowledge_base
+
+    first = await _ingest(app, kb, b"Alpha text.", "a.txt")
+    await _ingest(app, kb, b"Beta text.", "b.txt")
+    assert await asyncio.to_thread(remove_knowledge_base, app, kb) == 2
+    assert app.vectors.count(TEXT_COLLECTION, f.eq("kb_name", kb)) == 0
+    assert app.objects.list(validate_prefix(app.namespace, kb)) == []
+    assert app.repositories.documents.count(kb_name=kb) == 0
+    with pytest.raises(NotFoundError):
+        app.repositories.documents.get(first.document_id)
+    with pytest.raises(NotFoundError):
+        app.repositories.knowledge_bases.get(kb)
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "match"),
+    [
+        (b"", "empty.txt", "empty"),
+        (b"just text", "fake.pdf", "claims to be application/pdf"),
+        (b"\x89PNG\r\n\x1a\nxxxx", "photo.png", "unsupported file type: image/png"),
+        (docs.zip_bomb_docx(), "bomb.docx", "zip bomb"),
+        (docs.many_entries_xlsx(50), "many.xlsx", "entries"),
+    ],
+)
+async def test_bad_files_are_refused_at_submit_and_leave_nothing(
+    app: EagleApp, kb: str, data: bytes, name: str, match: str
+) -> None:
+    app.settings.ingest.archive_max_entries = 20
+    try:
+        with pytest.raises(InvalidInputError, match=match):
+            app.ingest.submit_file(kb_name=kb, filename=name, stream=io.BytesIO(data))
+    finally:
+        app.settings.ingest.archive_max_entries = 10_000
+    assert app.repositories.documents.count(kb_name=kb) == 0
+    assert app.objects.list(validate_prefix(app.namespace, kb)) == []
+
+
+async def test_too_large_files_are_refused_while_streaming(app: EagleApp, kb: str) -> None:
+    app.settings.ingest.max_file_bytes = 1000
+    try:
+        with pytest.raises(InvalidInputError, match="larger than the 1000-byte limit"):
+            app.ingest.submit_file(kb_name=kb, filename="big.txt", stream=io.BytesIO(b"x" * 5000))
+    finally:
+        app.settings.ingest.max_file_bytes = 100 * 1024 * 1024
+
+
+async def test_encrypted_and_corrupt_pdfs_fail_their_task_with_a_reason(
+    app: EagleApp, kb: str
+) -> None:
+    encrypted = await _ingest(app, kb, docs.encrypted_pdf_bytes(), "secret.pdf")
+    corrupt = await _ingest(app, kb, docs.pdf_bytes()[:600], "broken.pdf")
+    assert "encrypted" in (app.repositories.tasks.get(encrypted.job_id).error or "")
+    assert "corrupt" in (app.repositories.tasks.get(corrupt.job_id).error or "")
+    assert _vectors(app, encrypted.document_id) == _vectors(app, corrupt.document_id) == 0
+
+
+async def test_hostile_filenames_are_stored_safely(app: EagleApp, kb: str) -> None:
+    submission = await _ingest(app, kb, b"harmless", "../../etc/passwd\x00.txt")
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.filename == "passwd.txt"
+    assert document.object_key == f"{app.namespace}/{kb}/{document.id}/passwd.txt"
+
+
+async def test_unknown_kb_and_invalid_names_are_refused(app: EagleApp) -> None:
+    with pytest.raises(NotFoundError, match="knowledge base 'missing'"):
+        app.ingest.submit_file(kb_name="missing", filename="a.txt", stream=io.BytesIO(b"x"))
+    with pytest.raises(InvalidInputError, match="kb_name"):
+        app.ingest.submit_file(kb_name="../x", filename="a.txt", stream=io.BytesIO(b"x"))
