@@ -320,3 +320,23 @@ async def test_unknown_kb_and_invalid_names_are_refused(app: EagleApp) -> None:
         app.ingest.submit_file(kb_name="missing", filename="a.txt", stream=io.BytesIO(b"x"))
     with pytest.raises(InvalidInputError, match="kb_name"):
         app.ingest.submit_file(kb_name="../x", filename="a.txt", stream=io.BytesIO(b"x"))
+
+
+async def test_url_ingest_end_to_end(app: EagleApp, kb: str) -> None:
+    from tests.ingest.test_fetch import _local_site
+
+    with _local_site(b"Remote page about echidnas.") as url:
+        with pytest.raises(InvalidInputError, match="refusing to fetch"):
+            await asyncio.to_thread(app.ingest.submit_url, kb_name=kb, url=url)
+        app.settings.ingest.url_allow_private = True
+        try:
+            submission = await asyncio.to_thread(app.ingest.submit_url, kb_name=kb, url=url)
+        finally:
+            app.settings.ingest.url_allow_private = False
+    await app.queue.join()  # type: ignore[attr-defined]
+    document = app.repositories.documents.get(submission.document_id)
+    assert (document.status, document.filename, document.source_url) == (
+        "completed",
+        "notes.txt",
+        url,
+    )

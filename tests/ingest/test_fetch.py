@@ -1,0 +1,171 @@
+"""URL ingest must not become an SSRF proxy. Public-looking hosts are served by httpx's
+MockTransport (a real transport used as a fake) behind a fixed resolver, so no request ever leaves
+this machine; the loopback cases use a real local HTTP server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest.fetch import UrlFetcher, check_address
+from eagle_rag.settings import IngestSettings
+
+PUBLIC = {"docs.example.com": ["93.184.216.34"], "evil.example.com": ["93.184.216.35"]}
+
+
+def _resolver(host: str, port: int) -> list[str]:
+    return PUBLIC.get(host, ["127.0.0.1"] if host == "localhost" else [host])
+
+
+def _fetcher(handler, **settings: object) -> UrlFetcher:  # type: ignore[no-untyped-def]
+    return UrlFetcher(
+        IngestSettings(**settings),  # type: ignore[arg-type]
+        resolver=_resolver,
+        transport=httpx.MockTransport(handler),
+    )
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.0.0.5",
+        "172.16.3.4",
+        "192.168.1.1",
+        "169.254.169.254",
+        "::1",
+        "fe80::1",
+        "0.0.0.0",
+        "::ffff:127.0.0.1",
+        "224.0.0.1",
+        "fd00::1",
+    ],
+)
+def test_non_public_addresses_are_refused(address: str) -> None:
+    with pytest.raises(InvalidInputError, match="refusing to fetch"):
+        check_address(address, allow_private=False)
+    check_address(address, allow_private=True)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "ftp://docs.example.com/a",
+        "gopher://x",
+        "javascript:alert(1)",
+        "http://user:pw@docs.example.com/a",
+        "http:///nohost",
+    ],
+)
+def test_only_plain_http_and_https_urls(url: str) -> None:
+    fetcher = _fetcher(lambda request: httpx.Response(200, content=b"x"))
+    with pytest.raises(InvalidInputError):
+        fetcher.fetch(url)
+
+
+def test_public_url_is_fetched_through_the_checked_address() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(
+            200,
+            content=b"# Title\n",
+            headers={
+                "content-type": "text/markdown; charset=utf-8",
+                "content-disposition": 'attachment; filename="guide.md"',
+            },
+        )
+
+    fetched = _fetcher(handler).fetch("https://docs.example.com/files/x?y=1")
+    assert (fetched.data, fetched.filename, fetched.content_type) == (
+        b"# Title\n",
+        "guide.md",
+        "text/markdown",
+    )
+    [request] = seen
+    assert request.url.host == "93.184.216.34" and request.headers["host"] == "docs.example.com"
+    assert request.url.path == "/files/x" and request.url.query == b"y=1"
+
+
+def test_redirects_are_checked_at_every_hop() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.headers["host"] == "docs.example.com":
+            return httpx.Response(
+                302, headers={"location": "http://169.254.169.254/latest/meta-data"}
+            )
+        return httpx.Response(200, content=b"cloud credentials")
+
+    with pytest.raises(InvalidInputError, match=r"169\.254\.169\.254"):
+        _fetcher(handler).fetch("http://docs.example.com/start")
+
+
+def test_redirect_chains_are_bounded() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(301, headers={"location": "http://docs.example.com/again"})
+
+    with pytest.raises(InvalidInputError, match="too many redirects"):
+        _fetcher(handler, url_max_redirects=3).fetch("http://docs.example.com/")
+
+
+def test_a_host_resolving_to_any_private_address_is_refused() -> None:
+    def resolver(host: str, port: int) -> list[str]:
+        return ["93.184.216.34", "10.1.2.3"]  # one answer would be enough to reach the inside
+
+    fetcher = UrlFetcher(
+        IngestSettings(),
+        resolver=resolver,
+        transport=httpx.MockTransport(lambda r: httpx.Response(200, content=b"x")),
+    )
+    with pytest.raises(InvalidInputError, match=r"10\.1\.2\.3"):
+        fetcher.fetch("http://mixed.example.com/")
+
+
+def test_downloads_are_capped_while_streaming() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=iter([b"x" * 600, b"x" * 600]))
+
+    with pytest.raises(InvalidInputError, match="larger than 1000 bytes"):
+        _fetcher(handler, max_file_bytes=1000).fetch("http://docs.example.com/big")
+
+
+def test_error_statuses_are_reported() -> None:
+    with pytest.raises(InvalidInputError, match="answered 404"):
+        _fetcher(lambda r: httpx.Response(404)).fetch("http://docs.example.com/missing")
+
+
+@contextmanager
+def _local_site(body: bytes) -> Iterator[str]:
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/notes.txt"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_loopback_is_refused_by_default_and_allowed_only_by_setting() -> None:
+    with _local_site(b"internal admin page") as url:
+        with pytest.raises(InvalidInputError, match=r"refusing to fetch from 127\.0\.0\.1"):
+            UrlFetcher(IngestSettings()).fetch(url)
+        fetched = UrlFetcher(IngestSettings(url_allow_private=True)).fetch(url)
+    assert (fetched.data, fetched.filename) == (b"internal admin page", "notes.txt")
