@@ -1,0 +1,94 @@
+"""Production queue: a real Celery worker process on Redis runs the ingest, against PostgreSQL
+and a Milvus server, with the same settings (environment) as the submitting process."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from eagle_rag.bootstrap import bootstrap
+from eagle_rag.index import filters as f
+from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.ingest.celery_app import CeleryQueue
+from eagle_rag.settings import load_settings
+
+pytestmark = pytest.mark.integration
+BROKER = "redis://127.0.0.1:6379/13"
+
+
+@pytest.fixture
+def environment(tmp_path: Path, postgres_url: str, milvus_uri: str) -> dict[str, str]:
+    redis.Redis.from_url(BROKER).flushdb()
+    return {
+        "EAGLE_DATA_DIR": str(tmp_path / "data"),
+        "EAGLE_DATABASE_URL": postgres_url,
+        "MILVUS_URI": milvus_uri,
+        "EAGLE_RAG_QUEUE__BACKEND": "celery",
+        "EAGLE_BROKER_URL": BROKER,
+        "EAGLE_ENCODER_MODE": "deterministic",
+        "PLUGIN_NAMESPACE": "core",
+    }
+
+
+@pytest.fixture
+def worker(environment: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    log = (tmp_path / "worker.log").open("wb")
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "eagle_rag.ingest.worker",
+        "worker",
+        "--pool=solo",
+        "--queues=eagle_rag_ingest",
+        "--loglevel=INFO",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    env = {**os.environ, **environment}
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+async def test_celery_worker_runs_the_ingest(
+    environment: dict[str, str], worker: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    app = await bootstrap(load_settings(environment))
+    try:
+        assert isinstance(app.queue, CeleryQueue)
+        app.repositories.knowledge_bases.create("celery-kb")
+        submission = app.ingest.submit_file(
+            kb_name="celery-kb",
+            filename="notes.md",
+            stream=io.BytesIO(b"# Notes\n\nCelery ran me."),
+        )
+        deadline = time.monotonic() + 90
+        task = app.repositories.tasks.get(submission.job_id)
+        while task.status not in ("completed", "failed") and time.monotonic() < deadline:
+            assert worker.poll() is None, (tmp_path / "worker.log").read_text()
+            await asyncio.sleep(0.5)
+            task = app.repositories.tasks.get(submission.job_id)
+        log = (tmp_path / "worker.log").read_text()[-3000:]
+        assert task.status == "completed", (task.error, log)
+        document = app.repositories.documents.get(submission.document_id)
+        stored = app.vectors.count(TEXT_COLLECTION, f.eq("document_id", document.id))
+        assert document.chunk_count == stored > 0
+    finally:
+        await app.stop()
