@@ -1,11 +1,10 @@
-"""The ``eagle-rag`` command line."""
+"""``eagle-rag doctor``, ``plugins list`` and ``version``."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-from typing import Annotated, Any, NoReturn
+from typing import Any
 
 import typer
 import yaml
@@ -14,33 +13,14 @@ from rich.table import Table
 
 from eagle_rag import __version__
 from eagle_rag.bootstrap import EagleApp, build_app
+from eagle_rag.cli.common import JsonOption, app, fail, settings_from_env
 from eagle_rag.errors import EagleError
 from eagle_rag.plugins import hooks
 from eagle_rag.probes import ProbeResult, probe_all
-from eagle_rag.settings import Settings, load_settings
+from eagle_rag.settings import Settings
 
-app = typer.Typer(
-    name="eagle-rag",
-    help="Eagle-RAG: a RAG data layer for AI agents.",
-    no_args_is_help=True,
-    add_completion=False,
-)
 plugins_app = typer.Typer(help="Inspect the plugins this instance loads.", no_args_is_help=True)
 app.add_typer(plugins_app, name="plugins")
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-
-
-def _settings() -> Settings:
-    try:
-        return load_settings(os.environ)
-    except EagleError as exc:
-        _fail(exc)
-
-
-def _fail(exc: EagleError) -> NoReturn:
-    Console(stderr=True).print(f"[red]error:[/red] {exc}")
-    raise typer.Exit(code=2)
 
 
 async def _loaded(settings: Settings) -> EagleApp:
@@ -60,7 +40,7 @@ def version() -> None:
 @app.command()
 def doctor(as_json: JsonOption = False) -> None:
     """Check settings, plugins, hooks and every configured backend; exit 1 if anything is down."""
-    settings = _settings()
+    settings = settings_from_env()
     probes = probe_all(settings)
     plugin_report: dict[str, Any]
     plugin_error: str | None = None
@@ -143,11 +123,11 @@ def _print_plugins(console: Console, plugins: dict[str, Any]) -> None:
 @plugins_app.command("list")
 def plugins_list(as_json: JsonOption = False) -> None:
     """List the plugins this instance loads, with their manifests."""
-    settings = _settings()
+    settings = settings_from_env()
     try:
         application = asyncio.run(_loaded(settings))
     except EagleError as exc:
-        _fail(exc)
+        fail(exc)
     report = application.plugins.health_payload()
     application.plugins.unload_all()
     if as_json:

@@ -1,0 +1,33 @@
+"""The Typer app every command registers on, and helpers they share."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from eagle_rag.errors import EagleError
+from eagle_rag.settings import Settings, load_settings
+
+app = typer.Typer(
+    name="eagle-rag",
+    help="Eagle-RAG: a RAG data layer for AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def settings_from_env() -> Settings:
+    try:
+        return load_settings(os.environ)
+    except EagleError as exc:
+        fail(exc)
+
+
+def fail(exc: EagleError | str, code: int = 2) -> NoReturn:
+    Console(stderr=True).print(f"[red]error:[/red] {exc}")
+    raise typer.Exit(code=code)

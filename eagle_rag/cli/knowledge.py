@@ -1,0 +1,284 @@
+"""``eagle-rag kb ...`` and ``eagle-rag ingest PATH... --kb NAME`` on the embedded store.
+
+These open the stores themselves (Milvus Lite admits one process per data dir, so they refuse
+with a clear message while ``eagle-rag serve`` holds it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.cli.common import JsonOption, app, fail, settings_from_env
+from eagle_rag.errors import EagleError
+from eagle_rag.ingest.deletion import remove_knowledge_base
+from eagle_rag.ingest.queue import InProcessQueue
+
+kb_app = typer.Typer(help="Create, list, show and delete knowledge bases.", no_args_is_help=True)
+app.add_typer(kb_app, name="kb")
+
+
+@asynccontextmanager
+async def _running(*, workers: bool = False) -> AsyncIterator[EagleApp]:
+    settings = settings_from_env()
+    try:
+        application = await bootstrap(settings, start_queue=workers)
+    except EagleError as exc:
+        fail(exc)
+    try:
+        yield application
+    finally:
+        await application.stop()
+
+
+def _kb_dict(application: EagleApp, name: str) -> dict[str, Any]:
+    kb = application.repositories.knowledge_bases.get(name)
+    return {
+        "kb_name": kb.name,
+        "engine": kb.engine,
+        "description": kb.description,
+        "creation_settings": dict(kb.creation_settings),
+        "collections_used": list(kb.collections_used),
+        "documents": application.repositories.documents.count(kb_name=kb.name),
+        "created_at": kb.created_at.isoformat(),
+    }
+
+
+@kb_app.command("create")
+def kb_create(
+    name: str,
+    description: Annotated[str, typer.Option(help="What the KB holds.")] = "",
+    chunk_size: Annotated[int | None, typer.Option(help="Chunk size in embedder tokens.")] = None,
+    chunk_overlap: Annotated[int | None, typer.Option(help="Overlap in tokens.")] = None,
+) -> None:
+    """Create a knowledge base."""
+    creation = {
+        k: v for k, v in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap)) if v
+    }
+
+    async def run() -> None:
+        async with _running() as application:
+            application.repositories.knowledge_bases.create(
+                name, description=description, creation_settings=creation
+            )
+
+    _guarded(run())
+    typer.echo(f"created knowledge base {name}")
+
+
+@kb_app.command("list")
+def kb_list(as_json: JsonOption = False) -> None:
+    """List knowledge bases with their document counts."""
+
+    async def run() -> list[dict[str, Any]]:
+        async with _running() as application:
+            names = [k.name for k in application.repositories.knowledge_bases.list()]
+            return [_kb_dict(application, n) for n in names]
+
+    rows = _guarded(run())
+    if as_json:
+        typer.echo(json.dumps(rows))
+        return
+    table = Table("kb_name", "engine", "documents", "collections", "description")
+    for row in rows:
+        table.add_row(
+            row["kb_name"],
+            row["engine"],
+            str(row["documents"]),
+            ", ".join(row["collections_used"]) or "-",
+            row["description"],
+        )
+    Console().print(table)
+
+
+@kb_app.command("show")
+def kb_show(name: str, as_json: JsonOption = False) -> None:
+    """Show one knowledge base and its documents."""
+
+    async def run() -> dict[str, Any]:
+        async with _running() as application:
+            info = _kb_dict(application, name)
+            info["document_list"] = [
+                {
+                    "document_id": d.id,
+                    "filename": d.filename,
+                    "status": d.status,
+                    "chunks": d.chunk_count,
+                    "error": d.error,
+                }
+                for d in application.repositories.documents.list(kb_name=name, limit=500)
+            ]
+            return info
+
+    info = _guarded(run())
+    if as_json:
+        typer.echo(json.dumps(info))
+        return
+    console = Console()
+    console.print(f"[bold]{info['kb_name']}[/bold] ({info['engine']}) — {info['description']}")
+    console.print(f"collections: {', '.join(info['collections_used']) or '-'}")
+    table = Table("document_id", "filename", "status", "chunks", "error")
+    for d in info["document_list"]:
+        table.add_row(
+            d["document_id"], d["filename"], d["status"], str(d["chunks"]), d["error"] or ""
+        )
+    console.print(table)
+
+
+@kb_app.command("delete")
+def kb_delete(
+    name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False
+) -> None:
+    """Delete a knowledge base with all its documents, vectors and files."""
+    if not yes:
+        typer.confirm(f"Delete knowledge base {name} and all its documents?", abort=True)
+
+    async def run() -> int:
+        async with _running() as application:
+            return await asyncio.to_thread(remove_knowledge_base, application, name)
+
+    removed = _guarded(run())
+    typer.echo(f"deleted knowledge base {name} ({removed} documents)")
+
+
+@dataclass
+class _Outcome:
+    path: str
+    status: str
+    document_id: str = ""
+    chunks: int = 0
+    reason: str = ""
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[str], typer.Argument(help="Files, folders or glob patterns.")],
+    kb: Annotated[str, typer.Option("--kb", help="The knowledge base to ingest into.")],
+    create: Annotated[bool, typer.Option("--create", help="Create the KB if missing.")] = False,
+    tags: Annotated[list[str] | None, typer.Option("--tag", help="Tag every document.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Ingest files into a knowledge base, with progress and a summary; exit 1 if any failed."""
+    files = expand_paths(paths)
+    if not files:
+        fail("no files matched", code=2)
+
+    async def run() -> list[_Outcome]:
+        async with _running(workers=True) as application:
+            repos = application.repositories
+            if create and repos.knowledge_bases.find(kb) is None:
+                repos.knowledge_bases.create(kb)
+            return await _ingest_all(application, files, kb, tags or [], quiet=as_json)
+
+    outcomes = _guarded(run())
+    if as_json:
+        typer.echo(json.dumps([o.__dict__ for o in outcomes]))
+    else:
+        _print_summary(outcomes)
+    raise typer.Exit(code=1 if any(o.status in ("failed", "refused") for o in outcomes) else 0)
+
+
+def expand_paths(patterns: list[str]) -> list[Path]:
+    """Files named directly, every non-hidden file under a folder, and glob matches; no repeats."""
+    found: dict[Path, None] = {}
+    for pattern in patterns:
+        # glob.glob, not Path.glob: user patterns may be absolute and contain "**".
+        matches = [Path(m) for m in glob.glob(pattern, recursive=True)]  # noqa: PTH207
+        matches = matches or [Path(pattern)]
+        for match in matches:
+            if match.is_dir():
+                for child in sorted(match.rglob("*")):
+                    hidden = any(part.startswith(".") for part in child.relative_to(match).parts)
+                    if child.is_file() and not hidden:
+                        found[child] = None
+            elif match.is_file():
+                found[match] = None
+    return list(found)
+
+
+async def _ingest_all(
+    application: EagleApp, files: list[Path], kb: str, tags: list[str], *, quiet: bool
+) -> list[_Outcome]:
+    outcomes: list[_Outcome] = []
+    jobs: dict[str, _Outcome] = {}
+    for path in files:
+        try:
+            with path.open("rb") as stream:
+                submission = await asyncio.to_thread(
+                    application.ingest.submit_file,
+                    kb_name=kb,
+                    filename=path.name,
+                    stream=stream,
+                    tags=tags,
+                )
+        except EagleError as exc:
+            outcomes.append(_Outcome(str(path), "refused", reason=exc.message))
+            continue
+        outcome = _Outcome(str(path), "queued", submission.document_id)
+        if submission.dedup_hit:
+            outcome.status = "unchanged"
+        else:
+            jobs[submission.job_id] = outcome
+        outcomes.append(outcome)
+    await _follow(application, jobs, quiet=quiet)
+    for outcome in outcomes:
+        if outcome.document_id and outcome.status in ("completed", "unchanged"):
+            outcome.chunks = application.repositories.documents.get(outcome.document_id).chunk_count
+    return outcomes
+
+
+async def _follow(application: EagleApp, jobs: dict[str, _Outcome], *, quiet: bool) -> None:
+    """Poll task states until every job has ended, drawing one progress bar for the batch."""
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, disable=quiet, transient=False) as progress:
+        bar = progress.add_task("ingesting", total=len(jobs))
+        pending = dict(jobs)
+        while pending:
+            for job_id in list(pending):
+                task = application.repositories.tasks.get(job_id)
+                if task.status in ("completed", "failed"):
+                    outcome = pending.pop(job_id)
+                    outcome.status = task.status
+                    outcome.reason = task.error or ""
+                    progress.advance(bar)
+            if pending:
+                await asyncio.sleep(0.2)
+    if isinstance(application.queue, InProcessQueue):
+        await application.queue.join()  # includes the flush the queue runs when it drains
+
+
+def _print_summary(outcomes: list[_Outcome]) -> None:
+    table = Table("file", "status", "chunks", "reason", title="Ingest summary")
+    colours = {"completed": "green", "unchanged": "cyan", "failed": "red", "refused": "red"}
+    for o in outcomes:
+        colour = colours.get(o.status, "white")
+        table.add_row(o.path, f"[{colour}]{o.status}[/]", str(o.chunks), o.reason)
+    console = Console()
+    console.print(table)
+    done = sum(o.status in ("completed", "unchanged") for o in outcomes)
+    chunks = sum(o.chunks for o in outcomes)
+    console.print(f"{done} of {len(outcomes)} documents ingested, {chunks} chunks")
+
+
+def _guarded(coroutine: Any) -> Any:
+    try:
+        return asyncio.run(coroutine)
+    except EagleError as exc:
+        fail(exc, code=1)

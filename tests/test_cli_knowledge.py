@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eagle_rag.cli import app
+from eagle_rag.cli.knowledge import expand_paths
+from tests.ingest import documents as docs
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"EAGLE_DATA_DIR": str(tmp_path / "data"), "EAGLE_ENCODER_MODE": "deterministic"}
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "corpus"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "guide.md").write_text(docs.MARKDOWN)
+    (folder / "sub" / "report.pdf").write_bytes(docs.pdf_bytes())
+    (folder / "broken.pdf").write_bytes(b"this is not a pdf")
+    (folder / ".hidden.txt").write_text("skip me")
+    return folder
+
+
+def test_expand_paths_handles_files_folders_and_globs(corpus: Path) -> None:
+    names = {p.name for p in expand_paths([str(corpus)])}
+    assert names == {"guide.md", "report.pdf", "broken.pdf"}
+    assert [p.name for p in expand_paths([str(corpus / "**" / "*.pdf")])] == [
+        "broken.pdf",
+        "report.pdf",
+    ]
+    assert expand_paths([str(corpus / "guide.md"), str(corpus / "guide.md")]) == [
+        corpus / "guide.md"
+    ]
+    assert expand_paths([str(corpus / "nothing-*.txt")]) == []
+
+
+def test_kb_lifecycle_and_ingest(env: dict[str, str], corpus: Path) -> None:
+    created = runner.invoke(
+        app, ["kb", "create", "handbook", "--description", "HR", "--chunk-size", "128"], env=env
+    )
+    assert created.exit_code == 0, created.output
+    duplicate = runner.invoke(app, ["kb", "create", "handbook"], env=env)
+    assert duplicate.exit_code == 1 and "already exists" in duplicate.stderr
+
+    result = runner.invoke(app, ["ingest", str(corpus), "--kb", "handbook", "--json"], env=env)
+    assert result.exit_code == 1, result.output  # one file is refused
+    outcomes = {Path(o["path"]).name: o for o in json.loads(result.stdout)}
+    assert outcomes["guide.md"]["status"] == "completed" and outcomes["guide.md"]["chunks"] > 0
+    assert outcomes["report.pdf"]["status"] == "completed"
+    assert outcomes["broken.pdf"]["status"] == "refused"
+    assert "claims to be application/pdf" in outcomes["broken.pdf"]["reason"]
+
+    again = runner.invoke(app, ["ingest", str(corpus / "guide.md"), "--kb", "handbook"], env=env)
+    assert again.exit_code == 0, again.output
+    assert "unchanged" in again.stdout and "Ingest summary" in again.stdout
+
+    shown = json.loads(runner.invoke(app, ["kb", "show", "handbook", "--json"], env=env).stdout)
+    assert shown["documents"] == 2 and shown["collections_used"] == ["eagle_text"]
+    assert shown["creation_settings"] == {"chunk_size": 128}
+    assert {d["filename"] for d in shown["document_list"]} == {"guide.md", "report.pdf"}
+
+    listed = json.loads(runner.invoke(app, ["kb", "list", "--json"], env=env).stdout)
+    assert [k["kb_name"] for k in listed] == ["handbook"]
+
+    deleted = runner.invoke(app, ["kb", "delete", "handbook", "--yes"], env=env)
+    assert deleted.exit_code == 0 and "2 documents" in deleted.stdout
+    assert json.loads(runner.invoke(app, ["kb", "list", "--json"], env=env).stdout) == []
+
+
+def test_ingest_can_create_the_kb_and_reports_a_missing_one(
+    env: dict[str, str], corpus: Path
+) -> None:
+    missing = runner.invoke(
+        app, ["ingest", str(corpus / "guide.md"), "--kb", "nope", "--json"], env=env
+    )
+    assert missing.exit_code == 1
+    assert "knowledge base 'nope' not found" in json.loads(missing.stdout)[0]["reason"]
+    made = runner.invoke(
+        app, ["ingest", str(corpus / "guide.md"), "--kb", "fresh", "--create"], env=env
+    )
+    assert made.exit_code == 0, made.output
+    assert "1 of 1 documents ingested" in made.stdout
+
+
+def test_ingest_with_no_matching_files(env: dict[str, str], tmp_path: Path) -> None:
+    result = runner.invoke(app, ["ingest", str(tmp_path / "none-*.md"), "--kb", "x"], env=env)
+    assert result.exit_code == 2 and "no files matched" in result.stderr
+
+
+def test_kb_show_of_a_missing_kb(env: dict[str, str]) -> None:
+    result = runner.invoke(app, ["kb", "show", "ghost"], env=env)
+    assert result.exit_code == 1 and "not found" in result.stderr
