@@ -35,6 +35,17 @@ DEFAULT_PIPELINE = "knowhere"
 
 
 @dataclass(frozen=True, slots=True)
+class _Ingested:
+    """What a successful run produced, for the catalog."""
+
+    chunks: int
+    collections: tuple[str, ...]
+    structure: dict[str, Any]
+    pages: int | None
+    kb_collections: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PipelineResult:
     document_id: str
     status: str
@@ -59,19 +70,18 @@ class IngestPipeline:
             repos.tasks.finish(task_id, status="failed", error="the document was deleted")
             return PipelineResult(task.document_id, "failed", error="document deleted")
         try:
-            chunks, collections, structure, pages = await self._ingest(task_id, document)
+            ingested = await self._ingest(task_id, document, first_attempt=task.attempts == 1)
         except Exception as exc:
             return await self._fail(task_id, document, exc)
-        return self._succeed(task_id, document, chunks, collections, structure, pages)
+        return self._succeed(task_id, document, ingested)
 
     async def _ingest(
-        self, task_id: str, document: DocumentRecord
-    ) -> tuple[int, tuple[str, ...], dict[str, Any], int | None]:
+        self, task_id: str, document: DocumentRecord, *, first_attempt: bool
+    ) -> _Ingested:
         app = self._app
         ctx = HookContext(
             plugin_namespace=app.namespace, kb_names=(document.kb_name,), document_id=document.id
         )
-        self._progress(task_id, "read", 0, 1)
         data = await asyncio.to_thread(_read_all, app.objects, document.object_key)
         mime = detect(data, document.filename, document.mime_type).mime_type
         source = DocumentSource(
@@ -99,7 +109,8 @@ class IngestPipeline:
         self._progress(task_id, "chunk", 0, 1)
         title = str(parsed.metadata.get("title") or PurePosixPath(document.filename).stem)
         tree = build_tree(parsed, title=title)
-        options = self._chunking(document.kb_name)
+        kb = app.repositories.knowledge_bases.get(document.kb_name)
+        options = _chunking(kb.creation_settings, app.settings.ingest)
         encoder = app.encoders.get(app.text_encoder_name)
         chunks = await asyncio.to_thread(
             chunk_tree,
@@ -112,13 +123,13 @@ class IngestPipeline:
         enriched = await app.bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
         _check_chunk_hook(chunks, enriched)
 
-        self._progress(task_id, "visual", 0, 1)
         visuals = await app.bus.invoke_first(
             hooks.ingest_visual_extract, ctx=ctx, source=source, parsed=parsed
         )
         planned = await self._orchestrator.plan(enriched, visuals or (), ctx)
-        # Replace, not merge: rows of an earlier attempt or run of this document go first.
-        await asyncio.to_thread(app.vectors.delete_documents, [document.id])
+        if not first_attempt:
+            # Replace, not merge: rows an earlier attempt left (a crashed worker) go first.
+            await asyncio.to_thread(app.vectors.delete_documents, [document.id])
         outcome = await self._orchestrator.execute(
             planned,
             ctx,
@@ -127,57 +138,46 @@ class IngestPipeline:
         )
         pages = parsed.metadata.get("pages")
         structure = {**tree.to_dict(), "pipeline": pipeline, "mime_type": mime}
-        return outcome.count, outcome.collections, structure, int(pages) if pages else None
-
-    def _chunking(self, kb_name: str) -> ChunkingOptions:
-        defaults = self._app.settings.ingest
-        kb = self._app.repositories.knowledge_bases.get(kb_name)
-        settings = kb.creation_settings
-        return ChunkingOptions(
-            chunk_size=int(settings.get("chunk_size", defaults.chunk_size)),
-            chunk_overlap=int(settings.get("chunk_overlap", defaults.chunk_overlap)),
+        return _Ingested(
+            outcome.count,
+            outcome.collections,
+            structure,
+            int(pages) if pages else None,
+            kb.collections_used,
         )
 
-    def _succeed(
-        self,
-        task_id: str,
-        document: DocumentRecord,
-        chunks: int,
-        collections: tuple[str, ...],
-        structure: dict[str, Any],
-        pages: int | None,
-    ) -> PipelineResult:
+    def _succeed(self, task_id: str, document: DocumentRecord, done: _Ingested) -> PipelineResult:
         repos = self._app.repositories
+        chunks, collections = done.chunks, done.collections
         try:
             repos.documents.update(
                 document.id,
                 status="completed",
                 chunk_count=chunks,
                 collections_used=list(collections),
-                structure=structure,
-                pages=pages,
-                pipeline=structure["pipeline"],
-                mime_type=structure["mime_type"],
+                structure=done.structure,
+                pages=done.pages,
+                pipeline=done.structure["pipeline"],
+                mime_type=done.structure["mime_type"],
             )
         except NotFoundError:
             # Deleted while it ran: what this run wrote must not outlive the document.
             self._app.vectors.delete_documents([document.id])
             repos.tasks.finish(task_id, status="failed", error="the document was deleted")
             return PipelineResult(document.id, "failed", error="document deleted")
-        repos.knowledge_bases.add_collections(document.kb_name, collections)
+        if not set(collections) <= set(done.kb_collections):
+            repos.knowledge_bases.add_collections(document.kb_name, collections)
         self._replace_older_versions(document)
-        repos.tasks.progress(task_id, phase="completed", current=chunks, total=chunks)
-        repos.tasks.finish(task_id, status="completed")
-        repos.tasks.append_log(task_id, f"completed: {chunks} vectors in {', '.join(collections)}")
+        note = f"completed: {chunks} vectors in {', '.join(collections) or 'no collection'}"
+        repos.tasks.complete(task_id, total=chunks, note=note)
         return PipelineResult(document.id, "completed", chunks)
 
     def _replace_older_versions(self, document: DocumentRecord) -> None:
         """A changed file uploaded under the same name replaces the old document's chunks."""
-        for older in self._app.repositories.documents.find_by_filename(
-            document.kb_name, document.filename
-        ):
-            if older.id != document.id and older.status in ("completed", "failed"):
-                remove_document(self._app, older.id)
+        documents = self._app.repositories.documents
+        for older_id, status in documents.ids_by_filename(document.kb_name, document.filename):
+            if older_id != document.id and status in ("completed", "failed"):
+                remove_document(self._app, older_id)
 
     async def _fail(self, task_id: str, document: DocumentRecord, exc: Exception) -> PipelineResult:
         reason = _reason(exc)
@@ -195,6 +195,14 @@ class IngestPipeline:
 
     def _progress(self, task_id: str, phase: str, current: int, total: int) -> None:
         self._app.repositories.tasks.progress(task_id, phase=phase, current=current, total=total)
+
+
+def _chunking(creation_settings: Any, defaults: Any) -> ChunkingOptions:
+    """A KB's creation_settings override the instance's chunking defaults."""
+    return ChunkingOptions(
+        chunk_size=int(creation_settings.get("chunk_size", defaults.chunk_size)),
+        chunk_overlap=int(creation_settings.get("chunk_overlap", defaults.chunk_overlap)),
+    )
 
 
 def _read_all(objects: Any, key: str | None) -> bytes:

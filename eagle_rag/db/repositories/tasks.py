@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from eagle_rag.db.records import TASK_STATUSES, TaskRecord, as_utc
@@ -96,14 +96,22 @@ class TaskRepository(NamespacedRepository):
             session.flush()
             return _record(row)
 
-    def progress(self, task_id: str, *, phase: str, current: int, total: int) -> TaskRecord:
+    def progress(self, task_id: str, *, phase: str, current: int, total: int) -> None:
+        """One UPDATE statement: workers call this for every batch, so it must stay cheap."""
         if current < 0 or total < 0:
             raise InvalidInputError("progress must not be negative")
+        self._update(task_id, phase=phase, progress_current=current, progress_total=total)
+
+    def complete(self, task_id: str, *, total: int, note: str) -> None:
+        """Mark a task completed with full progress and a closing log line, in one transaction."""
         with self._db.session() as session:
             row = self._existing(session, task_id)
-            row.phase, row.progress_current, row.progress_total = phase, current, total
-            session.flush()
-            return _record(row)
+            row.status = row.phase = "completed"
+            row.progress_current = row.progress_total = total
+            row.error = None
+            row.log = [*row.log, f"{utcnow().isoformat(timespec='seconds')} {note}"][
+                -LOG_LINES_KEPT:
+            ]
 
     def finish(self, task_id: str, *, status: str, error: str | None = None) -> TaskRecord:
         if status not in TASK_STATUSES:
@@ -120,6 +128,16 @@ class TaskRepository(NamespacedRepository):
             row = self._existing(session, task_id)
             stamped = f"{utcnow().isoformat(timespec='seconds')} {line}"
             row.log = [*row.log, stamped][-LOG_LINES_KEPT:]
+
+    def _update(self, task_id: str, **values: object) -> None:
+        with self._db.session() as session:
+            result = session.execute(
+                update(TaskRow)
+                .where(TaskRow.plugin_namespace == self.namespace, TaskRow.id == task_id)
+                .values(**values, updated_at=utcnow())
+            )
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
 
     def _existing(self, session: Session, task_id: str) -> TaskRow:
         row = session.scalars(

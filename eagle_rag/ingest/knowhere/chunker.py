@@ -3,8 +3,8 @@
 Rules: a chunk never crosses a section; sentences (and list or code lines) are never cut unless
 one alone exceeds the budget; tables stay whole when they fit, otherwise they are split by rows
 with the header repeated; consecutive text chunks overlap by whole sentences up to
-``overlap`` tokens. Each section with content also gets one ``section_summary`` chunk, the entry
-point of parent-document retrieval.
+``overlap`` tokens. A section with subsections or more than one chunk also gets a
+``section_summary`` chunk, the entry point of parent-document retrieval.
 """
 
 from __future__ import annotations
@@ -62,12 +62,11 @@ def chunk_tree(
 ) -> tuple[TextChunk, ...]:
     chunks: list[TextChunk] = []
     for section in tree.sections:
-        if section.blocks or (section.level == 0 and section.children):
-            chunks.append(_summary(tree, section, document_id, kb_name))
+        own: list[TextChunk] = []
         ordinal = 0
         for group in _groups(section.blocks):
             for text, start, end, kind, pages in _group_chunks(tree, group, options, count_tokens):
-                chunks.append(
+                own.append(
                     TextChunk(
                         chunk_id=chunk_id(document_id, section.path, f"{ordinal:04d}"),
                         document_id=document_id,
@@ -84,6 +83,11 @@ def chunk_tree(
                     )
                 )
                 ordinal += 1
+        # A summary is the way into a section that spans several chunks or has subsections;
+        # for a section that is one chunk it would only repeat it (and cost an embedding).
+        if section.children or len(own) > 1:
+            chunks.append(_summary(tree, section, document_id, kb_name))
+        chunks.extend(own)
     # chunk_index is the document-wide reading order.
     return tuple(replace(chunk, chunk_index=i) for i, chunk in enumerate(chunks))
 

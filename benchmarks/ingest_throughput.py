@@ -1,0 +1,117 @@
+"""Ingest throughput: end-to-end chunks/s on the embedded default vs the raw embedder.
+
+Every passage of a BEIR corpus becomes one document, submitted through IngestService and run by
+the in-process workers (detect, parse, structure, chunk, classify, embed, upsert, catalog, flush).
+The baseline, in the same run, embeds exactly the chunk texts the pipeline produced with the same
+encoder and batch size, and nothing else. Target (issue 4): pipeline time <= 1.2 x embedding time.
+
+    .venv/bin/python -m benchmarks.ingest_throughput ../shared/datasets/msmarco --limit 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import io
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.settings import load_settings
+
+
+def load_corpus(folder: Path, limit: int) -> list[tuple[str, str]]:
+    passages = []
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            text = (row.get("title", "") + "\n\n" + row["text"]).strip()
+            passages.append((row["_id"], text))
+            if limit and len(passages) >= limit:
+                break
+    return passages
+
+
+async def ingest(app: EagleApp, passages: list[tuple[str, str]]) -> float:
+    app.repositories.knowledge_bases.create("bench")
+    started = time.perf_counter()
+    for doc_id, text in passages:
+        await asyncio.to_thread(
+            app.ingest.submit_file,
+            kb_name="bench",
+            filename=f"{doc_id}.txt",
+            stream=io.BytesIO(text.encode("utf-8")),
+        )
+    await app.queue.join()  # type: ignore[attr-defined]
+    return time.perf_counter() - started
+
+
+def chunk_texts(app: EagleApp) -> list[str]:
+    from eagle_rag.index import filters as f
+
+    texts: list[str] = []
+    for document in app.repositories.documents.ids_in_kb("bench"):
+        rows = app.vectors.query(
+            TEXT_COLLECTION, f.eq("document_id", document), output_fields=["text"]
+        )
+        texts.extend(r["text"] for r in rows)
+    return texts
+
+
+def embed_baseline(app: EagleApp, texts: list[str]) -> float:
+    batch = app.settings.ingest.embed_batch
+    started = time.perf_counter()
+    for start in range(0, len(texts), batch):
+        app.text_encoder.embed_passages(texts[start : start + batch])
+    return time.perf_counter() - started
+
+
+async def main_async(folder: Path, limit: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as data:
+        app = await bootstrap(load_settings({"EAGLE_DATA_DIR": data}))
+        try:
+            app.text_encoder.embed_passages(["warm up the model"])
+            passages = load_corpus(folder, limit)
+            pipeline_s = await ingest(app, passages)
+            failed = app.repositories.documents.count(kb_name="bench", status="failed")
+            texts = chunk_texts(app)
+            raw_s = embed_baseline(app, texts)
+        finally:
+            await app.stop()
+    return {
+        "documents": len(passages),
+        "failed": failed,
+        "chunks": len(texts),
+        "pipeline_s": pipeline_s,
+        "embed_s": raw_s,
+        "pipeline_chunks_per_s": len(texts) / pipeline_s,
+        "embed_chunks_per_s": len(texts) / raw_s,
+        "ratio": pipeline_s / raw_s,
+        "encoder": app.text_encoder.name,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--limit", type=int, default=0, help="passages to ingest (0 = all)")
+    args = parser.parse_args()
+    print(f"date: {datetime.date.today()}  machine: {platform.machine()}, {os.cpu_count()} cores")
+    figures = asyncio.run(main_async(args.dataset, args.limit))
+    print(
+        f"{figures['documents']} documents ({figures['failed']} failed), {figures['chunks']} "
+        f"chunks, encoder {figures['encoder']}\n"
+        f"raw embedder : {figures['embed_s']:8.1f} s  {figures['embed_chunks_per_s']:7.1f} chunks/s\n"
+        f"pipeline     : {figures['pipeline_s']:8.1f} s  {figures['pipeline_chunks_per_s']:7.1f} chunks/s\n"
+        f"pipeline / embedding time: {figures['ratio']:.2f}  (target <= 1.20)"
+    )
+
+
+if __name__ == "__main__":
+    main()
