@@ -67,8 +67,7 @@ class IngestService:
         metadata: Mapping[str, Any] | None = None,
         source_url: str | None = None,
     ) -> Submission:
-        validate_kb_name(kb_name)
-        self._app.repositories.knowledge_bases.get(kb_name)
+        self._require_kb(kb_name)
         display_name = display_filename(filename)
         with _spooled(stream, self._app.settings.ingest.max_file_bytes) as (spool, size, sha256):
             head = spool.read()
@@ -103,8 +102,7 @@ class IngestService:
         metadata: Mapping[str, Any] | None = None,
         fetcher: UrlFetcher | None = None,
     ) -> Submission:
-        validate_kb_name(kb_name)
-        self._app.repositories.knowledge_bases.get(kb_name)
+        self._require_kb(kb_name)  # before fetching: a typo must not cost a download
         fetched = (fetcher or UrlFetcher(self._app.settings.ingest)).fetch(url)
         return self.submit_file(
             kb_name=kb_name,
@@ -126,6 +124,10 @@ class IngestService:
         self._app.repositories.tasks.finish(task_id, status="queued")
         self._queue.submit(task_id)
         return Submission(task_id, task.document_id, "queued", dedup_hit=False)
+
+    def _require_kb(self, kb_name: str) -> None:
+        validate_kb_name(kb_name)
+        self._app.repositories.knowledge_bases.get(kb_name)
 
     def _dedup_hit(self, document: Any) -> Submission:
         tasks = self._app.repositories.tasks.for_document(document.id)
