@@ -11,7 +11,8 @@ import hashlib
 import io
 import tempfile
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, Protocol
@@ -154,33 +155,20 @@ def storage_name(display_name: str) -> str:
     return (stem[: MAX_PART_LENGTH - len(suffix) - 1] + suffix) or "document"
 
 
-class _spooled:  # noqa: N801 - used as a context manager, reads like one
+@contextmanager
+def _spooled(stream: BinaryIO, limit: int) -> Iterator[tuple[BinaryIO, int, str]]:
     """Copy a stream into a spooled temp file under a size cap, hashing as it goes."""
-
-    def __init__(self, stream: BinaryIO, limit: int) -> None:
-        self._stream = stream
-        self._limit = limit
-        self._file: Any = None
-
-    def __enter__(self) -> tuple[BinaryIO, int, str]:
-        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
-        self._file = spool
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
         digest, size = hashlib.sha256(), 0
-        while chunk := self._stream.read(READ_CHUNK):
+        while chunk := stream.read(READ_CHUNK):
             size += len(chunk)
-            if size > self._limit:
-                spool.close()
+            if size > limit:
                 raise InvalidInputError(
-                    f"the file is larger than the {self._limit}-byte limit", limit=self._limit
+                    f"the file is larger than the {limit}-byte limit", limit=limit
                 )
             digest.update(chunk)
             spool.write(chunk)
         if size == 0:
-            spool.close()
             raise InvalidInputError("the file is empty")
         spool.seek(0)
-        return spool, size, digest.hexdigest()  # type: ignore[return-value]
-
-    def __exit__(self, *exc: object) -> None:
-        if self._file is not None:
-            self._file.close()
+        yield spool, size, digest.hexdigest()  # type: ignore[misc]

@@ -233,6 +233,8 @@ def test_document_listing_filters_and_pages(db: Database, ns: str) -> None:
     assert documents.ids_with_tags(["even"], kb_names=["docs"]) == sorted([ids[0], ids[2], ids[4]])
     assert documents.count(kb_name="docs") == 5
     assert sorted(documents.ids_in_kb("docs")) == sorted(ids)
+    by_name = dict(documents.ids_by_filename("docs", "a.pdf"))
+    assert sorted(by_name) == sorted(ids) and by_name[ids[0]] == "failed"
     with pytest.raises(InvalidInputError):
         documents.list(limit=0)
 
@@ -249,7 +251,7 @@ def test_hostile_filter_values_find_nothing_and_break_nothing(db: Database, ns: 
     _doc(db, ns)
     documents = DocumentRepository(db, ns)
     for value in ("' OR '1'='1", '"; DROP TABLE documents; --', "a\\b", "%", "_"):
-        assert documents.find_by_filename("docs", value) == []
+        assert documents.ids_by_filename("docs", value) == []
         assert documents.find_by_sha("docs", value) is None
     assert documents.count(kb_name="docs") == 1
 
