@@ -150,7 +150,7 @@ class IngestPipeline:
         repos = self._app.repositories
         chunks, collections = done.chunks, done.collections
         try:
-            repos.documents.update(
+            repos.documents.set_fields(
                 document.id,
                 status="completed",
                 chunk_count=chunks,
@@ -188,7 +188,7 @@ class IngestPipeline:
         except EagleError as cleanup:  # report the original failure; note the cleanup one
             reason += f" (cleanup also failed: {cleanup.message})"
         with contextlib.suppress(NotFoundError):  # deleted meanwhile: nothing to mark
-            repos.documents.update(document.id, status="failed", error=reason)
+            repos.documents.set_fields(document.id, status="failed", error=reason)
         repos.tasks.finish(task_id, status="failed", error=reason)
         repos.tasks.append_log(task_id, f"failed: {reason}")
         return PipelineResult(document.id, "failed", error=reason)

@@ -89,7 +89,7 @@ class IngestService:
                 return self._dedup_hit(document)
             key = object_key(self._app.namespace, kb_name, document.id, storage_name(display_name))
             self._app.objects.put(key, io.BytesIO(head), content_type=detected.mime_type)
-        self._app.repositories.documents.update(document.id, object_key=key)
+        self._app.repositories.documents.set_fields(document.id, object_key=key)
         task = self._app.repositories.tasks.create(document_id=document.id)
         self._queue.submit(task.id)
         return Submission(task.id, document.id, task.status, dedup_hit=False)

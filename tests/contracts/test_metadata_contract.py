@@ -125,6 +125,7 @@ def test_same_kb_name_in_two_namespaces_never_collides(db: Database, ns: str) ->
     for act in (
         lambda: documents.get(theirs),
         lambda: documents.update(theirs, status="failed"),
+        lambda: documents.set_fields(theirs, status="failed"),
         lambda: documents.delete(theirs),
         lambda: TaskRepository(db, ns).create(document_id=theirs),
     ):
@@ -217,6 +218,10 @@ def test_document_update_and_delete_release_the_dedup_key(db: Database, ns: str)
         documents.update(doc_id, sha256="x")
     with pytest.raises(InvalidInputError):
         documents.update(doc_id, status="exploded")
+    documents.set_fields(doc_id, error="late note", chunk_count=13)
+    assert (documents.get(doc_id).error, documents.get(doc_id).chunk_count) == ("late note", 13)
+    with pytest.raises(InvalidInputError):
+        documents.set_fields(doc_id, kb_name="elsewhere")
     documents.delete(doc_id)
     assert documents.find(doc_id) is None
     assert _doc(db, ns) != doc_id  # the same bytes can be ingested again

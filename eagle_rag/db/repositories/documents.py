@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, select
+from sqlalchemy import update as sa_update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -18,7 +19,7 @@ from eagle_rag.db.records import (
     validate_tag,
 )
 from eagle_rag.db.repositories.base import NamespacedRepository, new_id
-from eagle_rag.db.tables import DocumentRow, DocumentTagRow, KnowledgeBaseRow
+from eagle_rag.db.tables import DocumentRow, DocumentTagRow, KnowledgeBaseRow, utcnow
 from eagle_rag.errors import InvalidInputError, NotFoundError
 
 # Fields the pipeline may change after creation; identity and dedup fields are fixed.
@@ -37,6 +38,14 @@ UPDATABLE = frozenset(
     }
 )
 MAX_PAGE = 500
+
+
+def _check_fields(fields: Mapping[str, Any]) -> None:
+    unknown = set(fields) - UPDATABLE
+    if unknown:
+        raise InvalidInputError(f"documents cannot update {sorted(unknown)}")
+    if "status" in fields and fields["status"] not in DOCUMENT_STATUSES:
+        raise InvalidInputError(f"unknown document status {fields['status']!r}")
 
 
 def _record(row: DocumentRow, tags: Sequence[str]) -> DocumentRecord:
@@ -166,17 +175,30 @@ class DocumentRepository(NamespacedRepository):
             return int(session.scalar(select(func.count()).select_from(query)) or 0)
 
     def update(self, document_id: str, **fields: Any) -> DocumentRecord:
-        unknown = set(fields) - UPDATABLE
-        if unknown:
-            raise InvalidInputError(f"documents cannot update {sorted(unknown)}")
-        if "status" in fields and fields["status"] not in DOCUMENT_STATUSES:
-            raise InvalidInputError(f"unknown document status {fields['status']!r}")
+        _check_fields(fields)
         with self._db.session() as session:
             row = self._existing(session, document_id)
             for name, value in fields.items():
                 setattr(row, name, list(value) if name == "collections_used" else value)
             session.flush()
             return _record(row, self._tags(session, [row.id]).get(row.id, []))
+
+    def set_fields(self, document_id: str, **fields: Any) -> None:
+        """Like ``update`` without reading the record back: one UPDATE (the ingest hot path)."""
+        _check_fields(fields)
+        values = {k: list(v) if k == "collections_used" else v for k, v in fields.items()}
+        with self._db.session() as session:
+            result = session.execute(
+                sa_update(DocumentRow)
+                .where(
+                    DocumentRow.plugin_namespace == self.namespace, DocumentRow.id == document_id
+                )
+                .values(**values, updated_at=utcnow())
+            )
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                raise NotFoundError(
+                    "document not found", document_id=document_id, namespace=self.namespace
+                )
 
     def delete(self, document_id: str) -> None:
         """Remove the row, its tags and so its dedup key; the caller removes vectors and objects."""

@@ -38,18 +38,18 @@ class TaskRepository(NamespacedRepository):
 
     def create(self, *, document_id: str) -> TaskRecord:
         with self._db.session() as session:
-            document = session.scalars(
-                select(DocumentRow).where(
+            kb_name = session.scalar(
+                select(DocumentRow.kb_name).where(
                     DocumentRow.plugin_namespace == self.namespace, DocumentRow.id == document_id
                 )
-            ).first()
-            if document is None:
+            )
+            if kb_name is None:
                 raise NotFoundError("document not found", document_id=document_id)
             row = TaskRow(
                 id=new_id(),
                 plugin_namespace=self.namespace,
                 document_id=document_id,
-                kb_name=document.kb_name,
+                kb_name=kb_name,
                 status="queued",
                 phase="queued",
                 progress_current=0,
