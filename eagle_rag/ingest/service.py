@@ -7,6 +7,7 @@ the KB) returns the existing document instead of a new one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import tempfile
@@ -88,9 +89,15 @@ class IngestService:
             if not created:
                 return self._dedup_hit(document)
             key = object_key(self._app.namespace, kb_name, document.id, storage_name(display_name))
-            self._app.objects.put(key, io.BytesIO(head), content_type=detected.mime_type)
-        self._app.repositories.documents.set_fields(document.id, object_key=key)
-        task = self._app.repositories.tasks.create(document_id=document.id)
+            try:
+                self._app.objects.put(key, io.BytesIO(head), content_type=detected.mime_type)
+                self._app.repositories.documents.set_fields(document.id, object_key=key)
+                task = self._app.repositories.tasks.create(document_id=document.id)
+            except BaseException:
+                # Undo the row: a document without its file or task would answer every later
+                # upload of these bytes as a dedup hit that never completes.
+                self._undo(document.id, key)
+                raise
         self._queue.submit(task.id)
         return Submission(task.id, document.id, task.status, dedup_hit=False)
 
@@ -125,6 +132,12 @@ class IngestService:
         self._app.repositories.tasks.finish(task_id, status="queued")
         self._queue.submit(task_id)
         return Submission(task_id, task.document_id, "queued", dedup_hit=False)
+
+    def _undo(self, document_id: str, key: str) -> None:
+        with contextlib.suppress(Exception):  # best effort; the original error is what matters
+            self._app.objects.delete(key)
+        with contextlib.suppress(Exception):
+            self._app.repositories.documents.delete(document_id)
 
     def _require_kb(self, kb_name: str) -> None:
         validate_kb_name(kb_name)

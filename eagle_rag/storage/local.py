@@ -35,16 +35,21 @@ class LocalObjectStore:
         self, key: str, stream: BinaryIO, *, content_type: str = "application/octet-stream"
     ) -> StoredObject:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         reader = HashingReader(stream)
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".upload-")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".upload-")
+        except OSError as exc:
+            raise _unavailable("write", key, exc) from exc
         try:
             with os.fdopen(fd, "wb") as out:
                 for chunk in reader.chunks():
                     out.write(chunk)
             Path(tmp_name).replace(path)
-        except BaseException:
+        except BaseException as exc:
             Path(tmp_name).unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise _unavailable("write", key, exc) from exc
             raise
         return StoredObject(key, reader.size, reader.sha256)
 
@@ -95,6 +100,12 @@ class LocalObjectStore:
                 f"object directory is not writable: {exc}", backend="local"
             ) from exc
         return f"local {self.root}"
+
+
+def _unavailable(operation: str, key: str, exc: OSError) -> BackendUnavailableError:
+    return BackendUnavailableError(
+        f"local object store {operation} failed: {exc}", backend="local", key=key
+    )
 
 
 def _read_chunks(handle: BinaryIO) -> Iterator[bytes]:

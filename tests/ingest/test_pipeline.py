@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from eagle_rag.bootstrap import EagleApp
-from eagle_rag.errors import InvalidInputError, NotFoundError
+from eagle_rag.errors import BackendUnavailableError, InvalidInputError, NotFoundError
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.ingest.service import Submission
@@ -340,3 +340,23 @@ async def test_url_ingest_end_to_end(app: EagleApp, kb: str) -> None:
         "notes.txt",
         url,
     )
+
+
+async def test_a_failed_store_write_leaves_no_document_behind(
+    app: EagleApp, kb: str, tmp_path: Any
+) -> None:
+    from eagle_rag.storage.local import LocalObjectStore
+
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the store expects a folder")
+    working = app.objects
+    app.objects = LocalObjectStore(blocker)
+    try:
+        with pytest.raises(BackendUnavailableError, match="local object store write failed"):
+            app.ingest.submit_file(kb_name=kb, filename="a.txt", stream=io.BytesIO(b"keep me"))
+    finally:
+        app.objects = working
+    assert app.repositories.documents.count(kb_name=kb) == 0
+    retried = await _ingest(app, kb, b"keep me", "a.txt")
+    assert not retried.dedup_hit
+    assert app.repositories.documents.get(retried.document_id).status == "completed"
