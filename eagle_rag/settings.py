@@ -78,7 +78,6 @@ class S3Settings(_Section):
     region: str = "us-east-1"
     access_key_id: SecretStr = SecretStr("")
     secret_access_key: SecretStr = SecretStr("")
-    create_bucket: bool = False
 
 
 class StorageSettings(_Section):

@@ -18,7 +18,6 @@ from typing import Any
 from eagle_rag.db.records import DocumentRecord
 from eagle_rag.errors import EagleError, NotFoundError, PluginError
 from eagle_rag.ingest.deletion import remove_document
-from eagle_rag.ingest.detect import detect
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
 from eagle_rag.ingest.knowhere.tree import build_tree
 from eagle_rag.ingest.parsers.base import ParseContext
@@ -83,7 +82,7 @@ class IngestPipeline:
             plugin_namespace=app.namespace, kb_names=(document.kb_name,), document_id=document.id
         )
         data = await asyncio.to_thread(_read_all, app.objects, document.object_key)
-        mime = detect(data, document.filename, document.mime_type).mime_type
+        mime = document.mime_type  # detected from the content when it was submitted
         source = DocumentSource(
             document.id,
             document.kb_name,
