@@ -31,3 +31,20 @@ async def test_start_migrates_creates_collections_and_loads_plugins(settings: Se
         assert [k.name for k in again.repositories.knowledge_bases.list()] == ["docs"]
     finally:
         await again.stop()
+
+
+def test_encoder_and_collection_dimensions_must_agree(tmp_path: object) -> None:
+    import pytest
+
+    from eagle_rag.errors import SettingsError
+    from eagle_rag.settings import load_settings
+
+    settings = load_settings(
+        {
+            "EAGLE_DATA_DIR": str(tmp_path),
+            "EAGLE_ENCODER_MODE": "deterministic",
+            "EAGLE_EMBEDDING_DIM": "64",
+        }
+    )
+    with pytest.raises(SettingsError, match=r"makes 64-d vectors but milvus\.text_dim is 384"):
+        build_app(settings)

