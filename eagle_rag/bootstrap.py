@@ -30,11 +30,13 @@ from eagle_rag.ingest.queue import InProcessQueue
 from eagle_rag.ingest.service import IngestService, TaskQueue
 from eagle_rag.models.embedders import TextEncoder
 from eagle_rag.models.factory import build_text_encoder
+from eagle_rag.models.rerankers import build_reranker
 from eagle_rag.plugins.audit import AuditSink, JsonlSink, PluginAudit, RedisListSink
 from eagle_rag.plugins.context import ComponentRegistries, HostServices
 from eagle_rag.plugins.encoder_registry import EncoderRegistry
 from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.manager import PluginManager
+from eagle_rag.retrieval.service import RetrievalService
 from eagle_rag.settings import Settings
 from eagle_rag.storage.base import ObjectStore
 from eagle_rag.storage.factory import build_object_store
@@ -80,6 +82,7 @@ class EagleApp:
     # Set by build_app right after construction: the queue's pipeline needs the app itself.
     queue: TaskQueue = field(init=False)
     ingest: IngestService = field(init=False)
+    retrieval: RetrievalService = field(init=False)
 
     @property
     def namespace(self) -> str:
@@ -142,7 +145,9 @@ def build_encoders(
         )
     registries.encoders.register(encoder.name, encoder, owner="host")
     encoders = EncoderRegistry(registries.encoders)
-    encoders.set_collection_dim(TEXT_COLLECTION, settings.milvus.text_dim)
+    encoders.set_collection_dim(
+        TEXT_COLLECTION, settings.milvus.text_dim, query_encoder=encoder.name
+    )
     encoders.set_collection_dim(VISUAL_COLLECTION, settings.milvus.visual_dim)
     return encoders, encoder
 
@@ -178,6 +183,7 @@ def build_app(settings: Settings) -> EagleApp:
     )
     app.queue = build_queue(app)
     app.ingest = IngestService(app, app.queue)
+    app.retrieval = RetrievalService(app, build_reranker(settings.models.rerank))
     return app
 
 

@@ -103,8 +103,35 @@ class EmbeddingSettings(_Section):
     send_dimensions: bool = False
 
 
+class RerankSettings(_Section):
+    """A ``/rerank``-style HTTP reranker; ``none`` keeps the fused order (no offline model)."""
+
+    provider: Literal["none", "http"] = "none"
+    # tei: TEI's {query, texts}; cohere: Cohere / Jina / vLLM {model, query, documents, top_n};
+    # dashscope: DashScope's {model, input: {query, documents}, parameters}.
+    style: Literal["tei", "cohere", "jina", "dashscope"] = "cohere"
+    url: str = ""  # the full endpoint URL, e.g. https://api.jina.ai/v1/rerank
+    model: str = ""
+    api_key: SecretStr = SecretStr("")
+    timeout_s: float = Field(default=15.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    max_documents: int = Field(default=100, ge=1, le=1000)
+
+
 class ModelSettings(_Section):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
+
+
+class RetrievalSettings(_Section):
+    """Query-path defaults; a request may narrow them (top_k, mode, rerank, expansion)."""
+
+    rrf_k: int = Field(default=60, ge=1, le=10_000)
+    candidates: int = Field(default=50, ge=1, le=1000)  # depth of each dense / sparse list
+    rerank_pool: int = Field(default=50, ge=1, le=1000)  # fused hits sent to the reranker
+    max_top_k: int = Field(default=100, ge=1, le=1000)
+    expand_parents: bool = True
+    expand_children: int = Field(default=2, ge=1, le=20)  # chunks a section summary drills to
 
 
 class IngestSettings(_Section):
@@ -153,6 +180,7 @@ class Settings(BaseSettings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     models: ModelSettings = Field(default_factory=ModelSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 

@@ -45,6 +45,19 @@ EXTENSIONS = {
     ".tsv": CSV,
     ".json": JSON,
 }
+# The short names a query filters on (``filters: {"source_type": "pdf"}``).
+SOURCE_TYPES = {
+    PDF: "pdf",
+    DOCX: "docx",
+    PPTX: "pptx",
+    XLSX: "xlsx",
+    TEXT: "text",
+    MARKDOWN: "markdown",
+    HTML: "html",
+    CSV: "csv",
+    JSON: "json",
+}
+
 MIME_ALIASES = {
     "text/x-markdown": MARKDOWN,
     "application/xhtml+xml": HTML,

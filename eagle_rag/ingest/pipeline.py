@@ -11,13 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
 from eagle_rag.db.records import DocumentRecord
 from eagle_rag.errors import EagleError, NotFoundError, PluginError
 from eagle_rag.ingest.deletion import remove_document
+from eagle_rag.ingest.detect import SOURCE_TYPES
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
 from eagle_rag.ingest.knowhere.tree import build_tree
 from eagle_rag.ingest.parsers.base import ParseContext
@@ -121,6 +123,7 @@ class IngestPipeline:
         )
         enriched = await app.bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
         _check_chunk_hook(chunks, enriched)
+        enriched = with_document_fields(enriched, document, mime, parsed.metadata)
 
         visuals = await app.bus.invoke_first(
             hooks.ingest_visual_extract, ctx=ctx, source=source, parsed=parsed
@@ -208,6 +211,45 @@ def _read_all(objects: Any, key: str | None) -> bytes:
     if not key:
         raise NotFoundError("the document has no stored original")
     return b"".join(objects.open(key))
+
+
+# Keys a chunk's own metadata owns; a document's custom metadata never overrides them.
+_DOCUMENT_FIELDS = ("source_type", "filename", "year", "source_url")
+
+
+def with_document_fields(
+    chunks: tuple[TextChunk, ...],
+    document: DocumentRecord,
+    mime: str,
+    parsed_metadata: Mapping[str, Any],
+) -> tuple[TextChunk, ...]:
+    """Copy the document-level fields queries filter on into every chunk's metadata.
+
+    Milvus filters rows, not catalog entries, so the document's format, name, year and custom
+    metadata travel with each chunk: ``source_type``, ``filename``, ``year`` (from the upload's
+    metadata, else the parser's), ``source_url`` and every scalar custom key.
+    """
+    fields: dict[str, Any] = {
+        k: v
+        for k, v in document.extra.items()
+        if k not in _DOCUMENT_FIELDS and isinstance(v, str | int | float | bool)
+    }
+    fields["source_type"] = SOURCE_TYPES.get(mime, mime)
+    fields["filename"] = document.filename
+    year = _year(document.extra.get("year", parsed_metadata.get("year")))
+    if year is not None:
+        fields["year"] = year
+    if document.source_url:
+        fields["source_url"] = document.source_url
+    return tuple(replace(c, metadata={**fields, **c.metadata}) for c in chunks)
+
+
+def _year(value: Any) -> int | None:
+    try:
+        year = int(str(value)[:4]) if value is not None and not isinstance(value, bool) else None
+    except ValueError:
+        return None
+    return year if year is not None and 1000 <= year <= 9999 else None
 
 
 def _check_chunk_hook(before: tuple[TextChunk, ...], after: tuple[TextChunk, ...]) -> None:

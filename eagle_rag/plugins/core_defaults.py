@@ -2,8 +2,10 @@
 plugins, subscribed at CORE_PRIORITY so that any domain subscriber runs first.
 
 On load Core registers the built-in Parser components; its subscribers route every chunk to
-``eagle_text`` with the host's text encoder, embed with any registered text encoder and write
-through the namespace's vector store.
+``eagle_text`` with the host's text encoder, embed with any registered text encoder, write
+through the namespace's vector store, and route every query to ``eagle_text`` (plus
+``eagle_visual`` when images are asked for). Core never routes to a specialized collection: the
+scope union adds those when the documents in scope used them.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ from eagle_rag.plugins.contract import CORE_NAMESPACE, CORE_PRIORITY, PluginMani
 from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.payloads import (
     ClassificationDecision,
+    CollectionQueryPlan,
     EmbeddingBatch,
     EmbedRequest,
+    QueryRequest,
+    QueryRouteDecision,
     TextChunk,
     UpsertBatch,
 )
@@ -57,6 +62,7 @@ class CorePlugin:
             (hooks.classify_chunk, self.classify_chunk),
             (hooks.embed_text, self.embed_text),
             (hooks.upsert_vectors, self.upsert_vectors),
+            (hooks.classify_query, self.classify_query),
         ):
             bus.subscribe(hook, handler, plugin=CORE_NAMESPACE, priority=CORE_PRIORITY)
 
@@ -83,11 +89,34 @@ class CorePlugin:
         await asyncio.to_thread(store.upsert, batch.collection, list(batch.rows))
         return replace(batch, written_ids=tuple(str(row["id"]) for row in batch.rows))
 
+    def classify_query(self, query: QueryRequest) -> QueryRouteDecision:
+        """Text queries search eagle_text; image or hybrid requests add eagle_visual."""
+        return core_route(query, self.text_encoder, self._host("encoders"))
+
     def _host(self, name: str) -> Any:
         service = getattr(self._ctx.host, name, None) if self._ctx else None
         if service is None:
             raise PluginError(f"Core needs the host's {name} service", plugin=CORE_NAMESPACE)
         return service
+
+
+def core_route(query: QueryRequest, text_encoder: str, encoders: Any) -> QueryRouteDecision:
+    """Core's routing, also the fallback when a CLASSIFY_QUERY subscriber degrades."""
+    plans = [
+        CollectionQueryPlan(
+            TEXT_COLLECTION, text_encoder, query.top_k, reason="core: every query searches text"
+        )
+    ]
+    if query.with_images:
+        plans.append(
+            CollectionQueryPlan(
+                VISUAL_COLLECTION,
+                encoders.query_encoder_for(VISUAL_COLLECTION) or "",
+                query.top_k,
+                reason="core: images were asked for",
+            )
+        )
+    return QueryRouteDecision(tuple(plans), classifier=CORE_NAMESPACE, reason="core default")
 
 
 plugin = CorePlugin()

@@ -25,12 +25,22 @@ class EncoderRegistry:
     def __init__(self, components: ComponentRegistry[Any]) -> None:
         self._components = components
         self._collection_dims: dict[str, int] = {}
+        self._query_encoders: dict[str, str] = {}
 
     def get(self, name: str) -> Any:
         return self._components.get(name)
 
-    def set_collection_dim(self, collection: str, dim: int) -> None:
+    def set_collection_dim(
+        self, collection: str, dim: int, *, query_encoder: str | None = None
+    ) -> None:
+        """Declare a collection's dimension and, optionally, the encoder its queries use."""
         self._collection_dims[collection] = dim
+        if query_encoder:
+            self._query_encoders[collection] = query_encoder
+
+    def query_encoder_for(self, collection: str) -> str | None:
+        """The encoder that embeds queries for ``collection`` (None: BM25 only)."""
+        return self._query_encoders.get(collection)
 
     def collection_dim(self, collection: str) -> int:
         try:

@@ -143,7 +143,11 @@ class UpsertBatch:
 
 @dataclass(frozen=True, slots=True)
 class QueryRequest:
-    """A retrieval request after edge validation: query text plus scope and mode."""
+    """A retrieval request after edge validation: query text plus scope and mode.
+
+    ``rerank`` and ``expand_parents`` of None take the instance's settings; ``token_budget``
+    trims the context pack to that many tokens of the configured embedder.
+    """
 
     text: str
     kb_names: tuple[str, ...] = ()
@@ -153,6 +157,9 @@ class QueryRequest:
     top_k: int = 5
     mode: RetrievalMode = "hybrid"
     with_images: bool = False
+    rerank: bool | None = None
+    expand_parents: bool | None = None
+    token_budget: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +204,11 @@ class QueryExpansion:
 
 @dataclass(frozen=True, slots=True)
 class RetrievedHit:
-    """One retrieved record with every stage's score kept apart (never mixed raw)."""
+    """One retrieved record with every stage's score kept apart (never mixed raw).
+
+    ``source_chunk_id`` is the text chunk this evidence is: a text hit's own id, or the chunk a
+    visual was cut from. ``metadata`` carries the row's fields (type, page_nums, level...).
+    """
 
     chunk_id: str
     collection: str
@@ -215,7 +226,8 @@ class RetrievedHit:
         """Two hits with the same key are the same evidence (DESIGN §6)."""
         if self.source_chunk_id:
             return ("source", self.source_chunk_id)
-        return ("path", self.document_id, self.path)
+        # A visual cut from no text chunk: one image at one place of the document.
+        return ("path", self.document_id, self.path, str(self.metadata.get("image_id", "")))
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,7 +93,7 @@ def test_openai_embeddings_retries_429_and_5xx() -> None:
     sleeps: list[float] = []
     with serve(answer) as (url, _):
         client = _client(url)
-        client._sleep = sleeps.append
+        client._endpoint._sleep = sleeps.append
         assert client.embed_queries(["q"]).shape == (1, DIM)
     assert calls["n"] == 3
     # Retry-After (0) is honoured on 429; the 503 on attempt two backs off 0.5 * 2**1 s

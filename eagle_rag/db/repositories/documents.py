@@ -207,6 +207,17 @@ class DocumentRepository(NamespacedRepository):
             session.execute(delete(DocumentTagRow).where(DocumentTagRow.document_id == row.id))
             session.delete(row)
 
+    def filenames(self, document_ids: Iterable[str]) -> dict[str, str]:
+        """Filename of each of these documents that exists in the namespace (for citations)."""
+        ids = list(dict.fromkeys(document_ids))
+        if not ids:
+            return {}
+        with self._db.session() as session:
+            query = select(DocumentRow.id, DocumentRow.filename).where(
+                DocumentRow.plugin_namespace == self.namespace, DocumentRow.id.in_(ids)
+            )
+            return {row.id: row.filename for row in session.execute(query)}
+
     def ids_in_kb(self, kb_name: str) -> builtins.list[str]:
         with self._db.session() as session:
             query = select(DocumentRow.id).where(

@@ -1,0 +1,124 @@
+"""Request filters → safe Milvus expressions.
+
+A request's ``filters`` mapping accepts a closed set of keys, each built through the escaping
+builder of :mod:`eagle_rag.index.filters`, so no user value ever becomes expression syntax:
+
+- ``source_type``: ``"pdf"`` or a list (the document's format, see :func:`source_type_of`)
+- ``year``: an integer, a list, or a range ``{"gte": 2019, "lte": 2023}``
+- ``pages``: a range ``{"gte": 3, "lte": 5}`` or ``[3, 5]``: chunks on any of those pages
+- ``type``: the chunk type (``text``, ``table``, ``list``, ``code``, ``section_summary``)
+- ``metadata``: ``{key: value | [values] | {"gte", "lte"}}`` on the document's custom metadata
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.index.filters import (
+    Filter,
+    Scalar,
+    all_of,
+    array_contains_any,
+    eq,
+    in_,
+    json_between,
+    json_eq,
+    json_in,
+)
+
+MAX_PAGE_SPAN = 1000
+_RANGE_KEYS = frozenset({"gte", "lte"})
+
+
+def build_metadata_filter(filters: Mapping[str, Any]) -> Filter:
+    """One Filter for all of ``filters`` (AND); InvalidInputError names a bad key or value."""
+    if not isinstance(filters, Mapping):
+        raise InvalidInputError("filters must be an object")
+    parts: list[Filter] = []
+    for key, value in filters.items():
+        builder = _BUILDERS.get(key)
+        if builder is None:
+            known = ", ".join(sorted(_BUILDERS))
+            raise InvalidInputError(f"unknown filter {key!r}; known filters: {known}", filter=key)
+        parts.append(builder(value))
+    return all_of(*parts)
+
+
+def _json_condition(key: str, value: Any) -> Filter:
+    """A condition on ``metadata[key]``: equality, any-of, or a numeric range."""
+    if isinstance(value, Mapping):
+        bounds = _range(value, f"metadata filter {key!r}")
+        return json_between("metadata", key, ge=bounds[0], le=bounds[1])
+    if isinstance(value, list | tuple):
+        return json_in("metadata", key, [_scalar(v, key) for v in value])
+    return json_eq("metadata", key, _scalar(value, key))
+
+
+def _source_type(value: Any) -> Filter:
+    return _json_condition("source_type", value)
+
+
+def _year(value: Any) -> Filter:
+    if isinstance(value, bool) or not isinstance(value, int | list | tuple | Mapping):
+        raise InvalidInputError("the year filter takes an integer, a list or a range")
+    return _json_condition("year", value)
+
+
+def _pages(value: Any) -> Filter:
+    if isinstance(value, list | tuple) and len(value) == 2:
+        low, high = value
+    elif isinstance(value, Mapping):
+        low, high = _range(value, "pages filter")
+    else:
+        raise InvalidInputError('the pages filter takes [first, last] or {"gte", "lte"}')
+    low = 1 if low is None else low
+    if high is None:
+        high = low + MAX_PAGE_SPAN - 1
+    if not all(isinstance(p, int) and not isinstance(p, bool) for p in (low, high)):
+        raise InvalidInputError("page numbers must be integers")
+    if not 1 <= low <= high or high - low >= MAX_PAGE_SPAN:
+        raise InvalidInputError(
+            f"the pages filter needs 1 <= first <= last and at most {MAX_PAGE_SPAN} pages"
+        )
+    return array_contains_any("page_nums", range(low, high + 1))
+
+
+def _chunk_type(value: Any) -> Filter:
+    if isinstance(value, list | tuple):
+        return in_("type", [_scalar(v, "type") for v in value])
+    return eq("type", _scalar(value, "type"))
+
+
+def _custom(value: Any) -> Filter:
+    if not isinstance(value, Mapping) or not value:
+        raise InvalidInputError("the metadata filter takes a non-empty object of key: condition")
+    return all_of(*(_json_condition(str(k), v) for k, v in value.items()))
+
+
+_BUILDERS: dict[str, Callable[[Any], Filter]] = {
+    "source_type": _source_type,
+    "year": _year,
+    "pages": _pages,
+    "type": _chunk_type,
+    "metadata": _custom,
+}
+
+
+def _scalar(value: Any, key: str) -> Scalar:
+    if isinstance(value, str | int | float | bool):
+        return value
+    raise InvalidInputError(
+        f"filter {key!r} values must be strings, numbers or booleans", filter=key
+    )
+
+
+def _range(value: Mapping[str, Any], what: str) -> tuple[Any, Any]:
+    if not value or not set(value) <= _RANGE_KEYS:
+        raise InvalidInputError(f'{what} range takes "gte" and/or "lte"')
+    bounds = value.get("gte"), value.get("lte")
+    for bound in bounds:
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int | float)):
+            raise InvalidInputError(f"{what} range bounds must be numbers")
+    return bounds

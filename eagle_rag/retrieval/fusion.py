@@ -1,0 +1,78 @@
+"""Reciprocal Rank Fusion with dedupe: the only way ranked lists from different spaces merge.
+
+Raw scores from dense cosine, BM25 and other collections are not comparable, so fusion uses
+ranks only: an item's fused score is ``sum(weight / (k + rank))`` over the lists it appears in
+(rank 1-based). Items are identified by :attr:`RetrievedHit.dedupe_key`, so the same evidence
+found by two lists (or two collections) is one fused item, represented by its best-ranked hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.plugins.payloads import RetrievedHit
+
+
+@dataclass(frozen=True, slots=True)
+class RankedList:
+    """One ranked list entering fusion; ``name`` labels its rank in the fused hit's scores."""
+
+    name: str
+    hits: Sequence[RetrievedHit]
+    weight: float = 1.0
+
+
+@dataclass(slots=True)
+class _Fused:
+    hit: RetrievedHit
+    best_rank: int
+    score: float
+    scores: dict[str, float]
+    collections: set[str]
+
+
+def rrf_fuse(
+    lists: Sequence[RankedList], *, k: int = 60, score_name: str = "rrf"
+) -> list[RetrievedHit]:
+    """Fuse ranked lists; ties break on the best single rank, then on the chunk id.
+
+    The result does not depend on the order of ``lists``. Within one list only the first
+    occurrence of an item counts, so a list cannot vote twice for the same evidence.
+    """
+    if k < 1:
+        raise InvalidInputError("the RRF constant k must be at least 1", k=k)
+    fused: dict[Hashable, _Fused] = {}
+    for ranked in lists:
+        if ranked.weight < 0:
+            raise InvalidInputError("RRF weights must not be negative", list=ranked.name)
+        seen: set[Hashable] = set()
+        rank = 0
+        for hit in ranked.hits:
+            key = hit.dedupe_key
+            if key in seen:
+                continue
+            seen.add(key)
+            rank += 1
+            contribution = ranked.weight / (k + rank)
+            entry = fused.get(key)
+            if entry is None:
+                entry = fused[key] = _Fused(hit, rank, 0.0, dict(hit.scores), set())
+            elif (rank, hit.chunk_id) < (entry.best_rank, entry.hit.chunk_id):
+                entry.hit, entry.best_rank = hit, rank
+            entry.score += contribution
+            entry.scores.update(hit.scores)
+            entry.scores[f"{ranked.name}_rank"] = float(rank)
+            entry.collections.add(hit.collection)
+    ordered = sorted(fused.values(), key=lambda e: (-e.score, e.best_rank, e.hit.chunk_id))
+    return [_finish(entry, score_name) for entry in ordered]
+
+
+def _finish(entry: _Fused, score_name: str) -> RetrievedHit:
+    metadata: dict[str, Any] = dict(entry.hit.metadata)
+    if len(entry.collections) > 1:
+        metadata["collections"] = sorted(entry.collections)
+    scores = {**entry.scores, score_name: entry.score}
+    return replace(entry.hit, score=entry.score, scores=scores, metadata=metadata)

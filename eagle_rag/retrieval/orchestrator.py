@@ -1,0 +1,166 @@
+"""RetrieverOrchestrator: one CollectionQueryPlan → one ranked list.
+
+Per plan: QUERY_DENSE_EXPAND, then dense ANN and BM25 sparse search (the sparse search runs
+while the query is being embedded), fused by RRF inside the plan, then the plan's RERANK hook.
+A failing half (say the embedder) leaves the other half's list with a warning; a plan whose
+every search fails is reported and contributes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from eagle_rag.errors import EagleError
+from eagle_rag.index.collections import VISUAL_COLLECTION
+from eagle_rag.index.filters import Filter, all_of, in_, json_eq
+from eagle_rag.plugins import hooks
+from eagle_rag.plugins.context import HookContext
+from eagle_rag.plugins.hookbus import HookBus
+from eagle_rag.plugins.payloads import (
+    CollectionQueryPlan,
+    EmbedRequest,
+    QueryRequest,
+    RetrievedHit,
+    VisualFilter,
+)
+from eagle_rag.retrieval.filters import build_metadata_filter
+from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
+from eagle_rag.retrieval.hits import to_hit
+from eagle_rag.retrieval.pack import Step, StepLog
+
+
+@dataclass(slots=True)
+class PlanResult:
+    """A plan's fused hits, the query vector it used (for drill-down), and its steps."""
+
+    plan: CollectionQueryPlan
+    hits: tuple[RetrievedHit, ...] = ()
+    vector: list[float] | None = None
+    sparse_text: str = ""
+    where: Filter = field(default_factory=lambda: Filter(""))
+    steps: list[Step] = field(default_factory=list)
+    failed: bool = False
+
+
+class RetrieverOrchestrator:
+    """Runs plans against the namespace's vector store through the hook bus."""
+
+    def __init__(self, bus: HookBus, vectors: Any, *, candidates: int, rrf_k: int) -> None:
+        self._bus = bus
+        self._vectors = vectors
+        self._candidates = candidates
+        self._rrf_k = rrf_k
+
+    async def run(
+        self, request: QueryRequest, plan: CollectionQueryPlan, where: Filter, ctx: HookContext
+    ) -> PlanResult:
+        log = StepLog()
+        label = plan.collection
+        result = PlanResult(plan)
+        expansion = await self._bus.invoke_first(
+            hooks.query_dense_expand, ctx=ctx, query=request, plan=plan
+        )
+        dense_text = (expansion.dense_text if expansion else None) or request.text
+        sparse_terms = expansion.sparse_terms if expansion else ()
+        sparse_text = " ".join((request.text, *sparse_terms))
+        result.sparse_text = sparse_text
+        result.where = all_of(where, await self._plan_filter(request, plan, ctx))
+        depth = max(plan.top_k, self._candidates)
+
+        want_dense = request.mode in ("dense", "hybrid") and bool(plan.encoder)
+        want_sparse = request.mode == "sparse" or (request.mode == "hybrid" and plan.hybrid)
+        if not plan.encoder and request.mode != "sparse":
+            want_sparse = True
+            log.add(f"{label}:dense", "skipped", "the plan has no query encoder: BM25 only")
+        dense_task = sparse_task = None
+        if want_dense:
+            dense_task = asyncio.create_task(
+                self._dense(plan, dense_text, depth, result.where, ctx)
+            )
+        if want_sparse:
+            sparse_task = asyncio.create_task(self._sparse(plan, sparse_text, depth, result.where))
+
+        lists: list[RankedList] = []
+        if dense_task is not None:
+            try:
+                result.vector, found, started = await dense_task
+            except Exception as exc:  # one failing half must not cost the other half
+                log.add(f"{label}:dense", "warning", f"dense search failed: {_reason(exc)}")
+            else:
+                lists.append(RankedList("dense", found))
+                log.add(f"{label}:dense", "ok", f"{len(found)} hits", since=started)
+        if sparse_task is not None:
+            try:
+                found, started = await sparse_task
+            except Exception as exc:
+                log.add(f"{label}:sparse", "warning", f"sparse search failed: {_reason(exc)}")
+            else:
+                lists.append(RankedList("sparse", found))
+                log.add(f"{label}:sparse", "ok", f"{len(found)} hits", since=started)
+        if not lists:
+            log.add(f"{label}:plan", "error", "plan skipped: every search of the plan failed")
+            result.failed = True
+            result.steps = log.items
+            return result
+
+        hits = tuple(rrf_fuse(lists, k=self._rrf_k, score_name="plan_rrf"))
+        reranked = await self._bus.invoke_first(
+            hooks.rerank, ctx=ctx, query=request, plan=plan, hits=hits
+        )
+        if reranked is not None:
+            hits = tuple(reranked)
+            log.add(f"{label}:rerank", "ok", "a plugin reranked this plan")
+        result.hits = hits
+        result.steps = log.items
+        return result
+
+    async def _dense(
+        self, plan: CollectionQueryPlan, text: str, depth: int, where: Filter, ctx: HookContext
+    ) -> tuple[list[float], list[RetrievedHit], float]:
+        """Embed the query (EMBED_TEXT) and search; returns vector, hits and start time."""
+        started = time.perf_counter()
+        request = EmbedRequest((text,), plan.encoder, purpose="query")
+        batch = await self._bus.invoke_first(hooks.embed_text, ctx=ctx, request=request)
+        if batch is None or len(batch.vectors) != 1:
+            raise EagleError(f"no subscriber embedded the query with {plan.encoder!r}")
+        vector = [float(x) for x in batch.vectors[0]]
+        found = await asyncio.to_thread(
+            self._vectors.search_dense, plan.collection, [vector], top_k=depth, where=where
+        )
+        return vector, [to_hit(plan.collection, h, stage="dense") for h in found[0]], started
+
+    async def _sparse(
+        self, plan: CollectionQueryPlan, text: str, depth: int, where: Filter
+    ) -> tuple[list[RetrievedHit], float]:
+        started = time.perf_counter()
+        found = await asyncio.to_thread(
+            self._vectors.search_sparse, plan.collection, [text], top_k=depth, where=where
+        )
+        return [to_hit(plan.collection, h, stage="sparse") for h in found[0]], started
+
+    async def _plan_filter(
+        self, request: QueryRequest, plan: CollectionQueryPlan, ctx: HookContext
+    ) -> Filter | None:
+        """The plan's own filters, and for visual plans the RETRIEVE_VISUAL_FILTER override."""
+        own = build_metadata_filter(plan.filters) if plan.filters else None
+        if plan.collection != VISUAL_COLLECTION:
+            return own
+        visual = await self._bus.invoke_first(
+            hooks.retrieve_visual_filter, ctx=ctx, query=request, plan=plan
+        )
+        return all_of(own, _visual_filter(visual)) if visual else own
+
+
+def _visual_filter(visual: VisualFilter) -> Filter:
+    return all_of(
+        in_("chunk_type", visual.chunk_types) if visual.chunk_types else None,
+        in_("page", visual.pages) if visual.pages else None,
+        *(json_eq("metadata", str(k), v) for k, v in visual.extra.items()),
+    )
+
+
+def _reason(exc: Exception) -> str:
+    return exc.message if isinstance(exc, EagleError) else f"{type(exc).__name__}: {exc}"

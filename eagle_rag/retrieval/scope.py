@@ -1,0 +1,90 @@
+"""What a query may see: its knowledge bases, documents and tags, resolved in one namespace.
+
+Names and ids are checked against the catalog of the caller's namespace, so another namespace's
+KB or document looks exactly like a missing one. The scope also gathers the collections its
+documents were written to, which lets routing add a specialized collection's plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.index.filters import Filter, all_of, in_
+from eagle_rag.plugins.payloads import QueryRequest
+from eagle_rag.retrieval.filters import build_metadata_filter
+
+if TYPE_CHECKING:
+    from eagle_rag.bootstrap import Repositories
+
+MAX_SCOPE_DOCUMENTS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """A resolved scope: the filter every plan applies, and the collections in play."""
+
+    kb_names: tuple[str, ...]
+    document_ids: tuple[str, ...] | None  # None: every document of the KBs
+    where: Filter
+    collections: frozenset[str]
+
+    @property
+    def empty(self) -> bool:
+        """Nothing can match: no KB, or tags / ids that select no document."""
+        return not self.kb_names or self.document_ids == ()
+
+
+def resolve_scope(
+    repos: Repositories, request: QueryRequest, *, allowed_kbs: Iterable[str] | None = None
+) -> Scope:
+    """Resolve ``request``'s scope; NotFoundError for an unknown KB or document id.
+
+    ``allowed_kbs`` (an API key's KBs) narrows the default scope and rejects others.
+    """
+    allowed = None if allowed_kbs is None else set(allowed_kbs)
+    metadata_filter = build_metadata_filter(request.filters)
+    kbs = {name: repos.knowledge_bases.get(name) for name in dict.fromkeys(request.kb_names)}
+    documents = [repos.documents.get(i) for i in dict.fromkeys(request.document_ids)]
+    if kbs:
+        outside = [d.id for d in documents if d.kb_name not in kbs]
+        if outside:
+            raise InvalidInputError(
+                "document ids outside the requested knowledge bases", document_ids=outside
+            )
+    elif documents:
+        kbs = {d.kb_name: repos.knowledge_bases.get(d.kb_name) for d in documents}
+    else:
+        kbs = {kb.name: kb for kb in repos.knowledge_bases.list()}
+    if allowed is not None:
+        refused = sorted(set(kbs) - allowed)
+        if refused and (request.kb_names or request.document_ids):
+            raise InvalidInputError("knowledge bases outside this key's scope", kb_names=refused)
+        kbs = {name: kb for name, kb in kbs.items() if name in allowed}
+
+    selected: set[str] | None = {d.id for d in documents} if documents else None
+    if request.tags:
+        tagged = set(repos.documents.ids_with_tags(request.tags, kbs))
+        selected = tagged if selected is None else selected & tagged
+    if selected is not None and len(selected) > MAX_SCOPE_DOCUMENTS:
+        raise InvalidInputError(
+            f"the scope selects more than {MAX_SCOPE_DOCUMENTS} documents; narrow it",
+            documents=len(selected),
+        )
+
+    if selected is None:
+        collections = {c for kb in kbs.values() for c in kb.collections_used}
+    else:
+        collections = {c for d in documents if d.id in selected for c in d.collections_used}
+        if request.tags:
+            collections |= {c for kb in kbs.values() for c in kb.collections_used}
+    names = tuple(sorted(kbs))
+    doc_ids = None if selected is None else tuple(sorted(selected))
+    where = all_of(
+        in_("kb_name", names) if names else None,
+        in_("document_id", doc_ids) if doc_ids else None,
+        metadata_filter,
+    )
+    return Scope(names, doc_ids, where, frozenset(collections))

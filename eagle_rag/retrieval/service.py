@@ -1,0 +1,344 @@
+"""The query path end to end (DESIGN §6): one QueryRequest in, one ContextPack out.
+
+QUERY_ASSEMBLE → CLASSIFY_QUERY → scope union → RetrieverOrchestrator per plan (concurrently)
+→ RETRIEVE_SUPPLEMENT → RRF merge with dedupe → RRF_POST_MERGE → RERANK_MERGED or the configured
+reranker → parent-document expansion → passages with citations, trimmed to a token budget.
+
+Caller mistakes (an unknown KB, a bad filter) raise; partial failures never do: a failing plan,
+hook or reranker is skipped or falls back, and the pack's ``steps`` say what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from eagle_rag.errors import EagleError, InvalidInputError
+from eagle_rag.index.collections import BASE_COLLECTIONS
+from eagle_rag.models.rerankers import Reranker
+from eagle_rag.plugins import hooks
+from eagle_rag.plugins.context import HookContext
+from eagle_rag.plugins.core_defaults import core_route
+from eagle_rag.plugins.payloads import (
+    CollectionQueryPlan,
+    QueryHints,
+    QueryRequest,
+    QueryRouteDecision,
+    RetrievedHit,
+)
+from eagle_rag.retrieval.expansion import ParentExpander
+from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
+from eagle_rag.retrieval.orchestrator import PlanResult, RetrieverOrchestrator
+from eagle_rag.retrieval.pack import ContextPack, Passage, StepLog, trim_to_budget
+from eagle_rag.retrieval.scope import Scope, resolve_scope
+
+if TYPE_CHECKING:
+    from eagle_rag.bootstrap import EagleApp
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 4000
+MAX_SCOPE_ITEMS = 100
+MODES = ("dense", "sparse", "hybrid")
+
+
+class RetrievalService:
+    """Searches one namespace; built once per app and shared by every surface."""
+
+    def __init__(self, app: EagleApp, reranker: Reranker | None = None) -> None:
+        self._app = app
+        self._config = app.settings.retrieval
+        self.reranker = reranker
+        self._orchestrator = RetrieverOrchestrator(
+            app.bus, app.vectors, candidates=self._config.candidates, rrf_k=self._config.rrf_k
+        )
+        self._expander = ParentExpander(app.vectors, children=self._config.expand_children)
+
+    async def search(
+        self,
+        request: QueryRequest,
+        *,
+        allowed_kbs: Iterable[str] | None = None,
+        request_id: str | None = None,
+    ) -> ContextPack:
+        self.validate(request)
+        app = self._app
+        log = StepLog()
+        started = log.now()
+        scope = await asyncio.to_thread(
+            resolve_scope, app.repositories, request, allowed_kbs=allowed_kbs
+        )
+        log.add("scope", "ok", _describe_scope(scope), since=started)
+        if scope.empty:
+            log.add("retrieve", "skipped", "the scope selects no document")
+            return ContextPack(request.text, (), None, tuple(log.items), scope.kb_names)
+
+        ctx = HookContext(
+            plugin_namespace=app.settings.plugins.default_namespace,
+            kb_names=scope.kb_names,
+            request_id=request_id,
+        )
+        hints = await self._assemble(request, ctx, log)
+        decision = await self._route(request, hints, scope, ctx, log)
+
+        results = await asyncio.gather(
+            *(self._run_plan(request, plan, scope, ctx) for plan in decision.plans)
+        )
+        for result in results:
+            log.extend(result.steps)
+        live = [r for r in results if not r.failed]
+        hits_by_plan = {r.plan.collection: r.hits for r in live}
+        supplements = await app.bus.invoke_all(
+            hooks.retrieve_supplement,
+            ctx=ctx,
+            query=request,
+            decision=decision,
+            hits_by_plan=hits_by_plan,
+        )
+        extra = [tuple(s) for s in supplements if s]
+        lists = [RankedList(r.plan.collection, r.hits) for r in live]
+        lists += [RankedList(f"supplement{i + 1}", s) for i, s in enumerate(extra)]
+        started = log.now()
+        merged = tuple(rrf_fuse(lists, k=self._config.rrf_k))
+        log.add("rrf", "ok", f"{len(lists)} lists, k={self._config.rrf_k}", since=started)
+        supplement_hits = tuple(h for s in extra for h in s)
+        adjusted = await app.bus.invoke_first(
+            hooks.rrf_post_merge, ctx=ctx, query=request, merged=merged, supplements=supplement_hits
+        )
+        if adjusted is not None:
+            merged = tuple(adjusted)
+            log.add("rrf_post_merge", "ok", "a plugin adjusted the merged list")
+
+        ranked = await self._rerank(request, merged, ctx, log)
+        final = await self._expand(request, ranked, merged, live, scope, log)
+        return await self._pack(request, final, decision, scope, log)
+
+    def validate(self, request: QueryRequest) -> None:
+        """Reject a malformed request with a message that names the field."""
+        if not isinstance(request.text, str) or not request.text.strip():
+            raise InvalidInputError("query text must not be empty", field="text")
+        if len(request.text) > MAX_QUERY_CHARS:
+            raise InvalidInputError(
+                f"query text is longer than {MAX_QUERY_CHARS} characters", field="text"
+            )
+        if not 1 <= request.top_k <= self._config.max_top_k:
+            raise InvalidInputError(
+                f"top_k must be between 1 and {self._config.max_top_k}", field="top_k"
+            )
+        if request.mode not in MODES:
+            raise InvalidInputError(f"mode must be one of {', '.join(MODES)}", field="mode")
+        if request.token_budget is not None and request.token_budget < 1:
+            raise InvalidInputError("token_budget must be positive", field="token_budget")
+        for name in ("kb_names", "document_ids", "tags"):
+            if len(getattr(request, name)) > MAX_SCOPE_ITEMS * (10 if name != "kb_names" else 1):
+                raise InvalidInputError(f"too many {name}", field=name)
+
+    # --- stages ---------------------------------------------------------------------------------
+
+    async def _assemble(
+        self, request: QueryRequest, ctx: HookContext, log: StepLog
+    ) -> tuple[QueryHints, ...]:
+        if not self._app.settings.plugins.query_assemble_enabled:
+            return ()
+        found = await self._app.bus.invoke_all(hooks.query_assemble, ctx=ctx, query=request)
+        hints = tuple(h for h in found if h is not None)
+        if hints:
+            log.add("query_assemble", "ok", ", ".join(h.source for h in hints))
+        return hints
+
+    async def _route(
+        self,
+        request: QueryRequest,
+        hints: tuple[QueryHints, ...],
+        scope: Scope,
+        ctx: HookContext,
+        log: StepLog,
+    ) -> QueryRouteDecision:
+        app = self._app
+        decision = await app.bus.invoke_first(
+            hooks.classify_query, ctx=ctx, query=request, hints=hints
+        )
+        if decision is None or not decision.plans:
+            decision = core_route(request, app.text_encoder.name, app.encoders)
+        planned = {p.collection for p in decision.plans}
+        forced: list[CollectionQueryPlan] = []
+        for collection in sorted(scope.collections - planned - set(BASE_COLLECTIONS)):
+            encoder = app.encoders.query_encoder_for(collection) or ""
+            forced.append(
+                CollectionQueryPlan(
+                    collection,
+                    encoder,
+                    request.top_k,
+                    reason="scope: documents in scope were written to this collection",
+                )
+            )
+            if not encoder:
+                log.add(f"{collection}:route", "warning", "no query encoder is bound: BM25 only")
+        if forced:
+            decision = replace(
+                decision,
+                plans=decision.plans + tuple(forced),
+                reason=f"{decision.reason}; scope added {', '.join(p.collection for p in forced)}",
+            )
+        plans = ", ".join(p.collection for p in decision.plans)
+        log.add("classify_query", "ok", f"{decision.classifier}: {plans}")
+        return decision
+
+    async def _run_plan(
+        self, request: QueryRequest, plan: CollectionQueryPlan, scope: Scope, ctx: HookContext
+    ) -> PlanResult:
+        try:
+            result = await self._orchestrator.run(request, plan, scope.where, ctx)
+        except Exception as exc:  # a failing plan is skipped and audited, never raised
+            reason = exc.message if isinstance(exc, EagleError) else f"{type(exc).__name__}: {exc}"
+            result = PlanResult(plan, failed=True)
+            log = StepLog()
+            log.add(f"{plan.collection}:plan", "error", f"plan skipped: {reason}")
+            result.steps = log.items
+        if result.failed:
+            detail = result.steps[-1].detail if result.steps else ""
+            logger.warning("plan %s failed: %s", plan.collection, detail)
+            self._app.audit.log_decision(
+                "retrieval",
+                "plan_failed",
+                plugin="core",
+                namespace=ctx.plugin_namespace,
+                collection=plan.collection,
+                reason=detail,
+            )
+        return result
+
+    async def _rerank(
+        self,
+        request: QueryRequest,
+        merged: tuple[RetrievedHit, ...],
+        ctx: HookContext,
+        log: StepLog,
+    ) -> tuple[RetrievedHit, ...]:
+        if request.rerank is False or not merged:
+            return merged
+        pool, rest = merged[: self._config.rerank_pool], merged[self._config.rerank_pool :]
+        started = log.now()
+        by_plugin = await self._app.bus.invoke_first(
+            hooks.rerank_merged, ctx=ctx, query=request, merged=pool
+        )
+        if by_plugin is not None:
+            log.add("rerank", "ok", "reranked by a plugin (RERANK_MERGED)", since=started)
+            return tuple(by_plugin) + rest
+        if self.reranker is None:
+            log.add("rerank", "skipped", "no reranker is configured: fused order")
+            return merged
+        reranker = self.reranker
+        try:
+            scores = await asyncio.to_thread(reranker.rerank, request.text, [h.text for h in pool])
+        except Exception as exc:
+            reason = exc.message if isinstance(exc, EagleError) else str(exc)
+            log.add("rerank", "warning", f"reranker failed, fused order kept: {reason}")
+            return merged
+        order = sorted(range(len(pool)), key=lambda i: -scores[i])
+        reranked = tuple(
+            replace(pool[i], score=scores[i], scores={**pool[i].scores, "rerank": scores[i]})
+            for i in order
+        )
+        log.add("rerank", "ok", f"{reranker.name} over {len(pool)} hits", since=started)
+        return reranked + rest
+
+    async def _expand(
+        self,
+        request: QueryRequest,
+        ranked: tuple[RetrievedHit, ...],
+        pool: tuple[RetrievedHit, ...],
+        results: Sequence[PlanResult],
+        scope: Scope,
+        log: StepLog,
+    ) -> list[RetrievedHit]:
+        enabled = request.expand_parents
+        if enabled is None:
+            enabled = self._config.expand_parents
+        if not enabled:
+            return list(ranked[: request.top_k])
+        started = log.now()
+        vectors = {r.plan.collection: r.vector for r in results}
+        queries = {r.plan.collection: r.sparse_text for r in results}
+        try:
+            expanded, count = await self._expander.expand(
+                ranked,
+                pool,
+                limit=request.top_k,
+                queries=queries,
+                vectors=vectors,
+                scope=scope.where,
+            )
+        except EagleError as exc:
+            log.add("expand_parents", "warning", f"expansion failed: {exc.message}")
+            return list(ranked[: request.top_k])
+        if count:
+            detail = f"{count} section summaries drilled down"
+            log.add("expand_parents", "ok", detail, since=started)
+        return expanded
+
+    async def _pack(
+        self,
+        request: QueryRequest,
+        hits: Sequence[RetrievedHit],
+        decision: QueryRouteDecision,
+        scope: Scope,
+        log: StepLog,
+    ) -> ContextPack:
+        filenames = await asyncio.to_thread(
+            self._app.repositories.documents.filenames, {h.document_id for h in hits}
+        )
+        passages = tuple(
+            _passage(n, hit, filenames.get(hit.document_id, ""))
+            for n, hit in enumerate(hits, start=1)
+        )
+        tokens: int | None = None
+        truncated = False
+        if request.token_budget is not None:
+            count = self._app.text_encoder.count_tokens
+            passages, tokens, truncated = trim_to_budget(passages, request.token_budget, count)
+            if truncated:
+                detail = f"trimmed to {len(passages)} passages, {tokens} tokens"
+                log.add("token_budget", "ok", detail)
+        return ContextPack(
+            request.text,
+            passages,
+            decision,
+            tuple(log.items),
+            scope.kb_names,
+            token_count=tokens,
+            truncated=truncated,
+        )
+
+
+def _passage(citation: int, hit: RetrievedHit, filename: str) -> Passage:
+    metadata = dict(hit.metadata)
+    pages = tuple(int(p) for p in metadata.pop("page_nums", ()) or ())
+    kind = str(metadata.pop("type", "text"))
+    return Passage(
+        citation=citation,
+        chunk_id=hit.chunk_id,
+        text=hit.text,
+        path=hit.path,
+        page_nums=pages,
+        document_id=hit.document_id,
+        filename=filename,
+        kb_name=hit.kb_name,
+        collection=hit.collection,
+        type=kind,
+        score=hit.score,
+        scores=dict(hit.scores),
+        metadata=metadata,
+    )
+
+
+def _describe_scope(scope: Scope) -> str:
+    kbs = ", ".join(scope.kb_names) or "none"
+    if scope.document_ids is None:
+        documents = "all documents"
+    else:
+        documents = f"{len(scope.document_ids)} documents"
+    return f"knowledge bases: {kbs}; {documents}"
