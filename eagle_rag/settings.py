@@ -127,11 +127,14 @@ class RetrievalSettings(_Section):
     """Query-path defaults; a request may narrow them (top_k, mode, rerank, expansion)."""
 
     rrf_k: int = Field(default=60, ge=1, le=10_000)
-    candidates: int = Field(default=50, ge=1, le=1000)  # depth of each dense / sparse list
+    candidates: int = Field(default=20, ge=1, le=1000)  # depth of each dense / sparse list
     rerank_pool: int = Field(default=50, ge=1, le=1000)  # fused hits sent to the reranker
     max_top_k: int = Field(default=100, ge=1, le=1000)
     expand_parents: bool = True
     expand_children: int = Field(default=2, ge=1, le=20)  # chunks a section summary drills to
+    # Summaries ranked this high may search the store for their chunks; deeper ones drill down
+    # from the candidates only (a look-up per deep tail would cost more than the search).
+    expand_search_depth: int = Field(default=10, ge=0, le=1000)
 
 
 class IngestSettings(_Section):

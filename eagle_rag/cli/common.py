@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated, NoReturn
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
 from eagle_rag.errors import EagleError
 from eagle_rag.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from eagle_rag.bootstrap import EagleApp
 
 app = typer.Typer(
     name="eagle-rag",
@@ -31,3 +36,20 @@ def settings_from_env() -> Settings:
 def fail(exc: EagleError | str, code: int = 2) -> NoReturn:
     Console(stderr=True).print(f"[red]error:[/red] {exc}")
     raise typer.Exit(code=code)
+
+
+@asynccontextmanager
+async def running_app(
+    *, workers: bool = False, settings: Settings | None = None
+) -> AsyncIterator[EagleApp]:
+    """The embedded app for one command (Milvus Lite admits one process per data dir)."""
+    from eagle_rag.bootstrap import bootstrap  # heavy: only commands that open stores pay it
+
+    try:
+        application = await bootstrap(settings or settings_from_env(), start_queue=workers)
+    except EagleError as exc:
+        fail(exc)
+    try:
+        yield application
+    finally:
+        await application.stop()

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import glob
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,27 +18,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from eagle_rag.bootstrap import EagleApp, bootstrap
-from eagle_rag.cli.common import JsonOption, app, fail, settings_from_env
+from eagle_rag.bootstrap import EagleApp
+from eagle_rag.cli.common import JsonOption, app, fail, running_app
 from eagle_rag.errors import EagleError
 from eagle_rag.ingest.deletion import remove_knowledge_base
 from eagle_rag.ingest.queue import InProcessQueue
 
 kb_app = typer.Typer(help="Create, list, show and delete knowledge bases.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
-
-
-@asynccontextmanager
-async def _running(*, workers: bool = False) -> AsyncIterator[EagleApp]:
-    settings = settings_from_env()
-    try:
-        application = await bootstrap(settings, start_queue=workers)
-    except EagleError as exc:
-        fail(exc)
-    try:
-        yield application
-    finally:
-        await application.stop()
 
 
 def _kb_dict(application: EagleApp, name: str) -> dict[str, Any]:
@@ -69,7 +54,7 @@ def kb_create(
     }
 
     async def run() -> None:
-        async with _running() as application:
+        async with running_app() as application:
             application.repositories.knowledge_bases.create(
                 name, description=description, creation_settings=creation
             )
@@ -83,7 +68,7 @@ def kb_list(as_json: JsonOption = False) -> None:
     """List knowledge bases with their document counts."""
 
     async def run() -> list[dict[str, Any]]:
-        async with _running() as application:
+        async with running_app() as application:
             names = [k.name for k in application.repositories.knowledge_bases.list()]
             return [_kb_dict(application, n) for n in names]
 
@@ -108,7 +93,7 @@ def kb_show(name: str, as_json: JsonOption = False) -> None:
     """Show one knowledge base and its documents."""
 
     async def run() -> dict[str, Any]:
-        async with _running() as application:
+        async with running_app() as application:
             info = _kb_dict(application, name)
             info["document_list"] = [
                 {
@@ -146,7 +131,7 @@ def kb_delete(
         typer.confirm(f"Delete knowledge base {name} and all its documents?", abort=True)
 
     async def run() -> int:
-        async with _running() as application:
+        async with running_app() as application:
             return await asyncio.to_thread(remove_knowledge_base, application, name)
 
     removed = _guarded(run())
@@ -176,7 +161,7 @@ def ingest(
         fail("no files matched", code=2)
 
     async def run() -> list[_Outcome]:
-        async with _running(workers=True) as application:
+        async with running_app(workers=True) as application:
             repos = application.repositories
             if create and repos.knowledge_bases.find(kb) is None:
                 repos.knowledge_bases.create(kb)

@@ -3,27 +3,36 @@
 Summaries are what match broad questions ("what does chapter 2 cover?"), but the evidence an
 agent cites is the section's own text. A summary hit in the final list is replaced, at its rank,
 by the best chunks inside its section: first those already among the candidates (they are
-ranked for this query already), then a search restricted to the document with the plan's query
-vector (or BM25 when the plan had none), keeping chunks whose path lies within the section;
-when neither finds one (a BM25 query that matched only the heading), the section's first chunks
-in reading order.
+ranked for this query already), then the best of one search restricted to the summaries'
+documents with the plan's query vector (or BM25 when the plan had none), keeping chunks whose
+path lies within the section; when neither finds one (a BM25 query that matched only the
+heading), the section's first chunks in reading order. A summary whose chunks are all listed
+already adds nothing and is dropped. Look-ups are batched: one search (and at most one query)
+per collection for all summaries of a result list, not one per summary; and only summaries
+among the first ``search_depth`` output positions trigger them (the passages an agent reads
+first): deeper summaries drill down from the candidates alone, or stay as they are.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from eagle_rag.index.filters import Filter, all_of, eq, ne
-from eagle_rag.index.vector_store import VectorHit
+from eagle_rag.index.filters import Filter, all_of, in_, ne
+from eagle_rag.index.vector_store import MAX_TOP_K, VectorHit
 from eagle_rag.plugins.payloads import RetrievedHit
 from eagle_rag.retrieval.hits import to_hit
 
 SUMMARY = "section_summary"
-DRILL_DEPTH = 50
+# Rows fetched per summary when drilling down: Lite returns rows at ~0.1 ms each, so the search
+# asks for a few per summary rather than a deep list; reading order covers what it misses.
+PER_SUMMARY_DEPTH = 5
+MIN_DEPTH = 10
 READ_LIMIT = 16384  # Milvus's largest query window
+
+Key = tuple[str, ...]
 
 
 def is_summary(hit: RetrievedHit) -> bool:
@@ -34,12 +43,41 @@ def within(path: str, section: str) -> bool:
     return path == section or path.startswith(section + "/")
 
 
+@dataclass(slots=True)
+class _Drill:
+    """What one summary drills down to, gathered from the pool and the look-ups."""
+
+    summary: RetrievedHit
+    exclude: set[Key]
+    limit: int
+    found: list[RetrievedHit] = field(default_factory=list)
+    covered: bool = False  # some of its chunks are listed already
+
+    def consider(self, candidate: RetrievedHit) -> None:
+        if (
+            candidate.document_id != self.summary.document_id
+            or is_summary(candidate)
+            or not within(candidate.path, self.summary.path)
+        ):
+            return
+        key = candidate.dedupe_key
+        if key in self.exclude:
+            self.covered = True
+        elif len(self.found) < self.limit and key not in {h.dedupe_key for h in self.found}:
+            self.found.append(candidate)
+
+    @property
+    def wanting(self) -> bool:
+        return len(self.found) < self.limit
+
+
 class ParentExpander:
     """Replaces summary hits with their best child chunks, searching the store when needed."""
 
-    def __init__(self, vectors: Any, *, children: int) -> None:
+    def __init__(self, vectors: Any, *, children: int, search_depth: int) -> None:
         self._vectors = vectors
         self._children = children
+        self._search_depth = search_depth
 
     async def expand(
         self,
@@ -51,111 +89,135 @@ class ParentExpander:
         vectors: dict[str, list[float] | None],
         scope: Filter,
     ) -> tuple[list[RetrievedHit], int]:
-        """``queries`` and ``vectors`` are each plan's BM25 text and query vector."""
-        """The expanded list (at most ``limit``) and how many summaries were drilled into."""
-        output: list[RetrievedHit] = []
-        taken: set[tuple[str, ...]] = set()
-        expanded = 0
+        """The expanded list (at most ``limit``) and how many summaries were drilled into.
+
+        ``queries`` and ``vectors`` are each plan's BM25 text and query vector.
+        """
         # Evidence already ranked on its own must not be duplicated by a drill-down.
         direct = {h.dedupe_key for h in hits if not is_summary(h)}
-        for hit in hits:
-            if len(output) >= limit:
-                break
-            if not is_summary(hit):
-                if hit.dedupe_key not in taken:
-                    output.append(hit)
-                    taken.add(hit.dedupe_key)
-                continue
-            children, covered = await self._children_of(
-                hit, pool, queries, vectors, scope, direct | taken
-            )
-            if not children:
-                if not covered:  # nothing below it at all: the summary is the evidence
-                    output.append(hit)
-                    taken.add(hit.dedupe_key)
-                continue  # its chunks are in the list already: it adds nothing
-            expanded += 1
-            for child in children[: limit - len(output)]:
-                output.append(
-                    replace(
-                        child,
-                        score=hit.score,
-                        scores={**child.scores, "parent": hit.score},
-                        metadata={**child.metadata, "expanded_from": hit.chunk_id},
-                    )
+        drills: dict[str, _Drill] = {}
+        output: list[RetrievedHit] = []
+        taken: set[Key] = set()
+        expanded = 0
+        start = 0
+        while start < len(hits) and len(output) < limit:
+            # Resolve the summaries that can still reach the output, all at once.
+            window = hits[start : start + limit - len(output)]
+            pending = [
+                (start + i, h)
+                for i, h in enumerate(window)
+                if is_summary(h) and h.chunk_id not in drills
+            ]
+            for searchable in (True, False):
+                group = [h for i, h in pending if (i < self._search_depth) == searchable]
+                await self._resolve(
+                    group, drills, pool, direct, queries, vectors, scope, search=searchable
                 )
-                taken.add(child.dedupe_key)
+            for hit in window:
+                if len(output) >= limit:
+                    break
+                if not is_summary(hit):
+                    if hit.dedupe_key not in taken:
+                        output.append(hit)
+                        taken.add(hit.dedupe_key)
+                    continue
+                drill = drills[hit.chunk_id]
+                children = [c for c in drill.found if c.dedupe_key not in taken]
+                if not children:
+                    if not drill.covered:  # nothing below it at all: it is the evidence
+                        output.append(hit)
+                        taken.add(hit.dedupe_key)
+                    continue
+                expanded += 1
+                for child in children[: limit - len(output)]:
+                    output.append(_as_child(child, hit))
+                    taken.add(child.dedupe_key)
+            start += len(window)
         return output, expanded
 
-    async def _children_of(
+    async def _resolve(
         self,
-        summary: RetrievedHit,
+        summaries: Sequence[RetrievedHit],
+        drills: dict[str, _Drill],
         pool: Sequence[RetrievedHit],
+        direct: set[Key],
         queries: dict[str, str],
         vectors: dict[str, list[float] | None],
         scope: Filter,
-        exclude: set[tuple[str, ...]],
-    ) -> tuple[list[RetrievedHit], bool]:
-        """Up to ``children`` new chunks, and whether the section has chunks listed already."""
-        found: list[RetrievedHit] = []
-        seen = set(exclude)
-        covered = False
-
-        def consider(candidate: RetrievedHit) -> None:
-            nonlocal covered
-            if (
-                candidate.document_id != summary.document_id
-                or is_summary(candidate)
-                or not within(candidate.path, summary.path)
-            ):
-                return
-            if candidate.dedupe_key in exclude:
-                covered = True
-            elif len(found) < self._children and candidate.dedupe_key not in seen:
-                found.append(candidate)
-                seen.add(candidate.dedupe_key)
-
-        for candidate in pool:
-            consider(candidate)
-        if len(found) < self._children:
-            query = queries.get(summary.collection, "")
-            for candidate in await self._search(summary, query, vectors, scope):
-                consider(candidate)
-        if not found and not covered:
-            for candidate in await self._in_reading_order(summary, scope):
-                consider(candidate)
-        return found, covered
+        *,
+        search: bool,
+    ) -> None:
+        if not summaries:
+            return
+        fresh = [_Drill(s, direct, self._children) for s in summaries]
+        for drill in fresh:
+            drills[drill.summary.chunk_id] = drill
+            for candidate in pool:
+                drill.consider(candidate)
+        if not search:
+            return
+        by_collection: dict[str, list[_Drill]] = {}
+        for drill in fresh:
+            if drill.wanting:
+                by_collection.setdefault(drill.summary.collection, []).append(drill)
+        for collection, group in by_collection.items():
+            found = await self._search(
+                collection, group, queries.get(collection, ""), vectors.get(collection), scope
+            )
+            for drill in group:
+                for candidate in found:
+                    drill.consider(candidate)
+            unread = [d for d in group if not d.found and not d.covered]
+            if unread:
+                for candidate in await self._in_reading_order(collection, unread, scope):
+                    for drill in unread:
+                        drill.consider(candidate)
 
     async def _search(
         self,
-        summary: RetrievedHit,
+        collection: str,
+        drills: Sequence[_Drill],
         query: str,
-        vectors: dict[str, list[float] | None],
+        vector: list[float] | None,
         scope: Filter,
     ) -> list[RetrievedHit]:
-        collection = summary.collection
-        where = all_of(scope, eq("document_id", summary.document_id), ne("type", SUMMARY))
-        vector = vectors.get(collection)
+        where = _children_filter(scope, drills)
+        depth = min(MAX_TOP_K, max(MIN_DEPTH, PER_SUMMARY_DEPTH * self._children * len(drills)))
         if vector is not None:
             rows = await asyncio.to_thread(
-                self._vectors.search_dense, collection, [vector], top_k=DRILL_DEPTH, where=where
+                self._vectors.search_dense, collection, [vector], top_k=depth, where=where
             )
             stage = "dense"
-        else:
+        elif query.strip():
             rows = await asyncio.to_thread(
-                self._vectors.search_sparse, collection, [query], top_k=DRILL_DEPTH, where=where
+                self._vectors.search_sparse, collection, [query], top_k=depth, where=where
             )
             stage = "sparse"
+        else:
+            return []
         return [to_hit(collection, row, stage=stage) for row in rows[0]]
 
-    async def _in_reading_order(self, summary: RetrievedHit, scope: Filter) -> list[RetrievedHit]:
-        where = all_of(scope, eq("document_id", summary.document_id), ne("type", SUMMARY))
-        rows = await asyncio.to_thread(
-            self._vectors.query, summary.collection, where, limit=READ_LIMIT
-        )
-        inside = [row for row in rows if within(str(row.get("path", "")), summary.path)]
-        inside.sort(key=lambda row: (row.get("metadata") or {}).get("start_offset") or 0)
+    async def _in_reading_order(
+        self, collection: str, drills: Sequence[_Drill], scope: Filter
+    ) -> list[RetrievedHit]:
+        where = _children_filter(scope, drills)
+        rows = await asyncio.to_thread(self._vectors.query, collection, where, limit=READ_LIMIT)
+        rows.sort(key=lambda row: (row.get("metadata") or {}).get("start_offset") or 0)
         return [
-            to_hit(summary.collection, VectorHit(str(row["id"]), 0.0, row), stage="order")
-            for row in inside
+            to_hit(collection, VectorHit(str(row["id"]), 0.0, row), stage="order") for row in rows
         ]
+
+
+def _children_filter(scope: Filter, drills: Sequence[_Drill]) -> Filter:
+    documents = sorted({d.summary.document_id for d in drills})
+    return all_of(scope, in_("document_id", documents), ne("type", SUMMARY))
+
+
+def _as_child(child: RetrievedHit, summary: RetrievedHit) -> RetrievedHit:
+    """A drilled-down chunk takes the summary's rank and score, and says where it came from."""
+    return replace(
+        child,
+        score=summary.score,
+        scores={**child.scores, "parent": summary.score},
+        metadata={**child.metadata, "expanded_from": summary.chunk_id},
+    )

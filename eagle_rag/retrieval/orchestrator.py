@@ -48,15 +48,21 @@ class PlanResult:
 class RetrieverOrchestrator:
     """Runs plans against the namespace's vector store through the hook bus."""
 
-    def __init__(self, bus: HookBus, vectors: Any, *, candidates: int, rrf_k: int) -> None:
+    def __init__(self, bus: HookBus, vectors: Any, *, rrf_k: int) -> None:
         self._bus = bus
         self._vectors = vectors
-        self._candidates = candidates
         self._rrf_k = rrf_k
 
     async def run(
-        self, request: QueryRequest, plan: CollectionQueryPlan, where: Filter, ctx: HookContext
+        self,
+        request: QueryRequest,
+        plan: CollectionQueryPlan,
+        where: Filter,
+        ctx: HookContext,
+        *,
+        depth: int,
     ) -> PlanResult:
+        """``depth`` is how many hits each of the plan's searches returns (at least top_k)."""
         log = StepLog()
         label = plan.collection
         result = PlanResult(plan)
@@ -68,7 +74,7 @@ class RetrieverOrchestrator:
         sparse_text = " ".join((request.text, *sparse_terms))
         result.sparse_text = sparse_text
         result.where = all_of(where, await self._plan_filter(request, plan, ctx))
-        depth = max(plan.top_k, self._candidates)
+        depth = max(plan.top_k, depth)
 
         want_dense = request.mode in ("dense", "hybrid") and bool(plan.encoder)
         want_sparse = request.mode == "sparse" or (request.mode == "hybrid" and plan.hybrid)
@@ -86,20 +92,20 @@ class RetrieverOrchestrator:
         lists: list[RankedList] = []
         if dense_task is not None:
             try:
-                result.vector, found, started = await dense_task
+                result.vector, found, ms = await dense_task
             except Exception as exc:  # one failing half must not cost the other half
                 log.add(f"{label}:dense", "warning", f"dense search failed: {_reason(exc)}")
             else:
                 lists.append(RankedList("dense", found))
-                log.add(f"{label}:dense", "ok", f"{len(found)} hits", since=started)
+                log.add(f"{label}:dense", "ok", f"{len(found)} hits", ms=ms)
         if sparse_task is not None:
             try:
-                found, started = await sparse_task
+                found, ms = await sparse_task
             except Exception as exc:
                 log.add(f"{label}:sparse", "warning", f"sparse search failed: {_reason(exc)}")
             else:
                 lists.append(RankedList("sparse", found))
-                log.add(f"{label}:sparse", "ok", f"{len(found)} hits", since=started)
+                log.add(f"{label}:sparse", "ok", f"{len(found)} hits", ms=ms)
         if not lists:
             log.add(f"{label}:plan", "error", "plan skipped: every search of the plan failed")
             result.failed = True
@@ -120,7 +126,7 @@ class RetrieverOrchestrator:
     async def _dense(
         self, plan: CollectionQueryPlan, text: str, depth: int, where: Filter, ctx: HookContext
     ) -> tuple[list[float], list[RetrievedHit], float]:
-        """Embed the query (EMBED_TEXT) and search; returns vector, hits and start time."""
+        """Embed the query (EMBED_TEXT) and search; returns vector, hits and milliseconds."""
         started = time.perf_counter()
         request = EmbedRequest((text,), plan.encoder, purpose="query")
         batch = await self._bus.invoke_first(hooks.embed_text, ctx=ctx, request=request)
@@ -130,7 +136,8 @@ class RetrieverOrchestrator:
         found = await asyncio.to_thread(
             self._vectors.search_dense, plan.collection, [vector], top_k=depth, where=where
         )
-        return vector, [to_hit(plan.collection, h, stage="dense") for h in found[0]], started
+        hits = [to_hit(plan.collection, h, stage="dense") for h in found[0]]
+        return vector, hits, (time.perf_counter() - started) * 1000
 
     async def _sparse(
         self, plan: CollectionQueryPlan, text: str, depth: int, where: Filter
@@ -139,7 +146,8 @@ class RetrieverOrchestrator:
         found = await asyncio.to_thread(
             self._vectors.search_sparse, plan.collection, [text], top_k=depth, where=where
         )
-        return [to_hit(plan.collection, h, stage="sparse") for h in found[0]], started
+        hits = [to_hit(plan.collection, h, stage="sparse") for h in found[0]]
+        return hits, (time.perf_counter() - started) * 1000
 
     async def _plan_filter(
         self, request: QueryRequest, plan: CollectionQueryPlan, ctx: HookContext

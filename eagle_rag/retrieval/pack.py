@@ -33,10 +33,18 @@ class StepLog:
         return self._clock()
 
     def add(
-        self, name: str, status: StepStatus, detail: str = "", *, since: float | None = None
+        self,
+        name: str,
+        status: StepStatus,
+        detail: str = "",
+        *,
+        since: float | None = None,
+        ms: float | None = None,
     ) -> None:
-        ms = 0.0 if since is None else round((self._clock() - since) * 1000, 2)
-        self.items.append(Step(name, status, detail, ms))
+        """Record a step; its time is ``ms``, or the time elapsed ``since`` a clock reading."""
+        if ms is None:
+            ms = 0.0 if since is None else (self._clock() - since) * 1000
+        self.items.append(Step(name, status, detail, round(ms, 2)))
 
     def extend(self, steps: Sequence[Step]) -> None:
         self.items.extend(steps)

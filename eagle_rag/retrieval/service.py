@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 4000
 MAX_SCOPE_ITEMS = 100
 MODES = ("dense", "sparse", "hybrid")
+FILENAME_CACHE = 50_000
 
 
 class RetrievalService:
@@ -52,10 +53,13 @@ class RetrievalService:
         self._app = app
         self._config = app.settings.retrieval
         self.reranker = reranker
-        self._orchestrator = RetrieverOrchestrator(
-            app.bus, app.vectors, candidates=self._config.candidates, rrf_k=self._config.rrf_k
+        self._filename_cache: dict[str, str] = {}
+        self._orchestrator = RetrieverOrchestrator(app.bus, app.vectors, rrf_k=self._config.rrf_k)
+        self._expander = ParentExpander(
+            app.vectors,
+            children=self._config.expand_children,
+            search_depth=self._config.expand_search_depth,
         )
-        self._expander = ParentExpander(app.vectors, children=self._config.expand_children)
 
     async def search(
         self,
@@ -191,7 +195,9 @@ class RetrievalService:
         self, request: QueryRequest, plan: CollectionQueryPlan, scope: Scope, ctx: HookContext
     ) -> PlanResult:
         try:
-            result = await self._orchestrator.run(request, plan, scope.where, ctx)
+            result = await self._orchestrator.run(
+                request, plan, scope.where, ctx, depth=self._depth(request)
+            )
         except Exception as exc:  # a failing plan is skipped and audited, never raised
             reason = exc.message if isinstance(exc, EagleError) else f"{type(exc).__name__}: {exc}"
             result = PlanResult(plan, failed=True)
@@ -210,6 +216,27 @@ class RetrievalService:
                 reason=detail,
             )
         return result
+
+    async def _filenames(self, document_ids: set[str]) -> dict[str, str]:
+        """Filenames for citations, cached: a document's name never changes after upload."""
+        missing = document_ids - self._filename_cache.keys()
+        if missing:
+            found = await asyncio.to_thread(self._app.repositories.documents.filenames, missing)
+            if len(self._filename_cache) + len(found) > FILENAME_CACHE:
+                self._filename_cache.clear()
+            self._filename_cache.update(found)
+        return {i: self._filename_cache[i] for i in document_ids if i in self._filename_cache}
+
+    def _depth(self, request: QueryRequest) -> int:
+        """Each list's depth: enough for top_k and fusion, and for the rerank pool if one runs.
+
+        Milvus Lite returns rows at ~0.1 ms each, so depth is the main cost a search adds on
+        top of embedding the query; it is not made deeper than the next stage can use.
+        """
+        depth = max(request.top_k, self._config.candidates)
+        if request.rerank is not False and self.reranker is not None:
+            depth = max(depth, self._config.rerank_pool)
+        return depth
 
     async def _rerank(
         self,
@@ -288,9 +315,7 @@ class RetrievalService:
         scope: Scope,
         log: StepLog,
     ) -> ContextPack:
-        filenames = await asyncio.to_thread(
-            self._app.repositories.documents.filenames, {h.document_id for h in hits}
-        )
+        filenames = await self._filenames({h.document_id for h in hits})
         passages = tuple(
             _passage(n, hit, filenames.get(hit.document_id, ""))
             for n, hit in enumerate(hits, start=1)

@@ -1,0 +1,97 @@
+"""Read a BEIR-format dataset: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/test.tsv``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eagle_rag.errors import InvalidInputError
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusDoc:
+    id: str
+    title: str
+    text: str
+
+    @property
+    def body(self) -> str:
+        """What gets ingested: the title as the first line when there is one."""
+        return f"{self.title}\n\n{self.text}" if self.title.strip() else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    name: str
+    corpus: tuple[CorpusDoc, ...]
+    queries: Mapping[str, str]  # only queries with at least one relevant document
+    qrels: Mapping[str, Mapping[str, int]]  # query id -> corpus id -> graded relevance
+
+
+def load_dataset(folder: Path, *, split: str = "test") -> Dataset:
+    """Load and check a dataset; InvalidInputError names the file and line that is wrong."""
+    if not folder.is_dir():
+        raise InvalidInputError(f"{folder} is not a directory")
+    corpus = tuple(
+        CorpusDoc(str(row["_id"]), str(row.get("title") or ""), str(row.get("text") or ""))
+        for row in _jsonl(folder / "corpus.jsonl", required=("_id", "text"))
+    )
+    if not corpus:
+        raise InvalidInputError(f"{folder / 'corpus.jsonl'} has no documents")
+    queries = {
+        str(row["_id"]): str(row["text"])
+        for row in _jsonl(folder / "queries.jsonl", required=("_id", "text"))
+    }
+    qrels = _qrels(folder / "qrels" / f"{split}.tsv")
+    known = {doc.id for doc in corpus}
+    judged = {
+        qid: {doc: grade for doc, grade in docs.items() if doc in known}
+        for qid, docs in qrels.items()
+        if qid in queries
+    }
+    judged = {qid: docs for qid, docs in judged.items() if any(g > 0 for g in docs.values())}
+    if not judged:
+        raise InvalidInputError(f"{folder}: no query has a relevant document in the corpus")
+    return Dataset(folder.name, corpus, {q: queries[q] for q in judged}, judged)
+
+
+def _jsonl(path: Path, *, required: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    if not path.is_file():
+        raise InvalidInputError(f"missing {path}")
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(f"{path}:{number} is not JSON: {exc.msg}") from exc
+            missing = [key for key in required if key not in row]
+            if missing:
+                raise InvalidInputError(f"{path}:{number} lacks {', '.join(missing)}")
+            yield row
+
+
+def _qrels(path: Path) -> dict[str, dict[str, int]]:
+    """``query-id  corpus-id  score``, tab-separated, with or without a header line."""
+    if not path.is_file():
+        raise InvalidInputError(f"missing {path}")
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            parts = line.rstrip("\n").split("\t")
+            if not line.strip():
+                continue
+            if len(parts) < 3:
+                raise InvalidInputError(f"{path}:{number} needs query-id, corpus-id and score")
+            try:
+                grade = int(float(parts[-1]))
+            except ValueError:
+                if number == 1:
+                    continue  # the header line
+                raise InvalidInputError(f"{path}:{number}: score is not a number") from None
+            qrels.setdefault(parts[0], {})[parts[-2]] = grade
+    return qrels

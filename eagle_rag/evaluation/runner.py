@@ -1,0 +1,207 @@
+"""Run an evaluation: ingest a dataset into a throw-away KB through the real pipeline, then search
+every judged query in each mode and score the runs.
+
+Chunks map back to corpus ids through their document, and a document's rank is that of its
+best chunk. Latency is the wall time of ``RetrievalService.search``; the baseline beside it is
+one query embedding plus one dense Milvus search of the same depth, measured in the same run,
+so the ratio shows what orchestration (BM25, fusion, expansion, catalog look-ups) adds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eagle_rag.evaluation.beir import Dataset
+from eagle_rag.evaluation.metrics import percentile, score_run
+from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.index.filters import eq
+from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
+
+if TYPE_CHECKING:
+    from eagle_rag.bootstrap import EagleApp
+
+MODES: tuple[str, ...] = ("dense", "sparse", "hybrid", "hybrid+rerank")
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ModeReport:
+    mode: str
+    metrics: dict[str, float]
+    p50_ms: float
+    p95_ms: float
+
+
+@dataclass(slots=True)
+class EvalReport:
+    dataset: str
+    documents: int
+    chunks: int
+    queries: int
+    ingest_seconds: float
+    encoder: str
+    reranker: str | None
+    baseline_p50_ms: float = 0.0
+    baseline_p95_ms: float = 0.0
+    modes: list[ModeReport] = field(default_factory=list)
+    failed_documents: int = 0
+
+    @property
+    def ingest_docs_per_s(self) -> float:
+        return self.documents / self.ingest_seconds if self.ingest_seconds else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ingest_docs_per_s"] = round(self.ingest_docs_per_s, 2)
+        return data
+
+
+class Evaluator:
+    """Evaluates one dataset on one running app (embedded); the KB is removed afterwards."""
+
+    def __init__(
+        self,
+        app: EagleApp,
+        *,
+        top_k: int = 100,
+        keep: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        self._app = app
+        self._top_k = top_k
+        self._keep = keep
+        self._progress = progress or (lambda phase, done, total: None)
+
+    async def run(
+        self,
+        dataset: Dataset,
+        *,
+        modes: Sequence[str] = MODES,
+        max_queries: int | None = None,
+    ) -> EvalReport:
+        app = self._app
+        kb = f"eval-{uuid.uuid4().hex[:10]}"
+        app.repositories.knowledge_bases.create(kb, description=f"eagle-rag eval {dataset.name}")
+        try:
+            owners, seconds, failed = await self._ingest(kb, dataset)
+            chunks = await asyncio.to_thread(app.vectors.count, TEXT_COLLECTION, eq("kb_name", kb))
+            report = EvalReport(
+                dataset=dataset.name,
+                documents=len(dataset.corpus),
+                chunks=chunks,
+                queries=0,
+                ingest_seconds=round(seconds, 2),
+                encoder=app.text_encoder.name,
+                reranker=app.retrieval.reranker.name if app.retrieval.reranker else None,
+                failed_documents=failed,
+            )
+            queries = list(dataset.queries.items())[:max_queries]
+            report.queries = len(queries)
+            qrels = {qid: dataset.qrels[qid] for qid, _ in queries}
+            baseline = await self._baseline(kb, [text for _, text in queries])
+            report.baseline_p50_ms = round(percentile(baseline, 50), 2)
+            report.baseline_p95_ms = round(percentile(baseline, 95), 2)
+            for mode in modes:
+                if mode == "hybrid+rerank" and app.retrieval.reranker is None:
+                    continue
+                report.modes.append(await self._mode(kb, mode, queries, qrels, owners))
+            return report
+        finally:
+            if not self._keep:
+                from eagle_rag.ingest.deletion import remove_knowledge_base
+
+                await asyncio.to_thread(remove_knowledge_base, app, kb)
+
+    async def _ingest(self, kb: str, dataset: Dataset) -> tuple[dict[str, list[str]], float, int]:
+        """Submit every corpus document and wait; returns document id → corpus ids."""
+        app = self._app
+        owners: dict[str, list[str]] = {}
+        total = len(dataset.corpus)
+
+        def submit_all() -> None:
+            for done, doc in enumerate(dataset.corpus, start=1):
+                submission = app.ingest.submit_file(
+                    kb_name=kb,
+                    filename=f"{doc.id}.txt",
+                    stream=io.BytesIO(doc.body.encode("utf-8")),
+                    content_type="text/plain",
+                    metadata={"corpus_id": doc.id},
+                )
+                # Identical texts dedupe to one document, which then answers for both ids.
+                owners.setdefault(submission.document_id, []).append(doc.id)
+                if done % 100 == 0:
+                    self._progress("submit", done, total)
+
+        started = time.perf_counter()
+        await asyncio.to_thread(submit_all)
+        documents = app.repositories.documents
+        while True:  # works for in-process workers and for Celery alike
+            settled = sum(documents.count(kb_name=kb, status=s) for s in ("completed", "failed"))
+            self._progress("ingest", settled, len(owners))
+            if settled >= len(owners):
+                break
+            await asyncio.sleep(0.5)
+        await app.flush_vectors()
+        seconds = time.perf_counter() - started
+        failed = app.repositories.documents.count(kb_name=kb, status="failed")
+        return owners, seconds, failed
+
+    async def _baseline(self, kb: str, texts: Sequence[str]) -> list[float]:
+        """One query embedding + one dense search of the same depth, per query, in ms."""
+        app = self._app
+        where = eq("kb_name", kb)
+        timings = []
+        for text in texts:
+            started = time.perf_counter()
+            vector = await asyncio.to_thread(app.text_encoder.embed_queries, [text])
+            await asyncio.to_thread(
+                app.vectors.search_dense,
+                TEXT_COLLECTION,
+                vector.tolist(),
+                top_k=self._top_k,
+                where=where,
+            )
+            timings.append((time.perf_counter() - started) * 1000)
+        return timings
+
+    async def _mode(
+        self,
+        kb: str,
+        mode: str,
+        queries: Sequence[tuple[str, str]],
+        qrels: dict[str, Any],
+        owners: dict[str, list[str]],
+    ) -> ModeReport:
+        retrieval_mode: RetrievalMode = "hybrid" if mode.startswith("hybrid") else mode  # type: ignore[assignment]
+        runs: dict[str, list[str]] = {}
+        timings: list[float] = []
+        for done, (qid, text) in enumerate(queries, start=1):
+            request = QueryRequest(
+                text,
+                kb_names=(kb,),
+                top_k=self._top_k,
+                mode=retrieval_mode,
+                rerank=mode == "hybrid+rerank",
+            )
+            started = time.perf_counter()
+            pack = await self._app.retrieval.search(request)
+            timings.append((time.perf_counter() - started) * 1000)
+            ranked: dict[str, None] = {}
+            for passage in pack.passages:
+                for corpus_id in owners.get(passage.document_id, ()):
+                    ranked.setdefault(corpus_id, None)
+            runs[qid] = list(ranked)
+            if done % 50 == 0:
+                self._progress(mode, done, len(queries))
+        return ModeReport(
+            mode,
+            {k: round(v, 4) for k, v in score_run(runs, qrels).items()},
+            round(percentile(timings, 50), 2),
+            round(percentile(timings, 95), 2),
+        )

@@ -1,0 +1,83 @@
+"""``eagle-rag search`` and ``eagle-rag eval`` end to end on a temporary embedded store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eagle_rag.cli import app
+from tests.evaluation.test_metrics import write_dataset
+from tests.ingest import documents as docs
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"EAGLE_DATA_DIR": str(tmp_path / "data"), "EAGLE_ENCODER_MODE": "deterministic"}
+
+
+def test_search_prints_ranked_passages_with_paths_and_pages(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    report = tmp_path / "report.pdf"
+    report.write_bytes(docs.pdf_bytes())
+    assert runner.invoke(app, ["kb", "create", "reports"], env=env).exit_code == 0
+    ingested = runner.invoke(app, ["ingest", str(report), "--kb", "reports"], env=env)
+    assert ingested.exit_code == 0, ingested.output
+
+    shown = runner.invoke(app, ["search", "scope of the audit", "--kb", "reports"], env=env)
+    assert shown.exit_code == 0, shown.output
+    first = shown.output.splitlines()[0]
+    assert first.startswith("[1] Annual Report/Chapter 1 Overview/1.1 Scope")
+    assert "report.pdf · pages 2 · reports" in first
+
+    as_json = runner.invoke(
+        app,
+        ["search", "outlook demand", "--kb", "reports", "--json", "--filter", '{"pages": [3, 3]}'],
+        env=env,
+    )
+    pack = json.loads(as_json.output)
+    assert pack["passages"] and all(3 in p["page_nums"] for p in pack["passages"])
+    assert pack["route"]["plans"][0]["collection"] == "eagle_text"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["search", "x", "--kb", "nope"], "not found"),
+        (["search", "x", "--filter", "{year"], "--filter is not JSON"),
+        (["search", "x", "--filter", '{"colour": "red"}'], "unknown filter"),
+        (["search", "x", "--mode", "fuzzy"], "mode must be one of"),
+    ],
+)
+def test_search_errors_are_clear(env: dict[str, str], arguments: list[str], message: str) -> None:
+    result = runner.invoke(app, arguments, env=env)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_eval_reports_every_mode_as_json(env: dict[str, str], tmp_path: Path) -> None:
+    dataset = write_dataset(tmp_path / "tiny", header=True)
+    result = runner.invoke(app, ["eval", str(dataset), "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["dataset"] == "tiny" and report["documents"] == 2 and report["queries"] == 1
+    assert report["failed_documents"] == 0 and report["ingest_docs_per_s"] > 0
+    assert [m["mode"] for m in report["modes"]] == ["dense", "sparse", "hybrid"]
+    assert report["reranker"] is None  # hybrid+rerank is skipped without a reranker
+    sparse = next(m for m in report["modes"] if m["mode"] == "sparse")
+    assert sparse["metrics"]["hit@5"] == 1.0 and sparse["metrics"]["ndcg@10"] == 1.0
+    assert report["baseline_p50_ms"] > 0
+    assert not (tmp_path / "data").exists()  # a temporary store unless --data-dir is given
+
+
+def test_eval_refuses_unknown_modes_and_bad_folders(env: dict[str, str], tmp_path: Path) -> None:
+    dataset = write_dataset(tmp_path / "tiny", header=False)
+    bad_mode = runner.invoke(app, ["eval", str(dataset), "--modes", "dense,magic"], env=env)
+    assert bad_mode.exit_code == 2 and "unknown modes: magic" in bad_mode.output
+    missing = runner.invoke(app, ["eval", str(tmp_path / "none")], env=env)
+    assert missing.exit_code == 2 and "not a directory" in " ".join(missing.output.split())
