@@ -20,6 +20,8 @@ from eagle_rag.db.repositories import (
     TaskRepository,
 )
 from eagle_rag.errors import SettingsError
+from eagle_rag.generation.engine import AnswerEngine
+from eagle_rag.generation.factory import build_chat_model
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.index.factory import build_pool, build_vector_store
 from eagle_rag.index.milvus_pool import MilvusClientPool
@@ -83,6 +85,7 @@ class EagleApp:
     queue: TaskQueue = field(init=False)
     ingest: IngestService = field(init=False)
     retrieval: RetrievalService = field(init=False)
+    answers: AnswerEngine = field(init=False)
 
     @property
     def namespace(self) -> str:
@@ -184,6 +187,7 @@ def build_app(settings: Settings) -> EagleApp:
     app.queue = build_queue(app)
     app.ingest = IngestService(app, app.queue)
     app.retrieval = RetrievalService(app, build_reranker(settings.models.rerank))
+    app.answers = AnswerEngine(app, build_chat_model(settings.models.chat))
     return app
 
 

@@ -118,9 +118,34 @@ class RerankSettings(_Section):
     max_documents: int = Field(default=100, ge=1, le=1000)
 
 
+class ChatSettings(_Section):
+    """The answer model: ``extractive`` (offline, no model) or an OpenAI-compatible chat API."""
+
+    provider: Literal["extractive", "openai"] = "extractive"
+    base_url: str = ""  # e.g. https://dashscope.aliyuncs.com/compatible-mode/v1
+    model: str = ""
+    api_key: SecretStr = SecretStr("")
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    temperature: float = Field(default=0.1, ge=0, le=2)
+    max_tokens: int = Field(default=1024, ge=1, le=32768)
+
+
 class ModelSettings(_Section):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
+    chat: ChatSettings = Field(default_factory=ChatSettings)
+
+
+class GenerationSettings(_Section):
+    """Answers: how much is recalled, how much reaches the model, how much history it sees."""
+
+    top_k: int = Field(default=10, ge=1, le=100)  # passages recalled (and reranked)
+    top_n: int = Field(default=3, ge=1, le=20)  # text sources the model sees
+    top_n_images: int = Field(default=3, ge=0, le=20)
+    history_turns: int = Field(default=6, ge=0, le=50)  # earlier messages sent to the model
+    source_max_chars: int = Field(default=2000, ge=100, le=100_000)
+    attachment_max_chars: int = Field(default=20_000, ge=100, le=1_000_000)
 
 
 class RetrievalSettings(_Section):
@@ -184,6 +209,7 @@ class Settings(BaseSettings):
     models: ModelSettings = Field(default_factory=ModelSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    generation: GenerationSettings = Field(default_factory=GenerationSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 

@@ -1,0 +1,1 @@
+"""Answers: grounded, cited generation over retrieved evidence (DESIGN §7)."""

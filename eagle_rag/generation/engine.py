@@ -1,0 +1,265 @@
+"""The answer engine: recall → rerank → keep top_n → prompt → model → answer, sources and steps.
+
+``stream`` yields the events of DESIGN §7 in order — ``session``, ``step`` (route, recall,
+attach_parse, rerank), ``sources``, ``token``*, ``done`` — or ``error`` at any point. It never
+raises: a failure becomes an ``error`` event with the error's code. ``answer`` runs the same
+stream and returns the ``done`` payload (or the error). Sessions are multi-turn: the last
+``history_turns`` messages go to the model, and both the question and the answer are stored with
+the sources and steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eagle_rag.errors import EagleError, InvalidInputError
+from eagle_rag.generation.citations import check_citations
+from eagle_rag.generation.prompt import (
+    Attachment,
+    ImageCaption,
+    Language,
+    Reference,
+    Turn,
+    build_messages,
+    detect_language,
+)
+from eagle_rag.models.chat import ChatModel, GenerationInput
+from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
+from eagle_rag.retrieval.pack import ContextPack, Passage
+from eagle_rag.retrieval.wire import is_image, route_dict, split_sources
+
+if TYPE_CHECKING:
+    from eagle_rag.bootstrap import EagleApp
+
+logger = logging.getLogger(__name__)
+
+Event = tuple[str, dict[str, Any]]
+MAX_ATTACHMENTS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRequest:
+    """``POST /query``: a question with a retrieval scope, and what the answer should use."""
+
+    query: str
+    kb_names: tuple[str, ...] = ()
+    document_ids: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    filters: dict[str, Any] = field(default_factory=dict)
+    mode: RetrievalMode = "hybrid"
+    top_k: int | None = None
+    top_n: int | None = None
+    language: Language | None = None
+    session_id: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    with_images: bool = False
+
+
+class AnswerEngine:
+    """Grounded, cited answers over the retrieval service; one per app."""
+
+    def __init__(self, app: EagleApp, model: ChatModel) -> None:
+        self._app = app
+        self.model = model
+        self._config = app.settings.generation
+
+    async def answer(
+        self, request: AnswerRequest, *, allowed_kbs: Iterable[str] | None = None
+    ) -> dict[str, Any]:
+        """The ``done`` payload, or ``{"error": {code, message}, ...}`` with what was known."""
+        result: dict[str, Any] = {}
+        async for name, data in self.stream(request, allowed_kbs=allowed_kbs):
+            if name == "done":
+                return data
+            if name == "session":
+                result["session_id"] = data["session_id"]
+            if name == "error":
+                result["error"] = data
+        return result
+
+    async def stream(
+        self, request: AnswerRequest, *, allowed_kbs: Iterable[str] | None = None
+    ) -> AsyncIterator[Event]:
+        steps: list[dict[str, Any]] = []
+        try:
+            recall = self._validate(request)
+            language = request.language or detect_language(request.query)
+            session_id, history = self._session(request)
+            yield "session", {"session_id": session_id}
+
+            started = time.perf_counter()
+            pack = await self._app.retrieval.search(recall, allowed_kbs=allowed_kbs)
+            route = route_dict(pack)
+            for step in (
+                _step("route", started, route=route),
+                _step(
+                    "recall",
+                    started,
+                    passages=len(pack.passages),
+                    trace=[s.name for s in pack.steps],
+                ),
+            ):
+                steps.append(step)
+                yield "step", step
+            if request.attachments:
+                step = _step(
+                    "attach_parse", time.perf_counter(), files=[a.name for a in request.attachments]
+                )
+                steps.append(step)
+                yield "step", step
+
+            texts, images = self._select(pack, request)
+            rerank = next((s for s in pack.steps if s.name == "rerank"), None)
+            step = {
+                "name": "rerank",
+                "reranker": rerank.detail if rerank else "none",
+                "status": rerank.status if rerank else "skipped",
+                "text_top": [p.chunk_id for p in texts],
+                "visual_top": [p.chunk_id for p in images],
+                "ms": rerank.ms if rerank else 0.0,
+            }
+            steps.append(step)
+            yield "step", step
+
+            sources = split_sources([*texts, *images], max_chars=self._config.source_max_chars)
+            yield "sources", sources
+
+            references = [
+                Reference(n, p.path, p.text, p.filename, p.page_nums)
+                for n, p in enumerate(texts, start=1)
+            ]
+            captions = [
+                ImageCaption(n, str(p.metadata.get("image_id", "")), _page(p), p.path, p.text)
+                for n, p in enumerate(images, start=1)
+            ]
+            attachments = [
+                Attachment(a.name, a.text[: self._config.attachment_max_chars])
+                for a in request.attachments
+            ]
+            messages = build_messages(
+                request.query,
+                references,
+                language=language,
+                attachments=attachments,
+                images=captions,
+                history=history,
+            )
+            job = GenerationInput(request.query, language, messages, references)
+            started = time.perf_counter()
+            parts: list[str] = []
+            async for delta in self.model.stream(job):
+                parts.append(delta)
+                yield "token", {"delta": delta}
+            answer = "".join(parts)
+            report = check_citations(answer, len(references))
+            warnings = []
+            if report.out_of_range:
+                warnings.append(
+                    f"the answer cites sources that were not sent: {list(report.out_of_range)}"
+                )
+            steps.append(
+                _step(
+                    "generate",
+                    started,
+                    model=self.model.name,
+                    language=language,
+                    cited=list(report.cited),
+                    out_of_range=list(report.out_of_range),
+                    status="warning" if warnings else "ok",
+                )
+            )
+            self._store(session_id, request.query, answer, sources, steps)
+            yield (
+                "done",
+                {
+                    "session_id": session_id,
+                    "answer": answer,
+                    "sources": sources,
+                    "route": route,
+                    "steps": steps,
+                    "warnings": warnings,
+                },
+            )
+        except EagleError as exc:
+            logger.info("answer failed: %s", exc)
+            yield "error", {"code": exc.code, "message": exc.message}
+        except Exception as exc:  # never raise to the surface: the stream ends with an error
+            logger.exception("answer crashed")
+            yield "error", {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
+
+    # --- parts ---------------------------------------------------------------------------------
+
+    def _validate(self, request: AnswerRequest) -> QueryRequest:
+        """Check what can be checked before a session is created; returns the recall request."""
+        recall = self._retrieval(request)
+        self._app.retrieval.validate(recall)
+        for name in request.kb_names:  # an unknown KB must not leave an empty session behind
+            self._app.repositories.knowledge_bases.get(name)
+        if request.top_n is not None and not 1 <= request.top_n <= 20:
+            raise InvalidInputError("top_n must be between 1 and 20", field="top_n")
+        if request.language not in (None, "zh", "en"):
+            raise InvalidInputError("language must be zh or en", field="language")
+        if len(request.attachments) > MAX_ATTACHMENTS:
+            raise InvalidInputError(f"at most {MAX_ATTACHMENTS} attachments", field="attachments")
+        return recall
+
+    def _retrieval(self, request: AnswerRequest) -> QueryRequest:
+        return QueryRequest(
+            request.query,
+            kb_names=request.kb_names,
+            document_ids=request.document_ids,
+            tags=request.tags,
+            filters=request.filters,
+            top_k=request.top_k or self._config.top_k,
+            mode=request.mode,
+            with_images=request.with_images,
+        )
+
+    def _select(
+        self, pack: ContextPack, request: AnswerRequest
+    ) -> tuple[list[Passage], list[Passage]]:
+        """Text and visual evidence kept apart, each in rank order, cut to its top_n."""
+        top_n = request.top_n or self._config.top_n
+        texts = [p for p in pack.passages if not is_image(p)][:top_n]
+        images = [p for p in pack.passages if is_image(p)][: self._config.top_n_images]
+        return texts, images
+
+    def _session(self, request: AnswerRequest) -> tuple[str, list[Turn]]:
+        sessions = self._app.repositories.sessions
+        if request.session_id is None:
+            record = sessions.create(title=request.query[:80], kb_names=request.kb_names)
+            return record.id, []
+        messages = sessions.messages(request.session_id, last=self._config.history_turns)
+        history = [
+            Turn("user" if m.role == "user" else "assistant", m.content)
+            for m in messages
+            if m.role in ("user", "assistant")
+        ]
+        return request.session_id, history
+
+    def _store(
+        self,
+        session_id: str,
+        question: str,
+        answer: str,
+        sources: dict[str, Any],
+        steps: list[dict[str, Any]],
+    ) -> None:
+        sessions = self._app.repositories.sessions
+        sessions.add_message(session_id, role="user", content=question)
+        sessions.add_message(
+            session_id, role="assistant", content=answer, sources=sources, steps=steps
+        )
+
+
+def _step(name: str, started: float, **details: Any) -> dict[str, Any]:
+    details.setdefault("status", "ok")
+    return {"name": name, **details, "ms": round((time.perf_counter() - started) * 1000, 2)}
+
+
+def _page(passage: Passage) -> int | None:
+    return passage.page_nums[0] if passage.page_nums else None

@@ -1,0 +1,146 @@
+"""Prompts: numbered references, attachments and image captions, in Chinese or English.
+
+The model is asked to cite reference text as ``[n]``; those numbers are the ``index`` of the text
+sources the client receives, so a citation can be resolved without guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Language = Literal["zh", "en"]
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def detect_language(text: str) -> Language:
+    """``zh`` when the text has Chinese characters, else ``en``."""
+    return "zh" if _CJK.search(text) else "en"
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A text source as the model sees it: ``[index]`` with its location."""
+
+    index: int
+    path: str
+    text: str
+    filename: str = ""
+    pages: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file the user attached to the question (its text, already parsed)."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImageCaption:
+    """An image source's anchors: where it is and what it shows (no OCR needed)."""
+
+    index: int
+    image_id: str
+    page: int | None
+    section: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    role: Literal["user", "assistant"]
+    content: str
+
+
+_TEMPLATES: dict[Language, dict[str, str]] = {
+    "zh": {
+        "system": (
+            "你是知识库问答助手。只根据提供的参考信息回答用户问题；"
+            "引用参考文本时在句末标注编号，如 [1]、[2]，编号只能来自【参考文本】。"
+            "参考信息不足以回答时，直接说明无法从资料中找到答案，不要编造。"
+            "不要使用 Markdown 图片语法，不要编造链接。请用中文回答。"
+        ),
+        "references": "【参考文本】",
+        "attachments": "【用户附件】",
+        "images": "【参考图片】",
+        "question": "【用户问题】",
+        "path": "路径",
+        "file": "文件",
+        "pages": "页码",
+        "section": "章节",
+        "summary": "摘要",
+        "none": "（无）",
+    },
+    "en": {
+        "system": (
+            "You answer questions from a knowledge base. Use only the reference information "
+            "provided; cite reference text with its number at the end of the sentence, like [1] "
+            "or [2], using only numbers from REFERENCE TEXT. If the references do not contain "
+            "the answer, say that the documents do not answer it; never invent facts, links or "
+            "image syntax. Answer in English."
+        ),
+        "references": "REFERENCE TEXT",
+        "attachments": "USER ATTACHMENTS",
+        "images": "REFERENCE IMAGES",
+        "question": "QUESTION",
+        "path": "path",
+        "file": "file",
+        "pages": "pages",
+        "section": "section",
+        "summary": "summary",
+        "none": "(none)",
+    },
+}
+
+
+def build_messages(
+    question: str,
+    references: Sequence[Reference],
+    *,
+    language: Language,
+    attachments: Sequence[Attachment] = (),
+    images: Sequence[ImageCaption] = (),
+    history: Sequence[Turn] = (),
+    image_urls: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    """OpenAI-style chat messages: system, the earlier turns, then the grounded question.
+
+    ``image_urls`` (http(s) or ``data:`` URLs) become image content parts of the question, for
+    vision models; the captions above stay in the text so a text-only model can still use them.
+    """
+    t = _TEMPLATES[language]
+    parts = [t["references"]]
+    for ref in references:
+        location = f"{t['path']}: {ref.path}"
+        if ref.filename:
+            location += f" | {t['file']}: {ref.filename}"
+        if ref.pages:
+            location += f" | {t['pages']}: {', '.join(map(str, ref.pages))}"
+        parts.append(f"[{ref.index}] {location}\n{ref.text}")
+    if not references:
+        parts.append(t["none"])
+    if attachments:
+        parts.append(t["attachments"])
+        parts += [f"[{i}] {t['file']}: {a.name}\n{a.text}" for i, a in enumerate(attachments, 1)]
+    if images:
+        parts.append(t["images"])
+        for image in images:
+            page = image.page if image.page is not None else "-"
+            parts.append(
+                f"[{image.index}] image_id={image.image_id}, {t['pages']}={page}, "
+                f"{t['section']}={image.section}, {t['summary']}={image.summary}"
+            )
+    parts += [t["question"], question]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": t["system"]}]
+    messages += [{"role": turn.role, "content": turn.content} for turn in history]
+    text = "\n\n".join(parts)
+    content: str | list[dict[str, Any]] = text
+    if image_urls:
+        content = [{"type": "text", "text": text}]
+        content += [{"type": "image_url", "image_url": {"url": url}} for url in image_urls]
+    messages.append({"role": "user", "content": content})
+    return messages

@@ -1,0 +1,142 @@
+"""Chat models behind one streaming port.
+
+``OpenAICompatibleChat`` speaks ``POST {base_url}/chat/completions`` with ``stream: true`` (OpenAI,
+DashScope compatible mode, vLLM, Ollama...): text and image content parts, timeouts, and retries
+with backoff on 408/409/429/5xx and transport errors, but only before the first token, so a
+retried call never repeats text the caller already has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from eagle_rag.errors import BackendUnavailableError, ModelProviderError
+from eagle_rag.models.http_json import MAX_RETRY_AFTER_S, RETRY_STATUS
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationInput:
+    """What a generator gets: the chat messages, plus the parts an offline generator reads."""
+
+    question: str
+    language: str
+    messages: Sequence[dict[str, Any]]
+    references: Sequence[Any] = field(default_factory=tuple)
+
+
+class ChatModel(Protocol):
+    name: str
+
+    def stream(self, job: GenerationInput) -> AsyncIterator[str]: ...
+
+
+class OpenAICompatibleChat:
+    """A streaming chat-completions client."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        timeout_s: float = 60.0,
+        max_retries: int = 2,
+        backoff_s: float = 0.5,
+        temperature: float = 0.1,
+        max_tokens: int = 1024,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.name = f"openai:{model}"
+        self.model = model
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._max_retries = max(0, max_retries)
+        self._backoff_s = backoff_s
+        self._options = {"temperature": temperature, "max_tokens": max_tokens}
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = httpx.Timeout(timeout_s)
+        self._headers = headers
+        self._transport = transport
+
+    async def stream(self, job: GenerationInput) -> AsyncIterator[str]:
+        payload = {"model": self.model, "messages": list(job.messages), "stream": True}
+        payload.update(self._options)
+        yielded = False
+        async with httpx.AsyncClient(
+            timeout=self._timeout, headers=self._headers, transport=self._transport
+        ) as client:
+            for attempt in range(self._max_retries + 1):
+                last = attempt == self._max_retries
+                try:
+                    async with client.stream("POST", self._url, json=payload) as response:
+                        if response.status_code >= 400:
+                            delay = await self._refused(response, attempt, last)
+                            await asyncio.sleep(delay)
+                            continue
+                        async for delta in _deltas(response, self.model):
+                            yielded = True
+                            yield delta
+                        return
+                except httpx.TimeoutException as exc:
+                    if yielded or last:
+                        raise BackendUnavailableError(
+                            "chat endpoint timed out", backend="chat", model=self.model
+                        ) from exc
+                except httpx.TransportError as exc:
+                    if yielded or last:
+                        raise BackendUnavailableError(
+                            f"chat endpoint unreachable: {exc}", backend="chat"
+                        ) from exc
+                await asyncio.sleep(self._backoff_s * 2**attempt)
+
+    async def _refused(self, response: httpx.Response, attempt: int, last: bool) -> float:
+        """Raise for a final or non-retryable status; else the delay before the next attempt."""
+        body = (await response.aread()).decode("utf-8", "replace")[:300]
+        status = response.status_code
+        if status not in RETRY_STATUS:
+            raise ModelProviderError(
+                f"chat endpoint refused the request ({status}): {body}",
+                model=self.model,
+                status=status,
+            )
+        if last:
+            raise BackendUnavailableError(
+                f"chat endpoint kept failing ({status})", backend="chat", status=status
+            )
+        retry_after = response.headers.get("retry-after")
+        try:
+            return (
+                min(float(retry_after), MAX_RETRY_AFTER_S) if retry_after else self._delay(attempt)
+            )
+        except ValueError:
+            return self._delay(attempt)
+
+    def _delay(self, attempt: int) -> float:
+        return float(self._backoff_s * 2**attempt)
+
+
+async def _deltas(response: httpx.Response, model: str) -> AsyncIterator[str]:
+    """Content deltas of an SSE chat stream (``data: {...}`` lines, ended by ``[DONE]``)."""
+    async for line in response.aiter_lines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        try:
+            chunk = json.loads(data)
+            if "error" in chunk:
+                raise ModelProviderError(f"chat stream error: {chunk['error']}", model=model)
+            choices = chunk.get("choices") or []
+            delta = (choices[0].get("delta") or {}).get("content") if choices else None
+        except (ValueError, AttributeError, IndexError, TypeError) as exc:
+            raise ModelProviderError(
+                f"chat stream sent a malformed event: {exc}", model=model
+            ) from exc
+        if delta:
+            yield str(delta)

@@ -1,0 +1,100 @@
+"""The wire shape of retrieved evidence (DESIGN §10), shared by REST, MCP and answers.
+
+``{sources: {text: [...], image: [...]}, route, steps}``: text and image sources are numbered
+separately from 1, in rank order, and the text numbers are the ``[n]`` an answer cites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from eagle_rag.retrieval.pack import ContextPack, Passage, Step
+
+
+def is_image(passage: Passage) -> bool:
+    return passage.collection.endswith("_visual") or "image_id" in passage.metadata
+
+
+def text_source(index: int, passage: Passage, *, max_chars: int | None = None) -> dict[str, Any]:
+    content = passage.text if max_chars is None else passage.text[:max_chars]
+    return {
+        "index": index,
+        "chunk_id": passage.chunk_id,
+        "document_id": passage.document_id,
+        "filename": passage.filename,
+        "kb_name": passage.kb_name,
+        "collection": passage.collection,
+        "path": passage.path,
+        "level": passage.metadata.get("level"),
+        "type": passage.type,
+        "page_nums": list(passage.page_nums),
+        "content": content,
+        "truncated": len(content) < len(passage.text),
+        "score": passage.score,
+        "scores": dict(passage.scores),
+        "metadata": _public_metadata(passage),
+    }
+
+
+def image_source(index: int, passage: Passage) -> dict[str, Any]:
+    fields = passage.metadata.get("fields") or {}
+    return {
+        "index": index,
+        "chunk_id": passage.chunk_id,
+        "document_id": passage.document_id,
+        "filename": passage.filename,
+        "kb_name": passage.kb_name,
+        "type": "image",
+        "image_id": passage.metadata.get("image_id"),
+        "page": passage.page_nums[0] if passage.page_nums else None,
+        "chunk_type": passage.type,
+        "parent_section": passage.path,
+        "content_summary": passage.text,
+        "source_chunk_id": fields.get("source_chunk_id"),
+        "score": passage.score,
+        "scores": dict(passage.scores),
+    }
+
+
+def split_sources(
+    passages: Sequence[Passage], *, max_chars: int | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    texts = [p for p in passages if not is_image(p)]
+    images = [p for p in passages if is_image(p)]
+    return {
+        "text": [text_source(i, p, max_chars=max_chars) for i, p in enumerate(texts, start=1)],
+        "image": [image_source(i, p) for i, p in enumerate(images, start=1)],
+    }
+
+
+def route_dict(pack: ContextPack) -> dict[str, Any] | None:
+    route: dict[str, Any] | None = pack.to_dict()["route"]
+    return route
+
+
+def steps_list(steps: Sequence[Step]) -> list[dict[str, Any]]:
+    return [asdict(s) for s in steps]
+
+
+def search_response(pack: ContextPack, *, max_chars: int | None = None) -> dict[str, Any]:
+    """The body of ``POST /search``."""
+    return {
+        "query": pack.query,
+        "kb_names": list(pack.kb_names),
+        "sources": split_sources(pack.passages, max_chars=max_chars),
+        "route": route_dict(pack),
+        "steps": steps_list(pack.steps),
+        "token_count": pack.token_count,
+        "truncated": pack.truncated,
+    }
+
+
+def _public_metadata(passage: Passage) -> dict[str, Any]:
+    """The chunk's own metadata (section title, offsets, custom fields), flattened once."""
+    metadata = {k: v for k, v in passage.metadata.items() if k != "fields"}
+    fields = passage.metadata.get("fields")
+    if isinstance(fields, dict):
+        metadata.update(fields)
+    return metadata

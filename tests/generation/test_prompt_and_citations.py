@@ -1,0 +1,92 @@
+"""Prompt building (zh / en), citation checks and the extractive generator."""
+
+from __future__ import annotations
+
+import pytest
+
+from eagle_rag.generation.citations import check_citations
+from eagle_rag.generation.extractive import ExtractiveGenerator, compose
+from eagle_rag.generation.prompt import (
+    Attachment,
+    ImageCaption,
+    Reference,
+    Turn,
+    build_messages,
+    detect_language,
+)
+from eagle_rag.models.chat import GenerationInput
+
+REFS = [
+    Reference(1, "Guide/Wiring", "Connect the inverter with copper cables.", "guide.md", (2,)),
+    Reference(2, "Guide/Care", "Clean the panels twice a year. Check the bolts.", "guide.md"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "language"), [("逆变器怎么连接？", "zh"), ("How to wire it?", "en"), ("DC 电源", "zh")]
+)
+def test_language_follows_the_query(text: str, language: str) -> None:
+    assert detect_language(text) == language
+
+
+def test_english_prompt_numbers_references_and_keeps_history() -> None:
+    messages = build_messages(
+        "How do I wire the inverter?",
+        REFS,
+        language="en",
+        attachments=[Attachment("notes.txt", "bring gloves")],
+        images=[ImageCaption(1, "img-9", 3, "Guide/Wiring", "wiring diagram")],
+        history=[Turn("user", "hi"), Turn("assistant", "hello [1]")],
+    )
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert "cite reference text with its number" in messages[0]["content"]
+    body = messages[-1]["content"]
+    assert "[1] path: Guide/Wiring | file: guide.md | pages: 2\nConnect the inverter" in body
+    assert "[2] path: Guide/Care" in body
+    assert "USER ATTACHMENTS\n\n[1] file: notes.txt\nbring gloves" in body
+    assert "[1] image_id=img-9, pages=3, section=Guide/Wiring, summary=wiring diagram" in body
+    assert body.endswith("QUESTION\n\nHow do I wire the inverter?")
+
+
+def test_chinese_prompt_and_image_parts() -> None:
+    messages = build_messages(
+        "怎么接线？", REFS[:1], language="zh", image_urls=["data:image/png;base64,AAAA"]
+    )
+    assert "请用中文回答" in messages[0]["content"]
+    parts = messages[-1]["content"]
+    assert (
+        parts[0]["type"] == "text" and "【参考文本】\n\n[1] 路径: Guide/Wiring" in parts[0]["text"]
+    )
+    assert parts[1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    empty = build_messages("x", [], language="zh")[-1]["content"]
+    assert "【参考文本】\n\n（无）" in empty
+
+
+def test_citations_in_range_and_out_of_range() -> None:
+    report = check_citations("A [1]. B [2][1]. C [7] and [0].", 2)
+    assert report.cited == (1, 2, 7, 0)
+    assert report.out_of_range == (7, 0) and not report.ok
+    assert check_citations("no citations", 0).ok
+
+
+def test_extractive_answer_cites_the_sentences_it_uses() -> None:
+    answer = compose("how often should I clean the panels", REFS, "en")
+    assert answer == "Clean the panels twice a year. [2]"
+    both = compose("inverter cables and panels", REFS, "en")
+    assert both == "Connect the inverter with copper cables. [1] Clean the panels twice a year. [2]"
+    assert check_citations(both, len(REFS)).ok
+
+
+def test_extractive_answer_without_matches_or_sources() -> None:
+    assert compose("zebra", REFS, "en").startswith("The documents do not answer this directly.")
+    assert compose("zebra", REFS, "en").endswith("[1]")
+    assert compose("zebra", [], "zh") == "知识库中没有找到与问题相关的内容。"
+    chinese = [Reference(1, "指南/安装", "逆变器需要用铜线连接。支架要固定。")]
+    assert compose("逆变器怎么连接", chinese, "zh") == "逆变器需要用铜线连接。 [1]"
+
+
+async def test_extractive_generator_streams_the_composed_answer() -> None:
+    job = GenerationInput("inverter cables", "en", [], REFS)
+    pieces = [piece async for piece in ExtractiveGenerator().stream(job)]
+    assert len(pieces) > 3
+    assert "".join(pieces) == compose("inverter cables", REFS, "en")
