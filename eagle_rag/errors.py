@@ -14,10 +14,15 @@ about HTTP.
     │   ├── HookInvocationError        a fail-fast hook subscriber raised
     │   └── ComponentError             a registry rejected or could not find a component
     │       └── McpToolNameError       a tool name breaks the naming or RAG-only rules
-    ├── NamespaceError                 a request named another namespace than the instance's
+    ├── AuthenticationError            no API key, or an unknown one
+    ├── PermissionDeniedError          the caller may not touch this resource
+    │   └── NamespaceError             a request named another namespace than the instance's
+    ├── RateLimitedError               too many requests for this key
     ├── NotFoundError                  a resource does not exist (in this namespace)
     ├── ConflictError                  a resource with that name or content already exists
     ├── InvalidInputError              a request value is malformed or unsafe
+    │   ├── PayloadTooLargeError       a file or request body over its limit
+    │   └── UnsupportedMediaTypeError  a file type Eagle-RAG cannot parse
     ├── BackendUnavailableError        a storage, queue or model backend does not answer
     ├── ModelProviderError             a model endpoint refused a request or answered nonsense
     └── VectorStoreError               the vector store answered but refused an operation
@@ -120,10 +125,28 @@ class McpToolNameError(ComponentError):
     code = "mcp_tool_name_error"
 
 
-class NamespaceError(EagleError):
+class AuthenticationError(EagleError):
+    """The request carries no API key, or one this instance does not know."""
+
+    code = "unauthorized"
+
+
+class PermissionDeniedError(EagleError):
+    """The caller is known but may not act on this resource (e.g. a KB outside its key)."""
+
+    code = "forbidden"
+
+
+class NamespaceError(PermissionDeniedError):
     """A request tried to act on a namespace other than the instance's own."""
 
     code = "namespace_forbidden"
+
+
+class RateLimitedError(EagleError):
+    """The caller sent more requests than its rate limit allows; retry after a while."""
+
+    code = "rate_limited"
 
 
 class NotFoundError(EagleError):
@@ -142,6 +165,18 @@ class InvalidInputError(EagleError):
     """A request value is malformed, out of range or unsafe."""
 
     code = "invalid_input"
+
+
+class PayloadTooLargeError(InvalidInputError):
+    """A file or a request body is larger than its configured limit."""
+
+    code = "payload_too_large"
+
+
+class UnsupportedMediaTypeError(InvalidInputError):
+    """The content is of a type Eagle-RAG does not parse (images, archives, legacy formats)."""
+
+    code = "unsupported_media_type"
 
 
 class BackendUnavailableError(EagleError):

@@ -114,18 +114,7 @@ def probe_redis(settings: Settings) -> ProbeResult:
     url = settings.telemetry.redis_url
     if not settings.telemetry.plugin_audit_redis_enabled:
         return ProbeResult("redis", "disabled", mask_url_password(url), "not used by this profile")
-
-    def check() -> str:
-        import redis
-
-        client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
-        try:
-            client.ping()
-            return f"redis {client.info('server').get('redis_version', '?')}"
-        finally:
-            client.close()
-
-    return _timed("redis", mask_url_password(url), check)
+    return _redis_ping("redis", url)
 
 
 def probe_all(settings: Settings) -> list[ProbeResult]:
@@ -137,3 +126,45 @@ def probe_all(settings: Settings) -> list[ProbeResult]:
         probe_object_store(settings),
         probe_redis(settings),
     ]
+
+
+def probe_running(app: Any) -> list[ProbeResult]:
+    """Probe a running app through its own connections (Milvus Lite admits one opener)."""
+    settings = app.settings
+    results = [
+        probe_data_dir(settings),
+        _timed("metadata_db", mask_url_password(settings.database.url), app.database.health),
+        _timed("milvus", mask_url_password(settings.milvus.uri), app.vectors.health),
+        _timed("object_store", settings.storage.backend, app.objects.health),
+    ]
+    if settings.queue.backend == "celery":
+        results.append(_redis_ping("broker", settings.queue.broker_url))
+    if settings.telemetry.plugin_audit_redis_enabled:
+        results.append(_redis_ping("redis", settings.telemetry.redis_url))
+    return results
+
+
+def _redis_ping(name: str, url: str) -> ProbeResult:
+    def check() -> str:
+        import redis
+
+        client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+        try:
+            client.ping()
+            return f"redis {client.info('server').get('redis_version', '?')}"
+        finally:
+            client.close()
+
+    return _timed(name, mask_url_password(url), check)
+
+
+# Without these the service cannot answer at all; anything else down only degrades it.
+CRITICAL_PROBES = frozenset({"metadata_db", "milvus"})
+
+
+def overall_status(results: list[ProbeResult]) -> str:
+    """``ok``, ``degraded`` (a non-critical backend is down) or ``down``."""
+    failing = {r.name for r in results if r.status == "down"}
+    if failing & CRITICAL_PROBES:
+        return "down"
+    return "degraded" if failing else "ok"

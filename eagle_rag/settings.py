@@ -37,9 +37,25 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ApiKeySettings(_Section):
+    """One API key: who holds it and which knowledge bases it may touch (empty: all)."""
+
+    name: str = Field(min_length=1, max_length=64)
+    key: SecretStr
+    kb_names: list[str] = Field(default_factory=list)
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
+    # No keys: the API is open (fine on 127.0.0.1). With keys, every REST and MCP call needs
+    # ``Authorization: Bearer <key>``.
+    api_keys: list[ApiKeySettings] = Field(default_factory=list)
+    cors_origins: list[str] = Field(default_factory=list)  # explicit; none by default
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)  # JSON bodies (uploads: ingest.*)
+    rate_limit_per_minute: int = Field(default=0, ge=0)  # per key (or per client address)
+    mcp_allowed_hosts: list[str] = Field(default_factory=list)  # besides localhost names
+    mcp_allowed_origins: list[str] = Field(default_factory=list)
 
 
 class PluginSettings(_Section):

@@ -7,13 +7,16 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Handler = Callable[[str, dict[str, Any], dict[str, str]], tuple[int, dict[str, str], bytes]]
+# A payload is the whole body, or (piece, pause-before-it) pairs streamed until the connection
+# closes (HTTP/1.0 framing), for clients that must read a stream as it arrives.
+Payload = bytes | Iterable[tuple[bytes, float]]
+Handler = Callable[[str, dict[str, Any], dict[str, str]], tuple[int, dict[str, str], Payload]]
 
 
 @dataclass
@@ -35,10 +38,17 @@ def serve(handler: Handler) -> Iterator[tuple[str, Recorded]]:
             self.send_response(status)
             for key, value in extra.items():
                 self.send_header(key, value)
-            self.send_header("content-length", str(len(payload)))
+            if isinstance(payload, bytes):
+                self.send_header("content-length", str(len(payload)))
             self.end_headers()
             with contextlib.suppress(BrokenPipeError):  # the client gave up first (timeouts)
-                self.wfile.write(payload)
+                if isinstance(payload, bytes):
+                    self.wfile.write(payload)
+                    return
+                for piece, pause in payload:  # a stream: written piece by piece, ended by close
+                    time.sleep(pause)
+                    self.wfile.write(piece)
+                    self.wfile.flush()
 
         def log_message(self, *args: object) -> None:
             pass

@@ -29,6 +29,7 @@ class Dataset:
     corpus: tuple[CorpusDoc, ...]
     queries: Mapping[str, str]  # only queries with at least one relevant document
     qrels: Mapping[str, Mapping[str, int]]  # query id -> corpus id -> graded relevance
+    blank_queries: int = 0  # judged queries with no text: they cannot be searched, so skipped
 
 
 def load_dataset(folder: Path, *, split: str = "test") -> Dataset:
@@ -53,9 +54,12 @@ def load_dataset(folder: Path, *, split: str = "test") -> Dataset:
         if qid in queries
     }
     judged = {qid: docs for qid, docs in judged.items() if any(g > 0 for g in docs.values())}
+    blank = [qid for qid in judged if not queries[qid].strip()]
+    for qid in blank:
+        del judged[qid]
     if not judged:
         raise InvalidInputError(f"{folder}: no query has a relevant document in the corpus")
-    return Dataset(folder.name, corpus, {q: queries[q] for q in judged}, judged)
+    return Dataset(folder.name, corpus, {q: queries[q] for q in judged}, judged, len(blank))
 
 
 def _jsonl(path: Path, *, required: tuple[str, ...]) -> Iterator[dict[str, Any]]:

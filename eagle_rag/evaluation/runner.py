@@ -51,6 +51,7 @@ class EvalReport:
     baseline_p95_ms: float = 0.0
     modes: list[ModeReport] = field(default_factory=list)
     failed_documents: int = 0
+    blank_queries: int = 0
 
     @property
     def ingest_docs_per_s(self) -> float:
@@ -100,6 +101,7 @@ class Evaluator:
                 encoder=app.text_encoder.name,
                 reranker=app.retrieval.reranker.name if app.retrieval.reranker else None,
                 failed_documents=failed,
+                blank_queries=dataset.blank_queries,
             )
             queries = list(dataset.queries.items())[:max_queries]
             report.queries = len(queries)

@@ -86,7 +86,7 @@ class AnswerEngine:
     ) -> AsyncIterator[Event]:
         steps: list[dict[str, Any]] = []
         try:
-            recall = self._validate(request)
+            recall = self.validate(request)
             language = request.language or detect_language(request.query)
             session_id, history = self._session(request)
             yield "session", {"session_id": session_id}
@@ -193,12 +193,14 @@ class AnswerEngine:
 
     # --- parts ---------------------------------------------------------------------------------
 
-    def _validate(self, request: AnswerRequest) -> QueryRequest:
+    def validate(self, request: AnswerRequest) -> QueryRequest:
         """Check what can be checked before a session is created; returns the recall request."""
         recall = self._retrieval(request)
         self._app.retrieval.validate(recall)
         for name in request.kb_names:  # an unknown KB must not leave an empty session behind
             self._app.repositories.knowledge_bases.get(name)
+        if request.session_id is not None:
+            self._app.repositories.sessions.get(request.session_id)
         if request.top_n is not None and not 1 <= request.top_n <= 20:
             raise InvalidInputError("top_n must be between 1 and 20", field="top_n")
         if request.language not in (None, "zh", "en"):

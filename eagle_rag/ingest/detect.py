@@ -14,7 +14,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.errors import InvalidInputError, UnsupportedMediaTypeError
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -104,9 +104,11 @@ def sniff(data: bytes) -> str:
         return _office_type(data)
     for signature, kind in _OTHER_SIGNATURES.items():
         if data.startswith(signature):
-            raise InvalidInputError(f"unsupported file type: {kind}", detected=kind)
+            raise UnsupportedMediaTypeError(f"unsupported file type: {kind}", detected=kind)
     if decode_text(data) is None:
-        raise InvalidInputError("unsupported file type: binary data that is not a known format")
+        raise UnsupportedMediaTypeError(
+            "unsupported file type: binary data that is not a known format"
+        )
     return TEXT
 
 
@@ -118,7 +120,9 @@ def _office_type(data: bytes) -> str:
     for marker, kind in _ZIP_MARKERS.items():
         if marker in names:
             return kind
-    raise InvalidInputError("unsupported file type: a zip archive that is not DOCX, PPTX or XLSX")
+    raise UnsupportedMediaTypeError(
+        "unsupported file type: a zip archive that is not DOCX, PPTX or XLSX"
+    )
 
 
 def decode_text(data: bytes) -> str | None:

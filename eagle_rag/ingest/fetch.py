@@ -20,7 +20,7 @@ from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 import httpx
 
-from eagle_rag.errors import BackendUnavailableError, InvalidInputError
+from eagle_rag.errors import BackendUnavailableError, InvalidInputError, PayloadTooLargeError
 from eagle_rag.settings import IngestSettings
 
 Resolver = Callable[[str, int], list[str]]
@@ -125,12 +125,14 @@ class UrlFetcher:
         limit = self._settings.max_file_bytes
         declared = response.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > limit:
-            raise InvalidInputError(f"the download is larger than {limit} bytes", url=url[:200])
+            raise PayloadTooLargeError(f"the download is larger than {limit} bytes", url=url[:200])
         chunks, total = [], 0
         for chunk in response.iter_bytes():
             total += len(chunk)
             if total > limit:
-                raise InvalidInputError(f"the download is larger than {limit} bytes", url=url[:200])
+                raise PayloadTooLargeError(
+                    f"the download is larger than {limit} bytes", url=url[:200]
+                )
             chunks.append(chunk)
         return b"".join(chunks)
 

@@ -19,7 +19,7 @@ from pathlib import PurePosixPath
 from typing import Any, BinaryIO, Protocol
 
 from eagle_rag.db.records import validate_kb_name
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.errors import InvalidInputError, PayloadTooLargeError
 from eagle_rag.ingest.detect import BINARY_TYPES, detect
 from eagle_rag.ingest.fetch import UrlFetcher
 from eagle_rag.ingest.safety import ArchiveLimits, check_archive
@@ -133,6 +133,26 @@ class IngestService:
         self._queue.submit(task_id)
         return Submission(task_id, task.document_id, "queued", dedup_hit=False)
 
+    def rebuild(self, kb_name: str) -> list[Submission]:
+        """Run every stored document of a KB through the pipeline again, as new tasks.
+
+        Its vectors go first, so chunks a changed chunking or model would no longer produce
+        cannot linger; until its task completes a document is not retrievable.
+        """
+        self._require_kb(kb_name)
+        repos = self._app.repositories
+        submissions = []
+        for document_id in repos.documents.ids_in_kb(kb_name):
+            document = repos.documents.get(document_id)
+            if not document.object_key:
+                continue
+            self._app.vectors.delete_documents([document_id])
+            repos.documents.set_fields(document_id, status="pending", error=None)
+            task = repos.tasks.create(document_id=document_id)
+            self._queue.submit(task.id)
+            submissions.append(Submission(task.id, document_id, task.status, dedup_hit=False))
+        return submissions
+
     def _undo(self, document_id: str, key: str) -> None:
         with contextlib.suppress(Exception):  # best effort; the original error is what matters
             self._app.objects.delete(key)
@@ -176,7 +196,7 @@ def _spooled(stream: BinaryIO, limit: int) -> Iterator[tuple[BinaryIO, int, str]
         while chunk := stream.read(READ_CHUNK):
             size += len(chunk)
             if size > limit:
-                raise InvalidInputError(
+                raise PayloadTooLargeError(
                     f"the file is larger than the {limit}-byte limit", limit=limit
                 )
             digest.update(chunk)

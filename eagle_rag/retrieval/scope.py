@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.errors import InvalidInputError, PermissionDeniedError
 from eagle_rag.index.filters import Filter, all_of, in_
 from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.retrieval.filters import build_metadata_filter
@@ -61,7 +61,9 @@ def resolve_scope(
     if allowed is not None:
         refused = sorted(set(kbs) - allowed)
         if refused and (request.kb_names or request.document_ids):
-            raise InvalidInputError("knowledge bases outside this key's scope", kb_names=refused)
+            raise PermissionDeniedError(
+                "knowledge bases outside this key's scope", kb_names=refused
+            )
         kbs = {name: kb for name, kb in kbs.items() if name in allowed}
 
     selected: set[str] | None = {d.id for d in documents} if documents else None

@@ -58,10 +58,14 @@ def write_dataset(folder: Path, *, header: bool) -> Path:
         {"_id": "d2", "title": "", "text": "compost heaps"},
     ]
     (folder / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus) + "\n")
-    queries = [{"_id": "q1", "text": "roof panels"}, {"_id": "q2", "text": "unjudged"}]
+    queries = [
+        {"_id": "q1", "text": "roof panels"},
+        {"_id": "q2", "text": "unjudged"},
+        {"_id": "q3", "text": "  "},
+    ]
     (folder / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries))
     lines = ["query-id\tcorpus-id\tscore"] if header else []
-    lines += ["q1\td1\t2", "q1\td2\t0", "q1\tmissing\t1"]
+    lines += ["q1\td1\t2", "q1\td2\t0", "q1\tmissing\t1", "q3\td2\t1"]
     (folder / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
     return folder
 
@@ -74,6 +78,7 @@ def test_loader_reads_qrels_with_or_without_header(tmp_path: Path, header: bool)
     assert dataset.corpus[0].body == "Solar\n\npanels on roofs"
     assert dataset.corpus[1].body == "compost heaps"
     assert dict(dataset.queries) == {"q1": "roof panels"}  # q2 has no judgement
+    assert dataset.blank_queries == 1  # q3 is judged but has no text
     assert dict(dataset.qrels["q1"]) == {"d1": 2, "d2": 0}  # unknown corpus ids dropped
 
 

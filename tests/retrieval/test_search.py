@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from eagle_rag.bootstrap import EagleApp, Repositories
-from eagle_rag.errors import InvalidInputError, NotFoundError
+from eagle_rag.errors import InvalidInputError, NotFoundError, PermissionDeniedError
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.retrieval.pack import ContextPack
@@ -115,7 +115,7 @@ async def test_allowed_kbs_narrow_and_guard_the_scope(app: EagleApp, corpus: Cor
         QueryRequest("panels tomatoes", top_k=20), allowed_kbs={"beta"}
     )
     assert {p.kb_name for p in pack.passages} == {"beta"}
-    with pytest.raises(InvalidInputError, match="outside this key's scope"):
+    with pytest.raises(PermissionDeniedError, match="outside this key's scope"):
         await app.retrieval.search(QueryRequest("x", kb_names=("alpha",)), allowed_kbs={"beta"})
 
 

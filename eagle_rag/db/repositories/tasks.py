@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from eagle_rag.db.records import TASK_STATUSES, TaskRecord, as_utc
@@ -76,6 +76,15 @@ class TaskRepository(NamespacedRepository):
                 query = query.where(TaskRow.kb_name == kb_name)
             query = query.order_by(TaskRow.created_at.desc(), TaskRow.id).limit(limit)
             return [_record(r) for r in session.scalars(query)]
+
+    def count_by_status(self) -> dict[str, int]:
+        with self._db.session() as session:
+            query = (
+                select(TaskRow.status, func.count())
+                .where(TaskRow.plugin_namespace == self.namespace)
+                .group_by(TaskRow.status)
+            )
+            return {status: int(count) for status, count in session.execute(query)}
 
     def for_document(self, document_id: str) -> builtins.list[TaskRecord]:
         with self._db.session() as session:

@@ -1,0 +1,154 @@
+"""The ASGI application: REST routes, SSE, MCP at ``/mcp``, one lifespan for all of it.
+
+``create_app`` wires without I/O; the lifespan starts the EagleApp (migrations, collections,
+plugins, in-process workers in *this* event loop) and the MCP session manager, and stops both.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+from eagle_rag import __version__
+from eagle_rag.api.errors import install_error_handlers
+from eagle_rag.api.metrics import Metrics
+from eagle_rag.api.routes import knowledge, search, system
+from eagle_rag.api.security import Gatekeeper
+from eagle_rag.bootstrap import EagleApp, build_app
+from eagle_rag.mcp.server import build_mcp, sync_tools
+from eagle_rag.settings import Settings, load_settings
+
+MULTIPART_OVERHEAD = 1024 * 1024  # form fields and boundaries around an uploaded file
+
+DESCRIPTION = """Cited evidence from your documents for AI agents.
+
+Errors are `{code, message, details?}`. With API keys configured, send
+`Authorization: Bearer <key>`. Streams (`/search/stream`, `/query/stream`, `/tasks/{id}/stream`)
+are Server-Sent Events. MCP (streamable HTTP) is served at `/mcp`.
+"""
+
+
+def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = None) -> FastAPI:
+    settings = settings or load_settings(os.environ)
+    eagle = eagle or build_app(settings)
+    gate = Gatekeeper(settings)
+    mcp = build_mcp(eagle, gate)
+    server = settings.server
+    mcp_app = mcp.http_app(
+        path="/mcp",
+        host_origin_protection=True,
+        allowed_hosts=[*server.mcp_allowed_hosts, server.host, f"{server.host}:{server.port}"],
+        allowed_origins=server.mcp_allowed_origins,
+    )
+
+    @asynccontextmanager
+    async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        await eagle.start()
+        sync_tools(mcp, eagle)
+        try:
+            async with mcp_app.lifespan(api):
+                yield
+        finally:
+            await eagle.stop()
+
+    api = FastAPI(
+        title="Eagle-RAG",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    api.state.eagle = eagle
+    api.state.gate = gate
+    api.state.metrics = metrics = Metrics()
+    install_error_handlers(api)
+    for module in (system, knowledge, search):
+        api.include_router(module.router)
+    api.middleware("http")(metrics.middleware)
+    if server.cors_origins:
+        api.add_middleware(
+            CORSMiddleware,
+            allow_origins=server.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "X-Eagle-Namespace"],
+        )
+    api.add_middleware(
+        BodyLimit,
+        json_limit=server.max_body_bytes,
+        upload_limit=settings.ingest.max_file_bytes + MULTIPART_OVERHEAD,
+    )
+    api.mount("/", mcp_app)  # after the routes: /mcp and nothing else falls through to it
+    return api
+
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class BodyLimit:
+    """Refuse request bodies over the limit with 413, by header and while reading.
+
+    Uploads (multipart) may be as large as a file may be; every other body is capped at
+    ``server.max_body_bytes``. Chunked bodies without a length are counted as they arrive.
+    """
+
+    def __init__(self, app: Callable[..., Awaitable[None]], *, json_limit: int, upload_limit: int):
+        self.app = app
+        self.json_limit = json_limit
+        self.upload_limit = upload_limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        multipart = headers.get("content-type", "").startswith("multipart/form-data")
+        limit = self.upload_limit if multipart else self.json_limit
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await _too_large(send, limit)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise _BodyTooLargeError
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _BodyTooLargeError:
+            await _too_large(send, limit)
+
+
+class _BodyTooLargeError(Exception):
+    """Raised inside the app when the counted body passes the limit."""
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    import json
+
+    body = json.dumps(
+        {"code": "payload_too_large", "message": f"the request body is larger than {limit} bytes"}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,93 @@
+"""The one table that turns the error tree into HTTP statuses, and the handlers that use it.
+
+Bodies are always ``{code, message, details?}`` (``EagleError.to_dict``); an unexpected
+exception is a 500 ``internal_error`` whose message names the exception type, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from eagle_rag.errors import (
+    AuthenticationError,
+    BackendUnavailableError,
+    ConflictError,
+    EagleError,
+    InvalidInputError,
+    ModelProviderError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    RateLimitedError,
+    UnsupportedMediaTypeError,
+    VectorStoreError,
+)
+
+logger = logging.getLogger(__name__)
+
+# Most specific first: the first class an error is an instance of decides its status.
+STATUS_TABLE: tuple[tuple[type[EagleError], int], ...] = (
+    (PayloadTooLargeError, 413),
+    (UnsupportedMediaTypeError, 415),
+    (InvalidInputError, 400),
+    (AuthenticationError, 401),
+    (PermissionDeniedError, 403),
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (RateLimitedError, 429),
+    (BackendUnavailableError, 503),
+    (ModelProviderError, 502),
+    (VectorStoreError, 502),
+)
+
+
+def status_for(error: EagleError) -> int:
+    for kind, status in STATUS_TABLE:
+        if isinstance(error, kind):
+            return status
+    return 500
+
+
+def error_response(error: EagleError) -> JSONResponse:
+    status = status_for(error)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    if status == 429:
+        headers["Retry-After"] = str(error.fields.get("retry_after", 60))
+    return JSONResponse(error.to_dict(), status_code=status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(EagleError)
+    async def eagle_error(request: Request, exc: EagleError) -> JSONResponse:
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "reason": e["msg"]}
+            for e in exc.errors()
+        ]
+        first = problems[0] if problems else {"field": "", "reason": "invalid request"}
+        message = f"{first['field'] or 'request'}: {first['reason']}"
+        body = {"code": "invalid_request", "message": message, "details": {"errors": problems}}
+        return JSONResponse(body, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse(
+            {"code": code, "message": str(exc.detail)},
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error on %s %s", request.method, request.url.path)
+        body = {"code": "internal_error", "message": f"internal error ({type(exc).__name__})"}
+        return JSONResponse(body, status_code=500)

@@ -1,0 +1,311 @@
+"""Knowledge bases, ingest, tasks and documents."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi.responses import JSONResponse, StreamingResponse
+from sse_starlette import EventSourceResponse
+
+from eagle_rag.api.deps import App, Who
+from eagle_rag.api.schemas import (
+    ERRORS,
+    DocumentOut,
+    KnowledgeBaseCreate,
+    KnowledgeBaseOut,
+    SubmissionOut,
+    TaskOut,
+    document_out,
+    kb_out,
+    task_out,
+)
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.index.filters import eq
+from eagle_rag.ingest.deletion import remove_document, remove_knowledge_base
+
+router = APIRouter(responses=ERRORS)
+TERMINAL = ("completed", "failed")
+POLL_S = 0.25
+
+
+@router.get("/knowledge_bases", tags=["knowledge bases"])
+async def list_knowledge_bases(app: App, who: Who) -> list[KnowledgeBaseOut]:
+    def load() -> list[dict[str, Any]]:
+        repos = app.repositories
+        return [
+            kb_out(kb, repos.documents.count(kb_name=kb.name))
+            for kb in repos.knowledge_bases.list()
+            if who.kb_names is None or kb.name in who.kb_names
+        ]
+
+    return [KnowledgeBaseOut(**kb) for kb in await asyncio.to_thread(load)]
+
+
+@router.post("/knowledge_bases", status_code=201, tags=["knowledge bases"])
+async def create_knowledge_base(body: KnowledgeBaseCreate, app: App, who: Who) -> KnowledgeBaseOut:
+    who.check_kb(body.kb_name)
+    if body.engine != "eagle":
+        raise InvalidInputError(f"unknown engine {body.engine!r}", field="engine")
+    kb = await asyncio.to_thread(
+        app.repositories.knowledge_bases.create,
+        body.kb_name,
+        engine=body.engine,
+        description=body.description,
+        creation_settings=body.creation_settings,
+    )
+    return KnowledgeBaseOut(**kb_out(kb, 0))
+
+
+@router.get("/knowledge_bases/{kb_name}", tags=["knowledge bases"])
+async def get_knowledge_base(kb_name: str, app: App, who: Who) -> KnowledgeBaseOut:
+    who.check_kb(kb_name)
+    kb = await asyncio.to_thread(app.repositories.knowledge_bases.get, kb_name)
+    count = await asyncio.to_thread(app.repositories.documents.count, kb_name=kb_name)
+    return KnowledgeBaseOut(**kb_out(kb, count))
+
+
+@router.delete("/knowledge_bases/{kb_name}", tags=["knowledge bases"])
+async def delete_knowledge_base(kb_name: str, app: App, who: Who) -> dict[str, Any]:
+    who.check_kb(kb_name)
+    removed = await asyncio.to_thread(remove_knowledge_base, app, kb_name)
+    return {"kb_name": kb_name, "deleted": True, "documents": removed}
+
+
+@router.post("/knowledge_bases/{kb_name}/rebuild", status_code=202, tags=["knowledge bases"])
+async def rebuild_knowledge_base(kb_name: str, app: App, who: Who) -> list[SubmissionOut]:
+    """Run every document of the KB through the pipeline again (e.g. after a model change)."""
+    who.check_kb(kb_name)
+    submissions = await asyncio.to_thread(app.ingest.rebuild, kb_name)
+    return [SubmissionOut(**s.to_dict()) for s in submissions]
+
+
+# --- ingest and tasks -------------------------------------------------------------------------
+
+
+@router.post(
+    "/ingest",
+    status_code=202,
+    tags=["ingest"],
+    responses={
+        200: {"model": SubmissionOut, "description": "The same bytes are already in the KB"}
+    },
+)
+async def ingest(
+    app: App,
+    who: Who,
+    kb_name: Annotated[str, Form()],
+    file: Annotated[UploadFile | None, File()] = None,
+    url: Annotated[str | None, Form()] = None,
+    tags: Annotated[str | None, Form(description="Comma-separated or a JSON list")] = None,
+    metadata: Annotated[str | None, Form(description="A JSON object")] = None,
+) -> JSONResponse:
+    """Upload a file (multipart ``file``) or name a ``url``; the work runs as a task."""
+    who.check_kb(kb_name)
+    if (file is None) == (url is None):
+        raise InvalidInputError("send exactly one of file or url", field="file")
+    tag_list = _tags(tags)
+    meta = _metadata(metadata)
+    if file is not None:
+        submission = await asyncio.to_thread(
+            app.ingest.submit_file,
+            kb_name=kb_name,
+            filename=file.filename or "upload",
+            stream=file.file,
+            content_type=file.content_type,
+            tags=tag_list,
+            metadata=meta,
+        )
+    else:
+        submission = await asyncio.to_thread(
+            app.ingest.submit_url, kb_name=kb_name, url=str(url), tags=tag_list, metadata=meta
+        )
+    return JSONResponse(submission.to_dict(), status_code=200 if submission.dedup_hit else 202)
+
+
+@router.get("/tasks", tags=["tasks"])
+async def list_tasks(
+    app: App,
+    who: Who,
+    kb_name: str | None = None,
+    status: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> list[TaskOut]:
+    if kb_name:
+        who.check_kb(kb_name)
+    tasks = await asyncio.to_thread(
+        app.repositories.tasks.list, status=status, kb_name=kb_name, limit=limit
+    )
+    visible = [t for t in tasks if who.kb_names is None or t.kb_name in who.kb_names]
+    return [TaskOut(**task_out(t)) for t in visible]
+
+
+@router.get("/tasks/{job_id}", tags=["tasks"])
+async def get_task(job_id: str, app: App, who: Who) -> TaskOut:
+    task = await asyncio.to_thread(app.repositories.tasks.get, job_id)
+    who.check_kb(task.kb_name)
+    return TaskOut(**task_out(task, with_log=True))
+
+
+@router.get("/tasks/{job_id}/stream", tags=["tasks"], response_class=EventSourceResponse)
+async def stream_task(job_id: str, app: App, who: Who) -> EventSourceResponse:
+    """SSE ``progress`` events whenever the task changes, then ``done`` (or ``error``)."""
+    first = await asyncio.to_thread(app.repositories.tasks.get, job_id)
+    who.check_kb(first.kb_name)
+
+    async def events() -> AsyncIterator[dict[str, str]]:
+        last = None
+        while True:
+            task = await asyncio.to_thread(app.repositories.tasks.get, job_id)
+            data = task_out(task)
+            state = (data["status"], data["phase"], data["progress"]["current"])
+            if state != last:
+                last = state
+                yield {"event": "progress", "data": json.dumps(data)}
+            if task.status in TERMINAL:
+                yield {"event": "done", "data": json.dumps(data)}
+                return
+            await asyncio.sleep(POLL_S)
+
+    return EventSourceResponse(events(), ping=15)
+
+
+@router.post("/tasks/{job_id}/retry", status_code=202, tags=["tasks"])
+async def retry_task(job_id: str, app: App, who: Who) -> SubmissionOut:
+    task = await asyncio.to_thread(app.repositories.tasks.get, job_id)
+    who.check_kb(task.kb_name)
+    submission = await asyncio.to_thread(app.ingest.retry, job_id)
+    return SubmissionOut(**submission.to_dict())
+
+
+# --- documents --------------------------------------------------------------------------------
+
+
+@router.get("/documents", tags=["documents"])
+async def list_documents(
+    app: App,
+    who: Who,
+    kb_name: str | None = None,
+    status: str | None = None,
+    tag: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> list[DocumentOut]:
+    if kb_name:
+        who.check_kb(kb_name)
+    documents = await asyncio.to_thread(
+        app.repositories.documents.list,
+        kb_name=kb_name,
+        status=status,
+        tag=tag,
+        limit=limit,
+        offset=offset,
+    )
+    visible = [d for d in documents if who.kb_names is None or d.kb_name in who.kb_names]
+    return [DocumentOut(**document_out(d)) for d in visible]
+
+
+@router.get("/documents/{document_id}", tags=["documents"])
+async def get_document(document_id: str, app: App, who: Who) -> DocumentOut:
+    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
+    who.check_kb(document.kb_name)
+    return DocumentOut(**document_out(document))
+
+
+@router.get("/documents/{document_id}/structure", tags=["documents"])
+async def get_structure(document_id: str, app: App, who: Who) -> dict[str, Any]:
+    """The Knowhere section tree: paths, levels, pages and offsets."""
+    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
+    who.check_kb(document.kb_name)
+    return {"document_id": document.id, "structure": dict(document.structure)}
+
+
+@router.get("/documents/{document_id}/chunks", tags=["documents"])
+async def get_chunks(
+    document_id: str,
+    app: App,
+    who: Who,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+) -> dict[str, Any]:
+    """The document's chunks in reading order (section summaries included, typed)."""
+    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
+    who.check_kb(document.kb_name)
+    rows = await asyncio.to_thread(
+        app.vectors.query, TEXT_COLLECTION, eq("document_id", document.id), limit=limit
+    )
+    rows.sort(key=lambda r: ((r.get("metadata") or {}).get("start_offset") or 0, r["type"]))
+    chunks = [
+        {
+            "chunk_id": r["id"],
+            "path": r["path"],
+            "level": r["level"],
+            "type": r["type"],
+            "chunk_index": r["chunk_index"],
+            "page_nums": list(r.get("page_nums") or []),
+            "text": r["text"],
+            "metadata": r.get("metadata") or {},
+        }
+        for r in rows
+    ]
+    return {"document_id": document.id, "count": len(chunks), "chunks": chunks}
+
+
+@router.get("/documents/{document_id}/file", tags=["documents"])
+async def get_file(document_id: str, app: App, who: Who) -> StreamingResponse:
+    """The original file as it was uploaded."""
+    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
+    who.check_kb(document.kb_name)
+    key = document.object_key
+    if not key:
+        raise InvalidInputError("this document has no stored original")
+    chunks = await asyncio.to_thread(lambda: list(app.objects.open(key)))
+    safe = document.filename.replace('"', "")
+    return StreamingResponse(
+        iter(chunks),
+        media_type=document.mime_type or "application/octet-stream",
+        headers={"Content-Disposition": f"attachment; filename*=UTF-8''{_quote(safe)}"},
+    )
+
+
+@router.delete("/documents/{document_id}", tags=["documents"])
+async def delete_document(document_id: str, app: App, who: Who) -> dict[str, Any]:
+    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
+    who.check_kb(document.kb_name)
+    await asyncio.to_thread(remove_document, app, document_id)
+    return {"document_id": document_id, "deleted": True}
+
+
+def _tags(raw: str | None) -> list[str]:
+    if not raw:
+        return []
+    if raw.lstrip().startswith("["):
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"tags is not a JSON list: {exc.msg}", field="tags") from exc
+        if not isinstance(parsed, list) or not all(isinstance(t, str) for t in parsed):
+            raise InvalidInputError("tags must be a list of strings", field="tags")
+        return parsed
+    return [t.strip() for t in raw.split(",") if t.strip()]
+
+
+def _metadata(raw: str | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"metadata is not JSON: {exc.msg}", field="metadata") from exc
+    if not isinstance(parsed, dict):
+        raise InvalidInputError("metadata must be a JSON object", field="metadata")
+    return parsed
+
+
+def _quote(name: str) -> str:
+    from urllib.parse import quote
+
+    return quote(name, safe="")

@@ -1,0 +1,173 @@
+"""Search, answers (each with an SSE variant) and sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter
+from sse_starlette import EventSourceResponse
+
+from eagle_rag.api.deps import App, Who
+from eagle_rag.api.schemas import ERRORS, QueryBody, SearchBody
+from eagle_rag.api.security import Caller
+from eagle_rag.bootstrap import EagleApp
+from eagle_rag.errors import EagleError
+from eagle_rag.generation.attachments import read_attachment
+from eagle_rag.generation.engine import AnswerRequest
+from eagle_rag.plugins.payloads import QueryRequest
+from eagle_rag.retrieval.wire import search_response
+
+router = APIRouter(responses=ERRORS)
+
+
+def _query_request(body: SearchBody) -> QueryRequest:
+    return QueryRequest(
+        body.query,
+        kb_names=body.scope(),
+        document_ids=tuple(body.document_ids),
+        tags=tuple(body.tags),
+        filters=body.filters,
+        top_k=body.top_k,
+        mode=body.mode,
+        with_images=body.with_images,
+        rerank=body.rerank,
+        expand_parents=body.expand_parents,
+        token_budget=body.token_budget,
+    )
+
+
+def _allowed(who: Caller) -> frozenset[str] | None:
+    return who.kb_names
+
+
+@router.post("/search", tags=["search"])
+async def search(body: SearchBody, app: App, who: Who) -> dict[str, Any]:
+    """Ranked evidence: ``{sources: {text, image}, route, steps}``."""
+    who.check_kbs(body.scope())
+    pack = await app.retrieval.search(_query_request(body), allowed_kbs=_allowed(who))
+    return search_response(pack)
+
+
+@router.post("/search/stream", tags=["search"], response_class=EventSourceResponse)
+async def search_stream(body: SearchBody, app: App, who: Who) -> EventSourceResponse:
+    """SSE: one ``step`` per stage, then ``sources`` and ``done`` (or ``error``)."""
+    who.check_kbs(body.scope())
+
+    async def events() -> AsyncIterator[dict[str, str]]:
+        try:
+            pack = await app.retrieval.search(_query_request(body), allowed_kbs=_allowed(who))
+        except EagleError as exc:
+            yield _event("error", {"code": exc.code, "message": exc.message})
+            return
+        result = search_response(pack)
+        for step in result["steps"]:
+            yield _event("step", step)
+        yield _event("sources", result["sources"])
+        yield _event("done", result)
+
+    return EventSourceResponse(events(), ping=15)
+
+
+async def _answer_request(app: EagleApp, body: QueryBody) -> AnswerRequest:
+    attachments = [
+        await asyncio.to_thread(
+            read_attachment, app, a.name, text=a.text, content_base64=a.content_base64
+        )
+        for a in body.attachments
+    ]
+    return AnswerRequest(
+        body.query,
+        kb_names=body.scope(),
+        document_ids=tuple(body.document_ids),
+        tags=tuple(body.tags),
+        filters=body.filters,
+        mode=body.mode,
+        top_k=body.top_k,
+        top_n=body.top_n,
+        language=body.language,
+        session_id=body.session_id,
+        attachments=tuple(attachments),
+        with_images=body.with_images,
+    )
+
+
+@router.post("/query", tags=["answers"])
+async def query(body: QueryBody, app: App, who: Who) -> dict[str, Any]:
+    """A grounded answer with ``[n]`` citations: ``{session_id, answer, sources, route, steps}``.
+
+    A failure after the request was accepted (the model is down) is returned in ``error`` with
+    whatever was known, never as a 5xx.
+    """
+    who.check_kbs(body.scope())
+    request = await _answer_request(app, body)
+    await asyncio.to_thread(app.answers.validate, request)  # caller mistakes: a 4xx, not a body
+    return await app.answers.answer(request, allowed_kbs=_allowed(who))
+
+
+@router.post("/query/stream", tags=["answers"], response_class=EventSourceResponse)
+async def query_stream(body: QueryBody, app: App, who: Who) -> EventSourceResponse:
+    """SSE: ``session``, ``step``*, ``sources``, ``token``*, ``done`` — or ``error``."""
+    who.check_kbs(body.scope())
+    request = await _answer_request(app, body)
+    await asyncio.to_thread(app.answers.validate, request)
+
+    async def events() -> AsyncIterator[dict[str, str]]:
+        async for name, data in app.answers.stream(request, allowed_kbs=_allowed(who)):
+            yield _event(name, data)
+
+    return EventSourceResponse(events(), ping=15)
+
+
+# --- sessions ----------------------------------------------------------------------------------
+
+
+@router.get("/sessions", tags=["sessions"])
+async def list_sessions(app: App, who: Who) -> list[dict[str, Any]]:
+    sessions = await asyncio.to_thread(app.repositories.sessions.list)
+    return [
+        {
+            "session_id": s.id,
+            "title": s.title,
+            "kb_names": list(s.kb_names),
+            "created_at": s.created_at.isoformat(),
+            "updated_at": s.updated_at.isoformat(),
+        }
+        for s in sessions
+        if who.kb_names is None or set(s.kb_names) <= who.kb_names
+    ]
+
+
+@router.get("/sessions/{session_id}/messages", tags=["sessions"])
+async def session_messages(session_id: str, app: App, who: Who) -> dict[str, Any]:
+    session = await asyncio.to_thread(app.repositories.sessions.get, session_id)
+    who.check_kbs(session.kb_names)
+    messages = await asyncio.to_thread(app.repositories.sessions.messages, session_id)
+    return {
+        "session_id": session_id,
+        "messages": [
+            {
+                "seq": m.seq,
+                "role": m.role,
+                "content": m.content,
+                "sources": dict(m.sources),
+                "steps": list(m.steps),
+                "created_at": m.created_at.isoformat(),
+            }
+            for m in messages
+        ],
+    }
+
+
+@router.delete("/sessions/{session_id}", tags=["sessions"])
+async def delete_session(session_id: str, app: App, who: Who) -> dict[str, Any]:
+    session = await asyncio.to_thread(app.repositories.sessions.get, session_id)
+    who.check_kbs(session.kb_names)
+    await asyncio.to_thread(app.repositories.sessions.delete, session_id)
+    return {"session_id": session_id, "deleted": True}
+
+
+def _event(name: str, data: Any) -> dict[str, str]:
+    return {"event": name, "data": json.dumps(data, ensure_ascii=False)}

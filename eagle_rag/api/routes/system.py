@@ -1,0 +1,59 @@
+"""Health, plugin health, metrics, and the parser catalog."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from eagle_rag import __version__
+from eagle_rag.api.deps import App, Who
+from eagle_rag.probes import overall_status, probe_running
+
+router = APIRouter()
+
+
+@router.get("/health", tags=["system"])
+async def health(app: App) -> JSONResponse:
+    """Liveness plus every backend: ``ok``, ``degraded`` (a non-critical one is down) or
+    ``down`` (the metadata database or Milvus does not answer; HTTP 503)."""
+    results = await asyncio.to_thread(probe_running, app)
+    status = overall_status(results)
+    body = {
+        "status": status,
+        "version": __version__,
+        "namespace": app.settings.plugins.default_namespace,
+        "checks": {r.name: r.to_dict() for r in results},
+    }
+    return JSONResponse(body, status_code=503 if status == "down" else 200)
+
+
+@router.get("/health/plugins", tags=["system"])
+async def health_plugins(app: App, who: Who) -> dict[str, Any]:
+    """Plugins, manifests, hooks and their subscribers, collections, recent audit decisions."""
+    payload = app.plugins.health_payload()
+    payload["collections"] = await asyncio.to_thread(app.vectors.collections)
+    return payload
+
+
+@router.get("/metrics", tags=["system"], response_class=Response)
+async def metrics(request: Request, app: App, who: Who) -> Response:
+    """Prometheus text format."""
+    return await asyncio.to_thread(request.app.state.metrics.render, app)
+
+
+@router.get("/parsers", tags=["system"])
+async def parsers(app: App, who: Who) -> list[dict[str, Any]]:
+    """Registered Parser components and the MIME types each declares."""
+    return [
+        {
+            "name": registered.name,
+            "owner": registered.owner,
+            "supported_mime_types": sorted(
+                getattr(registered.component, "supported_mime_types", ())
+            ),
+        }
+        for registered in app.registries.parsers
+    ]

@@ -1,0 +1,182 @@
+"""Request and response models: the wire contract, with examples for the OpenAPI document."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord, TaskRecord
+
+KB_NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class KnowledgeBaseCreate(_Body):
+    kb_name: str = Field(pattern=KB_NAME, examples=["handbook"])
+    engine: str = Field(default="eagle", max_length=64)
+    description: str = Field(default="", max_length=2000)
+    creation_settings: dict[str, Any] = Field(
+        default_factory=dict, examples=[{"chunk_size": 400, "chunk_overlap": 40}]
+    )
+
+
+class KnowledgeBaseOut(BaseModel):
+    kb_name: str
+    engine: str
+    description: str
+    creation_settings: dict[str, Any]
+    collections_used: list[str]
+    documents: int
+    created_at: str
+
+
+class SubmissionOut(BaseModel):
+    job_id: str
+    document_id: str
+    status: str = Field(examples=["queued"])
+    dedup_hit: bool
+
+
+class Progress(BaseModel):
+    current: int
+    total: int
+
+
+class TaskOut(BaseModel):
+    job_id: str
+    document_id: str
+    kb_name: str
+    status: Literal["queued", "processing", "completed", "failed"]
+    phase: str
+    progress: Progress
+    error: str | None = None
+    attempts: int
+    log: list[str] = Field(default_factory=list)
+    created_at: str
+    updated_at: str
+
+
+class DocumentOut(BaseModel):
+    document_id: str
+    kb_name: str
+    filename: str
+    mime_type: str
+    size: int
+    sha256: str
+    status: str
+    pages: int | None = None
+    chunk_count: int
+    collections_used: list[str]
+    tags: list[str]
+    metadata: dict[str, Any]
+    source_url: str | None = None
+    error: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class SearchBody(_Body):
+    query: str = Field(min_length=1, max_length=4000, examples=["How is the inverter wired?"])
+    kb_name: str | None = Field(default=None, pattern=KB_NAME)
+    kb_names: list[str] = Field(default_factory=list, max_length=100)
+    document_ids: list[str] = Field(default_factory=list, max_length=1000)
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    filters: dict[str, Any] = Field(default_factory=dict, examples=[{"year": {"gte": 2021}}])
+    top_k: int = Field(default=5, ge=1, le=100)
+    mode: Literal["dense", "sparse", "hybrid"] = "hybrid"
+    rerank: bool | None = None
+    expand_parents: bool | None = None
+    token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
+    with_images: bool = False
+
+    def scope(self) -> tuple[str, ...]:
+        names = [*([self.kb_name] if self.kb_name else []), *self.kb_names]
+        return tuple(dict.fromkeys(names))
+
+
+class AttachmentIn(_Body):
+    name: str = Field(min_length=1, max_length=255)
+    text: str | None = Field(default=None, description="Plain text of the attachment.")
+    content_base64: str | None = Field(
+        default=None, description="A file (PDF, DOCX, ...) to parse, base64-encoded."
+    )
+
+
+class QueryBody(SearchBody):
+    top_k: int = Field(default=10, ge=1, le=100)
+    session_id: str | None = Field(default=None, max_length=64)
+    language: Literal["zh", "en"] | None = None
+    top_n: int | None = Field(default=None, ge=1, le=20)
+    attachments: list[AttachmentIn] = Field(default_factory=list, max_length=10)
+
+
+class ErrorOut(BaseModel):
+    code: str = Field(examples=["not_found"])
+    message: str
+    details: dict[str, Any] | None = None
+
+
+def kb_out(kb: KnowledgeBaseRecord, documents: int) -> dict[str, Any]:
+    return {
+        "kb_name": kb.name,
+        "engine": kb.engine,
+        "description": kb.description,
+        "creation_settings": dict(kb.creation_settings),
+        "collections_used": list(kb.collections_used),
+        "documents": documents,
+        "created_at": kb.created_at.isoformat(),
+    }
+
+
+def task_out(task: TaskRecord, *, with_log: bool = False) -> dict[str, Any]:
+    return {
+        "job_id": task.id,
+        "document_id": task.document_id,
+        "kb_name": task.kb_name,
+        "status": task.status,
+        "phase": task.phase,
+        "progress": {"current": task.progress_current, "total": task.progress_total},
+        "error": task.error,
+        "attempts": task.attempts,
+        "log": list(task.log) if with_log else [],
+        "created_at": task.created_at.isoformat(),
+        "updated_at": task.updated_at.isoformat(),
+    }
+
+
+def document_out(document: DocumentRecord) -> dict[str, Any]:
+    return {
+        "document_id": document.id,
+        "kb_name": document.kb_name,
+        "filename": document.filename,
+        "mime_type": document.mime_type,
+        "size": document.size,
+        "sha256": document.sha256,
+        "status": document.status,
+        "pages": document.pages,
+        "chunk_count": document.chunk_count,
+        "collections_used": list(document.collections_used),
+        "tags": list(document.tags),
+        "metadata": dict(document.extra),
+        "source_url": document.source_url,
+        "error": document.error,
+        "created_at": document.created_at.isoformat() if document.created_at else None,
+        "updated_at": document.updated_at.isoformat() if document.updated_at else None,
+    }
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorOut, "description": description}
+    for status, description in (
+        (400, "Invalid input"),
+        (401, "Missing or unknown API key"),
+        (403, "Not allowed for this key or namespace"),
+        (404, "Not found in this namespace"),
+        (429, "Rate limited"),
+        (503, "A backend is unavailable"),
+    )
+}

@@ -1,0 +1,146 @@
+"""``eagle-rag serve`` (API, MCP and workers in one process), ``eagle-rag mcp`` (stdio) and
+``eagle-rag ask`` (a streamed answer, from a running server or the embedded store)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.console import Console
+
+from eagle_rag.cli.common import app, fail, running_app, settings_from_env
+from eagle_rag.errors import EagleError
+from eagle_rag.generation.engine import AnswerRequest
+from eagle_rag.settings import Settings
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (default: server.host).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: server.port).")] = None,
+) -> None:
+    """Run the REST API, SSE, MCP at /mcp and the ingest workers (embedded default)."""
+    import uvicorn
+
+    from eagle_rag.api.app import create_app
+
+    settings = settings_from_env()
+    try:
+        api = create_app(settings)
+    except EagleError as exc:
+        fail(exc)
+    bind_host = host or settings.server.host
+    bind_port = port or settings.server.port
+    Console(stderr=True).print(
+        f"Eagle-RAG on http://{bind_host}:{bind_port}  (docs /docs, MCP /mcp, data "
+        f"{settings.data_dir})"
+    )
+    uvicorn.run(api, host=bind_host, port=bind_port, log_level="info")
+
+
+@app.command()
+def mcp() -> None:
+    """Serve Core's MCP tools over stdio (for agents that launch Eagle-RAG themselves)."""
+    from eagle_rag.api.security import Gatekeeper
+    from eagle_rag.mcp.server import build_mcp
+
+    logging.basicConfig(level=logging.WARNING)  # stdout belongs to the protocol
+
+    async def run() -> None:
+        async with running_app(workers=True) as application:
+            server = build_mcp(application, Gatekeeper(application.settings))
+            await server.run_stdio_async(show_banner=False)
+
+    asyncio.run(run())
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    kb: Annotated[list[str] | None, typer.Option("--kb", help="Knowledge base (repeat).")] = None,
+    session: Annotated[str | None, typer.Option(help="Continue a session.")] = None,
+    top_n: Annotated[int | None, typer.Option("--top-n", help="Sources the model sees.")] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(help="Eagle-RAG URL (default: server.host:port if it answers)."),
+    ] = None,
+) -> None:
+    """Print a streamed, cited answer and its sources."""
+    settings = settings_from_env()
+    url = server or _running_server(settings)
+    console = Console()
+    body: dict[str, Any] = {"query": question, "kb_names": kb or []}
+    if session:
+        body["session_id"] = session
+    if top_n:
+        body["top_n"] = top_n
+    events = _remote_events(url, body, settings) if url else _local_events(body)
+    done: dict[str, Any] | None = None
+    for name, data in events:
+        if name == "token":
+            console.print(data["delta"], end="", markup=False, highlight=False)
+        elif name == "error":
+            console.print()
+            fail(f"{data.get('code')}: {data.get('message')}", code=1)
+        elif name == "done":
+            done = data
+    console.print()
+    if done is None:
+        fail("the answer stream ended without a result", code=1)
+    for source in done["sources"]["text"]:
+        pages = ",".join(map(str, source["page_nums"])) or "-"
+        console.print(
+            f"[bold][{source['index']}][/bold] {source['path']}  "
+            f"[dim]{source['filename']} · pages {pages} · {source['kb_name']}[/dim]"
+        )
+    for warning in done.get("warnings", []):
+        console.print(f"[yellow]warning[/yellow] {warning}")
+    console.print(f"[dim]session {done['session_id']}[/dim]")
+
+
+def _running_server(settings: Settings) -> str | None:
+    url = f"http://{settings.server.host}:{settings.server.port}"
+    try:
+        httpx.get(url + "/health", timeout=0.5)
+    except httpx.HTTPError:
+        return None
+    return url
+
+
+def _remote_events(url: str, body: dict[str, Any], settings: Settings) -> Any:
+    headers = {}
+    if settings.server.api_keys:
+        headers["Authorization"] = f"Bearer {settings.server.api_keys[0].key.get_secret_value()}"
+    with httpx.stream(
+        "POST", url + "/query/stream", json=body, headers=headers, timeout=120
+    ) as response:
+        if response.status_code >= 400:
+            response.read()
+            error = response.json()
+            yield "error", error
+            return
+        name = "message"
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                yield name, json.loads(line[5:].strip())
+
+
+def _local_events(body: dict[str, Any]) -> Any:
+    request = AnswerRequest(
+        body["query"],
+        kb_names=tuple(body["kb_names"]),
+        session_id=body.get("session_id"),
+        top_n=body.get("top_n"),
+    )
+
+    async def collect() -> list[tuple[str, dict[str, Any]]]:
+        async with running_app() as application:
+            return [event async for event in application.answers.stream(request)]
+
+    return asyncio.run(collect())

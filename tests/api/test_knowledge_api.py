@@ -1,0 +1,186 @@
+"""Knowledge bases, ingest, tasks and documents through a real server."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.api.server import RunningServer, sse_events, wait_for_task
+from tests.ingest import documents as docs
+from tests.retrieval.conftest import GARDEN, SOLAR
+
+
+@pytest.fixture(scope="module")
+def client(server: RunningServer) -> httpx.Client:
+    return server.client()
+
+
+@pytest.fixture(scope="module")
+def solar(client: httpx.Client) -> dict[str, str]:
+    assert client.post("/knowledge_bases", json={"kb_name": "energy"}).status_code == 201
+    answer = client.post(
+        "/ingest",
+        data={"kb_name": "energy", "tags": "guide,solar", "metadata": json.dumps({"year": 2021})},
+        files={"file": ("solar.md", SOLAR.encode(), "text/markdown")},
+    )
+    assert answer.status_code == 202, answer.text
+    submission = answer.json()
+    assert wait_for_task(client, submission["job_id"])["status"] == "completed"
+    return submission
+
+
+def test_knowledge_base_lifecycle(client: httpx.Client) -> None:
+    created = client.post(
+        "/knowledge_bases",
+        json={"kb_name": "scratch", "description": "tmp", "creation_settings": {"chunk_size": 64}},
+    )
+    assert created.status_code == 201
+    assert created.json()["creation_settings"] == {"chunk_size": 64}
+    assert client.post("/knowledge_bases", json={"kb_name": "scratch"}).status_code == 409
+    assert "scratch" in [kb["kb_name"] for kb in client.get("/knowledge_bases").json()]
+    assert client.get("/knowledge_bases/scratch").json()["documents"] == 0
+    assert client.delete("/knowledge_bases/scratch").json()["deleted"] is True
+    missing = client.get("/knowledge_bases/scratch")
+    assert missing.status_code == 404 and missing.json()["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"kb_name": "Bad Name"},
+        {"kb_name": "../etc"},
+        {"kb_name": "x" * 80},
+        {"kb_name": "ok", "unknown": 1},
+        {},
+    ],
+)
+def test_bad_knowledge_base_bodies_are_422(client: httpx.Client, body: dict[str, object]) -> None:
+    answer = client.post("/knowledge_bases", json=body)
+    assert answer.status_code == 422
+    assert answer.json()["code"] == "invalid_request"
+
+
+def test_ingest_then_documents(client: httpx.Client, solar: dict[str, str]) -> None:
+    document_id = solar["document_id"]
+    document = client.get(f"/documents/{document_id}").json()
+    assert document["status"] == "completed" and document["filename"] == "solar.md"
+    assert document["tags"] == ["guide", "solar"] and document["metadata"] == {"year": 2021}
+    assert document["chunk_count"] > 3
+    listed = client.get("/documents", params={"kb_name": "energy"}).json()
+    assert [d["document_id"] for d in listed] == [document_id]
+    structure = client.get(f"/documents/{document_id}/structure").json()["structure"]
+    assert "Solar Guide/Installation/Wiring" in json.dumps(structure)
+    chunks = client.get(f"/documents/{document_id}/chunks").json()
+    assert chunks["count"] == document["chunk_count"]
+    assert any(c["path"] == "Solar Guide/Installation/Wiring" for c in chunks["chunks"])
+    original = client.get(f"/documents/{document_id}/file")
+    assert original.content == SOLAR.encode()
+    assert "solar.md" in original.headers["content-disposition"]
+
+
+def test_same_bytes_again_is_a_dedup_hit(client: httpx.Client, solar: dict[str, str]) -> None:
+    again = client.post(
+        "/ingest",
+        data={"kb_name": "energy"},
+        files={"file": ("copy.md", SOLAR.encode(), "text/markdown")},
+    )
+    assert again.status_code == 200
+    assert again.json()["dedup_hit"] is True
+    assert again.json()["document_id"] == solar["document_id"]
+
+
+@pytest.mark.parametrize(
+    ("files", "data", "status", "code"),
+    [
+        (
+            {"file": ("a.png", b"\x89PNG\r\n\x1a\n" + b"0" * 64, "image/png")},
+            {},
+            415,
+            "unsupported_media_type",
+        ),
+        ({"file": ("big.txt", b"a " * 150_000, "text/plain")}, {}, 413, "payload_too_large"),
+        ({"file": ("x.pdf", docs.encrypted_pdf_bytes(), "application/pdf")}, {}, 202, None),
+        ({"file": ("e.txt", b"", "text/plain")}, {}, 400, "invalid_input"),
+        ({}, {"url": "http://127.0.0.1:1/secret"}, 400, "invalid_input"),
+        ({}, {"url": "file:///etc/passwd"}, 400, "invalid_input"),
+        ({"file": ("a.txt", b"hello", "text/plain")}, {"url": "http://example.com"}, 400, None),
+        ({"file": ("a.txt", b"hi there", "text/plain")}, {"metadata": "{not json"}, 400, None),
+        ({"file": ("a.txt", b"hi there", "text/plain")}, {"kb_name": "nope"}, 404, "not_found"),
+    ],
+)
+def test_bad_uploads_are_refused_clearly(
+    client: httpx.Client,
+    solar: dict[str, str],
+    files: dict[str, tuple[str, bytes, str]],
+    data: dict[str, str],
+    status: int,
+    code: str | None,
+) -> None:
+    answer = client.post("/ingest", data={"kb_name": "energy", **data}, files=files or None)
+    assert answer.status_code == status, answer.text
+    if code:
+        assert answer.json()["code"] == code
+    if status == 202:  # accepted, then failed with a readable reason; retry is possible
+        task = wait_for_task(client, answer.json()["job_id"])
+        assert task["status"] == "failed" and "encrypted" in task["error"]
+        retried = client.post(f"/tasks/{task['job_id']}/retry")
+        assert retried.status_code == 202
+        assert wait_for_task(client, task["job_id"])["attempts"] == 2
+
+
+def test_task_stream_reports_progress_until_done(
+    server: RunningServer, client: httpx.Client, solar: dict[str, str]
+) -> None:
+    submission = client.post(
+        "/ingest",
+        data={"kb_name": "energy"},
+        files={"file": ("garden.md", GARDEN.encode(), "text/markdown")},
+    ).json()
+    with client.stream("GET", f"/tasks/{submission['job_id']}/stream") as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = list(sse_events(response))
+    names = [name for name, _ in events]
+    assert names[0] == "progress" and names[-1] == "done"
+    final = json.loads(events[-1][1])
+    assert final["status"] == "completed" and final["progress"]["current"] > 0
+    assert client.post(f"/tasks/{submission['job_id']}/retry").status_code == 400
+
+
+def test_delete_document_then_it_is_gone_everywhere(client: httpx.Client) -> None:
+    client.post("/knowledge_bases", json={"kb_name": "gone"})
+    submission = client.post(
+        "/ingest",
+        data={"kb_name": "gone"},
+        files={"file": ("kiwi.md", b"# Kiwi\n\nKiwi orchard notes.", "text/markdown")},
+    ).json()
+    wait_for_task(client, submission["job_id"])
+    found = client.post("/search", json={"query": "kiwi orchard", "kb_name": "gone"}).json()
+    assert found["sources"]["text"]
+    assert client.delete(f"/documents/{submission['document_id']}").json()["deleted"]
+    assert client.get(f"/documents/{submission['document_id']}").status_code == 404
+    again = client.post("/search", json={"query": "kiwi orchard", "kb_name": "gone"}).json()
+    assert again["sources"]["text"] == []
+
+
+def test_rebuild_runs_every_document_again(client: httpx.Client, solar: dict[str, str]) -> None:
+    before = client.get(f"/documents/{solar['document_id']}").json()["chunk_count"]
+    jobs = client.post("/knowledge_bases/energy/rebuild")
+    assert jobs.status_code == 202
+    for job in jobs.json():
+        wait_for_task(client, job["job_id"])
+    after = client.get(f"/documents/{solar['document_id']}").json()
+    assert after["status"] == "completed" and after["chunk_count"] == before
+
+
+def test_unknown_ids_are_404(client: httpx.Client) -> None:
+    for path in (
+        "/documents/nope",
+        "/tasks/nope",
+        "/documents/nope/chunks",
+        "/sessions/x/messages",
+    ):
+        answer = client.get(path)
+        assert answer.status_code == 404 and answer.json()["code"] == "not_found"
+    assert client.get("/no/such/route").status_code == 404

@@ -1,0 +1,156 @@
+"""MCP with the fastmcp Client: over streamable HTTP at /mcp, and over stdio (`eagle-rag mcp`)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+from fastmcp.exceptions import ToolError
+
+from tests.api.server import RunningServer, running_server
+from tests.ingest.documents import pdf_bytes
+from tests.retrieval.conftest import SOLAR
+
+CORE_TOOLS = {
+    "core_ingest",
+    "core_query",
+    "core_retrieve_text",
+    "core_retrieve_visual",
+    "core_list_knowledge_bases",
+    "core_get_document",
+}
+
+
+def http_client(server: RunningServer, key: str | None = None) -> Client[Any]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return Client(StreamableHttpTransport(server.url + "/mcp", headers=headers))
+
+
+async def wait_completed(client: Client[Any], document_id: str) -> dict[str, Any]:
+    for _ in range(200):
+        document: dict[str, Any] = (
+            await client.call_tool("core_get_document", {"document_id": document_id})
+        ).data
+        if document["status"] in ("completed", "failed"):
+            return document
+        await asyncio.sleep(0.1)
+    raise TimeoutError(document_id)
+
+
+async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> None:
+    server.client().post("/knowledge_bases", json={"kb_name": "mcp"})
+    async with http_client(server) as client:
+        assert {t.name for t in await client.list_tools()} == CORE_TOOLS
+        job = (
+            await client.call_tool(
+                "core_ingest", {"kb_name": "mcp", "filename": "solar.md", "text": SOLAR}
+            )
+        ).data
+        pdf = (
+            await client.call_tool(
+                "core_ingest",
+                {
+                    "kb_name": "mcp",
+                    "filename": "report.pdf",
+                    "content_base64": base64.b64encode(pdf_bytes()).decode(),
+                },
+            )
+        ).data
+        assert (await wait_completed(client, job["document_id"]))["status"] == "completed"
+        document = await wait_completed(client, pdf["document_id"])
+        assert document["pages"] == 3 and document["structure"]
+
+        found = (
+            await client.call_tool(
+                "core_retrieve_text", {"query": "inverter copper", "kb_names": ["mcp"]}
+            )
+        ).data
+        assert found["sources"][0]["path"] == "Solar Guide/Installation/Wiring"
+        answer = (
+            await client.call_tool(
+                "core_query", {"question": "how do I connect the inverter", "kb_names": ["mcp"]}
+            )
+        ).data
+        assert "[1]" in answer["answer"] and answer["sources"]["text"]
+        listed = (await client.call_tool("core_list_knowledge_bases", {})).data
+        assert {"kb_name": "mcp", "description": "", "documents": 2} in listed
+        visual = (await client.call_tool("core_retrieve_visual", {"query": "chart"})).data
+        assert visual == {"sources": []}
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("core_retrieve_text", {"query": "x", "kb_names": ["nope"]}, "not found"),
+        ("core_retrieve_text", {"query": "x", "top_k": 500}, "top_k must be"),
+        ("core_ingest", {"kb_name": "mcp", "url": "file:///etc/passwd"}, "http"),
+        ("core_ingest", {"kb_name": "mcp", "url": "http://127.0.0.1:22/"}, "refusing to fetch"),
+        ("core_ingest", {"kb_name": "mcp"}, "exactly one"),
+        ("core_ingest", {"kb_name": "mcp", "content_base64": "%%"}, "base64"),
+        ("core_get_document", {"document_id": "nope"}, "not found"),
+    ],
+)
+async def test_http_tool_errors_are_clear(
+    server: RunningServer, tool: str, arguments: dict[str, Any], message: str
+) -> None:
+    server.client().post("/knowledge_bases", json={"kb_name": "mcp"})
+    async with http_client(server) as client:
+        with pytest.raises(ToolError, match=message):
+            await client.call_tool(tool, arguments)
+
+
+async def test_http_tools_need_a_key_when_keys_are_set(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    with running_server(
+        tmp_path_factory.mktemp("mcp-keys"),
+        server={"api_keys": [{"name": "a", "key": "k-1", "kb_names": ["alpha"]}]},
+    ) as running:
+        running.client(Authorization="Bearer k-1").post(
+            "/knowledge_bases", json={"kb_name": "alpha"}
+        )
+        async with http_client(running) as anonymous:
+            with pytest.raises(ToolError, match="API key is required"):
+                await anonymous.call_tool("core_list_knowledge_bases", {})
+        async with http_client(running, "k-1") as client:
+            listed = (await client.call_tool("core_list_knowledge_bases", {})).data
+            assert [kb["kb_name"] for kb in listed] == ["alpha"]
+            with pytest.raises(ToolError, match="may not use knowledge base 'beta'"):
+                await client.call_tool("core_retrieve_text", {"query": "x", "kb_names": ["beta"]})
+
+
+async def test_stdio_server(tmp_path: Path) -> None:
+    command = shutil.which("eagle-rag", path=str(Path(sys.executable).parent))
+    assert command is not None
+    env = {
+        **os.environ,
+        "EAGLE_DATA_DIR": str(tmp_path / "data"),
+        "EAGLE_ENCODER_MODE": "deterministic",
+        "EAGLE_RAG_INGEST__CHUNK_SIZE": "48",
+        "EAGLE_RAG_INGEST__CHUNK_OVERLAP": "4",
+    }
+    # Milvus Lite admits one process per data dir (and keeps the lock until that process
+    # exits), so the KB is prepared by the CLI in its own process first.
+    source = tmp_path / "solar.md"
+    source.write_text(SOLAR)
+    for arguments in (["kb", "create", "notes"], ["ingest", str(source), "--kb", "notes"]):
+        process = await asyncio.create_subprocess_exec(
+            command, *arguments, env=env, stdout=asyncio.subprocess.DEVNULL
+        )
+        assert await process.wait() == 0
+    async with Client(StdioTransport(command, ["mcp"], env=env)) as client:
+        assert {t.name for t in await client.list_tools()} == CORE_TOOLS
+        found = (
+            await client.call_tool(
+                "core_retrieve_text", {"query": "inverter", "kb_names": ["notes"]}
+            )
+        ).data
+        assert found["sources"][0]["path"] == "Solar Guide/Installation/Wiring"

@@ -1,0 +1,109 @@
+"""API keys, per-key KB scope, rate limits, CORS and the MCP Origin/Host guard."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.api.server import RunningServer, running_server
+
+ADMIN, SCOPED, LIMITED = "admin-key-123", "scoped-key-456", "limited-key-789"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    keys = [
+        {"name": "admin", "key": ADMIN},
+        {"name": "agent", "key": SCOPED, "kb_names": ["alpha"]},
+    ]
+    with running_server(
+        tmp_path_factory.mktemp("secured"),
+        server={
+            "api_keys": keys,
+            "cors_origins": ["https://app.example.com"],
+            "rate_limit_per_minute": 0,
+        },
+    ) as running:
+        admin = running.client(Authorization=f"Bearer {ADMIN}")
+        for kb in ("alpha", "beta"):
+            assert admin.post("/knowledge_bases", json={"kb_name": kb}).status_code == 201
+        yield running
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic YWRtaW4=", "Bearer", "token abc"])
+def test_missing_or_unknown_keys_are_401(secured: RunningServer, header: str | None) -> None:
+    headers = {"Authorization": header} if header else {}
+    answer = secured.client(**headers).post("/search", json={"query": "x"})
+    assert answer.status_code == 401
+    assert answer.json()["code"] == "unauthorized"
+    assert answer.headers["www-authenticate"] == "Bearer"
+
+
+def test_health_stays_open_for_probes(secured: RunningServer) -> None:
+    assert secured.client().get("/health").status_code == 200
+
+
+def test_a_scoped_key_sees_only_its_kbs(secured: RunningServer) -> None:
+    agent = secured.client(Authorization=f"Bearer {SCOPED}")
+    assert [kb["kb_name"] for kb in agent.get("/knowledge_bases").json()] == ["alpha"]
+    assert agent.post("/search", json={"query": "x", "kb_name": "alpha"}).status_code == 200
+    refused = agent.post("/search", json={"query": "x", "kb_name": "beta"})
+    assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
+    upload = agent.post(
+        "/ingest", data={"kb_name": "beta"}, files={"file": ("a.txt", b"hello", "text/plain")}
+    )
+    assert upload.status_code == 403
+    assert agent.delete("/knowledge_bases/beta").status_code == 403
+    # With no KB named, the search runs over the key's KBs only.
+    assert agent.post("/search", json={"query": "x"}).json()["kb_names"] == ["alpha"]
+
+
+def test_cors_is_explicit(secured: RunningServer) -> None:
+    preflight = {
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization,content-type",
+    }
+    allowed = secured.client(Origin="https://app.example.com", **preflight).options("/search")
+    assert allowed.headers.get("access-control-allow-origin") == "https://app.example.com"
+    other = secured.client(Origin="https://evil.example", **preflight).options("/search")
+    assert "access-control-allow-origin" not in other.headers
+
+
+def test_rate_limit_answers_429_with_retry_after(tmp_path_factory: pytest.TempPathFactory) -> None:
+    with running_server(
+        tmp_path_factory.mktemp("limited"),
+        server={"api_keys": [{"name": "l", "key": LIMITED}], "rate_limit_per_minute": 3},
+    ) as running:
+        client = running.client(Authorization=f"Bearer {LIMITED}")
+        statuses = [client.get("/knowledge_bases").status_code for _ in range(5)]
+        assert statuses[:3] == [200, 200, 200] and statuses[3:] == [429, 429]
+        limited = client.get("/knowledge_bases")
+        assert limited.json()["code"] == "rate_limited"
+        assert int(limited.headers["retry-after"]) >= 1
+
+
+def mcp_initialize(client: httpx.Client, **headers: str) -> httpx.Response:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    return client.post(
+        "/mcp",
+        json=body,
+        headers={"Accept": "application/json, text/event-stream", **headers},
+    )
+
+
+def test_mcp_refuses_foreign_origins_and_hosts(secured: RunningServer) -> None:
+    client = secured.client(Authorization=f"Bearer {ADMIN}")
+    assert mcp_initialize(client).status_code == 200
+    assert mcp_initialize(client, Origin="https://evil.example").status_code == 403
+    assert mcp_initialize(client, Host="evil.example").status_code in (403, 421)
