@@ -1,5 +1,5 @@
 # Two entry points do all the set-up on a fresh machine:
-#   make run   - create the venv, install, start Eagle-RAG on the embedded default
+#   make run   - create the venv, install, serve Eagle-RAG (REST, SSE, MCP) on the embedded default
 #   make test  - create the venv, install with dev tools, run ruff, mypy and the whole test suite
 PYTHON ?= python3.11
 VENV   ?= .venv
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/eagle-rag doctor
+	$(BIN)/eagle-rag serve
 
 lint: $(STAMP)
 	$(BIN)/ruff check eagle_rag plugins tests benchmarks
