@@ -41,7 +41,8 @@ def test_search_prints_ranked_passages_with_paths_and_pages(
         env=env,
     )
     pack = json.loads(as_json.output)
-    assert pack["passages"] and all(3 in p["page_nums"] for p in pack["passages"])
+    assert pack["sources"]["text"]
+    assert all(3 in p["page_nums"] for p in pack["sources"]["text"])
     assert pack["route"]["plans"][0]["collection"] == "eagle_text"
 
 

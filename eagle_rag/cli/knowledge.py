@@ -1,7 +1,8 @@
-"""``eagle-rag kb ...`` and ``eagle-rag ingest PATH... --kb NAME`` on the embedded store.
+"""``eagle-rag kb ...`` and ``eagle-rag ingest PATH... --kb NAME``.
 
-These open the stores themselves (Milvus Lite admits one process per data dir, so they refuse
-with a clear message while ``eagle-rag serve`` holds it).
+They go through a running server's REST API when one answers (``--server``, ``EAGLE_SERVER_URL``
+or the configured address), and open the embedded store themselves otherwise (see
+:mod:`eagle_rag.cli.catalog`).
 """
 
 from __future__ import annotations
@@ -9,36 +10,43 @@ from __future__ import annotations
 import asyncio
 import glob
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from eagle_rag.bootstrap import EagleApp
-from eagle_rag.cli.common import JsonOption, app, fail, running_app
+from eagle_rag.cli.catalog import Catalog, open_catalog
+from eagle_rag.cli.common import JsonOption, app, fail, settings_from_env
 from eagle_rag.errors import EagleError
-from eagle_rag.ingest.deletion import remove_knowledge_base
-from eagle_rag.ingest.queue import InProcessQueue
 
 kb_app = typer.Typer(help="Create, list, show and delete knowledge bases.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
 
+ServerOption = Annotated[
+    str | None,
+    typer.Option("--server", help="Eagle-RAG URL (default: the configured one if it answers)."),
+]
+T = TypeVar("T")
 
-def _kb_dict(application: EagleApp, name: str) -> dict[str, Any]:
-    kb = application.repositories.knowledge_bases.get(name)
-    return {
-        "kb_name": kb.name,
-        "engine": kb.engine,
-        "description": kb.description,
-        "creation_settings": dict(kb.creation_settings),
-        "collections_used": list(kb.collections_used),
-        "documents": application.repositories.documents.count(kb_name=kb.name),
-        "created_at": kb.created_at.isoformat(),
-    }
+
+def _on_catalog(
+    server: str | None, action: Callable[[Catalog], Awaitable[T]], *, workers: bool = False
+) -> T:
+    settings = settings_from_env()
+
+    async def run() -> T:
+        async with open_catalog(settings, server, workers=workers) as catalog:
+            return await action(catalog)
+
+    try:
+        return asyncio.run(run())
+    except EagleError as exc:
+        fail(exc, code=1)
 
 
 @kb_app.command("create")
@@ -47,32 +55,20 @@ def kb_create(
     description: Annotated[str, typer.Option(help="What the KB holds.")] = "",
     chunk_size: Annotated[int | None, typer.Option(help="Chunk size in embedder tokens.")] = None,
     chunk_overlap: Annotated[int | None, typer.Option(help="Overlap in tokens.")] = None,
+    server: ServerOption = None,
 ) -> None:
     """Create a knowledge base."""
     creation = {
         k: v for k, v in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap)) if v
     }
-
-    async def run() -> None:
-        async with running_app() as application:
-            application.repositories.knowledge_bases.create(
-                name, description=description, creation_settings=creation
-            )
-
-    _guarded(run())
+    _on_catalog(server, lambda catalog: catalog.create_kb(name, description, creation))
     typer.echo(f"created knowledge base {name}")
 
 
 @kb_app.command("list")
-def kb_list(as_json: JsonOption = False) -> None:
+def kb_list(as_json: JsonOption = False, server: ServerOption = None) -> None:
     """List knowledge bases with their document counts."""
-
-    async def run() -> list[dict[str, Any]]:
-        async with running_app() as application:
-            names = [k.name for k in application.repositories.knowledge_bases.list()]
-            return [_kb_dict(application, n) for n in names]
-
-    rows = _guarded(run())
+    rows = _on_catalog(server, lambda catalog: catalog.list_kbs())
     if as_json:
         typer.echo(json.dumps(rows))
         return
@@ -89,25 +85,9 @@ def kb_list(as_json: JsonOption = False) -> None:
 
 
 @kb_app.command("show")
-def kb_show(name: str, as_json: JsonOption = False) -> None:
+def kb_show(name: str, as_json: JsonOption = False, server: ServerOption = None) -> None:
     """Show one knowledge base and its documents."""
-
-    async def run() -> dict[str, Any]:
-        async with running_app() as application:
-            info = _kb_dict(application, name)
-            info["document_list"] = [
-                {
-                    "document_id": d.id,
-                    "filename": d.filename,
-                    "status": d.status,
-                    "chunks": d.chunk_count,
-                    "error": d.error,
-                }
-                for d in application.repositories.documents.list(kb_name=name, limit=500)
-            ]
-            return info
-
-    info = _guarded(run())
+    info = _on_catalog(server, lambda catalog: catalog.show_kb(name))
     if as_json:
         typer.echo(json.dumps(info))
         return
@@ -124,17 +104,14 @@ def kb_show(name: str, as_json: JsonOption = False) -> None:
 
 @kb_app.command("delete")
 def kb_delete(
-    name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False
+    name: str,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False,
+    server: ServerOption = None,
 ) -> None:
     """Delete a knowledge base with all its documents, vectors and files."""
     if not yes:
         typer.confirm(f"Delete knowledge base {name} and all its documents?", abort=True)
-
-    async def run() -> int:
-        async with running_app() as application:
-            return await asyncio.to_thread(remove_knowledge_base, application, name)
-
-    removed = _guarded(run())
+    removed = _on_catalog(server, lambda catalog: catalog.delete_kb(name))
     typer.echo(f"deleted knowledge base {name} ({removed} documents)")
 
 
@@ -154,20 +131,19 @@ def ingest(
     create: Annotated[bool, typer.Option("--create", help="Create the KB if missing.")] = False,
     tags: Annotated[list[str] | None, typer.Option("--tag", help="Tag every document.")] = None,
     as_json: JsonOption = False,
+    server: ServerOption = None,
 ) -> None:
     """Ingest files into a knowledge base, with progress and a summary; exit 1 if any failed."""
     files = expand_paths(paths)
     if not files:
         fail("no files matched", code=2)
 
-    async def run() -> list[_Outcome]:
-        async with running_app(workers=True) as application:
-            repos = application.repositories
-            if create and repos.knowledge_bases.find(kb) is None:
-                repos.knowledge_bases.create(kb)
-            return await _ingest_all(application, files, kb, tags or [], quiet=as_json)
+    async def run(catalog: Catalog) -> list[_Outcome]:
+        if create and not await catalog.kb_exists(kb):
+            await catalog.create_kb(kb, "", {})
+        return await _ingest_all(catalog, files, kb, tags or [], quiet=as_json)
 
-    outcomes = _guarded(run())
+    outcomes = _on_catalog(server, run, workers=True)
     if as_json:
         typer.echo(json.dumps([o.__dict__ for o in outcomes]))
     else:
@@ -194,37 +170,30 @@ def expand_paths(patterns: list[str]) -> list[Path]:
 
 
 async def _ingest_all(
-    application: EagleApp, files: list[Path], kb: str, tags: list[str], *, quiet: bool
+    catalog: Catalog, files: list[Path], kb: str, tags: list[str], *, quiet: bool
 ) -> list[_Outcome]:
     outcomes: list[_Outcome] = []
     jobs: dict[str, _Outcome] = {}
     for path in files:
         try:
-            with path.open("rb") as stream:
-                submission = await asyncio.to_thread(
-                    application.ingest.submit_file,
-                    kb_name=kb,
-                    filename=path.name,
-                    stream=stream,
-                    tags=tags,
-                )
+            submission = await catalog.submit(path, kb, tags)
         except EagleError as exc:
             outcomes.append(_Outcome(str(path), "refused", reason=exc.message))
             continue
-        outcome = _Outcome(str(path), "queued", submission.document_id)
-        if submission.dedup_hit:
+        outcome = _Outcome(str(path), "queued", submission["document_id"])
+        if submission["dedup_hit"]:
             outcome.status = "unchanged"
         else:
-            jobs[submission.job_id] = outcome
+            jobs[submission["job_id"]] = outcome
         outcomes.append(outcome)
-    await _follow(application, jobs, quiet=quiet)
+    await _follow(catalog, jobs, quiet=quiet)
     for outcome in outcomes:
         if outcome.document_id and outcome.status in ("completed", "unchanged"):
-            outcome.chunks = application.repositories.documents.get(outcome.document_id).chunk_count
+            outcome.chunks = await catalog.chunk_count(outcome.document_id)
     return outcomes
 
 
-async def _follow(application: EagleApp, jobs: dict[str, _Outcome], *, quiet: bool) -> None:
+async def _follow(catalog: Catalog, jobs: dict[str, _Outcome], *, quiet: bool) -> None:
     """Poll task states until every job has ended, drawing one progress bar for the batch."""
     columns = (
         TextColumn("{task.description}"),
@@ -233,20 +202,19 @@ async def _follow(application: EagleApp, jobs: dict[str, _Outcome], *, quiet: bo
         TimeElapsedColumn(),
     )
     with Progress(*columns, disable=quiet, transient=False) as progress:
-        bar = progress.add_task("ingesting", total=len(jobs))
+        bar = progress.add_task(f"ingesting via {catalog.where}", total=len(jobs))
         pending = dict(jobs)
         while pending:
             for job_id in list(pending):
-                task = application.repositories.tasks.get(job_id)
-                if task.status in ("completed", "failed"):
+                task = await catalog.task(job_id)
+                if task["status"] in ("completed", "failed"):
                     outcome = pending.pop(job_id)
-                    outcome.status = task.status
-                    outcome.reason = task.error or ""
+                    outcome.status = task["status"]
+                    outcome.reason = task["error"] or ""
                     progress.advance(bar)
             if pending:
                 await asyncio.sleep(0.2)
-    if isinstance(application.queue, InProcessQueue):
-        await application.queue.join()  # includes the flush the queue runs when it drains
+    await catalog.settle()
 
 
 def _print_summary(outcomes: list[_Outcome]) -> None:
@@ -260,10 +228,3 @@ def _print_summary(outcomes: list[_Outcome]) -> None:
     done = sum(o.status in ("completed", "unchanged") for o in outcomes)
     chunks = sum(o.chunks for o in outcomes)
     console.print(f"{done} of {len(outcomes)} documents ingested, {chunks} chunks")
-
-
-def _guarded(coroutine: Any) -> Any:
-    try:
-        return asyncio.run(coroutine)
-    except EagleError as exc:
-        fail(exc, code=1)

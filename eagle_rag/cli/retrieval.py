@@ -9,17 +9,19 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
+import httpx
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from eagle_rag.cli.common import JsonOption, app, fail, running_app
+from eagle_rag.cli.catalog import RemoteError, api_key, server_url
+from eagle_rag.cli.common import JsonOption, app, fail, running_app, settings_from_env
 from eagle_rag.errors import EagleError, InvalidInputError
 from eagle_rag.evaluation.beir import load_dataset
 from eagle_rag.evaluation.runner import MODES, EvalReport, Evaluator
 from eagle_rag.plugins.payloads import QueryRequest
-from eagle_rag.retrieval.pack import ContextPack
+from eagle_rag.retrieval.wire import search_response
 from eagle_rag.settings import load_settings
 
 SNIPPET = 160
@@ -44,55 +46,87 @@ def search(
     expand: Annotated[bool, typer.Option(help="Drill section summaries down.")] = True,
     budget: Annotated[int | None, typer.Option(help="Token budget for the pack.")] = None,
     as_json: JsonOption = False,
+    server: Annotated[
+        str | None, typer.Option(help="Eagle-RAG URL (default: the configured one if it answers).")
+    ] = None,
 ) -> None:
     """Search knowledge bases and print ranked passages with their paths and pages."""
     try:
         parsed = json.loads(filters) if filters else {}
     except json.JSONDecodeError as exc:
         fail(f"--filter is not JSON: {exc.msg}")
-    request = QueryRequest(
-        query,
-        kb_names=tuple(kb or ()),
-        document_ids=tuple(document or ()),
-        tags=tuple(tag or ()),
-        filters=parsed,
-        top_k=top_k,
-        mode=mode,  # type: ignore[arg-type]  # validated by the service
-        rerank=rerank,
-        expand_parents=expand,
-        token_budget=budget,
-    )
-
-    async def run() -> ContextPack:
-        async with running_app() as application:
-            return await application.retrieval.search(request)
-
+    body = {
+        "query": query,
+        "kb_names": kb or [],
+        "document_ids": document or [],
+        "tags": tag or [],
+        "filters": parsed,
+        "top_k": top_k,
+        "mode": mode,
+        "rerank": rerank,
+        "expand_parents": expand,
+        "token_budget": budget,
+    }
+    settings = settings_from_env()
+    url = server_url(settings, server)
     try:
-        pack = asyncio.run(run())
+        result = _remote_search(url, body, settings) if url else asyncio.run(_local_search(body))
     except EagleError as exc:
         fail(exc)
     if as_json:
-        typer.echo(json.dumps(pack.to_dict(), ensure_ascii=False))
+        typer.echo(json.dumps(result, ensure_ascii=False))
         return
-    _print_pack(pack)
+    _print_sources(result)
 
 
-def _print_pack(pack: ContextPack) -> None:
+async def _local_search(body: dict[str, Any]) -> dict[str, Any]:
+    request = QueryRequest(
+        body["query"],
+        kb_names=tuple(body["kb_names"]),
+        document_ids=tuple(body["document_ids"]),
+        tags=tuple(body["tags"]),
+        filters=body["filters"],
+        top_k=body["top_k"],
+        mode=body["mode"],
+        rerank=body["rerank"],
+        expand_parents=body["expand_parents"],
+        token_budget=body["token_budget"],
+    )
+    async with running_app() as application:
+        return search_response(await application.retrieval.search(request))
+
+
+def _remote_search(url: str, body: dict[str, Any], settings: Any) -> dict[str, Any]:
+    key = api_key(settings)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        response = httpx.post(url + "/search", json=body, headers=headers, timeout=120)
+    except httpx.HTTPError as exc:
+        raise RemoteError("unreachable", f"{url} did not answer: {exc}", 0) from exc
+    if response.status_code >= 400:
+        error = response.json()
+        raise RemoteError(error.get("code", ""), error.get("message", ""), response.status_code)
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def _print_sources(result: dict[str, Any]) -> None:
     console = Console()
-    if not pack.passages:
+    sources = result["sources"]["text"] + result["sources"]["image"]
+    if not sources:
         console.print("[yellow]no passages found[/yellow]")
-    for passage in pack.passages:
-        pages = ", ".join(map(str, passage.page_nums)) or "-"
+    for source in sources:
+        pages = ", ".join(map(str, source.get("page_nums") or [])) or "-"
+        text = " ".join(str(source.get("content") or source.get("content_summary", "")).split())
         console.print(
-            f"[bold][{passage.citation}][/bold] {passage.path}  "
-            f"[dim]{passage.filename} · pages {pages} · {passage.kb_name} · "
-            f"score {passage.score:.4f}[/dim]"
+            f"[bold][{source['index']}][/bold] {source.get('path') or source.get('parent_section')}"
+            f"  [dim]{source['filename']} · pages {pages} · {source['kb_name']} · "
+            f"score {source['score']:.4f}[/dim]"
         )
-        text = " ".join(passage.text.split())
         console.print(f"    {text[:SNIPPET]}{'…' if len(text) > SNIPPET else ''}", markup=False)
-    for step in pack.steps:
-        if step.status in ("warning", "error"):
-            console.print(f"[yellow]{step.status}[/yellow] {step.name}: {step.detail}")
+    for step in result["steps"]:
+        if step["status"] in ("warning", "error"):
+            console.print(f"[yellow]{step['status']}[/yellow] {step['name']}: {step['detail']}")
 
 
 @app.command("eval")

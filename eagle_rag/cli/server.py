@@ -12,6 +12,7 @@ import httpx
 import typer
 from rich.console import Console
 
+from eagle_rag.cli.catalog import api_key, server_url
 from eagle_rag.cli.common import app, fail, running_app, settings_from_env
 from eagle_rag.errors import EagleError
 from eagle_rag.generation.engine import AnswerRequest
@@ -66,12 +67,12 @@ def ask(
     top_n: Annotated[int | None, typer.Option("--top-n", help="Sources the model sees.")] = None,
     server: Annotated[
         str | None,
-        typer.Option(help="Eagle-RAG URL (default: server.host:port if it answers)."),
+        typer.Option(help="Eagle-RAG URL (default: the configured one if it answers)."),
     ] = None,
 ) -> None:
     """Print a streamed, cited answer and its sources."""
     settings = settings_from_env()
-    url = server or _running_server(settings)
+    url = server_url(settings, server)
     console = Console()
     body: dict[str, Any] = {"query": question, "kb_names": kb or []}
     if session:
@@ -102,19 +103,9 @@ def ask(
     console.print(f"[dim]session {done['session_id']}[/dim]")
 
 
-def _running_server(settings: Settings) -> str | None:
-    url = f"http://{settings.server.host}:{settings.server.port}"
-    try:
-        httpx.get(url + "/health", timeout=0.5)
-    except httpx.HTTPError:
-        return None
-    return url
-
-
 def _remote_events(url: str, body: dict[str, Any], settings: Settings) -> Any:
-    headers = {}
-    if settings.server.api_keys:
-        headers["Authorization"] = f"Bearer {settings.server.api_keys[0].key.get_secret_value()}"
+    key = api_key(settings)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     with httpx.stream(
         "POST", url + "/query/stream", json=body, headers=headers, timeout=120
     ) as response:

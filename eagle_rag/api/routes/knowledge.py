@@ -23,6 +23,7 @@ from eagle_rag.api.schemas import (
     kb_out,
     task_out,
 )
+from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
@@ -192,7 +193,7 @@ async def list_documents(
     kb_name: str | None = None,
     status: str | None = None,
     tag: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> list[DocumentOut]:
     if kb_name:

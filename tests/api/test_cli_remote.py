@@ -1,0 +1,89 @@
+"""The CLI against a running server: kb, ingest, ask and search go through REST."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eagle_rag.cli import app
+from tests.api.server import RunningServer, running_server
+from tests.ingest import documents as docs
+
+runner = CliRunner()
+KEY = "cli-key-1"
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with running_server(
+        tmp_path_factory.mktemp("cli-remote"), server={"api_keys": [{"name": "c", "key": KEY}]}
+    ) as running:
+        yield running
+
+
+@pytest.fixture
+def env(remote: RunningServer, tmp_path: Path) -> dict[str, str]:
+    # A data dir of its own: the commands must not open a store, only talk to the server.
+    return {
+        "EAGLE_DATA_DIR": str(tmp_path / "unused"),
+        "EAGLE_ENCODER_MODE": "deterministic",
+        "EAGLE_SERVER_URL": remote.url,
+        "EAGLE_API_KEY": KEY,
+    }
+
+
+def test_kb_and_ingest_over_http(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "guide.md").write_text(docs.MARKDOWN)
+    (tmp_path / "broken.pdf").write_bytes(b"not a pdf at all")
+    created = runner.invoke(app, ["kb", "create", "remote-kb", "--chunk-size", "64"], env=env)
+    assert created.exit_code == 0, created.output
+    duplicate = runner.invoke(app, ["kb", "create", "remote-kb"], env=env)
+    assert duplicate.exit_code == 1 and "already exists" in duplicate.output
+
+    result = runner.invoke(
+        app,
+        [
+            "ingest",
+            str(tmp_path / "guide.md"),
+            str(tmp_path / "broken.pdf"),
+            "--kb",
+            "remote-kb",
+            "--json",
+        ],
+        env=env,
+    )
+    assert result.exit_code == 1  # the broken file is refused by the server
+    outcomes = {Path(o["path"]).name: o for o in json.loads(result.stdout)}
+    assert outcomes["guide.md"]["status"] == "completed" and outcomes["guide.md"]["chunks"] > 0
+    assert outcomes["broken.pdf"]["status"] == "refused"
+
+    shown = json.loads(runner.invoke(app, ["kb", "show", "remote-kb", "--json"], env=env).stdout)
+    assert shown["creation_settings"] == {"chunk_size": 64}
+    assert [d["filename"] for d in shown["document_list"]] == ["guide.md"]
+    listed = json.loads(runner.invoke(app, ["kb", "list", "--json"], env=env).stdout)
+    assert [k["kb_name"] for k in listed] == ["remote-kb"]
+
+    found = runner.invoke(app, ["search", "guide", "--kb", "remote-kb", "--json"], env=env)
+    assert json.loads(found.stdout)["sources"]["text"][0]["filename"] == "guide.md"
+    asked = runner.invoke(app, ["ask", "What does the guide cover?", "--kb", "remote-kb"], env=env)
+    assert asked.exit_code == 0, asked.output
+    assert "[1]" in asked.stdout and "guide.md" in asked.stdout
+
+    deleted = runner.invoke(app, ["kb", "delete", "remote-kb", "--yes"], env=env)
+    assert deleted.exit_code == 0 and "1 documents" in deleted.stdout
+    assert not (tmp_path / "unused").exists()  # no embedded store was opened
+
+
+def test_remote_errors_are_reported(env: dict[str, str]) -> None:
+    missing = runner.invoke(app, ["kb", "show", "nope"], env=env)
+    assert missing.exit_code == 1 and "not found" in missing.output
+    wrong_key = runner.invoke(app, ["kb", "list"], env={**env, "EAGLE_API_KEY": "bad"})
+    assert wrong_key.exit_code == 1 and "unknown API key" in wrong_key.output
+    asked = runner.invoke(app, ["ask", "x", "--kb", "nope"], env=env)
+    assert asked.exit_code == 1 and "not found" in asked.output
+    found = runner.invoke(app, ["search", "x", "--kb", "nope"], env=env)
+    assert found.exit_code == 2 and "not found" in found.output
