@@ -194,6 +194,10 @@ class IngestSettings(_Section):
     url_max_redirects: int = Field(default=5, ge=0, le=20)
     # Loopback, private and link-local addresses are refused unless this is on (tests only).
     url_allow_private: bool = False
+    # Section summaries: extractive always works; ``model`` asks the chat model; ``auto`` uses
+    # the model when one is configured (models.chat.provider is not extractive).
+    section_summaries: Literal["auto", "extractive", "model"] = "auto"
+    max_model_summaries: int = Field(default=50, ge=0, le=10_000)  # per document
 
 
 class QueueSettings(_Section):

@@ -25,6 +25,7 @@ from eagle_rag.ingest.knowhere.tree import build_tree
 from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.ingest.parsers.registry import parser_for
 from eagle_rag.ingest.safety import ArchiveLimits, check_archive
+from eagle_rag.ingest.summaries import write_summaries
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator
@@ -121,6 +122,7 @@ class IngestPipeline:
             options=options,
             count_tokens=encoder.count_tokens,
         )
+        chunks = await self._model_summaries(task_id, chunks, tree.text)
         enriched = await app.bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
         _check_chunk_hook(chunks, enriched)
         enriched = with_document_fields(enriched, document, mime, parsed.metadata)
@@ -147,6 +149,27 @@ class IngestPipeline:
             int(pages) if pages else None,
             kb.collections_used,
         )
+
+    async def _model_summaries(
+        self, task_id: str, chunks: tuple[TextChunk, ...], text: str
+    ) -> tuple[TextChunk, ...]:
+        """Let the chat model rewrite section summaries (``ingest.section_summaries``)."""
+        config = self._app.settings.ingest
+        model = self._app.answers.model
+        wanted = config.section_summaries == "model" or (
+            config.section_summaries == "auto" and model.name != "extractive"
+        )
+        if not wanted or not any(c.type == "section_summary" for c in chunks):
+            return chunks
+        self._progress(task_id, "summarize", 0, 1)
+        rewritten, written, failed = await write_summaries(
+            chunks, text, model, limit=config.max_model_summaries
+        )
+        note = f"section summaries by {model.name}: {written} written"
+        if failed:
+            note += f", {failed} kept extractive after a model failure"
+        self._app.repositories.tasks.append_log(task_id, note)
+        return rewritten
 
     def _succeed(self, task_id: str, document: DocumentRecord, done: _Ingested) -> PipelineResult:
         repos = self._app.repositories
