@@ -19,6 +19,7 @@ from eagle_rag.db.repositories import (
     SessionRepository,
     TaskRepository,
 )
+from eagle_rag.engines.service import KnowledgeBaseService
 from eagle_rag.errors import SettingsError
 from eagle_rag.generation.engine import AnswerEngine
 from eagle_rag.generation.factory import build_chat_model
@@ -86,6 +87,7 @@ class EagleApp:
     ingest: IngestService = field(init=False)
     retrieval: RetrievalService = field(init=False)
     answers: AnswerEngine = field(init=False)
+    knowledge: KnowledgeBaseService = field(init=False)
 
     @property
     def namespace(self) -> str:
@@ -188,6 +190,7 @@ def build_app(settings: Settings) -> EagleApp:
     app.ingest = IngestService(app, app.queue)
     app.retrieval = RetrievalService(app, build_reranker(settings.models.rerank))
     app.answers = AnswerEngine(app, build_chat_model(settings.models.chat))
+    app.knowledge = KnowledgeBaseService(app)
     return app
 
 

@@ -25,6 +25,7 @@ about HTTP.
     │   └── UnsupportedMediaTypeError  a file type Eagle-RAG cannot parse
     ├── BackendUnavailableError        a storage, queue or model backend does not answer
     ├── ModelProviderError             a model endpoint refused a request or answered nonsense
+    ├── UpstreamError                  an external knowledge service refused or answered nonsense
     └── VectorStoreError               the vector store answered but refused an operation
 """
 
@@ -189,6 +190,12 @@ class ModelProviderError(EagleError):
     """A model endpoint refused the request (bad key, bad model) or answered malformed data."""
 
     code = "model_provider_error"
+
+
+class UpstreamError(EagleError):
+    """An external knowledge service (a bridged engine) refused a call or answered malformed."""
+
+    code = "upstream_error"
 
 
 class VectorStoreError(EagleError):

@@ -31,8 +31,13 @@ def serve(handler: Handler) -> Iterator[tuple[str, Recorded]]:
     class Endpoint(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", 0))
-            body = json.loads(self.rfile.read(length) or b"{}")
+            raw = self.rfile.read(length)
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:  # multipart uploads and other bodies: kept raw for assertions
+                body = {"_raw": raw}
             headers = {k.lower(): v for k, v in self.headers.items()}
+            headers[":method"] = self.command
             recorded.requests.append((self.path, body, headers))
             status, extra, payload = handler(self.path, body, headers)
             self.send_response(status)
@@ -49,6 +54,8 @@ def serve(handler: Handler) -> Iterator[tuple[str, Recorded]]:
                     time.sleep(pause)
                     self.wfile.write(piece)
                     self.wfile.flush()
+
+        do_DELETE = do_POST  # noqa: N815  (the name http.server dispatches to)
 
         def log_message(self, *args: object) -> None:
             pass

@@ -25,6 +25,7 @@ from eagle_rag.errors import (
     PermissionDeniedError,
     RateLimitedError,
     UnsupportedMediaTypeError,
+    UpstreamError,
     VectorStoreError,
 )
 
@@ -43,6 +44,7 @@ STATUS_TABLE: tuple[tuple[type[EagleError], int], ...] = (
     (BackendUnavailableError, 503),
     (ModelProviderError, 502),
     (VectorStoreError, 502),
+    (UpstreamError, 502),
 )
 
 

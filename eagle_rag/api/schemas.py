@@ -22,6 +22,7 @@ class KnowledgeBaseCreate(_Body):
     creation_settings: dict[str, Any] = Field(
         default_factory=dict, examples=[{"chunk_size": 400, "chunk_overlap": 40}]
     )
+    retrieval_settings: dict[str, Any] = Field(default_factory=dict)
 
 
 class KnowledgeBaseOut(BaseModel):
@@ -29,6 +30,7 @@ class KnowledgeBaseOut(BaseModel):
     engine: str
     description: str
     creation_settings: dict[str, Any]
+    retrieval_settings: dict[str, Any] = Field(default_factory=dict)
     collections_used: list[str]
     documents: int
     created_at: str
@@ -120,12 +122,16 @@ class ErrorOut(BaseModel):
     details: dict[str, Any] | None = None
 
 
-def kb_out(kb: KnowledgeBaseRecord, documents: int) -> dict[str, Any]:
+def kb_out(
+    kb: KnowledgeBaseRecord, documents: int, settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``settings``: the public (secret-masked) creation and retrieval settings."""
+    shown = settings or {"creation_settings": {}, "retrieval_settings": {}}
     return {
         "kb_name": kb.name,
         "engine": kb.engine,
         "description": kb.description,
-        "creation_settings": dict(kb.creation_settings),
+        **shown,
         "collections_used": list(kb.collections_used),
         "documents": documents,
         "created_at": kb.created_at.isoformat(),

@@ -165,9 +165,7 @@ class LocalCatalog:
         self.where = f"embedded store {application.settings.data_dir}"
 
     async def create_kb(self, name: str, description: str, creation: dict[str, Any]) -> None:
-        self._app.repositories.knowledge_bases.create(
-            name, description=description, creation_settings=creation
-        )
+        await self._app.knowledge.create(name, description=description, creation_settings=creation)
 
     async def kb_exists(self, name: str) -> bool:
         return self._app.repositories.knowledge_bases.find(name) is not None
@@ -177,7 +175,7 @@ class LocalCatalog:
 
         repos = self._app.repositories
         return [
-            kb_out(kb, repos.documents.count(kb_name=kb.name))
+            kb_out(kb, repos.documents.count(kb_name=kb.name), self._app.knowledge.public(kb))
             for kb in repos.knowledge_bases.list()
         ]
 
@@ -185,7 +183,8 @@ class LocalCatalog:
         from eagle_rag.api.schemas import kb_out
 
         repos = self._app.repositories
-        info = kb_out(repos.knowledge_bases.get(name), repos.documents.count(kb_name=name))
+        kb = repos.knowledge_bases.get(name)
+        info = kb_out(kb, repos.documents.count(kb_name=name), self._app.knowledge.public(kb))
         info["document_list"] = [
             {
                 "document_id": d.id,
@@ -199,9 +198,7 @@ class LocalCatalog:
         return info
 
     async def delete_kb(self, name: str) -> int:
-        from eagle_rag.ingest.deletion import remove_knowledge_base
-
-        return int(await asyncio.to_thread(remove_knowledge_base, self._app, name))
+        return int(await self._app.knowledge.delete(name))
 
     async def submit(self, path: Path, kb: str, tags: list[str]) -> dict[str, Any]:
         def submit() -> dict[str, Any]:

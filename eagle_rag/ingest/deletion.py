@@ -4,15 +4,27 @@ their BM25 entries), objects, catalog rows (with tags, tasks and the dedup key),
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import logging
 from typing import Any
 
 from eagle_rag.storage.keys import validate_prefix
 
+logger = logging.getLogger(__name__)
+
 
 def remove_document(app: Any, document_id: str) -> None:
-    """Vectors first: if a later step fails, nothing of the document can still be retrieved."""
+    """Vectors first: if a later step fails, nothing of the document can still be retrieved.
+
+    A document of a KB bound to another engine is deleted there too (best effort: a remote
+    that is down must not keep a document alive here; the failure is logged).
+    """
     repos = app.repositories
     document = repos.documents.get(document_id)  # NotFoundError for another namespace's id
+    remote_id = document.extra.get("remote_document_id")
+    if remote_id:
+        _delete_remote(app, document.kb_name, str(remote_id))
     app.vectors.delete_documents([document.id])
     app.objects.delete_prefix(validate_prefix(app.namespace, document.kb_name, document.id))
     repos.documents.delete(document.id)
@@ -31,3 +43,15 @@ def remove_knowledge_base(app: Any, kb_name: str) -> int:
         repos.documents.delete(document_id)
     repos.knowledge_bases.delete(kb_name)
     return len(ids)
+
+
+def _delete_remote(app: Any, kb_name: str, remote_id: str) -> None:
+    kb = app.repositories.knowledge_bases.get(kb_name)
+    engine = app.knowledge.engine(kb.engine)
+    call = engine.delete_document(kb_name, remote_id, kb.creation_settings)
+    try:
+        # Deletion is sync (API threads, CLI); the engine is async: run it on a loop of its own.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(asyncio.run, call).result()
+    except Exception as exc:
+        logger.warning("could not delete %s from engine %s: %s", remote_id, kb.engine, exc)

@@ -17,6 +17,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from eagle_rag.db.records import DocumentRecord
+from eagle_rag.engines.base import DOC_PARSING, EngineDocument
 from eagle_rag.errors import EagleError, NotFoundError, PluginError
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.detect import SOURCE_TYPES
@@ -86,6 +87,10 @@ class IngestPipeline:
         )
         data = await asyncio.to_thread(_read_all, app.objects, document.object_key)
         mime = document.mime_type  # detected from the content when it was submitted
+        kb = app.repositories.knowledge_bases.get(document.kb_name)
+        engine = app.knowledge.engine(kb.engine)
+        if not getattr(engine, "native", False):
+            return await self._ingest_with_engine(task_id, document, data, kb, engine)
         source = DocumentSource(
             document.id,
             document.kb_name,
@@ -111,7 +116,6 @@ class IngestPipeline:
         self._progress(task_id, "chunk", 0, 1)
         title = str(parsed.metadata.get("title") or PurePosixPath(document.filename).stem)
         tree = build_tree(parsed, title=title)
-        kb = app.repositories.knowledge_bases.get(document.kb_name)
         options = _chunking(kb.creation_settings, app.settings.ingest)
         encoder = app.encoders.get(app.text_encoder_name)
         chunks = await asyncio.to_thread(
@@ -149,6 +153,37 @@ class IngestPipeline:
             int(pages) if pages else None,
             kb.collections_used,
         )
+
+    async def _ingest_with_engine(
+        self, task_id: str, document: DocumentRecord, data: bytes, kb: Any, engine: Any
+    ) -> _Ingested:
+        """A KB bound to another engine: hand it the file (and our parse if it cannot parse)."""
+        app = self._app
+        parsed = None
+        if DOC_PARSING not in engine.capabilities:
+            self._progress(task_id, "parse", 0, 1)
+            parser = parser_for(document.mime_type, [r.component for r in app.registries.parsers])
+            context = ParseContext(
+                data, document.filename, document.mime_type, app.settings.ingest.max_pages
+            )
+            parsed = await asyncio.to_thread(parser.parse, context)
+        self._progress(task_id, f"engine:{engine.name}", 0, 1)
+        result = await engine.ingest(
+            EngineDocument(
+                document.id,
+                document.kb_name,
+                document.filename,
+                document.mime_type,
+                data,
+                dict(kb.creation_settings),
+                parsed,
+            )
+        )
+        if result.remote_id:
+            extra = {**document.extra, "remote_document_id": result.remote_id}
+            app.repositories.documents.set_fields(document.id, extra=extra)
+        structure = {"pipeline": f"engine:{engine.name}", "mime_type": document.mime_type}
+        return _Ingested(result.chunks, (), structure, None, kb.collections_used)
 
     async def _model_summaries(
         self, task_id: str, chunks: tuple[TextChunk, ...], text: str

@@ -15,6 +15,8 @@ from dataclasses import replace
 from typing import Any
 
 from eagle_rag import __version__
+from eagle_rag.engines.dify import DifyEngine
+from eagle_rag.engines.eagle import EagleEngine
 from eagle_rag.errors import PluginError
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.ingest.parsers.registry import builtin_parsers
@@ -52,6 +54,11 @@ class CorePlugin:
         self._ctx = ctx
         for parser in builtin_parsers():
             ctx.register_parser(parser.name, parser)
+        ingest = ctx.settings.ingest
+        ctx.register_knowledge_engine(
+            "eagle", EagleEngine(chunk_size=ingest.chunk_size, chunk_overlap=ingest.chunk_overlap)
+        )
+        ctx.register_knowledge_engine("dify", DifyEngine())
         self.text_encoder = ctx.host.text_encoder
 
     def ensure_collections(self, ctx: PluginContext) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eagle_rag.errors import InvalidInputError, PermissionDeniedError
 from eagle_rag.index.filters import Filter, all_of, in_
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from eagle_rag.bootstrap import Repositories
 
 MAX_SCOPE_DOCUMENTS = 1000
+NATIVE_ENGINE = "eagle"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,12 @@ class Scope:
     document_ids: tuple[str, ...] | None  # None: every document of the KBs
     where: Filter
     collections: frozenset[str]
+    bridged: tuple[Any, ...] = ()  # KBs bound to another engine: searched through it
+
+    @property
+    def native(self) -> bool:
+        """Some KB in scope lives in this instance's own store."""
+        return len(self.bridged) < len(self.kb_names)
 
     @property
     def empty(self) -> bool:
@@ -83,10 +90,12 @@ def resolve_scope(
         if request.tags:
             collections |= {c for kb in kbs.values() for c in kb.collections_used}
     names = tuple(sorted(kbs))
+    bridged = tuple(kbs[n] for n in names if kbs[n].engine != NATIVE_ENGINE)
+    native_names = [n for n in names if kbs[n].engine == NATIVE_ENGINE]
     doc_ids = None if selected is None else tuple(sorted(selected))
     where = all_of(
-        in_("kb_name", names) if names else None,
+        in_("kb_name", native_names) if native_names else None,
         in_("document_id", doc_ids) if doc_ids else None,
         metadata_filter,
     )
-    return Scope(names, doc_ids, where, frozenset(collections))
+    return Scope(names, doc_ids, where, frozenset(collections), bridged)

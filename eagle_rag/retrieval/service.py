@@ -14,8 +14,9 @@ import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from eagle_rag.engines.base import EngineQuery
 from eagle_rag.errors import EagleError, InvalidInputError
 from eagle_rag.index.collections import BASE_COLLECTIONS
 from eagle_rag.models.rerankers import Reranker
@@ -88,8 +89,10 @@ class RetrievalService:
         hints = await self._assemble(request, ctx, log)
         decision = await self._route(request, hints, scope, ctx, log)
 
-        results = await asyncio.gather(
-            *(self._run_plan(request, plan, scope, ctx) for plan in decision.plans)
+        plans = decision.plans if scope.native else ()
+        results, bridged = await asyncio.gather(
+            asyncio.gather(*(self._run_plan(request, plan, scope, ctx) for plan in plans)),
+            asyncio.gather(*(self._run_bridge(request, kb, log) for kb in scope.bridged)),
         )
         for result in results:
             log.extend(result.steps)
@@ -104,6 +107,7 @@ class RetrievalService:
         )
         extra = [tuple(s) for s in supplements if s]
         lists = [RankedList(r.plan.collection, r.hits) for r in live]
+        lists += [ranked for ranked in bridged if ranked is not None]
         lists += [RankedList(f"supplement{i + 1}", s) for i, s in enumerate(extra)]
         started = log.now()
         merged = tuple(rrf_fuse(lists, k=self._config.rrf_k))
@@ -238,6 +242,36 @@ class RetrievalService:
             depth = max(depth, self._config.rerank_pool)
         return depth
 
+    async def _run_bridge(self, request: QueryRequest, kb: Any, log: StepLog) -> RankedList | None:
+        """A KB bound to another engine contributes its ranked list to the same RRF."""
+        started = log.now()
+        engine = self._app.knowledge.engine(kb.engine)
+        try:
+            hits = await engine.retrieve(
+                EngineQuery(
+                    request.text,
+                    kb.name,
+                    self._depth(request),
+                    kb.creation_settings,
+                    kb.retrieval_settings,
+                )
+            )
+        except Exception as exc:  # a failing engine costs its KB's hits, never the search
+            reason = exc.message if isinstance(exc, EagleError) else f"{type(exc).__name__}: {exc}"
+            log.add(f"{kb.name}:{kb.engine}", "warning", f"engine failed: {reason}", since=started)
+            self._app.audit.log_decision(
+                "retrieval",
+                "engine_failed",
+                plugin="core",
+                namespace=self._app.settings.plugins.default_namespace,
+                kb_name=kb.name,
+                engine=kb.engine,
+                reason=reason,
+            )
+            return None
+        log.add(f"{kb.name}:{kb.engine}", "ok", f"{len(hits)} hits", since=started)
+        return RankedList(kb.name, hits)
+
     async def _rerank(
         self,
         request: QueryRequest,
@@ -340,6 +374,7 @@ class RetrievalService:
 
 
 def _passage(citation: int, hit: RetrievedHit, filename: str) -> Passage:
+    filename = filename or str(hit.metadata.get("filename", ""))
     metadata = dict(hit.metadata)
     pages = tuple(int(p) for p in metadata.pop("page_nums", ()) or ())
     kind = str(metadata.pop("type", "text"))

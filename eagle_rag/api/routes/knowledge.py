@@ -27,7 +27,7 @@ from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
-from eagle_rag.ingest.deletion import remove_document, remove_knowledge_base
+from eagle_rag.ingest.deletion import remove_document
 
 router = APIRouter(responses=ERRORS)
 TERMINAL = ("completed", "failed")
@@ -39,7 +39,7 @@ async def list_knowledge_bases(app: App, who: Who) -> list[KnowledgeBaseOut]:
     def load() -> list[dict[str, Any]]:
         repos = app.repositories
         return [
-            kb_out(kb, repos.documents.count(kb_name=kb.name))
+            kb_out(kb, repos.documents.count(kb_name=kb.name), app.knowledge.public(kb))
             for kb in repos.knowledge_bases.list()
             if who.kb_names is None or kb.name in who.kb_names
         ]
@@ -49,17 +49,17 @@ async def list_knowledge_bases(app: App, who: Who) -> list[KnowledgeBaseOut]:
 
 @router.post("/knowledge_bases", status_code=201, tags=["knowledge bases"])
 async def create_knowledge_base(body: KnowledgeBaseCreate, app: App, who: Who) -> KnowledgeBaseOut:
+    """Create a KB bound to an engine; its settings are checked against the engine's schemas
+    (errors name the field), and the engine may refuse (a bridge checks its remote dataset)."""
     who.check_kb(body.kb_name)
-    if body.engine != "eagle":
-        raise InvalidInputError(f"unknown engine {body.engine!r}", field="engine")
-    kb = await asyncio.to_thread(
-        app.repositories.knowledge_bases.create,
+    kb = await app.knowledge.create(
         body.kb_name,
         engine=body.engine,
         description=body.description,
         creation_settings=body.creation_settings,
+        retrieval_settings=body.retrieval_settings,
     )
-    return KnowledgeBaseOut(**kb_out(kb, 0))
+    return KnowledgeBaseOut(**kb_out(kb, 0, app.knowledge.public(kb)))
 
 
 @router.get("/knowledge_bases/{kb_name}", tags=["knowledge bases"])
@@ -67,13 +67,13 @@ async def get_knowledge_base(kb_name: str, app: App, who: Who) -> KnowledgeBaseO
     who.check_kb(kb_name)
     kb = await asyncio.to_thread(app.repositories.knowledge_bases.get, kb_name)
     count = await asyncio.to_thread(app.repositories.documents.count, kb_name=kb_name)
-    return KnowledgeBaseOut(**kb_out(kb, count))
+    return KnowledgeBaseOut(**kb_out(kb, count, app.knowledge.public(kb)))
 
 
 @router.delete("/knowledge_bases/{kb_name}", tags=["knowledge bases"])
 async def delete_knowledge_base(kb_name: str, app: App, who: Who) -> dict[str, Any]:
     who.check_kb(kb_name)
-    removed = await asyncio.to_thread(remove_knowledge_base, app, kb_name)
+    removed = await app.knowledge.delete(kb_name)
     return {"kb_name": kb_name, "deleted": True, "documents": removed}
 
 

@@ -44,6 +44,13 @@ async def metrics(request: Request, app: App, who: Who) -> Response:
     return await asyncio.to_thread(request.app.state.metrics.render, app)
 
 
+@router.get("/engines", tags=["system"])
+async def engines(app: App, who: Who) -> list[dict[str, Any]]:
+    """Knowledge engines a KB can be bound to, with their capabilities and the creation and
+    retrieval schemas the UI renders forms from."""
+    return app.knowledge.engines()
+
+
 @router.get("/parsers", tags=["system"])
 async def parsers(app: App, who: Who) -> list[dict[str, Any]]:
     """Registered Parser components and the MIME types each declares."""

@@ -1,0 +1,1 @@
+"""KnowledgeEngine components: the built-in ``eagle`` engine and bridges to external services."""

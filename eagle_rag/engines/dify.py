@@ -1,0 +1,169 @@
+"""Bridge to a Dify knowledge base (dataset), through Dify's Knowledge API.
+
+- retrieve: ``POST /v1/datasets/{dataset_id}/retrieve`` → ``records[].segment`` with a score;
+- ingest: ``POST /v1/datasets/{dataset_id}/document/create-by-file`` (multipart ``file`` and a
+  ``data`` JSON of indexing options) → ``document.id``; Dify parses the file itself;
+- delete: ``DELETE /v1/datasets/{dataset_id}/documents/{document_id}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from eagle_rag.engines.base import (
+    DOC_INGESTION,
+    DOC_PARSING,
+    EngineDocument,
+    EngineIngestResult,
+    EngineQuery,
+)
+from eagle_rag.engines.http_bridge import BridgeClient, setting
+from eagle_rag.engines.schema import SchemaItem
+from eagle_rag.plugins.payloads import RetrievedHit
+
+COLLECTION = "dify"
+
+
+class DifyEngine:
+    name = "dify"
+    description = "A Dify knowledge base (dataset), searched and fed through Dify's Knowledge API."
+    capabilities = (DOC_INGESTION, DOC_PARSING)
+    creation_schema = (
+        SchemaItem(
+            "base_url",
+            "string",
+            {"en_US": "Dify API base URL", "zh_Hans": "Dify API 地址"},
+            required=True,
+            default="https://api.dify.ai",
+        ),
+        SchemaItem(
+            "api_key",
+            "secret",
+            {"en_US": "Knowledge API key", "zh_Hans": "知识库 API 密钥"},
+            required=True,
+        ),
+        SchemaItem(
+            "dataset_id", "string", {"en_US": "Dataset id", "zh_Hans": "知识库 ID"}, required=True
+        ),
+    )
+    retrieval_schema = (
+        SchemaItem(
+            "search_method",
+            "select",
+            {"en_US": "Search method"},
+            default="hybrid_search",
+            options=("semantic_search", "full_text_search", "hybrid_search", "keyword_search"),
+        ),
+        SchemaItem(
+            "score_threshold",
+            "float",
+            {"en_US": "Score threshold"},
+            default=0.0,
+            minimum=0.0,
+            maximum=1.0,
+        ),
+    )
+
+    def __init__(
+        self, *, timeout_s: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
+    ):
+        self._timeout = timeout_s
+        self._transport = transport
+
+    def _client(self, settings: Mapping[str, Any]) -> BridgeClient:
+        return BridgeClient(
+            "Dify",
+            setting(settings, "base_url"),
+            setting(settings, "api_key"),
+            timeout_s=self._timeout,
+            transport=self._transport,
+        )
+
+    def _dataset(self, settings: Mapping[str, Any]) -> str:
+        return f"/v1/datasets/{setting(settings, 'dataset_id')}"
+
+    async def on_knowledge_base_create(self, kb_name: str, settings: Mapping[str, Any]) -> None:
+        """Refuse a KB whose dataset or key does not work: one cheap retrieval."""
+        await self._client(settings).call(
+            "POST",
+            self._dataset(settings) + "/retrieve",
+            json={"query": "ping", "retrieval_model": {"top_k": 1}},
+        )
+
+    async def on_knowledge_base_delete(self, kb_name: str, settings: Mapping[str, Any]) -> None:
+        """The Dify dataset belongs to its owner: it is left as it is."""
+
+    async def ingest(self, document: EngineDocument) -> EngineIngestResult:
+        settings = document.creation_settings
+        options = {"indexing_technique": "high_quality", "process_rule": {"mode": "automatic"}}
+        body = await self._client(settings).call(
+            "POST",
+            self._dataset(settings) + "/document/create-by-file",
+            data={"data": json.dumps(options)},
+            files={"file": (document.filename, document.data, document.mime_type)},
+        )
+        try:
+            remote_id = str(body["document"]["id"])
+        except (KeyError, TypeError) as exc:
+            raise self._client(settings).malformed(exc) from exc
+        return EngineIngestResult(
+            chunks=0, remote_id=remote_id, metadata={"batch": body.get("batch")}
+        )
+
+    async def delete_document(
+        self, kb_name: str, remote_id: str, settings: Mapping[str, Any]
+    ) -> bool:
+        await self._client(settings).call(
+            "DELETE", f"{self._dataset(settings)}/documents/{remote_id}"
+        )
+        return True
+
+    async def retrieve(self, query: EngineQuery) -> list[RetrievedHit]:
+        settings, options = query.creation_settings, query.retrieval_settings
+        threshold = float(options.get("score_threshold", 0.0))
+        model = {
+            "search_method": options.get("search_method", "hybrid_search"),
+            "top_k": query.top_k,
+            "reranking_enable": False,
+            "score_threshold_enabled": threshold > 0,
+            "score_threshold": threshold,
+        }
+        client = self._client(settings)
+        body = await client.call(
+            "POST",
+            self._dataset(settings) + "/retrieve",
+            json={"query": query.text, "retrieval_model": model},
+        )
+        try:
+            records = body["records"]
+            hits = []
+            for record in records:
+                segment = record["segment"]
+                document = segment.get("document") or {}
+                score = float(record.get("score") or 0.0)
+                hits.append(
+                    RetrievedHit(
+                        chunk_id=f"dify:{segment['id']}",
+                        collection=COLLECTION,
+                        document_id=str(segment.get("document_id") or document.get("id", "")),
+                        kb_name=query.kb_name,
+                        text=str(segment["content"]),
+                        path=str(document.get("name") or ""),
+                        score=score,
+                        scores={"dify": score},
+                        source_chunk_id=f"dify:{segment['id']}",
+                        metadata={
+                            "type": "text",
+                            "engine": "dify",
+                            "filename": document.get("name", ""),
+                            "position": segment.get("position"),
+                        },
+                    )
+                )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise client.malformed(exc) from exc
+        return hits

@@ -1,0 +1,86 @@
+"""The built-in engine: the whole Eagle-RAG pipeline (Knowhere, hybrid search, RRF, rerank).
+
+It runs natively — ingest is the IngestPipeline and retrieval the RetrievalService — so the
+port's methods are never called for it; it exists to declare its capabilities and schemas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from eagle_rag.engines.base import (
+    DOC_INGESTION,
+    DOC_PARSING,
+    EngineDocument,
+    EngineIngestResult,
+    EngineQuery,
+)
+from eagle_rag.engines.schema import SchemaItem
+from eagle_rag.errors import PluginError
+from eagle_rag.plugins.payloads import RetrievedHit
+
+NAME = "eagle"
+
+
+class EagleEngine:
+    name = NAME
+    native = True
+    description = (
+        "Eagle-RAG's own pipeline: structure-aware chunking, dense + BM25 retrieval, RRF, "
+        "reranking and parent-document expansion."
+    )
+    capabilities = (DOC_INGESTION, DOC_PARSING)
+    retrieval_schema = (
+        SchemaItem(
+            "mode",
+            "select",
+            {"en_US": "Retrieval mode", "zh_Hans": "检索方式"},
+            default="hybrid",
+            options=("hybrid", "dense", "sparse"),
+        ),
+        SchemaItem("rerank", "boolean", {"en_US": "Rerank", "zh_Hans": "重排序"}, default=True),
+    )
+
+    def __init__(self, *, chunk_size: int = 400, chunk_overlap: int = 40) -> None:
+        self.creation_schema = (
+            SchemaItem(
+                "chunk_size",
+                "integer",
+                {"en_US": "Chunk size (tokens)", "zh_Hans": "分块大小"},
+                default=chunk_size,
+                minimum=16,
+                maximum=8192,
+            ),
+            SchemaItem(
+                "chunk_overlap",
+                "integer",
+                {"en_US": "Chunk overlap (tokens)", "zh_Hans": "分块重叠"},
+                default=chunk_overlap,
+                minimum=0,
+                maximum=4096,
+            ),
+        )
+
+    async def on_knowledge_base_create(self, kb_name: str, settings: Mapping[str, Any]) -> None:
+        if settings.get("chunk_overlap", 0) * 2 >= settings.get("chunk_size", 1):
+            from eagle_rag.errors import InvalidInputError
+
+            raise InvalidInputError(
+                "creation_settings: chunk_overlap must be less than half of chunk_size",
+                field="chunk_overlap",
+            )
+
+    async def on_knowledge_base_delete(self, kb_name: str, settings: Mapping[str, Any]) -> None:
+        """Vectors, files and rows go through the deletion service."""
+
+    async def ingest(self, document: EngineDocument) -> EngineIngestResult:
+        raise PluginError("the eagle engine ingests through the pipeline, not the port")
+
+    async def delete_document(
+        self, kb_name: str, remote_id: str, settings: Mapping[str, Any]
+    ) -> bool:
+        raise PluginError("the eagle engine deletes through the deletion service")
+
+    async def retrieve(self, query: EngineQuery) -> list[RetrievedHit]:
+        raise PluginError("the eagle engine retrieves through the retrieval service")

@@ -1,0 +1,75 @@
+"""What every bridge shares: an async HTTP call with a timeout and errors that say which
+service failed and why (refused, unreachable, timed out, or answered something malformed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from eagle_rag.errors import BackendUnavailableError, UpstreamError
+
+
+class BridgeClient:
+    def __init__(
+        self,
+        service: str,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout_s: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.service = service
+        self._base = base_url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"}
+        self._timeout = timeout_s
+        self._transport = transport
+
+    async def call(
+        self, method: str, path: str, *, json: Any = None, data: Any = None, files: Any = None
+    ) -> Any:
+        try:
+            async with httpx.AsyncClient(
+                timeout=self._timeout, headers=self._headers, transport=self._transport
+            ) as client:
+                response = await client.request(
+                    method, self._base + path, json=json, data=data, files=files
+                )
+        except httpx.TimeoutException as exc:
+            raise BackendUnavailableError(
+                f"{self.service} did not answer within {self._timeout:g} s", backend=self.service
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise BackendUnavailableError(
+                f"{self.service} is unreachable: {exc}", backend=self.service
+            ) from exc
+        if response.status_code in (401, 403):
+            raise UpstreamError(
+                f"{self.service} refused the API key ({response.status_code})",
+                service=self.service,
+                status=response.status_code,
+            )
+        if response.status_code >= 400:
+            raise UpstreamError(
+                f"{self.service} refused the request ({response.status_code}): "
+                f"{response.text[:300]}",
+                service=self.service,
+                status=response.status_code,
+            )
+        if response.status_code == 204 or not response.content:
+            return {}
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise UpstreamError(f"{self.service} answered with something that is not JSON") from exc
+
+    def malformed(self, reason: object) -> UpstreamError:
+        return UpstreamError(
+            f"{self.service} answered a malformed body: {reason}", service=self.service
+        )
+
+
+def setting(settings: Mapping[str, Any], name: str) -> str:
+    return str(settings.get(name) or "")

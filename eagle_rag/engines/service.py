@@ -1,0 +1,76 @@
+"""Knowledge bases bound to engines: creation with validated settings and lifecycle callbacks,
+deletion (including the engine's own clean-up), and what ``GET /engines`` shows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from eagle_rag.db.records import KnowledgeBaseRecord
+from eagle_rag.engines.base import KnowledgeEngine, describe
+from eagle_rag.engines.eagle import NAME as EAGLE
+from eagle_rag.engines.schema import public_settings, validate_settings
+from eagle_rag.errors import ComponentError, InvalidInputError
+
+
+class KnowledgeBaseService:
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    def engine(self, name: str) -> KnowledgeEngine:
+        try:
+            engine: KnowledgeEngine = self._app.registries.knowledge_engines.get(name)
+        except ComponentError:
+            known = ", ".join(self._app.registries.knowledge_engines.names())
+            raise InvalidInputError(
+                f"unknown engine {name!r} (available: {known})", field="engine"
+            ) from None
+        return engine
+
+    def engines(self) -> list[dict[str, Any]]:
+        return [describe(r.component) for r in self._app.registries.knowledge_engines]
+
+    async def create(
+        self,
+        name: str,
+        *,
+        engine: str = EAGLE,
+        description: str = "",
+        creation_settings: Mapping[str, Any] | None = None,
+        retrieval_settings: Mapping[str, Any] | None = None,
+    ) -> KnowledgeBaseRecord:
+        chosen = self.engine(engine)
+        creation = validate_settings(
+            chosen.creation_schema, creation_settings, what="creation_settings"
+        )
+        retrieval = validate_settings(
+            chosen.retrieval_schema, retrieval_settings, what="retrieval_settings"
+        )
+        await chosen.on_knowledge_base_create(name, creation)
+        return await asyncio.to_thread(
+            self._app.repositories.knowledge_bases.create,
+            name,
+            engine=engine,
+            description=description,
+            creation_settings=creation,
+            retrieval_settings=retrieval,
+        )
+
+    async def delete(self, name: str) -> int:
+        from eagle_rag.ingest.deletion import remove_knowledge_base
+
+        kb = await asyncio.to_thread(self._app.repositories.knowledge_bases.get, name)
+        await self.engine(kb.engine).on_knowledge_base_delete(name, kb.creation_settings)
+        return int(await asyncio.to_thread(remove_knowledge_base, self._app, name))
+
+    def public(self, kb: KnowledgeBaseRecord) -> dict[str, Any]:
+        """The KB's settings with secrets masked."""
+        try:
+            engine = self.engine(kb.engine)
+        except InvalidInputError:
+            return {"creation_settings": {}, "retrieval_settings": {}}
+        return {
+            "creation_settings": public_settings(engine.creation_schema, kb.creation_settings),
+            "retrieval_settings": public_settings(engine.retrieval_schema, kb.retrieval_settings),
+        }
