@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -10,19 +9,10 @@ import pytest
 
 from eagle_rag.errors import BackendUnavailableError, ModelProviderError
 from eagle_rag.models.chat import GenerationInput, OpenAICompatibleChat
+from tests.chat_fakes import sse
 from tests.http_fakes import json_answer, serve
 
 JOB = GenerationInput("q", "en", [{"role": "user", "content": "hello"}])
-
-
-def sse(*deltas: str, done: bool = True) -> tuple[int, dict[str, str], bytes]:
-    events = [
-        "data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": d}}]}) for d in deltas
-    ]
-    events.insert(0, "data: " + json.dumps({"choices": [{"delta": {"role": "assistant"}}]}))
-    if done:
-        events.append("data: [DONE]")
-    return 200, {"content-type": "text/event-stream"}, ("\n\n".join(events) + "\n\n").encode()
 
 
 async def collect(client: OpenAICompatibleChat) -> str:

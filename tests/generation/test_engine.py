@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -12,9 +10,8 @@ import pytest
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.generation.engine import AnswerRequest
 from eagle_rag.generation.prompt import Attachment
-from eagle_rag.models.chat import OpenAICompatibleChat
-from tests.generation.test_chat_client import sse
-from tests.http_fakes import Recorded, json_answer, serve
+from tests.chat_fakes import openai_model, sse
+from tests.http_fakes import json_answer
 from tests.retrieval.conftest import Corpus
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -68,18 +65,6 @@ async def test_attachments_get_a_step_and_reach_the_prompt(app: EagleApp, corpus
     ]
     prompt = recorded.requests[0][1]["messages"][-1]["content"]
     assert "USER ATTACHMENTS" in prompt and "Always wear gloves on the roof." in prompt
-
-
-@contextmanager
-def openai_model(app: EagleApp, reply: Any) -> Iterator[Recorded]:
-    """Swap the app's model for the OpenAI client talking to a local server, then restore."""
-    previous = app.answers.model
-    with serve(lambda path, body, headers: reply(body)) as (url, recorded):
-        app.answers.model = OpenAICompatibleChat(base_url=url + "/v1", model="m", max_retries=0)
-        try:
-            yield recorded
-        finally:
-            app.answers.model = previous
 
 
 async def test_sessions_carry_earlier_turns_and_store_messages(

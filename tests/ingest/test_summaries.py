@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -12,8 +9,8 @@ import pytest
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION
-from eagle_rag.models.chat import OpenAICompatibleChat
-from tests.http_fakes import Recorded, json_answer, serve
+from tests.chat_fakes import openai_model, sse
+from tests.http_fakes import json_answer
 from tests.ingest.test_pipeline import _ingest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -32,22 +29,6 @@ Connect the cable to port one.
 """
 
 
-def sse(text: str) -> tuple[int, dict[str, str], bytes]:
-    event = json.dumps({"choices": [{"delta": {"content": text}}]})
-    return 200, {"content-type": "text/event-stream"}, f"data: {event}\n\ndata: [DONE]\n\n".encode()
-
-
-@contextmanager
-def chat_model(app: EagleApp, reply: Any) -> Iterator[Recorded]:
-    previous = app.answers.model
-    with serve(lambda path, body, headers: reply(body)) as (url, recorded):
-        app.answers.model = OpenAICompatibleChat(base_url=url + "/v1", model="m", max_retries=0)
-        try:
-            yield recorded
-        finally:
-            app.answers.model = previous
-
-
 def summaries(app: EagleApp, document_id: str) -> dict[str, dict[str, Any]]:
     rows = app.vectors.query(
         TEXT_COLLECTION, f.eq("document_id", document_id) & f.eq("type", "section_summary")
@@ -60,7 +41,7 @@ async def test_the_chat_model_writes_section_summaries(app: EagleApp, kb: str) -
         section = body["messages"][0]["content"]
         return sse("About power." if "grounded socket" in section else "About the guide.")
 
-    with chat_model(app, reply) as recorded:
+    with openai_model(app, reply) as recorded:
         submission = await _ingest(app, kb, GUIDE, "guide.md")
     found = summaries(app, submission.document_id)
     assert found["Guide/Setup"]["text"].startswith("Setup\n")
@@ -76,7 +57,7 @@ async def test_the_chat_model_writes_section_summaries(app: EagleApp, kb: str) -
 
 
 async def test_a_failing_model_keeps_the_extractive_summary(app: EagleApp, kb: str) -> None:
-    with chat_model(app, lambda body: json_answer(500, {"error": "down"})):
+    with openai_model(app, lambda body: json_answer(500, {"error": "down"})):
         submission = await _ingest(app, kb, GUIDE.replace(b"one", b"two"), "guide2.md")
     task = app.repositories.tasks.get(submission.job_id)
     assert task.status == "completed"
