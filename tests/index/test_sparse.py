@@ -8,8 +8,11 @@ from hypothesis import strategies as st
 from eagle_rag.index.sparse import MAX_ENCODED_TOKENS, encode_for_bm25, encode_token, tokenize
 
 
-def test_english_is_lowercased_words() -> None:
-    assert tokenize("Reciprocal Rank-Fusion, k=60!") == ["reciprocal", "rank", "fusion", "k", "60"]
+def test_english_is_lowercased_stemmed_words() -> None:
+    assert tokenize("Reciprocal Rank-Fusion, k=60!") == ["reciproc", "rank", "fusion", "k", "60"]
+    # Inflections meet on one term, so BM25 matches "patients" with "patient".
+    assert tokenize("Patients treated") == tokenize("patient treating")
+    assert tokenize("is ok Åland") == ["is", "ok", "åland"]  # short and non-ASCII words kept
 
 
 def test_chinese_is_segmented_with_search_mode() -> None:
