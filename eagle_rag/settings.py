@@ -170,7 +170,9 @@ class RetrievalSettings(_Section):
     """Query-path defaults; a request may narrow them (top_k, mode, rerank, expansion)."""
 
     rrf_k: int = Field(default=60, ge=1, le=10_000)
-    candidates: int = Field(default=20, ge=1, le=1000)  # depth of each dense / sparse list
+    # Each list's head that votes in RRF (and the least depth of every search): the first
+    # results never depend on how many were asked for.
+    candidates: int = Field(default=20, ge=1, le=1000)
     rerank_pool: int = Field(default=50, ge=1, le=1000)  # fused hits sent to the reranker
     max_top_k: int = Field(default=100, ge=1, le=1000)
     expand_parents: bool = True

@@ -48,10 +48,11 @@ class PlanResult:
 class RetrieverOrchestrator:
     """Runs plans against the namespace's vector store through the hook bus."""
 
-    def __init__(self, bus: HookBus, vectors: Any, *, rrf_k: int) -> None:
+    def __init__(self, bus: HookBus, vectors: Any, *, rrf_k: int, rrf_head: int) -> None:
         self._bus = bus
         self._vectors = vectors
         self._rrf_k = rrf_k
+        self._rrf_head = rrf_head
 
     async def run(
         self,
@@ -112,7 +113,7 @@ class RetrieverOrchestrator:
             result.steps = log.items
             return result
 
-        hits = tuple(rrf_fuse(lists, k=self._rrf_k, score_name="plan_rrf"))
+        hits = tuple(rrf_fuse(lists, k=self._rrf_k, head=self._rrf_head, score_name="plan_rrf"))
         reranked = await self._bus.invoke_first(
             hooks.rerank, ctx=ctx, query=request, plan=plan, hits=hits
         )

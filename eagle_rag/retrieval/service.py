@@ -55,7 +55,9 @@ class RetrievalService:
         self._config = app.settings.retrieval
         self.reranker = reranker
         self._filename_cache: dict[str, str] = {}
-        self._orchestrator = RetrieverOrchestrator(app.bus, app.vectors, rrf_k=self._config.rrf_k)
+        self._orchestrator = RetrieverOrchestrator(
+            app.bus, app.vectors, rrf_k=self._config.rrf_k, rrf_head=self._config.candidates
+        )
         self._expander = ParentExpander(
             app.vectors,
             children=self._config.expand_children,
@@ -110,7 +112,7 @@ class RetrievalService:
         lists += [ranked for ranked in bridged if ranked is not None]
         lists += [RankedList(f"supplement{i + 1}", s) for i, s in enumerate(extra)]
         started = log.now()
-        merged = tuple(rrf_fuse(lists, k=self._config.rrf_k))
+        merged = tuple(rrf_fuse(lists, k=self._config.rrf_k, head=self._config.candidates))
         log.add("rrf", "ok", f"{len(lists)} lists, k={self._config.rrf_k}", since=started)
         supplement_hits = tuple(h for s in extra for h in s)
         adjusted = await app.bus.invoke_first(

@@ -122,3 +122,27 @@ def test_a_list_cannot_vote_twice_for_one_item() -> None:
 def test_bad_parameters_are_refused(lists: list[RankedList], k: int) -> None:
     with pytest.raises(InvalidInputError):
         rrf_fuse(lists, k=k)
+
+
+@given(lists_of_ids, st.integers(min_value=1, max_value=6))
+def test_the_head_does_not_depend_on_list_depth(lists: list[list[str]], head: int) -> None:
+    """Asking for more results never reorders the first ones: only heads vote for the head."""
+    deep = rrf_fuse(ranked(lists), head=head)
+    shallow = rrf_fuse(ranked([ids[:head] for ids in lists]), head=head)
+    assert [h.chunk_id for h in deep[: len(shallow)]] == [h.chunk_id for h in shallow]
+
+
+@given(lists_of_ids, st.integers(min_value=1, max_value=6))
+def test_the_head_rule_keeps_every_item_once(lists: list[list[str]], head: int) -> None:
+    fused = [h.chunk_id for h in rrf_fuse(ranked(lists), head=head)]
+    assert sorted(fused) == sorted({c for ids in lists for c in ids})
+
+
+def test_a_deep_weak_list_cannot_outvote_a_strong_head() -> None:
+    strong = [hit("a"), hit("b")]
+    weak = [hit(f"w{i}") for i in range(30)] + [hit("z")]
+    # "z" sits at depth 31 of the weak list: it may follow, never lead.
+    fused = rrf_fuse([RankedList("s", strong), RankedList("w", weak)], head=2)
+    assert [h.chunk_id for h in fused[:4]] == ["a", "w0", "b", "w1"]
+    with pytest.raises(InvalidInputError):
+        rrf_fuse([RankedList("s", strong)], head=0)
