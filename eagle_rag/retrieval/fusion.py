@@ -49,8 +49,9 @@ def rrf_fuse(
     With ``head``, only the first ``head`` items of each list vote for the head of the result;
     the rest follows, fused over the full lists. So the order of the first results does not
     depend on how deep the lists are (asking for 100 passages never reorders the first ten),
-    and a weak list's long tail cannot outvote a strong list's top. Measured on the three
-    shipped datasets, fusing heads of 20 never ranked worse than fusing full lists of 100.
+    and a weak list's long tail cannot outvote a strong list's top. Measured offline on the
+    shipped datasets (nDCG@10, heads of 20 vs full lists of 100): cmrc2018 0.986 vs 0.984,
+    pubmedqa 0.982 vs 0.980, msmarco 0.787 vs 0.788.
     """
     if head is not None and head < 1:
         raise InvalidInputError("the RRF head must be at least 1", head=head)
