@@ -17,7 +17,7 @@ from eagle_rag.engines.base import (
     EngineQuery,
 )
 from eagle_rag.engines.schema import SchemaItem
-from eagle_rag.errors import PluginError
+from eagle_rag.errors import InvalidInputError, PluginError
 from eagle_rag.plugins.payloads import RetrievedHit
 
 NAME = "eagle"
@@ -64,8 +64,6 @@ class EagleEngine:
 
     async def on_knowledge_base_create(self, kb_name: str, settings: Mapping[str, Any]) -> None:
         if settings.get("chunk_overlap", 0) * 2 >= settings.get("chunk_size", 1):
-            from eagle_rag.errors import InvalidInputError
-
             raise InvalidInputError(
                 "creation_settings: chunk_overlap must be less than half of chunk_size",
                 field="chunk_overlap",

@@ -30,7 +30,7 @@ from eagle_rag.generation.prompt import (
 from eagle_rag.models.chat import ChatModel, GenerationInput
 from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
 from eagle_rag.retrieval.pack import ContextPack, Passage
-from eagle_rag.retrieval.wire import is_image, route_dict, split_sources
+from eagle_rag.retrieval.wire import is_image, split_sources
 
 if TYPE_CHECKING:
     from eagle_rag.bootstrap import EagleApp
@@ -93,7 +93,7 @@ class AnswerEngine:
 
             started = time.perf_counter()
             pack = await self._app.retrieval.search(recall, allowed_kbs=allowed_kbs)
-            route = route_dict(pack)
+            route = pack.route_dict()
             for step in (
                 _step("route", started, route=route),
                 _step(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from eagle_rag.plugins.payloads import QueryRouteDecision
@@ -49,10 +49,6 @@ class StepLog:
     def extend(self, steps: Sequence[Step]) -> None:
         self.items.extend(steps)
 
-    @property
-    def warnings(self) -> list[Step]:
-        return [s for s in self.items if s.status in ("warning", "error")]
-
 
 @dataclass(frozen=True, slots=True)
 class Passage:
@@ -72,11 +68,6 @@ class Passage:
     scores: Mapping[str, float] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["page_nums"] = list(self.page_nums)
-        return data
-
 
 @dataclass(frozen=True, slots=True)
 class ContextPack:
@@ -90,31 +81,22 @@ class ContextPack:
     token_count: int | None = None
     truncated: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        route = None
-        if self.route is not None:
-            route = {
-                "classifier": self.route.classifier,
-                "reason": self.route.reason,
-                "plans": [
-                    {
-                        "collection": p.collection,
-                        "encoder": p.encoder,
-                        "top_k": p.top_k,
-                        "hybrid": p.hybrid,
-                        "reason": p.reason,
-                    }
-                    for p in self.route.plans
-                ],
-            }
+    def route_dict(self) -> dict[str, Any] | None:
+        if self.route is None:
+            return None
         return {
-            "query": self.query,
-            "kb_names": list(self.kb_names),
-            "passages": [p.to_dict() for p in self.passages],
-            "route": route,
-            "steps": [asdict(s) for s in self.steps],
-            "token_count": self.token_count,
-            "truncated": self.truncated,
+            "classifier": self.route.classifier,
+            "reason": self.route.reason,
+            "plans": [
+                {
+                    "collection": p.collection,
+                    "encoder": p.encoder,
+                    "top_k": p.top_k,
+                    "hybrid": p.hybrid,
+                    "reason": p.reason,
+                }
+                for p in self.route.plans
+            ],
         }
 
 

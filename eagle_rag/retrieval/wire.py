@@ -69,11 +69,6 @@ def split_sources(
     }
 
 
-def route_dict(pack: ContextPack) -> dict[str, Any] | None:
-    route: dict[str, Any] | None = pack.to_dict()["route"]
-    return route
-
-
 def steps_list(steps: Sequence[Step]) -> list[dict[str, Any]]:
     return [asdict(s) for s in steps]
 
@@ -84,7 +79,7 @@ def search_response(pack: ContextPack, *, max_chars: int | None = None) -> dict[
         "query": pack.query,
         "kb_names": list(pack.kb_names),
         "sources": split_sources(pack.passages, max_chars=max_chars),
-        "route": route_dict(pack),
+        "route": pack.route_dict(),
         "steps": steps_list(pack.steps),
         "token_count": pack.token_count,
         "truncated": pack.truncated,

@@ -12,7 +12,6 @@ from sse_starlette import EventSourceResponse
 
 from eagle_rag.api.deps import App, Who
 from eagle_rag.api.schemas import ERRORS, QueryBody, SearchBody
-from eagle_rag.api.security import Caller
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.errors import EagleError
 from eagle_rag.generation.attachments import read_attachment
@@ -39,15 +38,11 @@ def _query_request(body: SearchBody) -> QueryRequest:
     )
 
 
-def _allowed(who: Caller) -> frozenset[str] | None:
-    return who.kb_names
-
-
 @router.post("/search", tags=["search"])
 async def search(body: SearchBody, app: App, who: Who) -> dict[str, Any]:
     """Ranked evidence: ``{sources: {text, image}, route, steps}``."""
     who.check_kbs(body.scope())
-    pack = await app.retrieval.search(_query_request(body), allowed_kbs=_allowed(who))
+    pack = await app.retrieval.search(_query_request(body), allowed_kbs=who.kb_names)
     return search_response(pack)
 
 
@@ -58,7 +53,7 @@ async def search_stream(body: SearchBody, app: App, who: Who) -> EventSourceResp
 
     async def events() -> AsyncIterator[dict[str, str]]:
         try:
-            pack = await app.retrieval.search(_query_request(body), allowed_kbs=_allowed(who))
+            pack = await app.retrieval.search(_query_request(body), allowed_kbs=who.kb_names)
         except EagleError as exc:
             yield _event("error", {"code": exc.code, "message": exc.message})
             return
@@ -104,7 +99,7 @@ async def query(body: QueryBody, app: App, who: Who) -> dict[str, Any]:
     who.check_kbs(body.scope())
     request = await _answer_request(app, body)
     await asyncio.to_thread(app.answers.validate, request)  # caller mistakes: a 4xx, not a body
-    return await app.answers.answer(request, allowed_kbs=_allowed(who))
+    return await app.answers.answer(request, allowed_kbs=who.kb_names)
 
 
 @router.post("/query/stream", tags=["answers"], response_class=EventSourceResponse)
@@ -115,7 +110,7 @@ async def query_stream(body: QueryBody, app: App, who: Who) -> EventSourceRespon
     await asyncio.to_thread(app.answers.validate, request)
 
     async def events() -> AsyncIterator[dict[str, str]]:
-        async for name, data in app.answers.stream(request, allowed_kbs=_allowed(who)):
+        async for name, data in app.answers.stream(request, allowed_kbs=who.kb_names):
             yield _event(name, data)
 
     return EventSourceResponse(events(), ping=15)
