@@ -6,6 +6,7 @@ plugins, in-process workers in *this* event loop) and the MCP session manager, a
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -136,8 +137,6 @@ class _BodyTooLargeError(Exception):
 
 
 async def _too_large(send: Send, limit: int) -> None:
-    import json
-
     body = json.dumps(
         {"code": "payload_too_large", "message": f"the request body is larger than {limit} bytes"}
     ).encode()

@@ -21,6 +21,7 @@ from eagle_rag.evaluation.beir import Dataset
 from eagle_rag.evaluation.metrics import percentile, score_run
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
+from eagle_rag.ingest.deletion import remove_knowledge_base
 from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
 
 if TYPE_CHECKING:
@@ -116,8 +117,6 @@ class Evaluator:
             return report
         finally:
             if not self._keep:
-                from eagle_rag.ingest.deletion import remove_knowledge_base
-
                 await asyncio.to_thread(remove_knowledge_base, app, kb)
 
     async def _ingest(self, kb: str, dataset: Dataset) -> tuple[dict[str, list[str]], float, int]:

@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -307,6 +308,4 @@ def _metadata(raw: str | None) -> dict[str, Any]:
 
 
 def _quote(name: str) -> str:
-    from urllib.parse import quote
-
     return quote(name, safe="")
