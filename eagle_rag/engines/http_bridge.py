@@ -28,14 +28,21 @@ class BridgeClient:
         self._transport = transport
 
     async def call(
-        self, method: str, path: str, *, json: Any = None, data: Any = None, files: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        data: Any = None,
+        files: Any = None,
+        params: Any = None,
     ) -> Any:
         try:
             async with httpx.AsyncClient(
                 timeout=self._timeout, headers=self._headers, transport=self._transport
             ) as client:
                 response = await client.request(
-                    method, self._base + path, json=json, data=data, files=files
+                    method, self._base + path, json=json, data=data, files=files, params=params
                 )
         except httpx.TimeoutException as exc:
             raise BackendUnavailableError(

@@ -17,6 +17,8 @@ from typing import Any
 from eagle_rag import __version__
 from eagle_rag.engines.dify import DifyEngine
 from eagle_rag.engines.eagle import EagleEngine
+from eagle_rag.engines.fastgpt import FastgptEngine
+from eagle_rag.engines.ragflow import RagflowEngine
 from eagle_rag.errors import PluginError
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.ingest.parsers.registry import builtin_parsers
@@ -58,7 +60,8 @@ class CorePlugin:
         ctx.register_knowledge_engine(
             "eagle", EagleEngine(chunk_size=ingest.chunk_size, chunk_overlap=ingest.chunk_overlap)
         )
-        ctx.register_knowledge_engine("dify", DifyEngine())
+        for engine in (DifyEngine(), RagflowEngine(), FastgptEngine()):
+            ctx.register_knowledge_engine(engine.name, engine)
         self.text_encoder = ctx.host.text_encoder
 
     def ensure_collections(self, ctx: PluginContext) -> None:

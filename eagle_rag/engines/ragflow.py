@@ -1,0 +1,174 @@
+"""Bridge to a RAGFlow dataset, through RAGFlow's HTTP API.
+
+- retrieve: ``POST /api/v1/retrieval`` → ``data.chunks[]`` with a ``similarity``;
+- ingest: ``POST /api/v1/datasets/{id}/documents`` (multipart upload), then
+  ``POST /api/v1/datasets/{id}/chunks`` to start parsing (RAGFlow parses asynchronously);
+- delete: ``DELETE /api/v1/datasets/{id}/documents`` with ``{"ids": [...]}``.
+
+RAGFlow reports errors in the body (``{"code": 102, "message": ...}``, often with HTTP 200),
+so every answer's ``code`` is checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from eagle_rag.engines.base import (
+    DOC_INGESTION,
+    DOC_PARSING,
+    EngineDocument,
+    EngineIngestResult,
+    EngineQuery,
+)
+from eagle_rag.engines.http_bridge import BridgeClient, setting
+from eagle_rag.engines.schema import SchemaItem
+from eagle_rag.errors import UpstreamError
+from eagle_rag.plugins.payloads import RetrievedHit
+
+COLLECTION = "ragflow"
+
+
+class RagflowEngine:
+    name = "ragflow"
+    description = "A RAGFlow dataset, searched and fed through RAGFlow's HTTP API."
+    capabilities = (DOC_INGESTION, DOC_PARSING)
+    creation_schema = (
+        SchemaItem(
+            "base_url",
+            "string",
+            {"en_US": "RAGFlow base URL", "zh_Hans": "RAGFlow 地址"},
+            required=True,
+        ),
+        SchemaItem("api_key", "secret", {"en_US": "API key", "zh_Hans": "API 密钥"}, required=True),
+        SchemaItem(
+            "dataset_id", "string", {"en_US": "Dataset id", "zh_Hans": "知识库 ID"}, required=True
+        ),
+    )
+    retrieval_schema = (
+        SchemaItem(
+            "similarity_threshold",
+            "float",
+            {"en_US": "Similarity threshold"},
+            default=0.2,
+            minimum=0.0,
+            maximum=1.0,
+        ),
+        SchemaItem(
+            "vector_similarity_weight",
+            "float",
+            {"en_US": "Vector similarity weight"},
+            default=0.3,
+            minimum=0.0,
+            maximum=1.0,
+        ),
+    )
+
+    def __init__(
+        self, *, timeout_s: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self._timeout = timeout_s
+        self._transport = transport
+
+    def _client(self, settings: Mapping[str, Any]) -> BridgeClient:
+        return BridgeClient(
+            "RAGFlow",
+            setting(settings, "base_url"),
+            setting(settings, "api_key"),
+            timeout_s=self._timeout,
+            transport=self._transport,
+        )
+
+    async def _call(self, settings: Mapping[str, Any], method: str, path: str, **kw: Any) -> Any:
+        client = self._client(settings)
+        body = await client.call(method, path, **kw)
+        if not isinstance(body, dict) or "code" not in body:
+            raise client.malformed("no code in the answer")
+        if body["code"] != 0:
+            raise UpstreamError(
+                f"RAGFlow refused the request ({body['code']}): {body.get('message', '')}",
+                service="RAGFlow",
+            )
+        return body
+
+    async def on_knowledge_base_create(self, kb_name: str, settings: Mapping[str, Any]) -> None:
+        await self._retrieve(settings, "ping", 1, {})
+
+    async def on_knowledge_base_delete(self, kb_name: str, settings: Mapping[str, Any]) -> None:
+        """The RAGFlow dataset belongs to its owner: it is left as it is."""
+
+    async def ingest(self, document: EngineDocument) -> EngineIngestResult:
+        settings = document.creation_settings
+        dataset = f"/api/v1/datasets/{setting(settings, 'dataset_id')}"
+        body = await self._call(
+            settings,
+            "POST",
+            dataset + "/documents",
+            files={"file": (document.filename, document.data, document.mime_type)},
+        )
+        try:
+            remote_id = str(body["data"][0]["id"])
+        except (KeyError, IndexError, TypeError) as exc:
+            raise self._client(settings).malformed(exc) from exc
+        await self._call(settings, "POST", dataset + "/chunks", json={"document_ids": [remote_id]})
+        return EngineIngestResult(chunks=0, remote_id=remote_id)
+
+    async def delete_document(
+        self, kb_name: str, remote_id: str, settings: Mapping[str, Any]
+    ) -> bool:
+        dataset = f"/api/v1/datasets/{setting(settings, 'dataset_id')}"
+        await self._call(settings, "DELETE", dataset + "/documents", json={"ids": [remote_id]})
+        return True
+
+    async def retrieve(self, query: EngineQuery) -> list[RetrievedHit]:
+        chunks = await self._retrieve(
+            query.creation_settings, query.text, query.top_k, query.retrieval_settings
+        )
+        try:
+            return [
+                RetrievedHit(
+                    chunk_id=f"ragflow:{chunk['id']}",
+                    collection=COLLECTION,
+                    document_id=str(chunk.get("document_id", "")),
+                    kb_name=query.kb_name,
+                    text=str(chunk["content"]),
+                    path=str(chunk.get("document_keyword") or ""),
+                    score=float(chunk.get("similarity") or 0.0),
+                    scores={"ragflow": float(chunk.get("similarity") or 0.0)},
+                    source_chunk_id=f"ragflow:{chunk['id']}",
+                    metadata={
+                        "type": "text",
+                        "engine": "ragflow",
+                        "filename": chunk.get("document_keyword", ""),
+                    },
+                )
+                for chunk in chunks
+            ]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._client(query.creation_settings).malformed(exc) from exc
+
+    async def _retrieve(
+        self, settings: Mapping[str, Any], text: str, top_k: int, options: Mapping[str, Any]
+    ) -> list[Any]:
+        body = await self._call(
+            settings,
+            "POST",
+            "/api/v1/retrieval",
+            json={
+                "question": text,
+                "dataset_ids": [setting(settings, "dataset_id")],
+                "page": 1,
+                "page_size": top_k,
+                "similarity_threshold": options.get("similarity_threshold", 0.2),
+                "vector_similarity_weight": options.get("vector_similarity_weight", 0.3),
+            },
+        )
+        try:
+            chunks = body["data"]["chunks"]
+        except (KeyError, TypeError) as exc:
+            raise self._client(settings).malformed(exc) from exc
+        if not isinstance(chunks, list):
+            raise self._client(settings).malformed("data.chunks is not a list")
+        return chunks

@@ -1,0 +1,106 @@
+"""The RAGFlow and FastGPT bridges through a real server: create (checked remotely), search
+fused with a native KB, ingest and delete forwarded, a wrong key refused, a broken remote
+costing only its hits."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api.server import RunningServer, running_server, wait_for_task
+from tests.engines.bridge_fakes import fastgpt, ragflow
+from tests.engines.dify_fake import DATASET, KEY
+from tests.http_fakes import json_answer, serve
+from tests.retrieval.conftest import SOLAR
+
+BRIDGES = {
+    "ragflow": (ragflow, "rf-doc-1", "/api/v1/datasets/ds-1/documents"),
+    "fastgpt": (fastgpt, "fg-col-1", "/api/core/dataset/collection/delete?id=fg-col-1"),
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with running_server(tmp_path_factory.mktemp("bridges")) as running:
+        client = running.client()
+        client.post("/knowledge_bases", json={"kb_name": "local"})
+        job = client.post(
+            "/ingest", data={"kb_name": "local"}, files={"file": ("solar.md", SOLAR.encode())}
+        ).json()
+        wait_for_task(client, job["job_id"])
+        yield running
+
+
+def create(client: httpx.Client, name: str, engine: str, url: str, key: str = KEY) -> Any:
+    return client.post(
+        "/knowledge_bases",
+        json={
+            "kb_name": name,
+            "engine": engine,
+            "creation_settings": {"base_url": url, "api_key": key, "dataset_id": DATASET},
+        },
+    )
+
+
+@pytest.mark.parametrize("engine", sorted(BRIDGES))
+def test_a_bridge_end_to_end(server: RunningServer, engine: str) -> None:
+    fake, remote_id, delete_path = BRIDGES[engine]
+    client = server.client()
+    with serve(fake) as (url, recorded):
+        refused = create(client, f"{engine}-bad", engine, url, key="wrong")
+        assert refused.status_code == 502 and refused.json()["code"] == "upstream_error"
+        assert create(client, engine, engine, url).status_code == 201
+
+        body = client.post(
+            "/search", json={"query": "solar battery inverter", "kb_names": ["local", engine]}
+        ).json()
+        collections = {s["collection"] for s in body["sources"]["text"]}
+        assert collections == {"eagle_text", engine}
+        bridged = next(s for s in body["sources"]["text"] if s["collection"] == engine)
+        assert bridged["kb_name"] == engine and f"{engine}_rank" in bridged["scores"]
+
+        job = client.post(
+            "/ingest", data={"kb_name": engine}, files={"file": ("note.txt", b"hello bridge")}
+        ).json()
+        assert wait_for_task(client, job["job_id"])["status"] == "completed"
+        document = client.get(f"/documents/{job['document_id']}").json()
+        assert document["metadata"]["remote_document_id"] == remote_id
+        assert client.delete(f"/documents/{job['document_id']}").status_code == 200
+    deletes = [r for r in recorded.requests if r[2][":method"] == "DELETE"]
+    assert deletes and deletes[-1][0] == delete_path
+
+
+@pytest.mark.parametrize("engine", sorted(BRIDGES))
+@pytest.mark.parametrize(
+    "reply",
+    [
+        lambda: json_answer(200, {"unexpected": True}),
+        lambda: json_answer(200, {"code": 0, "data": {"chunks": "nope", "list": "nope"}}),
+        lambda: json_answer(503, {"message": "down"}),
+    ],
+)
+def test_a_broken_bridge_degrades(server: RunningServer, engine: str, reply: Any) -> None:
+    client = server.client()
+    name = f"{engine}-broken-{uuid.uuid4().hex[:6]}"
+    with serve(lambda *_: reply()) as (url, _):
+        # Stored directly: creation through the API would (rightly) refuse a broken remote.
+        server.eagle.repositories.knowledge_bases.create(
+            name,
+            engine=engine,
+            creation_settings={"base_url": url, "api_key": KEY, "dataset_id": DATASET},
+        )
+        body = client.post(
+            "/search", json={"query": "inverter", "kb_names": ["local", name]}
+        ).json()
+    assert {s["collection"] for s in body["sources"]["text"]} == {"eagle_text"}
+    step = next(s for s in body["steps"] if s["name"] == f"{name}:{engine}")
+    assert step["status"] == "warning"
+
+
+def test_engines_lists_all_bridges(server: RunningServer) -> None:
+    names = {e["name"] for e in server.client().get("/engines").json()}
+    assert {"eagle", "dify", "ragflow", "fastgpt"} <= names
