@@ -6,7 +6,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagle_rag.ingest.detect import detect
+from eagle_rag.ingest.parsers.base import ParseContext
+from eagle_rag.ingest.parsers.registry import parser_for
 from eagle_rag.plugins.mcp_registry import McpToolRegistry
+from eagle_rag.plugins.payloads import ParseResult
 from eagle_rag.plugins.registries import ComponentRegistry
 
 if TYPE_CHECKING:
@@ -88,6 +92,18 @@ class PluginContext:
 
     def register_parser(self, name: str, parser: Any) -> None:
         self._registries.parsers.register(name, parser, owner=self.namespace)
+
+    def parse(self, data: bytes, filename: str, mime_type: str | None = None) -> ParseResult:
+        """Parse a file with whichever registered Parser declares its type (any plugin's).
+
+        The type is detected from the content, as for uploads (``mime_type`` is the declared
+        one); a file no parser declares is an UnsupportedMediaTypeError-style refusal.
+        """
+        detected = detect(data, filename, mime_type)
+        parser = parser_for(detected.mime_type, [r.component for r in self._registries.parsers])
+        context = ParseContext(data, filename, detected.mime_type, self.settings.ingest.max_pages)
+        result: ParseResult = parser.parse(context)
+        return result
 
     def register_knowledge_engine(self, name: str, engine: Any) -> None:
         self._registries.knowledge_engines.register(name, engine, owner=self.namespace)

@@ -29,9 +29,10 @@ def builtin_parsers() -> list[Parser]:
 
 
 def parser_for(mime_type: str, parsers: Iterable[Any]) -> Parser:
-    """The first registered parser that declares ``mime_type`` (plugins register after Core)."""
+    """The last registered parser that declares ``mime_type``: plugins load after Core, so a
+    plugin's parser for a type overrides Core's."""
     matches = [p for p in parsers if mime_type in getattr(p, "supported_mime_types", ())]
     if not matches:
         raise InvalidInputError(f"no parser handles {mime_type}", mime_type=mime_type)
-    chosen: Parser = matches[-1]  # a plugin's parser for a type overrides Core's
+    chosen: Parser = matches[-1]
     return chosen
