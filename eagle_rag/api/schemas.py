@@ -94,6 +94,11 @@ class SearchBody(_Body):
     expand_parents: bool | None = None
     token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
     with_images: bool = False
+    retrieval_settings: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Per KB bound to another engine: settings from its retrieval_schema.",
+        examples=[{"support-docs": {"score_threshold": 0.3}}],
+    )
 
     def scope(self) -> tuple[str, ...]:
         names = [*([self.kb_name] if self.kb_name else []), *self.kb_names]

@@ -31,16 +31,8 @@ class EagleEngine:
         "reranking and parent-document expansion."
     )
     capabilities = (DOC_INGESTION, DOC_PARSING)
-    retrieval_schema = (
-        SchemaItem(
-            "mode",
-            "select",
-            {"en_US": "Retrieval mode", "zh_Hans": "检索方式"},
-            default="hybrid",
-            options=("hybrid", "dense", "sparse"),
-        ),
-        SchemaItem("rerank", "boolean", {"en_US": "Rerank", "zh_Hans": "重排序"}, default=True),
-    )
+    # Per-query knobs of the native engine are the request's own fields (mode, rerank, top_k...).
+    retrieval_schema: tuple[SchemaItem, ...] = ()
 
     def __init__(self, *, chunk_size: int = 400, chunk_overlap: int = 40) -> None:
         self.creation_schema = (

@@ -57,6 +57,7 @@ class AnswerRequest:
     session_id: str | None = None
     attachments: tuple[Attachment, ...] = ()
     with_images: bool = False
+    retrieval_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class AnswerEngine:
@@ -219,6 +220,7 @@ class AnswerEngine:
             top_k=request.top_k or self._config.top_k,
             mode=request.mode,
             with_images=request.with_images,
+            retrieval_settings=request.retrieval_settings,
         )
 
     def _select(

@@ -160,6 +160,9 @@ class QueryRequest:
     rerank: bool | None = None
     expand_parents: bool | None = None
     token_budget: int | None = None
+    # Per knowledge base: settings for KBs bound to other engines, checked against the
+    # engine's retrieval_schema and laid over the KB's stored retrieval_settings.
+    retrieval_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

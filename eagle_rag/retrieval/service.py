@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eagle_rag.engines.base import EngineQuery
+from eagle_rag.engines.schema import validate_settings
 from eagle_rag.errors import EagleError, InvalidInputError
 from eagle_rag.index.collections import BASE_COLLECTIONS
 from eagle_rag.models.rerankers import Reranker
@@ -79,6 +80,7 @@ class RetrievalService:
             resolve_scope, app.repositories, request, allowed_kbs=allowed_kbs
         )
         log.add("scope", "ok", _describe_scope(scope), since=started)
+        overrides = self._retrieval_settings(request, scope)
         if scope.empty:
             log.add("retrieve", "skipped", "the scope selects no document")
             return ContextPack(request.text, (), None, tuple(log.items), scope.kb_names)
@@ -94,7 +96,12 @@ class RetrievalService:
         plans = decision.plans if scope.native else ()
         results, bridged = await asyncio.gather(
             asyncio.gather(*(self._run_plan(request, plan, scope, ctx) for plan in plans)),
-            asyncio.gather(*(self._run_bridge(request, kb, log) for kb in scope.bridged)),
+            asyncio.gather(
+                *(
+                    self._run_bridge(request, kb, overrides.get(kb.name, {}), log)
+                    for kb in scope.bridged
+                )
+            ),
         )
         for result in results:
             log.extend(result.steps)
@@ -244,7 +251,27 @@ class RetrievalService:
             depth = max(depth, self._config.rerank_pool)
         return depth
 
-    async def _run_bridge(self, request: QueryRequest, kb: Any, log: StepLog) -> RankedList | None:
+    def _retrieval_settings(self, request: QueryRequest, scope: Scope) -> dict[str, dict[str, Any]]:
+        """The request's per-KB settings, checked against each KB's engine (a caller mistake
+        raises, naming the KB and the field)."""
+        bridged = {kb.name: kb for kb in scope.bridged}
+        checked: dict[str, dict[str, Any]] = {}
+        for name, values in request.retrieval_settings.items():
+            if name not in scope.kb_names:
+                raise InvalidInputError(
+                    f"retrieval_settings names {name!r}, which is not in the query's scope",
+                    field="retrieval_settings",
+                )
+            kb = bridged.get(name)
+            schema = self._app.knowledge.engine(kb.engine).retrieval_schema if kb else ()
+            given = {k: v for k, v in values.items() if v is not None}
+            checked[name] = validate_settings(schema, given, what=f"retrieval_settings.{name}")
+            checked[name] = {k: v for k, v in checked[name].items() if k in given}
+        return checked
+
+    async def _run_bridge(
+        self, request: QueryRequest, kb: Any, overrides: dict[str, Any], log: StepLog
+    ) -> RankedList | None:
         """A KB bound to another engine contributes its ranked list to the same RRF."""
         started = log.now()
         engine = self._app.knowledge.engine(kb.engine)
@@ -255,7 +282,7 @@ class RetrievalService:
                     kb.name,
                     self._depth(request),
                     kb.creation_settings,
-                    kb.retrieval_settings,
+                    {**kb.retrieval_settings, **overrides},
                 )
             )
         except Exception as exc:  # a failing engine costs its KB's hits, never the search

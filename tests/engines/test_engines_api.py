@@ -78,7 +78,7 @@ def test_secrets_are_never_echoed(client: httpx.Client) -> None:
         ({"creation_settings": {"chunk_size": "big"}}, 400, "chunk_size must be an integer"),
         ({"creation_settings": {"chunk_size": 64, "chunk_overlap": 40}}, 400, "half of chunk_size"),
         ({"creation_settings": {"colour": 1}}, 400, "unknown field 'colour'"),
-        ({"retrieval_settings": {"mode": "fuzzy"}}, 400, "mode must be one of"),
+        ({"retrieval_settings": {"mode": "fuzzy"}}, 400, "unknown field 'mode'"),
     ],
 )
 def test_settings_are_checked_against_the_schema(
@@ -119,6 +119,40 @@ def test_a_query_over_two_engines_fuses_both(client: httpx.Client) -> None:
     assert remote["kb_name"] == "remote" and remote["filename"].endswith(".txt")
     assert "remote_rank" in remote["scores"]
     assert any(s["name"] == "remote:dify" and s["status"] == "ok" for s in body["steps"])
+
+
+def test_per_query_retrieval_settings_reach_the_bridge(
+    client: httpx.Client, dify_server: tuple[str, Recorded]
+) -> None:
+    _, recorded = dify_server
+    body = {
+        "query": "battery",
+        "kb_names": ["local", "remote"],
+        "retrieval_settings": {"remote": {"score_threshold": 0.9}},
+    }
+    assert client.post("/search", json=body).status_code == 200
+    sent = [r[1] for r in recorded.requests if r[0].endswith("/retrieve")][-1]
+    assert sent["retrieval_model"]["score_threshold"] == 0.9
+    assert sent["retrieval_model"]["search_method"] == "semantic_search"  # the KB's stored one
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"remote": {"search_method": "magic"}}, "retrieval_settings.remote: search_method"),
+        ({"remote": {"score_threshold": 2}}, "score_threshold must be at most 1"),
+        ({"local": {"mode": "dense"}}, "unknown field 'mode'"),
+        ({"elsewhere": {}}, "not in the query's scope"),
+    ],
+)
+def test_bad_retrieval_settings_are_400(
+    client: httpx.Client, settings: dict[str, Any], message: str
+) -> None:
+    answer = client.post(
+        "/search",
+        json={"query": "x", "kb_names": ["local", "remote"], "retrieval_settings": settings},
+    )
+    assert answer.status_code == 400 and message in answer.json()["message"]
 
 
 def test_ingest_into_a_bridge_and_delete_there(

@@ -35,6 +35,7 @@ def _query_request(body: SearchBody) -> QueryRequest:
         rerank=body.rerank,
         expand_parents=body.expand_parents,
         token_budget=body.token_budget,
+        retrieval_settings=body.retrieval_settings,
     )
 
 
@@ -86,6 +87,7 @@ async def _answer_request(app: EagleApp, body: QueryBody) -> AnswerRequest:
         session_id=body.session_id,
         attachments=tuple(attachments),
         with_images=body.with_images,
+        retrieval_settings=body.retrieval_settings,
     )
 
 
