@@ -64,7 +64,7 @@ def test_kb_lifecycle_and_ingest(env: dict[str, str], corpus: Path) -> None:
 
     shown = json.loads(runner.invoke(app, ["kb", "show", "handbook", "--json"], env=env).stdout)
     assert shown["documents"] == 2 and shown["collections_used"] == ["eagle_text"]
-    assert shown["creation_settings"] == {"chunk_size": 128}
+    assert shown["creation_settings"] == {"chunk_size": 128, "chunk_overlap": 40}  # default filled
     assert {d["filename"] for d in shown["document_list"]} == {"guide.md", "report.pdf"}
 
     listed = json.loads(runner.invoke(app, ["kb", "list", "--json"], env=env).stdout)

@@ -62,7 +62,7 @@ def test_kb_and_ingest_over_http(env: dict[str, str], tmp_path: Path) -> None:
     assert outcomes["broken.pdf"]["status"] == "refused"
 
     shown = json.loads(runner.invoke(app, ["kb", "show", "remote-kb", "--json"], env=env).stdout)
-    assert shown["creation_settings"] == {"chunk_size": 64}
+    assert shown["creation_settings"] == {"chunk_size": 64, "chunk_overlap": 4}  # default filled
     assert [d["filename"] for d in shown["document_list"]] == ["guide.md"]
     listed = json.loads(runner.invoke(app, ["kb", "list", "--json"], env=env).stdout)
     assert [k["kb_name"] for k in listed] == ["remote-kb"]

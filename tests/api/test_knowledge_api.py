@@ -37,7 +37,7 @@ def test_knowledge_base_lifecycle(client: httpx.Client) -> None:
         json={"kb_name": "scratch", "description": "tmp", "creation_settings": {"chunk_size": 64}},
     )
     assert created.status_code == 201
-    assert created.json()["creation_settings"] == {"chunk_size": 64}
+    assert created.json()["creation_settings"] == {"chunk_size": 64, "chunk_overlap": 4}
     assert client.post("/knowledge_bases", json={"kb_name": "scratch"}).status_code == 409
     assert "scratch" in [kb["kb_name"] for kb in client.get("/knowledge_bases").json()]
     assert client.get("/knowledge_bases/scratch").json()["documents"] == 0
