@@ -20,6 +20,7 @@ from eagle_rag.errors import AuthenticationError, PermissionDeniedError, RateLim
 from eagle_rag.settings import Settings
 
 NAMESPACE_HEADER = "x-eagle-namespace"
+MAX_BUCKETS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,17 @@ class RateLimiter:
                     retry_after=wait,
                 )
             self._buckets[who] = (tokens - 1, now)
+            if len(self._buckets) > MAX_BUCKETS:
+                self._forget_idle(now)
+
+    def _forget_idle(self, now: float) -> None:
+        """Drop callers whose bucket has refilled: they are as if never seen (bounded memory)."""
+        full = self._capacity / self._rate
+        self._buckets = {
+            who: (tokens, last)
+            for who, (tokens, last) in self._buckets.items()
+            if now - last < full
+        }
 
 
 class Gatekeeper:

@@ -107,3 +107,16 @@ def test_mcp_refuses_foreign_origins_and_hosts(secured: RunningServer) -> None:
     assert mcp_initialize(client).status_code == 200
     assert mcp_initialize(client, Origin="https://evil.example").status_code == 403
     assert mcp_initialize(client, Host="evil.example").status_code in (403, 421)
+
+
+def test_the_rate_limiter_forgets_idle_callers() -> None:
+    from eagle_rag.api import security
+
+    clock = [0.0]
+    limiter = security.RateLimiter(60, clock=lambda: clock[0])
+    for n in range(security.MAX_BUCKETS + 1):
+        limiter.check(f"ip:{n}")
+    clock[0] += 61.0  # every bucket has refilled
+    limiter.check("ip:new")
+    limiter.check("ip:newer")  # the map overflowed again and was pruned of the idle callers
+    assert len(limiter._buckets) <= 2
