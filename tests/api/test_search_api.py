@@ -164,6 +164,7 @@ def test_health_plugins_metrics_parsers_openapi(client: httpx.Client) -> None:
     assert {"metadata_db", "milvus", "object_store", "data_dir"} <= set(health["checks"])
     plugins = client.get("/health/plugins").json()
     assert "eagle_text" in plugins["collections"]
+    client.post("/search", json={"query": "inverter", "kb_name": "docs"})
     metrics = client.get("/metrics")
     assert 'eagle_http_request_seconds_count{method="POST",route="/search"' in metrics.text
     assert "eagle_ingest_tasks" in metrics.text
@@ -215,3 +216,19 @@ def test_tokens_reach_the_client_while_the_model_is_still_writing(
     # Each token arrived about when the model wrote it (0.3 s apart), not all at the end.
     assert tokens[-1] - tokens[0] >= 0.45
     assert arrivals["sources"][0] < tokens[0] <= arrivals["done"][0]
+
+
+def test_health_is_degraded_or_down_when_backends_fail(
+    server: RunningServer, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken() -> str:
+        raise ConnectionError("refused")
+
+    monkeypatch.setattr(server.eagle.objects, "health", broken)
+    degraded = client.get("/health")
+    assert degraded.status_code == 200 and degraded.json()["status"] == "degraded"
+    assert degraded.json()["checks"]["object_store"]["status"] == "down"
+    monkeypatch.setattr(server.eagle.vectors, "health", broken)
+    down = client.get("/health")
+    assert down.status_code == 503 and down.json()["status"] == "down"
+    assert "ConnectionError: refused" in down.json()["checks"]["milvus"]["detail"]
