@@ -82,3 +82,25 @@ def test_eval_refuses_unknown_modes_and_bad_folders(env: dict[str, str], tmp_pat
     assert bad_mode.exit_code == 2 and "unknown modes: magic" in bad_mode.output
     missing = runner.invoke(app, ["eval", str(tmp_path / "none")], env=env)
     assert missing.exit_code == 2 and "not a directory" in " ".join(missing.output.split())
+
+
+def test_eval_adds_hybrid_rerank_when_a_reranker_is_configured(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    from tests.http_fakes import serve
+    from tests.retrieval.test_rerankers import rerank_server
+
+    dataset = write_dataset(tmp_path / "tiny", header=False)
+    with serve(rerank_server) as (url, recorded):
+        configured = {
+            **env,
+            "EAGLE_RERANK_PROVIDER": "http",
+            "EAGLE_RERANK_STYLE": "tei",
+            "EAGLE_RERANK_URL": url + "/rerank",
+        }
+        result = runner.invoke(app, ["eval", str(dataset), "--json"], env=configured)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert [m["mode"] for m in report["modes"]] == ["dense", "sparse", "hybrid", "hybrid+rerank"]
+    assert report["reranker"] == f"tei:{url}/rerank"
+    assert recorded.requests  # the reranker was really called
