@@ -12,8 +12,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from eagle_rag.engines.base import (
     DOC_INGESTION,
     DOC_PARSING,
@@ -21,35 +19,20 @@ from eagle_rag.engines.base import (
     EngineIngestResult,
     EngineQuery,
 )
-from eagle_rag.engines.http_bridge import BridgeClient, setting
+from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, setting
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.plugins.payloads import RetrievedHit
 
 COLLECTION = "dify"
 
 
-class DifyEngine:
+class DifyEngine(BridgeEngine):
+    service = "Dify"
+    ok_code = None
     name = "dify"
     description = "A Dify knowledge base (dataset), searched and fed through Dify's Knowledge API."
     capabilities = (DOC_INGESTION, DOC_PARSING)
-    creation_schema = (
-        SchemaItem(
-            "base_url",
-            "string",
-            {"en_US": "Dify API base URL", "zh_Hans": "Dify API 地址"},
-            required=True,
-            default="https://api.dify.ai",
-        ),
-        SchemaItem(
-            "api_key",
-            "secret",
-            {"en_US": "Knowledge API key", "zh_Hans": "知识库 API 密钥"},
-            required=True,
-        ),
-        SchemaItem(
-            "dataset_id", "string", {"en_US": "Dataset id", "zh_Hans": "知识库 ID"}, required=True
-        ),
-    )
+    creation_schema = connection_schema("Dify", "https://api.dify.ai")
     retrieval_schema = (
         SchemaItem(
             "search_method",
@@ -68,27 +51,13 @@ class DifyEngine:
         ),
     )
 
-    def __init__(
-        self, *, timeout_s: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
-    ):
-        self._timeout = timeout_s
-        self._transport = transport
-
-    def _client(self, settings: Mapping[str, Any]) -> BridgeClient:
-        return BridgeClient(
-            "Dify",
-            setting(settings, "base_url"),
-            setting(settings, "api_key"),
-            timeout_s=self._timeout,
-            transport=self._transport,
-        )
-
     def _dataset(self, settings: Mapping[str, Any]) -> str:
         return f"/v1/datasets/{setting(settings, 'dataset_id')}"
 
     async def on_knowledge_base_create(self, kb_name: str, settings: Mapping[str, Any]) -> None:
         """Refuse a KB whose dataset or key does not work: one cheap retrieval."""
-        await self._client(settings).call(
+        await self._call(
+            settings,
             "POST",
             self._dataset(settings) + "/retrieve",
             json={"query": "ping", "retrieval_model": {"top_k": 1}},
@@ -100,7 +69,8 @@ class DifyEngine:
     async def ingest(self, document: EngineDocument) -> EngineIngestResult:
         settings = document.creation_settings
         options = {"indexing_technique": "high_quality", "process_rule": {"mode": "automatic"}}
-        body = await self._client(settings).call(
+        body = await self._call(
+            settings,
             "POST",
             self._dataset(settings) + "/document/create-by-file",
             data={"data": json.dumps(options)},
@@ -109,7 +79,7 @@ class DifyEngine:
         try:
             remote_id = str(body["document"]["id"])
         except (KeyError, TypeError) as exc:
-            raise self._client(settings).malformed(exc) from exc
+            raise self._malformed(settings, exc) from exc
         return EngineIngestResult(
             chunks=0, remote_id=remote_id, metadata={"batch": body.get("batch")}
         )
@@ -117,9 +87,7 @@ class DifyEngine:
     async def delete_document(
         self, kb_name: str, remote_id: str, settings: Mapping[str, Any]
     ) -> bool:
-        await self._client(settings).call(
-            "DELETE", f"{self._dataset(settings)}/documents/{remote_id}"
-        )
+        await self._call(settings, "DELETE", f"{self._dataset(settings)}/documents/{remote_id}")
         return True
 
     async def retrieve(self, query: EngineQuery) -> list[RetrievedHit]:
@@ -132,8 +100,8 @@ class DifyEngine:
             "score_threshold_enabled": threshold > 0,
             "score_threshold": threshold,
         }
-        client = self._client(settings)
-        body = await client.call(
+        body = await self._call(
+            settings,
             "POST",
             self._dataset(settings) + "/retrieve",
             json={"query": query.text, "retrieval_model": model},
@@ -165,5 +133,5 @@ class DifyEngine:
                     )
                 )
         except (KeyError, TypeError, ValueError) as exc:
-            raise client.malformed(exc) from exc
+            raise self._malformed(settings, exc) from exc
         return hits

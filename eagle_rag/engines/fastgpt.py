@@ -15,8 +15,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from eagle_rag.engines.base import (
     DOC_INGESTION,
     DOC_PARSING,
@@ -24,30 +22,20 @@ from eagle_rag.engines.base import (
     EngineIngestResult,
     EngineQuery,
 )
-from eagle_rag.engines.http_bridge import BridgeClient, setting
+from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, setting
 from eagle_rag.engines.schema import SchemaItem
-from eagle_rag.errors import UpstreamError
 from eagle_rag.plugins.payloads import RetrievedHit
 
 COLLECTION = "fastgpt"
 
 
-class FastgptEngine:
+class FastgptEngine(BridgeEngine):
+    service = "FastGPT"
+    ok_code = 200
     name = "fastgpt"
     description = "A FastGPT dataset, searched and fed through FastGPT's OpenAPI."
     capabilities = (DOC_INGESTION, DOC_PARSING)
-    creation_schema = (
-        SchemaItem(
-            "base_url",
-            "string",
-            {"en_US": "FastGPT base URL", "zh_Hans": "FastGPT 地址"},
-            required=True,
-        ),
-        SchemaItem("api_key", "secret", {"en_US": "API key", "zh_Hans": "API 密钥"}, required=True),
-        SchemaItem(
-            "dataset_id", "string", {"en_US": "Dataset id", "zh_Hans": "知识库 ID"}, required=True
-        ),
-    )
+    creation_schema = connection_schema("FastGPT", None)
     retrieval_schema = (
         SchemaItem(
             "search_mode",
@@ -66,33 +54,9 @@ class FastgptEngine:
         ),
     )
 
-    def __init__(
-        self, *, timeout_s: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
-    ) -> None:
-        self._timeout = timeout_s
-        self._transport = transport
-
-    def _client(self, settings: Mapping[str, Any]) -> BridgeClient:
-        return BridgeClient(
-            "FastGPT",
-            setting(settings, "base_url"),
-            setting(settings, "api_key"),
-            timeout_s=self._timeout,
-            transport=self._transport,
-        )
-
-    async def _call(self, settings: Mapping[str, Any], method: str, path: str, **kw: Any) -> Any:
-        client = self._client(settings)
-        body = await client.call(method, path, **kw)
-        if not isinstance(body, dict) or "code" not in body:
-            raise client.malformed("no code in the answer")
-        if body["code"] != 200:
-            raise UpstreamError(
-                f"FastGPT refused the request ({body['code']}): "
-                f"{body.get('message') or body.get('statusText', '')}",
-                service="FastGPT",
-            )
-        return body.get("data")
+    async def _data(self, settings: Mapping[str, Any], method: str, path: str, **kw: Any) -> Any:
+        """FastGPT wraps every answer: ``{"code": 200, "data": ...}``."""
+        return (await self._call(settings, method, path, **kw)).get("data")
 
     async def on_knowledge_base_create(self, kb_name: str, settings: Mapping[str, Any]) -> None:
         await self._search(settings, "ping", {})
@@ -103,7 +67,7 @@ class FastgptEngine:
     async def ingest(self, document: EngineDocument) -> EngineIngestResult:
         settings = document.creation_settings
         options = {"datasetId": setting(settings, "dataset_id"), "trainingType": "chunk"}
-        data = await self._call(
+        data = await self._data(
             settings,
             "POST",
             "/api/core/dataset/collection/create/localFile",
@@ -113,7 +77,7 @@ class FastgptEngine:
         try:
             remote_id = str(data["collectionId"])
         except (KeyError, TypeError) as exc:
-            raise self._client(settings).malformed(exc) from exc
+            raise self._malformed(settings, exc) from exc
         return EngineIngestResult(chunks=0, remote_id=remote_id)
 
     async def delete_document(
@@ -150,13 +114,13 @@ class FastgptEngine:
                     )
                 )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise self._client(query.creation_settings).malformed(exc) from exc
+            raise self._malformed(query.creation_settings, exc) from exc
         return hits
 
     async def _search(
         self, settings: Mapping[str, Any], text: str, options: Mapping[str, Any]
     ) -> list[Any]:
-        data = await self._call(
+        data = await self._data(
             settings,
             "POST",
             "/api/core/dataset/searchTest",
@@ -171,5 +135,5 @@ class FastgptEngine:
         )
         matches = data.get("list") if isinstance(data, dict) else data
         if not isinstance(matches, list):
-            raise self._client(settings).malformed("data.list is not a list")
+            raise self._malformed(settings, "data.list is not a list")
         return matches

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.errors import BackendUnavailableError, UpstreamError
 
 
@@ -80,3 +81,64 @@ class BridgeClient:
 
 def setting(settings: Mapping[str, Any], name: str) -> str:
     return str(settings.get(name) or "")
+
+
+def connection_schema(service: str, default_url: str | None = None) -> tuple[SchemaItem, ...]:
+    """What every bridge asks when a KB is created: where the service is, a key, a dataset."""
+    return (
+        SchemaItem(
+            "base_url",
+            "string",
+            {"en_US": f"{service} base URL", "zh_Hans": f"{service} 地址"},
+            required=True,
+            default=default_url,
+        ),
+        SchemaItem("api_key", "secret", {"en_US": "API key", "zh_Hans": "API 密钥"}, required=True),
+        SchemaItem(
+            "dataset_id", "string", {"en_US": "Dataset id", "zh_Hans": "知识库 ID"}, required=True
+        ),
+    )
+
+
+class BridgeEngine:
+    """What the bridges share: a client per KB's settings, and the body's own success code.
+
+    Some services answer errors with HTTP 200 and a code in the body (RAGFlow ``code != 0``,
+    FastGPT ``code != 200``); ``ok_code`` names the success code to check, None for none.
+    """
+
+    service = ""
+    ok_code: int | None = None
+
+    def __init__(
+        self, *, timeout_s: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self._timeout = timeout_s
+        self._transport = transport
+
+    def _client(self, settings: Mapping[str, Any]) -> BridgeClient:
+        return BridgeClient(
+            self.service,
+            setting(settings, "base_url"),
+            setting(settings, "api_key"),
+            timeout_s=self._timeout,
+            transport=self._transport,
+        )
+
+    async def _call(self, settings: Mapping[str, Any], method: str, path: str, **kw: Any) -> Any:
+        client = self._client(settings)
+        body = await client.call(method, path, **kw)
+        if self.ok_code is None:
+            return body
+        if not isinstance(body, dict) or "code" not in body:
+            raise client.malformed("no code in the answer")
+        if body["code"] != self.ok_code:
+            message = body.get("message") or body.get("statusText", "")
+            raise UpstreamError(
+                f"{self.service} refused the request ({body['code']}): {message}",
+                service=self.service,
+            )
+        return body
+
+    def _malformed(self, settings: Mapping[str, Any], reason: object) -> UpstreamError:
+        return self._client(settings).malformed(reason)

@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from eagle_rag.engines.base import (
     DOC_INGESTION,
     DOC_PARSING,
@@ -23,30 +21,20 @@ from eagle_rag.engines.base import (
     EngineIngestResult,
     EngineQuery,
 )
-from eagle_rag.engines.http_bridge import BridgeClient, setting
+from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, setting
 from eagle_rag.engines.schema import SchemaItem
-from eagle_rag.errors import UpstreamError
 from eagle_rag.plugins.payloads import RetrievedHit
 
 COLLECTION = "ragflow"
 
 
-class RagflowEngine:
+class RagflowEngine(BridgeEngine):
+    service = "RAGFlow"
+    ok_code = 0
     name = "ragflow"
     description = "A RAGFlow dataset, searched and fed through RAGFlow's HTTP API."
     capabilities = (DOC_INGESTION, DOC_PARSING)
-    creation_schema = (
-        SchemaItem(
-            "base_url",
-            "string",
-            {"en_US": "RAGFlow base URL", "zh_Hans": "RAGFlow 地址"},
-            required=True,
-        ),
-        SchemaItem("api_key", "secret", {"en_US": "API key", "zh_Hans": "API 密钥"}, required=True),
-        SchemaItem(
-            "dataset_id", "string", {"en_US": "Dataset id", "zh_Hans": "知识库 ID"}, required=True
-        ),
-    )
+    creation_schema = connection_schema("RAGFlow", None)
     retrieval_schema = (
         SchemaItem(
             "similarity_threshold",
@@ -66,33 +54,6 @@ class RagflowEngine:
         ),
     )
 
-    def __init__(
-        self, *, timeout_s: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
-    ) -> None:
-        self._timeout = timeout_s
-        self._transport = transport
-
-    def _client(self, settings: Mapping[str, Any]) -> BridgeClient:
-        return BridgeClient(
-            "RAGFlow",
-            setting(settings, "base_url"),
-            setting(settings, "api_key"),
-            timeout_s=self._timeout,
-            transport=self._transport,
-        )
-
-    async def _call(self, settings: Mapping[str, Any], method: str, path: str, **kw: Any) -> Any:
-        client = self._client(settings)
-        body = await client.call(method, path, **kw)
-        if not isinstance(body, dict) or "code" not in body:
-            raise client.malformed("no code in the answer")
-        if body["code"] != 0:
-            raise UpstreamError(
-                f"RAGFlow refused the request ({body['code']}): {body.get('message', '')}",
-                service="RAGFlow",
-            )
-        return body
-
     async def on_knowledge_base_create(self, kb_name: str, settings: Mapping[str, Any]) -> None:
         await self._retrieve(settings, "ping", 1, {})
 
@@ -111,7 +72,7 @@ class RagflowEngine:
         try:
             remote_id = str(body["data"][0]["id"])
         except (KeyError, IndexError, TypeError) as exc:
-            raise self._client(settings).malformed(exc) from exc
+            raise self._malformed(settings, exc) from exc
         await self._call(settings, "POST", dataset + "/chunks", json={"document_ids": [remote_id]})
         return EngineIngestResult(chunks=0, remote_id=remote_id)
 
@@ -147,7 +108,7 @@ class RagflowEngine:
                 for chunk in chunks
             ]
         except (KeyError, TypeError, ValueError) as exc:
-            raise self._client(query.creation_settings).malformed(exc) from exc
+            raise self._malformed(query.creation_settings, exc) from exc
 
     async def _retrieve(
         self, settings: Mapping[str, Any], text: str, top_k: int, options: Mapping[str, Any]
@@ -168,7 +129,7 @@ class RagflowEngine:
         try:
             chunks = body["data"]["chunks"]
         except (KeyError, TypeError) as exc:
-            raise self._client(settings).malformed(exc) from exc
+            raise self._malformed(settings, exc) from exc
         if not isinstance(chunks, list):
-            raise self._client(settings).malformed("data.chunks is not a list")
+            raise self._malformed(settings, "data.chunks is not a list")
         return chunks
