@@ -44,8 +44,13 @@ async def test_no_operation_answers_with_a_server_error(tmp_path: Path) -> None:
         ]
         for path in EXCLUDED:
             arguments += ["--exclude-path", path]
+        # Run in the temp dir: schemathesis keeps a cache in its working directory.
         process = await asyncio.create_subprocess_exec(
-            cli, *arguments, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+            cli,
+            *arguments,
+            cwd=tmp_path,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
         )
         output, _ = await process.communicate()
     report = output.decode(errors="replace")
