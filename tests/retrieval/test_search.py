@@ -9,8 +9,9 @@ import pytest
 
 from eagle_rag.bootstrap import EagleApp, Repositories
 from eagle_rag.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from eagle_rag.index.filters import eq
 from eagle_rag.ingest.deletion import remove_document
-from eagle_rag.plugins.payloads import QueryRequest
+from eagle_rag.plugins.payloads import QueryRequest, RetrievedHit
 from eagle_rag.retrieval.pack import ContextPack
 from tests.retrieval.conftest import Corpus
 
@@ -241,3 +242,42 @@ async def test_a_deleted_document_is_never_returned(app: EagleApp, corpus: Corpu
     assert (await search(app, "kiwi orchard", kb_names=("gone",))).passages == ()
     everywhere = await search(app, "kiwi orchard", top_k=50)
     assert submission.document_id not in {p.document_id for p in everywhere.passages}
+
+
+async def test_only_summaries_within_the_search_depth_look_up_their_chunks(
+    app: EagleApp, corpus: Corpus
+) -> None:
+    from eagle_rag.retrieval.expansion import ParentExpander
+
+    pack = await search(
+        app, "Installation", kb_names=("alpha",), mode="sparse", top_k=1, expand_parents=False
+    )
+    summary_pack = pack.passages[0]
+    assert summary_pack.type == "section_summary"
+    hit = RetrievedHit(
+        chunk_id=summary_pack.chunk_id,
+        collection=summary_pack.collection,
+        document_id=summary_pack.document_id,
+        kb_name=summary_pack.kb_name,
+        text=summary_pack.text,
+        path=summary_pack.path,
+        score=1.0,
+        source_chunk_id=summary_pack.chunk_id,
+        metadata={"type": "section_summary"},
+    )
+    options: dict[str, Any] = {
+        "limit": 3,
+        "queries": {},
+        "vectors": {},
+        "scope": eq("kb_name", "alpha"),
+    }
+    shallow = ParentExpander(app.vectors, children=2, search_depth=0)
+    kept, expanded = await shallow.expand([hit], [], **options)
+    assert expanded == 0 and [h.chunk_id for h in kept] == [hit.chunk_id]  # no look-up allowed
+    deep = ParentExpander(app.vectors, children=2, search_depth=10)
+    drilled, expanded = await deep.expand([hit], [], **options)
+    assert expanded == 1
+    assert [h.path for h in drilled] == [
+        "Solar Guide/Installation/Roof mounting",
+        "Solar Guide/Installation/Wiring",
+    ]
