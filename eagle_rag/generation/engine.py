@@ -58,6 +58,9 @@ class AnswerRequest:
     attachments: tuple[Attachment, ...] = ()
     with_images: bool = False
     retrieval_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rerank: bool | None = None
+    expand_parents: bool | None = None
+    token_budget: int | None = None
 
 
 class AnswerEngine:
@@ -221,6 +224,9 @@ class AnswerEngine:
             mode=request.mode,
             with_images=request.with_images,
             retrieval_settings=request.retrieval_settings,
+            rerank=request.rerank,
+            expand_parents=request.expand_parents,
+            token_budget=request.token_budget,
         )
 
     def _select(

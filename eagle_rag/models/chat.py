@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import httpx
 
 from eagle_rag.errors import BackendUnavailableError, ModelProviderError
-from eagle_rag.models.http_json import MAX_RETRY_AFTER_S, RETRY_STATUS
+from eagle_rag.models.http_json import RETRY_STATUS, retry_after_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,16 +108,8 @@ class OpenAICompatibleChat:
             raise BackendUnavailableError(
                 f"chat endpoint kept failing ({status})", backend="chat", status=status
             )
-        retry_after = response.headers.get("retry-after")
-        try:
-            return (
-                min(float(retry_after), MAX_RETRY_AFTER_S) if retry_after else self._delay(attempt)
-            )
-        except ValueError:
-            return self._delay(attempt)
-
-    def _delay(self, attempt: int) -> float:
-        return float(self._backoff_s * 2**attempt)
+        retry_after = retry_after_s(response)
+        return retry_after if retry_after is not None else self._backoff_s * 2**attempt
 
 
 async def _deltas(response: httpx.Response, model: str) -> AsyncIterator[str]:

@@ -83,7 +83,7 @@ class JsonEndpoint:
                         backend=self.backend,
                         status=response.status_code,
                     )
-                retry_after = _retry_after(response)
+                retry_after = retry_after_s(response)
                 self._sleep(retry_after if retry_after is not None else self.delay(attempt))
                 continue
             self._sleep(self.delay(attempt))
@@ -108,7 +108,8 @@ class JsonEndpoint:
             ) from exc
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def retry_after_s(response: httpx.Response) -> float | None:
+    """The server's Retry-After in seconds (capped), or None when absent or not a number."""
     value = response.headers.get("retry-after")
     try:
         return min(float(value), MAX_RETRY_AFTER_S) if value else None

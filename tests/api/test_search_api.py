@@ -232,3 +232,17 @@ def test_health_is_degraded_or_down_when_backends_fail(
     down = client.get("/health")
     assert down.status_code == 503 and down.json()["status"] == "down"
     assert "ConnectionError: refused" in down.json()["checks"]["milvus"]["detail"]
+
+
+def test_query_honours_the_retrieval_fields_it_accepts(client: httpx.Client) -> None:
+    def recall_trace(**options: Any) -> list[str]:
+        body = client.post(
+            "/query", json={"query": "Installation", "kb_name": "docs", "mode": "sparse", **options}
+        ).json()
+        recall = next(s for s in body["steps"] if s["name"] == "recall")
+        return list(recall["trace"])
+
+    assert "expand_parents" in recall_trace()
+    assert "expand_parents" not in recall_trace(expand_parents=False)
+    assert "rerank" not in recall_trace(rerank=False)
+    assert "token_budget" in recall_trace(token_budget=5)

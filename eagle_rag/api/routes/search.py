@@ -88,6 +88,9 @@ async def _answer_request(app: EagleApp, body: QueryBody) -> AnswerRequest:
         attachments=tuple(attachments),
         with_images=body.with_images,
         retrieval_settings=body.retrieval_settings,
+        rerank=body.rerank,
+        expand_parents=body.expand_parents,
+        token_budget=body.token_budget,
     )
 
 
