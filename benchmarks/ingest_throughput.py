@@ -5,6 +5,10 @@ the in-process workers (detect, parse, structure, chunk, classify, embed, upsert
 The baseline, in the same run, embeds exactly the chunk texts the pipeline produced with the same
 encoder and batch size, and nothing else. Target (issue 4): pipeline time <= 1.2 x embedding time.
 
+The two are interleaved: the corpus is ingested in ``--slices`` parts, each followed by its own
+baseline, so that a shared machine's speed drifting over the minutes of a run (measured: the
+embedder alone varied by 15% between runs on this 2-core VM) affects both sides alike.
+
     .venv/bin/python -m benchmarks.ingest_throughput ../shared/datasets/msmarco --limit 5000
 """
 
@@ -20,6 +24,7 @@ import platform
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.index.collections import TEXT_COLLECTION
@@ -39,7 +44,6 @@ def load_corpus(folder: Path, limit: int) -> list[tuple[str, str]]:
 
 
 async def ingest(app: EagleApp, passages: list[tuple[str, str]]) -> float:
-    app.repositories.knowledge_bases.create("bench")
     started = time.perf_counter()
     for doc_id, text in passages:
         await asyncio.to_thread(
@@ -52,11 +56,11 @@ async def ingest(app: EagleApp, passages: list[tuple[str, str]]) -> float:
     return time.perf_counter() - started
 
 
-def chunk_texts(app: EagleApp) -> list[str]:
+def chunk_texts(app: EagleApp, document_ids: list[str]) -> list[str]:
     from eagle_rag.index import filters as f
 
     texts: list[str] = []
-    for document in app.repositories.documents.ids_in_kb("bench"):
+    for document in document_ids:
         rows = app.vectors.query(
             TEXT_COLLECTION, f.eq("document_id", document), output_fields=["text"]
         )
@@ -72,22 +76,32 @@ def embed_baseline(app: EagleApp, texts: list[str]) -> float:
     return time.perf_counter() - started
 
 
-async def main_async(folder: Path, limit: int) -> dict[str, float]:
+async def main_async(folder: Path, limit: int, slices: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as data:
         app = await bootstrap(load_settings({"EAGLE_DATA_DIR": data}))
         try:
+            app.repositories.knowledge_bases.create("bench")
             app.text_encoder.embed_passages(["warm up the model"])
             passages = load_corpus(folder, limit)
-            pipeline_s = await ingest(app, passages)
+            size = -(-len(passages) // slices)
+            pipeline_s = raw_s = 0.0
+            texts: list[str] = []
+            seen: set[str] = set()
+            for start in range(0, len(passages), size):
+                pipeline_s += await ingest(app, passages[start : start + size])
+                fresh = [d for d in app.repositories.documents.ids_in_kb("bench") if d not in seen]
+                seen.update(fresh)
+                part = chunk_texts(app, fresh)
+                raw_s += embed_baseline(app, part)
+                texts.extend(part)
             failed = app.repositories.documents.count(kb_name="bench", status="failed")
-            texts = chunk_texts(app)
-            raw_s = embed_baseline(app, texts)
         finally:
             await app.stop()
     return {
         "documents": len(passages),
         "failed": failed,
         "chunks": len(texts),
+        "slices": slices,
         "pipeline_s": pipeline_s,
         "embed_s": raw_s,
         "pipeline_chunks_per_s": len(texts) / pipeline_s,
@@ -101,10 +115,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--limit", type=int, default=0, help="passages to ingest (0 = all)")
+    parser.add_argument("--slices", type=int, default=5, help="pipeline/baseline alternations")
     args = parser.parse_args()
     print(f"date: {datetime.date.today()}  machine: {platform.machine()}, {os.cpu_count()} cores")
-    f = asyncio.run(main_async(args.dataset, args.limit))
+    f = asyncio.run(main_async(args.dataset, args.limit, max(1, args.slices)))
     print(f"{f['documents']} documents ({f['failed']} failed), {f['chunks']} chunks")
+    print(f"pipeline and baseline alternated over {f['slices']} slices")
     print(f"encoder {f['encoder']}")
     print(f"raw embedder : {f['embed_s']:8.1f} s  {f['embed_chunks_per_s']:7.1f} chunks/s")
     print(f"pipeline     : {f['pipeline_s']:8.1f} s  {f['pipeline_chunks_per_s']:7.1f} chunks/s")

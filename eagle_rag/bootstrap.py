@@ -14,6 +14,7 @@ from pathlib import Path
 from eagle_rag.db.database import Database
 from eagle_rag.db.repositories import (
     DocumentRepository,
+    IngestRunRepository,
     KnowledgeBaseRepository,
     McpCallRepository,
     SessionRepository,
@@ -54,6 +55,7 @@ class Repositories:
     tasks: TaskRepository
     sessions: SessionRepository
     mcp_calls: McpCallRepository
+    ingest_runs: IngestRunRepository
 
     @classmethod
     def for_namespace(cls, db: Database, namespace: str) -> Repositories:
@@ -63,6 +65,7 @@ class Repositories:
             TaskRepository(db, namespace),
             SessionRepository(db, namespace),
             McpCallRepository(db, namespace),
+            IngestRunRepository(db, namespace),
         )
 
 

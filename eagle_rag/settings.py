@@ -190,6 +190,9 @@ class IngestSettings(_Section):
     chunk_overlap: int = Field(default=40, ge=0, le=4096)
     workers: int = Field(default=2, ge=1, le=64)
     embed_batch: int = Field(default=32, ge=1, le=1024)
+    # A task's phase and progress are written at most this often (0: every step). A document
+    # that finishes sooner shows queued -> completed and costs no progress writes.
+    progress_interval_s: float = Field(default=0.5, ge=0)
     # Office files are zip archives: refuse bombs before opening them.
     archive_max_entries: int = Field(default=10_000, ge=1)
     archive_max_uncompressed_bytes: int = Field(default=512 * 1024 * 1024, ge=1)

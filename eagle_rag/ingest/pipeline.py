@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from eagle_rag.db.records import DocumentRecord
+from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord
 from eagle_rag.engines.base import DOC_PARSING, EngineDocument
 from eagle_rag.errors import EagleError, NotFoundError, PluginError
 from eagle_rag.ingest.deletion import remove_document
@@ -25,6 +25,7 @@ from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
 from eagle_rag.ingest.knowhere.tree import build_tree
 from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.ingest.parsers.registry import parser_for
+from eagle_rag.ingest.progress import ProgressReporter
 from eagle_rag.ingest.safety import ArchiveLimits, check_archive
 from eagle_rag.ingest.summaries import write_summaries
 from eagle_rag.plugins import hooks
@@ -66,20 +67,38 @@ class IngestPipeline:
 
     async def run(self, task_id: str) -> PipelineResult:
         repos = self._app.repositories
-        task = repos.tasks.start_attempt(task_id)
         try:
-            document = repos.documents.update(task.document_id, status="processing", error=None)
-        except NotFoundError:
-            repos.tasks.finish(task_id, status="failed", error="the document was deleted")
-            return PipelineResult(task.document_id, "failed", error="document deleted")
+            attempt = repos.ingest_runs.start(task_id)
+        except NotFoundError:  # deleted with its document while it waited in the queue
+            logger.info("ingest task %s no longer exists", task_id)
+            return PipelineResult("", "failed", error="task deleted")
+        document = attempt.document
+        if document is None or attempt.kb is None:
+            missing = "document" if document is None else "knowledge base"
+            repos.tasks.finish(task_id, status="failed", error=f"the {missing} was deleted")
+            return PipelineResult(attempt.document_id, "failed", error=f"{missing} deleted")
+        progress = ProgressReporter(
+            lambda phase, current, total: repos.tasks.progress(
+                task_id, phase=phase, current=current, total=total
+            ),
+            self._app.settings.ingest.progress_interval_s,
+        )
         try:
-            ingested = await self._ingest(task_id, document, first_attempt=task.attempts == 1)
+            ingested = await self._ingest(
+                task_id, document, attempt.kb, progress, first_attempt=attempt.attempts == 1
+            )
         except Exception as exc:
             return await self._fail(task_id, document, exc)
         return self._succeed(task_id, document, ingested)
 
     async def _ingest(
-        self, task_id: str, document: DocumentRecord, *, first_attempt: bool
+        self,
+        task_id: str,
+        document: DocumentRecord,
+        kb: KnowledgeBaseRecord,
+        progress: ProgressReporter,
+        *,
+        first_attempt: bool,
     ) -> _Ingested:
         app = self._app
         ctx = HookContext(
@@ -87,10 +106,9 @@ class IngestPipeline:
         )
         data = await asyncio.to_thread(_read_all, app.objects, document.object_key)
         mime = document.mime_type  # detected from the content when it was submitted
-        kb = app.repositories.knowledge_bases.get(document.kb_name)
         engine = app.knowledge.engine(kb.engine)
         if not getattr(engine, "native", False):
-            return await self._ingest_with_engine(task_id, document, data, kb, engine)
+            return await self._ingest_with_engine(document, data, kb, engine, progress)
         source = DocumentSource(
             document.id,
             document.kb_name,
@@ -105,7 +123,7 @@ class IngestPipeline:
             await app.bus.invoke_first(hooks.ingest_route_selectors, ctx=ctx, source=source)
             or DEFAULT_PIPELINE
         )
-        self._progress(task_id, "parse", 0, 1)
+        progress("parse", 0, 1)
         if mime.startswith("application/vnd.openxmlformats"):
             check_archive(data, ArchiveLimits.from_settings(app.settings.ingest))
         parser = parser_for(mime, [r.component for r in app.registries.parsers])
@@ -113,7 +131,7 @@ class IngestPipeline:
         parsed = await asyncio.to_thread(parser.parse, context)
         parsed = await app.bus.invoke_transform(hooks.parse, parsed, ctx=ctx, source=source)
 
-        self._progress(task_id, "chunk", 0, 1)
+        progress("chunk", 0, 1)
         title = str(parsed.metadata.get("title") or PurePosixPath(document.filename).stem)
         tree = build_tree(parsed, title=title)
         options = _chunking(kb.creation_settings, app.settings.ingest)
@@ -126,7 +144,7 @@ class IngestPipeline:
             options=options,
             count_tokens=encoder.count_tokens,
         )
-        chunks = await self._model_summaries(task_id, chunks, tree.text)
+        chunks = await self._model_summaries(task_id, chunks, tree.text, progress)
         enriched = await app.bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
         _check_chunk_hook(chunks, enriched)
         enriched = with_document_fields(enriched, document, mime, parsed.metadata)
@@ -142,7 +160,7 @@ class IngestPipeline:
             planned,
             ctx,
             batch_size=app.settings.ingest.embed_batch,
-            on_progress=lambda done, total: self._progress(task_id, "embed", done, total),
+            on_progress=lambda done, total: progress("embed", done, total),
         )
         pages = parsed.metadata.get("pages")
         structure = {**tree.to_dict(), "pipeline": pipeline, "mime_type": mime}
@@ -155,19 +173,24 @@ class IngestPipeline:
         )
 
     async def _ingest_with_engine(
-        self, task_id: str, document: DocumentRecord, data: bytes, kb: Any, engine: Any
+        self,
+        document: DocumentRecord,
+        data: bytes,
+        kb: KnowledgeBaseRecord,
+        engine: Any,
+        progress: ProgressReporter,
     ) -> _Ingested:
         """A KB bound to another engine: hand it the file (and our parse if it cannot parse)."""
         app = self._app
         parsed = None
         if DOC_PARSING not in engine.capabilities:
-            self._progress(task_id, "parse", 0, 1)
+            progress("parse", 0, 1)
             parser = parser_for(document.mime_type, [r.component for r in app.registries.parsers])
             context = ParseContext(
                 data, document.filename, document.mime_type, app.settings.ingest.max_pages
             )
             parsed = await asyncio.to_thread(parser.parse, context)
-        self._progress(task_id, f"engine:{engine.name}", 0, 1)
+        progress(f"engine:{engine.name}", 0, 1)
         result = await engine.ingest(
             EngineDocument(
                 document.id,
@@ -186,7 +209,7 @@ class IngestPipeline:
         return _Ingested(result.chunks, (), structure, None, kb.collections_used)
 
     async def _model_summaries(
-        self, task_id: str, chunks: tuple[TextChunk, ...], text: str
+        self, task_id: str, chunks: tuple[TextChunk, ...], text: str, progress: ProgressReporter
     ) -> tuple[TextChunk, ...]:
         """Let the chat model rewrite section summaries (``ingest.section_summaries``)."""
         config = self._app.settings.ingest
@@ -196,7 +219,7 @@ class IngestPipeline:
         )
         if not wanted or not any(c.type == "section_summary" for c in chunks):
             return chunks
-        self._progress(task_id, "summarize", 0, 1)
+        progress("summarize", 0, 1)
         rewritten, written, failed = await write_summaries(
             chunks, text, model, limit=config.max_model_summaries
         )
@@ -209,35 +232,30 @@ class IngestPipeline:
     def _succeed(self, task_id: str, document: DocumentRecord, done: _Ingested) -> PipelineResult:
         repos = self._app.repositories
         chunks, collections = done.chunks, done.collections
+        note = f"completed: {chunks} vectors in {', '.join(collections) or 'no collection'}"
         try:
-            repos.documents.set_fields(
-                document.id,
-                status="completed",
-                chunk_count=chunks,
-                collections_used=list(collections),
+            older_versions = repos.ingest_runs.complete(
+                task_id,
+                document,
+                chunks=chunks,
+                collections=collections,
+                kb_collections=done.kb_collections,
                 structure=done.structure,
                 pages=done.pages,
                 pipeline=done.structure["pipeline"],
                 mime_type=done.structure["mime_type"],
+                note=note,
             )
         except NotFoundError:
             # Deleted while it ran: what this run wrote must not outlive the document.
             self._app.vectors.delete_documents([document.id])
-            repos.tasks.finish(task_id, status="failed", error="the document was deleted")
+            with contextlib.suppress(NotFoundError):  # its task went with it
+                repos.tasks.finish(task_id, status="failed", error="the document was deleted")
             return PipelineResult(document.id, "failed", error="document deleted")
-        if not set(collections) <= set(done.kb_collections):
-            repos.knowledge_bases.add_collections(document.kb_name, collections)
-        self._replace_older_versions(document)
-        note = f"completed: {chunks} vectors in {', '.join(collections) or 'no collection'}"
-        repos.tasks.complete(task_id, total=chunks, note=note)
+        # A changed file uploaded under the same name replaces the older document's chunks.
+        for older_id in older_versions:
+            remove_document(self._app, older_id)
         return PipelineResult(document.id, "completed", chunks)
-
-    def _replace_older_versions(self, document: DocumentRecord) -> None:
-        """A changed file uploaded under the same name replaces the old document's chunks."""
-        documents = self._app.repositories.documents
-        for older_id, status in documents.ids_by_filename(document.kb_name, document.filename):
-            if older_id != document.id and status in ("completed", "failed"):
-                remove_document(self._app, older_id)
 
     async def _fail(self, task_id: str, document: DocumentRecord, exc: Exception) -> PipelineResult:
         reason = _reason(exc)
@@ -252,9 +270,6 @@ class IngestPipeline:
         repos.tasks.finish(task_id, status="failed", error=reason)
         repos.tasks.append_log(task_id, f"failed: {reason}")
         return PipelineResult(document.id, "failed", error=reason)
-
-    def _progress(self, task_id: str, phase: str, current: int, total: int) -> None:
-        self._app.repositories.tasks.progress(task_id, phase=phase, current=current, total=total)
 
 
 def _chunking(creation_settings: Any, defaults: Any) -> ChunkingOptions:

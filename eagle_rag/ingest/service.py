@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 from typing import Any, BinaryIO, Protocol
 
 from eagle_rag.db.records import validate_kb_name
+from eagle_rag.db.repositories.base import new_id
 from eagle_rag.errors import InvalidInputError, PayloadTooLargeError
 from eagle_rag.ingest.detect import BINARY_TYPES, detect
 from eagle_rag.ingest.fetch import UrlFetcher
@@ -76,30 +77,35 @@ class IngestService:
             detected = detect(head, display_name, content_type)
             if detected.mime_type in BINARY_TYPES and detected.mime_type != "application/pdf":
                 check_archive(head, ArchiveLimits.from_settings(self._app.settings.ingest))
-            document, created = self._app.repositories.documents.create(
-                kb_name=kb_name,
-                filename=display_name,
-                mime_type=detected.mime_type,
-                sha256=sha256,
-                size=size,
-                source_url=source_url,
-                extra=dict(metadata or {}),
-                tags=tags,
-            )
-            if not created:
-                return self._dedup_hit(document)
-            key = object_key(self._app.namespace, kb_name, document.id, storage_name(display_name))
+            # The original goes first, under a fresh id, then one transaction records the
+            # document with its task: a crash in between leaves an unreferenced object, never a
+            # document without its file. A dedup hit (same bytes, already in the KB) or a
+            # refusal removes the object again.
+            document_id = new_id()
+            key = object_key(self._app.namespace, kb_name, document_id, storage_name(display_name))
+            self._app.objects.put(key, io.BytesIO(head), content_type=detected.mime_type)
             try:
-                self._app.objects.put(key, io.BytesIO(head), content_type=detected.mime_type)
-                self._app.repositories.documents.set_fields(document.id, object_key=key)
-                task = self._app.repositories.tasks.create(document_id=document.id)
+                accepted = self._app.repositories.ingest_runs.accept(
+                    document_id=document_id,
+                    kb_name=kb_name,
+                    filename=display_name,
+                    mime_type=detected.mime_type,
+                    sha256=sha256,
+                    size=size,
+                    object_key=key,
+                    source_url=source_url,
+                    extra=dict(metadata or {}),
+                    tags=tags,
+                )
             except BaseException:
-                # Undo the row: a document without its file or task would answer every later
-                # upload of these bytes as a dedup hit that never completes.
-                self._undo(document.id, key)
+                self._discard(key)
                 raise
+            if accepted.task is None:
+                self._discard(key)
+                return self._dedup_hit(accepted.document)
+        task = accepted.task
         self._queue.submit(task.id)
-        return Submission(task.id, document.id, task.status, dedup_hit=False)
+        return Submission(task.id, accepted.document.id, task.status, dedup_hit=False)
 
     def submit_url(
         self,
@@ -153,11 +159,9 @@ class IngestService:
             submissions.append(Submission(task.id, document_id, task.status, dedup_hit=False))
         return submissions
 
-    def _undo(self, document_id: str, key: str) -> None:
-        with contextlib.suppress(Exception):  # best effort; the original error is what matters
+    def _discard(self, key: str) -> None:
+        with contextlib.suppress(Exception):  # best effort; an orphan object is only garbage
             self._app.objects.delete(key)
-        with contextlib.suppress(Exception):
-            self._app.repositories.documents.delete(document_id)
 
     def _require_kb(self, kb_name: str) -> None:
         validate_kb_name(kb_name)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -27,24 +24,6 @@ from eagle_rag.errors import (
     InvalidInputError,
     NotFoundError,
 )
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'meta' / 'eagle.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    database = Database(url)
-    database.migrate()
-    yield database
-    database.dispose()
-
-
-@pytest.fixture
-def ns() -> str:
-    """A fresh namespace per test, so tests sharing one PostgreSQL database never meet."""
-    return f"ns-{uuid.uuid4().hex[:10]}"
 
 
 def _kb(db: Database, ns: str, name: str = "docs") -> KnowledgeBaseRepository:

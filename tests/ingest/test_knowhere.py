@@ -164,3 +164,42 @@ def test_chunker_invariants(
                     assert any(s <= position < e for s, e in spans), tree.text[position]
     assert [c.chunk_index for c in chunks] == list(range(len(chunks)))
     assert len({c.chunk_id for c in chunks}) == len(chunks)
+
+
+def _counting(calls: list[str]):  # type: ignore[no-untyped-def]
+    def count(text: str) -> int:
+        calls.append(text)
+        return COUNT(text)
+
+    return count
+
+
+def test_a_section_that_fits_is_one_chunk_counted_once() -> None:
+    body = "Koalas sleep a lot. They eat eucalyptus leaves. Joeys ride in pouches."
+    parsed = ParseResult("", (TextSection(f"  {body}  ", page=3),))
+    calls: list[str] = []
+    tree = build_tree(parsed, title="koalas")
+    options = ChunkingOptions(40, 8)
+    [chunk] = chunk_tree(
+        tree, document_id="d1", kb_name="kb", options=options, count_tokens=_counting(calls)
+    )
+    assert chunk.text == body and tree.text[chunk.start_offset : chunk.end_offset] == body
+    assert chunk.page_nums == (3,)
+    assert calls == [body]  # one tokenizer call, not one per sentence
+
+
+def test_a_section_over_budget_is_packed_by_sentences() -> None:
+    sentences = [f"Sentence number {i} talks about wombats and burrows." for i in range(12)]
+    parsed = ParseResult("", (TextSection(" ".join(sentences)),))
+    calls: list[str] = []
+    tree = build_tree(parsed, title="wombats")
+    chunks = chunk_tree(
+        tree,
+        document_id="d1",
+        kb_name="kb",
+        options=ChunkingOptions(40, 8),
+        count_tokens=_counting(calls),
+    )
+    own = [c for c in chunks if c.type != "section_summary"]
+    assert len(own) > 1 and all(COUNT(c.text) <= 40 for c in own)
+    assert set(sentences) <= set(calls)  # fell back to counting sentence by sentence

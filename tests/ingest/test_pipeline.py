@@ -217,19 +217,45 @@ async def test_exclusive_group_writes_a_chunk_once(app: EagleApp, kb: str) -> No
     assert sum(batches) == document.chunk_count == _vectors(app, document.id)
 
 
-async def test_progress_is_visible_while_it_runs(app: EagleApp, kb: str) -> None:
+async def test_progress_is_visible_while_it_runs(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: list[tuple[str, str]] = []
 
     def watch(chunks: tuple[TextChunk, ...]) -> None:
         task = app.repositories.tasks.for_document(chunks[0].document_id)[-1]
         seen.append((task.status, task.phase))
 
+    monkeypatch.setattr(app.settings.ingest, "progress_interval_s", 0.0)  # every step
     app.bus.subscribe(hooks.chunk, watch, plugin="watcher")
     try:
         await _ingest(app, kb, docs.MARKDOWN.encode(), "guide.md")
     finally:
         app.bus.unsubscribe_plugin("watcher")
     assert seen == [("processing", "chunk")]
+
+
+async def test_a_quick_document_costs_no_progress_writes(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes: list[str] = []
+    record = app.repositories.tasks.progress
+
+    def counted(task_id: str, **kw: Any) -> None:
+        writes.append(kw["phase"])
+        record(task_id, **kw)
+
+    monkeypatch.setattr(app.settings.ingest, "progress_interval_s", 60.0)
+    monkeypatch.setattr(app.repositories.tasks, "progress", counted)
+    submission = await _ingest(app, kb, b"Quokkas smile.", "quokka.txt")
+    task = app.repositories.tasks.get(submission.job_id)
+    assert writes == []  # throttled: finished within one interval
+    assert (task.status, task.phase, task.progress_current, task.progress_total) == (
+        "completed",
+        "completed",
+        1,
+        1,
+    )
 
 
 async def test_deleting_a_document_removes_it_everywhere(app: EagleApp, kb: str) -> None:

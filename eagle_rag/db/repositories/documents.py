@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy import update as sa_update
+from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -48,7 +49,7 @@ def _check_fields(fields: Mapping[str, Any]) -> None:
         raise InvalidInputError(f"unknown document status {fields['status']!r}")
 
 
-def _record(row: DocumentRow, tags: Sequence[str]) -> DocumentRecord:
+def document_record(row: DocumentRow | Row[Any], tags: Sequence[str]) -> DocumentRecord:
     return DocumentRecord(
         id=row.id,
         namespace=row.plugin_namespace,
@@ -118,7 +119,7 @@ class DocumentRepository(NamespacedRepository):
                     DocumentTagRow(document_id=row.id, tag=t, plugin_namespace=self.namespace)
                     for t in tag_list
                 )
-                return _record(row, tag_list), True
+                return document_record(row, tag_list), True
         except IntegrityError:
             existing = self.find_by_sha(kb_name, sha256)
             if existing is None:
@@ -128,7 +129,7 @@ class DocumentRepository(NamespacedRepository):
     def get(self, document_id: str) -> DocumentRecord:
         with self._db.session() as session:
             row = self._existing(session, document_id)
-            return _record(row, self._tags(session, [row.id]).get(row.id, []))
+            return document_record(row, self._tags(session, [row.id]).get(row.id, []))
 
     def find(self, document_id: str) -> DocumentRecord | None:
         try:
@@ -167,7 +168,7 @@ class DocumentRepository(NamespacedRepository):
             )
             rows = list(session.scalars(query.limit(limit).offset(offset)))
             tags = self._tags(session, [r.id for r in rows])
-            return [_record(r, tags.get(r.id, [])) for r in rows]
+            return [document_record(r, tags.get(r.id, [])) for r in rows]
 
     def count(self, *, kb_name: str | None = None, status: str | None = None) -> int:
         with self._db.session() as session:
@@ -181,7 +182,7 @@ class DocumentRepository(NamespacedRepository):
             for name, value in fields.items():
                 setattr(row, name, list(value) if name == "collections_used" else value)
             session.flush()
-            return _record(row, self._tags(session, [row.id]).get(row.id, []))
+            return document_record(row, self._tags(session, [row.id]).get(row.id, []))
 
     def set_fields(self, document_id: str, **fields: Any) -> None:
         """Like ``update`` without reading the record back: one UPDATE (the ingest hot path)."""
@@ -282,7 +283,7 @@ class DocumentRepository(NamespacedRepository):
             ).first()
             if row is None:
                 return None
-            return _record(row, self._tags(session, [row.id]).get(row.id, []))
+            return document_record(row, self._tags(session, [row.id]).get(row.id, []))
 
     def _existing(self, session: Session, document_id: str) -> DocumentRow:
         row = session.scalars(

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -15,7 +16,7 @@ from eagle_rag.db.tables import KnowledgeBaseRow
 from eagle_rag.errors import ConflictError, NotFoundError
 
 
-def _record(row: KnowledgeBaseRow) -> KnowledgeBaseRecord:
+def kb_record(row: KnowledgeBaseRow | Row[Any]) -> KnowledgeBaseRecord:
     return KnowledgeBaseRecord(
         id=row.id,
         namespace=row.plugin_namespace,
@@ -57,7 +58,7 @@ class KnowledgeBaseRepository(NamespacedRepository):
             with self._db.session() as session:
                 session.add(row)
                 session.flush()
-                return _record(row)
+                return kb_record(row)
         except IntegrityError:
             raise ConflictError(
                 f"knowledge base {name!r} already exists", kb_name=name, namespace=self.namespace
@@ -66,7 +67,7 @@ class KnowledgeBaseRepository(NamespacedRepository):
     def find(self, name: str) -> KnowledgeBaseRecord | None:
         with self._db.session() as session:
             row = self._row(session, name)
-            return _record(row) if row else None
+            return kb_record(row) if row else None
 
     def get(self, name: str) -> KnowledgeBaseRecord:
         found = self.find(name)
@@ -83,7 +84,7 @@ class KnowledgeBaseRepository(NamespacedRepository):
                 .where(KnowledgeBaseRow.plugin_namespace == self.namespace)
                 .order_by(KnowledgeBaseRow.name)
             )
-            return [_record(r) for r in rows]
+            return [kb_record(r) for r in rows]
 
     def update(
         self,
@@ -99,7 +100,7 @@ class KnowledgeBaseRepository(NamespacedRepository):
             if retrieval_settings is not None:
                 row.retrieval_settings = dict(retrieval_settings)
             session.flush()
-            return _record(row)
+            return kb_record(row)
 
     def add_collections(self, name: str, collections: Iterable[str]) -> KnowledgeBaseRecord:
         """Union new collections into the KB's catalog (ingest success only, ADR-006)."""
@@ -107,7 +108,7 @@ class KnowledgeBaseRepository(NamespacedRepository):
             row = self._existing(session, name, lock=True)
             row.collections_used = sorted({*row.collections_used, *collections})
             session.flush()
-            return _record(row)
+            return kb_record(row)
 
     def set_collections(self, name: str, collections: Iterable[str]) -> KnowledgeBaseRecord:
         """Replace the catalog (recomputed after documents are deleted)."""
@@ -115,7 +116,7 @@ class KnowledgeBaseRepository(NamespacedRepository):
             row = self._existing(session, name, lock=True)
             row.collections_used = sorted(set(collections))
             session.flush()
-            return _record(row)
+            return kb_record(row)
 
     def delete(self, name: str) -> None:
         with self._db.session() as session:

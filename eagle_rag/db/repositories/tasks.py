@@ -15,7 +15,7 @@ from eagle_rag.errors import InvalidInputError, NotFoundError
 LOG_LINES_KEPT = 200
 
 
-def _record(row: TaskRow) -> TaskRecord:
+def task_record(row: TaskRow) -> TaskRecord:
     return TaskRecord(
         id=row.id,
         namespace=row.plugin_namespace,
@@ -31,6 +31,11 @@ def _record(row: TaskRow) -> TaskRecord:
         created_at=as_utc(row.created_at),
         updated_at=as_utc(row.updated_at),
     )
+
+
+def log_line(log: list[str], note: str) -> list[str]:
+    """The task log with one time-stamped line appended, bounded to LOG_LINES_KEPT."""
+    return [*log, f"{utcnow().isoformat(timespec='seconds')} {note}"][-LOG_LINES_KEPT:]
 
 
 class TaskRepository(NamespacedRepository):
@@ -59,11 +64,11 @@ class TaskRepository(NamespacedRepository):
             )
             session.add(row)
             session.flush()
-            return _record(row)
+            return task_record(row)
 
     def get(self, task_id: str) -> TaskRecord:
         with self._db.session() as session:
-            return _record(self._existing(session, task_id))
+            return task_record(self._existing(session, task_id))
 
     def list(
         self, *, status: str | None = None, kb_name: str | None = None, limit: int = 100
@@ -75,7 +80,7 @@ class TaskRepository(NamespacedRepository):
             if kb_name is not None:
                 query = query.where(TaskRow.kb_name == kb_name)
             query = query.order_by(TaskRow.created_at.desc(), TaskRow.id).limit(limit)
-            return [_record(r) for r in session.scalars(query)]
+            return [task_record(r) for r in session.scalars(query)]
 
     def count_by_status(self) -> dict[str, int]:
         with self._db.session() as session:
@@ -91,7 +96,7 @@ class TaskRepository(NamespacedRepository):
             query = select(TaskRow).where(
                 TaskRow.plugin_namespace == self.namespace, TaskRow.document_id == document_id
             )
-            return [_record(r) for r in session.scalars(query.order_by(TaskRow.created_at))]
+            return [task_record(r) for r in session.scalars(query.order_by(TaskRow.created_at))]
 
     def start_attempt(self, task_id: str) -> TaskRecord:
         """A worker picked the task up: count the attempt, clear the last error."""
@@ -103,7 +108,7 @@ class TaskRepository(NamespacedRepository):
             row.progress_current = 0
             row.progress_total = 0
             session.flush()
-            return _record(row)
+            return task_record(row)
 
     def progress(self, task_id: str, *, phase: str, current: int, total: int) -> None:
         """One UPDATE statement: workers call this for every batch, so it must stay cheap."""
@@ -118,9 +123,7 @@ class TaskRepository(NamespacedRepository):
             row.status = row.phase = "completed"
             row.progress_current = row.progress_total = total
             row.error = None
-            row.log = [*row.log, f"{utcnow().isoformat(timespec='seconds')} {note}"][
-                -LOG_LINES_KEPT:
-            ]
+            row.log = log_line(row.log, note)
 
     def finish(self, task_id: str, *, status: str, error: str | None = None) -> TaskRecord:
         if status not in TASK_STATUSES:
@@ -130,13 +133,12 @@ class TaskRepository(NamespacedRepository):
             row.status, row.error = status, error
             row.phase = status if status in ("completed", "failed") else row.phase
             session.flush()
-            return _record(row)
+            return task_record(row)
 
     def append_log(self, task_id: str, line: str) -> None:
         with self._db.session() as session:
             row = self._existing(session, task_id)
-            stamped = f"{utcnow().isoformat(timespec='seconds')} {line}"
-            row.log = [*row.log, stamped][-LOG_LINES_KEPT:]
+            row.log = log_line(row.log, line)
 
     def _update(self, task_id: str, **values: object) -> None:
         with self._db.session() as session:

@@ -23,6 +23,9 @@ TokenCounter = Callable[[str], int]
 # A sentence ends at . ! ? (followed by space) or at CJK 。！？ (no space needed).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
 SUMMARY_CHARS = 400
+# No subword tokenizer in use averages more characters per token than this; longer text is
+# never tried as a single chunk.
+MAX_CHARS_PER_TOKEN = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,10 +121,34 @@ def _group_chunks(
         return
     kinds = {b.kind for b in group}
     kind = kinds.pop() if len(kinds) == 1 else "text"
+    whole = _whole_group(tree, group, options, count)
+    if whole is not None:
+        yield *whole, kind, tuple(sorted({b.page for b in group if b.page is not None}))
+        return
     units = [unit for block in group for unit in _units(block, options, count)]
     for start, end, covered in _pack(units, options):
         pages = tuple(sorted({u.page for u in covered if u.page is not None}))
         yield tree.text[start:end], start, end, kind, pages
+
+
+def _whole_group(
+    tree: StructureTree, group: list[Block], options: ChunkingOptions, count: TokenCounter
+) -> tuple[str, int, int] | None:
+    """The group as one chunk when its text fits the budget as a whole, else None.
+
+    Most sections of short documents are one chunk; counting the whole text once is cheaper
+    than counting every sentence (one tokenizer call instead of one per sentence). Text far
+    longer than the budget in characters is not tried: no tokenizer packs it into one chunk.
+    """
+    first, last = group[0], group[-1]
+    start = first.start + len(first.text) - len(first.text.lstrip())
+    end = last.start + len(last.text.rstrip())
+    if end - start > options.chunk_size * MAX_CHARS_PER_TOKEN:
+        return None
+    text = tree.text[start:end]
+    if not text.strip() or count(text) > options.chunk_size:
+        return None
+    return text, start, end
 
 
 def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: str) -> TextChunk:
