@@ -70,7 +70,7 @@ class IngestService:
         metadata: Mapping[str, Any] | None = None,
         source_url: str | None = None,
     ) -> Submission:
-        self._require_kb(kb_name)
+        validate_kb_name(kb_name)  # the KB itself is checked in the transaction that records it
         display_name = display_filename(filename)
         with _spooled(stream, self._app.settings.ingest.max_file_bytes) as (spool, size, sha256):
             head = spool.read()

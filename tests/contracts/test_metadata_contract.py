@@ -11,6 +11,7 @@ from alembic.migration import MigrationContext
 from eagle_rag.db.database import Database
 from eagle_rag.db.repositories import (
     DocumentRepository,
+    IngestRunRepository,
     KnowledgeBaseRepository,
     McpCallRepository,
     SessionRepository,
@@ -217,7 +218,7 @@ def test_document_listing_filters_and_pages(db: Database, ns: str) -> None:
     assert documents.ids_with_tags(["even"], kb_names=["docs"]) == sorted([ids[0], ids[2], ids[4]])
     assert documents.count(kb_name="docs") == 5
     assert sorted(documents.ids_in_kb("docs")) == sorted(ids)
-    by_name = dict(documents.ids_by_filename("docs", "a.pdf"))
+    by_name = {d.id: d.status for d in documents.list(filename="a.pdf")}
     assert sorted(by_name) == sorted(ids) and by_name[ids[0]] == "failed"
     with pytest.raises(InvalidInputError):
         documents.list(limit=0)
@@ -235,7 +236,7 @@ def test_hostile_filter_values_find_nothing_and_break_nothing(db: Database, ns: 
     _doc(db, ns)
     documents = DocumentRepository(db, ns)
     for value in ("' OR '1'='1", '"; DROP TABLE documents; --', "a\\b", "%", "_"):
-        assert documents.ids_by_filename("docs", value) == []
+        assert documents.list(kb_name="docs", filename=value) == []
         assert documents.find_by_sha("docs", value) is None
     assert documents.count(kb_name="docs") == 1
 
@@ -248,7 +249,8 @@ def test_task_lifecycle(db: Database, ns: str) -> None:
     tasks = TaskRepository(db, ns)
     task = tasks.create(document_id=_doc(db, ns))
     assert (task.status, task.phase, task.attempts, task.kb_name) == ("queued", "queued", 0, "docs")
-    tasks.start_attempt(task.id)
+    runs = IngestRunRepository(db, ns)
+    assert runs.start(task.id).attempts == 1
     tasks.progress(task.id, phase="embed", current=3, total=10)
     running = tasks.get(task.id)
     assert (running.status, running.phase, running.progress_current, running.progress_total) == (
@@ -259,7 +261,8 @@ def test_task_lifecycle(db: Database, ns: str) -> None:
     )
     failed = tasks.finish(task.id, status="failed", error="embedder timed out")
     assert (failed.status, failed.error) == ("failed", "embedder timed out")
-    retried = tasks.start_attempt(task.id)
+    assert runs.start(task.id).attempts == 2
+    retried = tasks.get(task.id)
     assert (retried.attempts, retried.error, retried.status) == (2, None, "processing")
     assert [t.id for t in tasks.list(status="processing")] == [task.id]
     assert [t.id for t in tasks.for_document(task.document_id)] == [task.id]

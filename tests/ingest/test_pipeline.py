@@ -74,6 +74,26 @@ async def test_same_bytes_twice_is_a_dedup_hit(app: EagleApp, kb: str) -> None:
     second = await _ingest(app, kb, b"dedup me please", "b.txt")
     assert second.dedup_hit and second.document_id == first.document_id
     assert second.job_id == first.job_id
+    # the second upload's copy of the original is removed again: one stored file
+    assert len(app.objects.list(validate_prefix(app.namespace, kb))) == 1
+
+
+async def test_a_refused_submission_leaves_no_stored_file(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def gone(**_: Any) -> None:
+        raise NotFoundError("knowledge base deleted meanwhile")
+
+    monkeypatch.setattr(app.repositories.ingest_runs, "accept", gone)
+    with pytest.raises(NotFoundError):
+        await _ingest(app, kb, b"never recorded", "lost.txt")
+    assert app.objects.list(validate_prefix(app.namespace, kb)) == []
+
+
+async def test_upload_to_a_missing_kb_is_refused_and_stores_nothing(app: EagleApp) -> None:
+    with pytest.raises(NotFoundError, match="knowledge base"):
+        await _ingest(app, "no-such-kb", b"orphan bytes", "orphan.txt")
+    assert app.objects.list(validate_prefix(app.namespace, "no-such-kb")) == []
 
 
 async def test_concurrent_uploads_of_one_file_make_one_document(app: EagleApp, kb: str) -> None:
@@ -87,6 +107,8 @@ async def test_concurrent_uploads_of_one_file_make_one_document(app: EagleApp, k
     assert len({r.document_id for r in results}) == 1
     assert sum(not r.dedup_hit for r in results) == 1
     assert app.repositories.documents.count(kb_name=kb) == 1
+    assert len(app.repositories.tasks.list(kb_name=kb)) == 1
+    assert len(app.objects.list(validate_prefix(app.namespace, kb))) == 1  # no orphans
 
 
 async def test_changed_file_with_the_same_name_replaces_the_old_one(app: EagleApp, kb: str) -> None:

@@ -140,16 +140,6 @@ class DocumentRepository(NamespacedRepository):
     def find_by_sha(self, kb_name: str, sha256: str) -> DocumentRecord | None:
         return self._first(DocumentRow.kb_name == kb_name, DocumentRow.sha256 == sha256)
 
-    def ids_by_filename(self, kb_name: str, filename: str) -> list[tuple[str, str]]:
-        """``(id, status)`` of the documents with that name in a KB: a light indexed lookup."""
-        with self._db.session() as session:
-            query = select(DocumentRow.id, DocumentRow.status).where(
-                DocumentRow.plugin_namespace == self.namespace,
-                DocumentRow.kb_name == kb_name,
-                DocumentRow.filename == filename,
-            )
-            return [(str(i), str(status)) for i, status in session.execute(query)]
-
     def list(
         self,
         *,

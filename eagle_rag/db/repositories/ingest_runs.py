@@ -49,7 +49,6 @@ _THE_KB = (KBS.c.plugin_namespace == _NS, KBS.c.name == bindparam("kb"))
 
 _KB_ID = select(KBS.c.id).where(*_THE_KB)
 _KB = select(KBS).where(*_THE_KB)
-_DOCUMENT = select(DOCUMENTS).where(*_THE_DOCUMENT)
 _DOCUMENT_TAGS = select(TAGS.c.tag).where(TAGS.c.document_id == bindparam("did"))
 _CLAIM_TASK = (
     update(TASKS)
@@ -65,7 +64,10 @@ _CLAIM_TASK = (
     .returning(TASKS.c.document_id, TASKS.c.attempts)
 )
 _MARK_PROCESSING = (
-    update(DOCUMENTS).where(*_THE_DOCUMENT).values(status="processing", error=None, updated_at=_NOW)
+    update(DOCUMENTS)
+    .where(*_THE_DOCUMENT)
+    .values(status="processing", error=None, updated_at=_NOW)
+    .returning(*DOCUMENTS.c)
 )
 _MARK_COMPLETED = (
     update(DOCUMENTS)
@@ -226,8 +228,7 @@ class IngestRunRepository(NamespacedRepository):
             if claimed is None:
                 raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
             params["did"], attempts = str(claimed[0]), int(claimed[1])
-            session.execute(_MARK_PROCESSING, params)
-            row = session.execute(_DOCUMENT, params).first()
+            row = session.execute(_MARK_PROCESSING, params).first()
             if row is None:
                 return Attempt(params["did"], attempts, None, None)
             tags = list(session.execute(_DOCUMENT_TAGS, params).scalars())

@@ -98,18 +98,6 @@ class TaskRepository(NamespacedRepository):
             )
             return [task_record(r) for r in session.scalars(query.order_by(TaskRow.created_at))]
 
-    def start_attempt(self, task_id: str) -> TaskRecord:
-        """A worker picked the task up: count the attempt, clear the last error."""
-        with self._db.session() as session:
-            row = self._existing(session, task_id)
-            row.attempts += 1
-            row.status = "processing"
-            row.error = None
-            row.progress_current = 0
-            row.progress_total = 0
-            session.flush()
-            return task_record(row)
-
     def progress(self, task_id: str, *, phase: str, current: int, total: int) -> None:
         """One UPDATE statement: workers call this for every batch, so it must stay cheap."""
         if current < 0 or total < 0:
