@@ -23,8 +23,6 @@ from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, setti
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.plugins.payloads import RetrievedHit
 
-COLLECTION = "dify"
-
 
 class DifyEngine(BridgeEngine):
     service = "Dify"
@@ -114,22 +112,14 @@ class DifyEngine(BridgeEngine):
                 document = segment.get("document") or {}
                 score = float(record.get("score") or 0.0)
                 hits.append(
-                    RetrievedHit(
-                        chunk_id=f"dify:{segment['id']}",
-                        collection=COLLECTION,
-                        document_id=str(segment.get("document_id") or document.get("id", "")),
-                        kb_name=query.kb_name,
+                    self._hit(
+                        query.kb_name,
+                        segment["id"],
+                        document_id=segment.get("document_id") or document.get("id"),
                         text=str(segment["content"]),
-                        path=str(document.get("name") or ""),
+                        filename=str(document.get("name") or ""),
                         score=score,
-                        scores={"dify": score},
-                        source_chunk_id=f"dify:{segment['id']}",
-                        metadata={
-                            "type": "text",
-                            "engine": "dify",
-                            "filename": document.get("name", ""),
-                            "position": segment.get("position"),
-                        },
+                        position=segment.get("position"),
                     )
                 )
         except (KeyError, TypeError, ValueError) as exc:

@@ -26,8 +26,6 @@ from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, setti
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.plugins.payloads import RetrievedHit
 
-COLLECTION = "fastgpt"
-
 
 class FastgptEngine(BridgeEngine):
     service = "FastGPT"
@@ -96,21 +94,13 @@ class FastgptEngine(BridgeEngine):
                 text = "\n".join(part for part in (match.get("q"), match.get("a")) if part)
                 score = max((float(s["value"]) for s in match.get("score") or []), default=0.0)
                 hits.append(
-                    RetrievedHit(
-                        chunk_id=f"fastgpt:{match['id']}",
-                        collection=COLLECTION,
-                        document_id=str(match.get("collectionId", "")),
-                        kb_name=query.kb_name,
+                    self._hit(
+                        query.kb_name,
+                        match["id"],
+                        document_id=match.get("collectionId"),
                         text=text,
-                        path=str(match.get("sourceName") or ""),
+                        filename=str(match.get("sourceName") or ""),
                         score=score,
-                        scores={"fastgpt": score},
-                        source_chunk_id=f"fastgpt:{match['id']}",
-                        metadata={
-                            "type": "text",
-                            "engine": "fastgpt",
-                            "filename": match.get("sourceName", ""),
-                        },
                     )
                 )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -10,6 +10,7 @@ import httpx
 
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.errors import BackendUnavailableError, UpstreamError
+from eagle_rag.plugins.payloads import RetrievedHit
 
 
 class BridgeClient:
@@ -107,6 +108,7 @@ class BridgeEngine:
     FastGPT ``code != 200``); ``ok_code`` names the success code to check, None for none.
     """
 
+    name = ""
     service = ""
     ok_code: int | None = None
 
@@ -142,3 +144,31 @@ class BridgeEngine:
 
     def _malformed(self, settings: Mapping[str, Any], reason: object) -> UpstreamError:
         return self._client(settings).malformed(reason)
+
+    def _hit(
+        self,
+        kb_name: str,
+        remote_id: object,
+        *,
+        document_id: object,
+        text: str,
+        filename: str,
+        score: float,
+        **metadata: Any,
+    ) -> RetrievedHit:
+        """A remote chunk as a hit: ids prefixed with the engine (``dify:<id>``) so they never
+        collide with native chunks, the service's score under the engine's name, and the
+        document's name as its path and filename."""
+        chunk_id = f"{self.name}:{remote_id}"
+        return RetrievedHit(
+            chunk_id=chunk_id,
+            collection=self.name,
+            document_id=str(document_id or ""),
+            kb_name=kb_name,
+            text=text,
+            path=filename,
+            score=score,
+            scores={self.name: score},
+            source_chunk_id=chunk_id,
+            metadata={"type": "text", "engine": self.name, "filename": filename, **metadata},
+        )

@@ -25,8 +25,6 @@ from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, setti
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.plugins.payloads import RetrievedHit
 
-COLLECTION = "ragflow"
-
 
 class RagflowEngine(BridgeEngine):
     service = "RAGFlow"
@@ -89,21 +87,13 @@ class RagflowEngine(BridgeEngine):
         )
         try:
             return [
-                RetrievedHit(
-                    chunk_id=f"ragflow:{chunk['id']}",
-                    collection=COLLECTION,
-                    document_id=str(chunk.get("document_id", "")),
-                    kb_name=query.kb_name,
+                self._hit(
+                    query.kb_name,
+                    chunk["id"],
+                    document_id=chunk.get("document_id"),
                     text=str(chunk["content"]),
-                    path=str(chunk.get("document_keyword") or ""),
+                    filename=str(chunk.get("document_keyword") or ""),
                     score=float(chunk.get("similarity") or 0.0),
-                    scores={"ragflow": float(chunk.get("similarity") or 0.0)},
-                    source_chunk_id=f"ragflow:{chunk['id']}",
-                    metadata={
-                        "type": "text",
-                        "engine": "ragflow",
-                        "filename": chunk.get("document_keyword", ""),
-                    },
                 )
                 for chunk in chunks
             ]
