@@ -17,15 +17,6 @@ from eagle_rag.models.chat import GenerationInput
 
 MAX_SENTENCES = 3
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
-_STOP = frozenset(
-    re.findall(
-        r"\S+",
-        "a an and are as at be by for from has have how in is it of on or the to was were what "
-        "when where which who why with does do did can "
-        "的 了 是 在 和 与 及 吗 呢 什么 怎么 如何 哪些",
-    )
-)
-
 _NO_SOURCES = {
     "zh": "知识库中没有找到与问题相关的内容。",
     "en": "The knowledge base has no passage about this question.",
@@ -51,7 +42,7 @@ class ExtractiveGenerator:
 def compose(question: str, references: Sequence[Reference], language: Language) -> str:
     if not references:
         return _NO_SOURCES[language]
-    terms = {t for t in tokenize(question) if t not in _STOP}
+    terms = set(tokenize(question, query=True))
     scored: list[tuple[float, int, int, str, int]] = []
     for rank, ref in enumerate(references):
         for position, sentence in enumerate(_sentences(ref.text)):

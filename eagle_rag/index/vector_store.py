@@ -268,7 +268,7 @@ class MilvusVectorStore:
     ) -> list[list[VectorHit]]:
         spec = self.spec(collection)
         _check_top_k(top_k)
-        encoded = [encode_for_bm25(t) for t in texts]
+        encoded = [encode_for_bm25(t, query=True) for t in texts]
         output: list[list[VectorHit]] = [[] for _ in texts]
         # A query with no token (punctuation only) matches nothing; Milvus would reject it.
         live = [i for i, text in enumerate(encoded) if text]
@@ -304,7 +304,7 @@ class MilvusVectorStore:
         """Dense and BM25 in one call, fused by Milvus's RRF ranker."""
         spec = self.spec(collection)
         _check_top_k(top_k)
-        encoded = encode_for_bm25(text)
+        encoded = encode_for_bm25(text, query=True)
         if not encoded:
             return self.search_dense(
                 collection, [vector], top_k=top_k, where=where, output_fields=output_fields

