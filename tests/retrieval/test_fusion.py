@@ -138,6 +138,22 @@ def test_the_head_rule_keeps_every_item_once(lists: list[list[str]], head: int) 
     assert sorted(fused) == sorted({c for ids in lists for c in ids})
 
 
+def test_head_items_are_scored_by_head_votes_and_keep_every_rank() -> None:
+    strong = [hit("a"), hit("b")]
+    weak = [hit(f"w{i}") for i in range(5)] + [hit("a")]
+    fused = {h.chunk_id: h for h in rrf_fuse([RankedList("s", strong), RankedList("w", weak)])}
+    headed = {
+        h.chunk_id: h
+        for h in rrf_fuse([RankedList("s", strong), RankedList("w", weak)], k=60, head=2)
+    }
+    # Without a head "a" gets both votes; with one, only its vote from the strong head counts,
+    # while its rank in the weak list's tail is still reported.
+    assert fused["a"].score == pytest.approx(1 / 61 + 1 / 66)
+    assert headed["a"].score == pytest.approx(1 / 61)
+    assert headed["a"].scores["w_rank"] == 6 and headed["a"].scores["s_rank"] == 1
+    assert headed["w4"].score == pytest.approx(1 / 65)  # the tail is fused over full lists
+
+
 def test_a_deep_weak_list_cannot_outvote_a_strong_head() -> None:
     strong = [hit("a"), hit("b")]
     weak = [hit(f"w{i}") for i in range(30)] + [hit("z")]
