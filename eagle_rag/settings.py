@@ -166,12 +166,17 @@ class GenerationSettings(_Section):
     attachment_max_chars: int = Field(default=20_000, ge=100, le=1_000_000)
 
 
+# How a plan's dense and BM25 lists fuse: by scores rescaled over each list's head, or by RRF.
+HybridFusion = Literal["normalized", "rrf"]
+
+
 class RetrievalSettings(_Section):
     """Query-path defaults; a request may narrow them (top_k, mode, rerank, expansion)."""
 
+    hybrid_fusion: HybridFusion = "normalized"
     rrf_k: int = Field(default=60, ge=1, le=10_000)
-    # Each list's head that votes in RRF (and the least depth of every search): the first
-    # results never depend on how many were asked for.
+    # Each list's head that votes for the first results in either fusion (and the least depth
+    # of every search): the first results never depend on how many were asked for.
     candidates: int = Field(default=20, ge=1, le=1000)
     rerank_pool: int = Field(default=50, ge=1, le=1000)  # fused hits sent to the reranker
     max_top_k: int = Field(default=100, ge=1, le=1000)

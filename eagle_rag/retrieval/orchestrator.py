@@ -1,7 +1,8 @@
 """RetrieverOrchestrator: one CollectionQueryPlan → one ranked list.
 
 Per plan: QUERY_DENSE_EXPAND, then dense ANN and BM25 sparse search (the sparse search runs
-while the query is being embedded), fused by RRF inside the plan, then the plan's RERANK hook.
+while the query is being embedded), fused inside the plan (by rescaled scores, or by RRF when
+configured), then the plan's RERANK hook.
 A failing half (say the embedder) leaves the other half's list with a warning; a plan whose
 every search fails is reported and contributes nothing.
 """
@@ -27,9 +28,13 @@ from eagle_rag.plugins.payloads import (
     VisualFilter,
 )
 from eagle_rag.retrieval.filters import build_metadata_filter
-from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
+from eagle_rag.retrieval.fusion import RankedList, normalized_fuse, rrf_fuse
 from eagle_rag.retrieval.hits import to_hit
 from eagle_rag.retrieval.pack import Step, StepLog
+from eagle_rag.settings import HybridFusion
+
+# BM25 scores a passage that shares no word with the query 0: the scale's true zero.
+BM25_NO_MATCH = 0.0
 
 
 @dataclass(slots=True)
@@ -48,11 +53,14 @@ class PlanResult:
 class RetrieverOrchestrator:
     """Runs plans against the namespace's vector store through the hook bus."""
 
-    def __init__(self, bus: HookBus, vectors: Any, *, rrf_k: int, rrf_head: int) -> None:
+    def __init__(
+        self, bus: HookBus, vectors: Any, *, fusion: HybridFusion, rrf_k: int, head: int
+    ) -> None:
         self._bus = bus
         self._vectors = vectors
+        self._fusion = fusion
         self._rrf_k = rrf_k
-        self._rrf_head = rrf_head
+        self._head = head
 
     async def run(
         self,
@@ -105,7 +113,7 @@ class RetrieverOrchestrator:
             except Exception as exc:
                 log.add(f"{label}:sparse", "warning", f"sparse search failed: {_reason(exc)}")
             else:
-                lists.append(RankedList("sparse", found))
+                lists.append(RankedList("sparse", found, zero=BM25_NO_MATCH))
                 log.add(f"{label}:sparse", "ok", f"{len(found)} hits", ms=ms)
         if not lists:
             log.add(f"{label}:plan", "error", "plan skipped: every search of the plan failed")
@@ -113,7 +121,11 @@ class RetrieverOrchestrator:
             result.steps = log.items
             return result
 
-        hits = tuple(rrf_fuse(lists, k=self._rrf_k, head=self._rrf_head, score_name="plan_rrf"))
+        if self._fusion == "rrf":
+            fused = rrf_fuse(lists, k=self._rrf_k, head=self._head, score_name="plan_fused")
+        else:
+            fused = normalized_fuse(lists, head=self._head, score_name="plan_fused")
+        hits = tuple(fused)
         reranked = await self._bus.invoke_first(
             hooks.rerank, ctx=ctx, query=request, plan=plan, hits=hits
         )

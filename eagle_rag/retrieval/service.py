@@ -57,7 +57,11 @@ class RetrievalService:
         self.reranker = reranker
         self._filename_cache: dict[str, str] = {}
         self._orchestrator = RetrieverOrchestrator(
-            app.bus, app.vectors, rrf_k=self._config.rrf_k, rrf_head=self._config.candidates
+            app.bus,
+            app.vectors,
+            fusion=self._config.hybrid_fusion,
+            rrf_k=self._config.rrf_k,
+            head=self._config.candidates,
         )
         self._expander = ParentExpander(
             app.vectors,

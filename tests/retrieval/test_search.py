@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from eagle_rag.index.filters import eq
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.plugins.payloads import QueryRequest, RetrievedHit
 from eagle_rag.retrieval.pack import ContextPack
+from eagle_rag.retrieval.service import RetrievalService
 from tests.retrieval.conftest import Corpus
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -32,12 +34,32 @@ async def test_hybrid_search_cites_the_section_that_answers(app: EagleApp, corpu
     assert top.path == "Solar Guide/Installation/Wiring"
     assert top.citation == 1 and top.filename == "solar.md" and top.kb_name == "alpha"
     assert top.document_id == corpus.solar and top.type == "text"
-    assert {"dense", "sparse", "plan_rrf", "rrf"} <= set(top.scores)
+    assert {"dense", "sparse", "plan_fused", "rrf"} <= set(top.scores)
     assert [p.citation for p in pack.passages] == [1, 2, 3]
     assert pack.route is not None and [p.collection for p in pack.route.plans] == ["eagle_text"]
     names = [s.name for s in pack.steps]
     assert names[:2] == ["scope", "classify_query"]
     assert "eagle_text:dense" in names and "eagle_text:sparse" in names
+
+
+async def test_the_plans_dense_and_bm25_lists_fuse_as_configured(
+    app: EagleApp, corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    request = QueryRequest(
+        "connect the inverter copper cables", kb_names=("alpha",), top_k=3, expand_parents=False
+    )
+    normalized = (await app.retrieval.search(request)).passages[0].scores
+    retrieval = app.settings.retrieval.model_copy(update={"hybrid_fusion": "rrf"})
+    monkeypatch.setattr(app, "settings", app.settings.model_copy(update={"retrieval": retrieval}))
+    by_rank = (await RetrievalService(app).search(request)).passages[0].scores
+
+    def rrf(scores: Mapping[str, float]) -> float:
+        return sum(1 / (60 + scores[f"{name}_rank"]) for name in ("dense", "sparse"))
+
+    assert by_rank["plan_fused"] == pytest.approx(rrf(by_rank))
+    # Rescaled scores: a list's best hit scores 1, so the top hit of two lists scores up to 2.
+    assert 1.0 <= normalized["plan_fused"] <= 2.0
+    assert normalized["plan_fused"] != pytest.approx(rrf(normalized))
 
 
 async def test_pdf_hits_carry_their_page_numbers(app: EagleApp, corpus: Corpus) -> None:
