@@ -82,7 +82,7 @@ def summarize(result: dict[str, Any]) -> None:
     print(
         f"\n{result['dataset']}: {result['documents']} docs → {result['chunks']} chunks, "
         f"{result['queries']} queries, ingest {result['ingest_docs_per_s']} docs/s, "
-        f"encoder {result['encoder']}"
+        f"encoder {result['encoder']}, hybrid fusion {result['hybrid_fusion']}"
     )
     print(
         f"{'mode':8} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'MRR@10':>7} {'Hit@5':>7} "

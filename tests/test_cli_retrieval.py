@@ -72,8 +72,18 @@ def test_eval_reports_every_mode_as_json(env: dict[str, str], tmp_path: Path) ->
     assert report["reranker"] is None  # hybrid+rerank is skipped without a reranker
     sparse = next(m for m in report["modes"] if m["mode"] == "sparse")
     assert sparse["metrics"]["hit@5"] == 1.0 and sparse["metrics"]["ndcg@10"] == 1.0
-    assert report["baseline_p50_ms"] > 0
+    assert report["baseline_p50_ms"] > 0 and report["hybrid_fusion"] == "normalized"
     assert not (tmp_path / "data").exists()  # a temporary store unless --data-dir is given
+
+
+def test_eval_runs_and_reports_the_configured_hybrid_fusion(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    dataset = write_dataset(tmp_path / "tiny", header=True)
+    by_rank = {**env, "EAGLE_RAG_RETRIEVAL__HYBRID_FUSION": "rrf"}
+    result = runner.invoke(app, ["eval", str(dataset), "--modes", "hybrid"], env=by_rank)
+    assert result.exit_code == 0, result.output
+    assert "hybrid fusion rrf" in " ".join(result.output.split())
 
 
 def test_eval_refuses_unknown_modes_and_bad_folders(env: dict[str, str], tmp_path: Path) -> None:

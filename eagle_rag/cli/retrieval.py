@@ -216,7 +216,7 @@ def _print_report(report: EvalReport) -> None:
         f"in {report.ingest_seconds:.1f} s ({report.ingest_docs_per_s:.1f} docs/s), "
         f"{report.failed_documents} failed; {report.queries} queries"
         f"{f' ({report.blank_queries} blank skipped)' if report.blank_queries else ''}; "
-        f"encoder {report.encoder}"
+        f"encoder {report.encoder}; hybrid fusion {report.hybrid_fusion}"
     )
     table = Table("mode", "nDCG@10", "R@10", "R@100", "MRR@10", "Hit@5", "p50 ms", "p95 ms")
     for mode in report.modes:

@@ -48,6 +48,7 @@ class EvalReport:
     ingest_seconds: float
     encoder: str
     reranker: str | None
+    hybrid_fusion: str = "normalized"  # how each plan's dense and BM25 lists were fused
     baseline_p50_ms: float = 0.0
     baseline_p95_ms: float = 0.0
     modes: list[ModeReport] = field(default_factory=list)
@@ -101,6 +102,7 @@ class Evaluator:
                 ingest_seconds=round(seconds, 2),
                 encoder=app.text_encoder.name,
                 reranker=app.retrieval.reranker.name if app.retrieval.reranker else None,
+                hybrid_fusion=app.settings.retrieval.hybrid_fusion,
                 failed_documents=failed,
                 blank_queries=dataset.blank_queries,
             )
