@@ -29,6 +29,9 @@ from eagle_rag.plugins.payloads import RetrievedHit
 class RankedList:
     """One ranked list entering fusion; ``name`` labels its rank in the fused hit's scores.
 
+    Hits come best first; :func:`normalized_fuse` also reads their ``score`` (higher is better,
+    as for cosine similarity and BM25).
+
     ``zero`` is the score that means "no evidence at all", for scores that have one (BM25: a
     passage sharing no word with the query scores 0). Cosine similarity has none (unrelated
     texts score well above 0 with most encoders), so it is left ``None``.
@@ -115,13 +118,17 @@ def normalized_fuse(
         unique = _first_occurrences(ranked.hits)
         top = unique[: head or len(unique)]
         scale = _scale(top, ranked.zero)
-        ran_out = head is not None and len(unique) < head
-        nothing_else = scale(ranked.zero) if ranked.zero is not None and ran_out else None
-        last_head = top[-1].score if top else 0.0
-        last = unique[-1].score if unique else 0.0
         scales.append(scale)
-        head_floors.append(nothing_else if nothing_else is not None else scale(last_head))
-        full_floors.append(nothing_else if nothing_else is not None else scale(last))
+        if not unique:  # an empty list votes for nothing
+            head_floors.append(0.0)
+            full_floors.append(0.0)
+        elif ranked.zero is not None and head is not None and len(unique) < head:
+            # Every search asks for at least a head: a shorter list found nothing else at all.
+            head_floors.append(scale(ranked.zero))
+            full_floors.append(scale(ranked.zero))
+        else:
+            head_floors.append(scale(top[-1].score))
+            full_floors.append(scale(unique[-1].score))
 
     # Imputing a missing item at the list's floor adds that floor to every item alike, so each
     # list votes only its excess over the floor; the common part is added back at the end.
