@@ -120,6 +120,16 @@ def test_wrong_type_is_rejected() -> None:
         load_settings({"EAGLE_RAG_SERVER__PORT": "not-a-port"})
 
 
+def test_hybrid_fusion_is_one_of_the_known_rules() -> None:
+    assert load_settings({}).retrieval.hybrid_fusion == "normalized"
+    assert (
+        load_settings({"EAGLE_RAG_RETRIEVAL__HYBRID_FUSION": "rrf"}).retrieval.hybrid_fusion
+        == "rrf"
+    )
+    with pytest.raises(SettingsError, match=r"retrieval\.hybrid_fusion"):
+        load_settings({"EAGLE_RAG_RETRIEVAL__HYBRID_FUSION": "combmnz"})
+
+
 def test_settings_file_can_be_replaced(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text("server:\n  port: ${P:-7000}\nprofiles: {}\nactive_profile: ''\n")
