@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -57,6 +58,14 @@ async def test_the_plans_dense_and_bm25_lists_fuse_as_configured(
         return sum(1 / (60 + scores[f"{name}_rank"]) for name in ("dense", "sparse"))
 
     assert by_rank["plan_fused"] == pytest.approx(rrf(by_rank))
+    monkeypatch.undo()
+    # BM25 is rescaled from its true zero: each hit's share of the best BM25 score.
+    words = replace(request, text="panels brackets inverter", top_k=5, mode="sparse")
+    bm25 = (await app.retrieval.search(words)).passages
+    assert len(bm25) >= 2
+    for passage in bm25:
+        share = passage.scores["sparse"] / bm25[0].scores["sparse"]
+        assert passage.scores["plan_fused"] == pytest.approx(share)
     # Rescaled scores: a list's best hit scores 1, so the top hit of two lists scores up to 2.
     assert 1.0 <= normalized["plan_fused"] <= 2.0
     assert normalized["plan_fused"] != pytest.approx(rrf(normalized))
