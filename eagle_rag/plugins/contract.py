@@ -1,7 +1,9 @@
 """The plugin contract: a manifest that declares, and a protocol that acts.
 
-A plugin module exports ``plugin``: an object with a :class:`PluginManifest` and the lifecycle
-methods of :class:`Plugin`. The manifest is pydantic because it is an edge: third parties write it.
+A plugin module exports ``plugin``: a class (or zero-argument factory) whose instances have a
+:class:`PluginManifest` and the lifecycle methods of :class:`Plugin`. The PluginManager creates
+one instance per app, so two apps in one process never share plugin state. The manifest is
+pydantic because it is an edge: third parties write it.
 """
 
 from __future__ import annotations

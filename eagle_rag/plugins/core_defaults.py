@@ -129,4 +129,5 @@ def core_route(query: QueryRequest, text_encoder: str, encoders: Any) -> QueryRo
     return QueryRouteDecision(tuple(plans), classifier=CORE_NAMESPACE, reason="core default")
 
 
-plugin = CorePlugin()
+# The manager creates one instance per app (state belongs to the app that loaded it).
+plugin = CorePlugin

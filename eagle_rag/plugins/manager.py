@@ -136,13 +136,35 @@ class PluginManager:
                 module=module_name,
                 stage="import",
             ) from exc
-        plugin = getattr(module, "plugin", None)
-        if plugin is None:
+        factory = getattr(module, "plugin", None)
+        if factory is None:
             raise PluginLoadError(
                 f"plugin module {module_name!r} does not export `plugin`",
                 module=module_name,
                 stage="import",
             )
+        if isinstance(factory, Plugin) and not isinstance(factory, type):
+            # An instance at module level would be shared by every app in the process.
+            raise PluginLoadError(
+                f"`plugin` in {module_name!r} is an instance; export the plugin class (or a "
+                "zero-argument factory) so that each app gets its own instance",
+                module=module_name,
+                stage="validate",
+            )
+        if not callable(factory):
+            raise PluginLoadError(
+                f"`plugin` in {module_name!r} must be a plugin class or a zero-argument factory",
+                module=module_name,
+                stage="validate",
+            )
+        try:
+            plugin = factory()
+        except Exception as exc:
+            raise PluginLoadError(
+                f"cannot create the plugin of {module_name!r}: {exc}",
+                module=module_name,
+                stage="create",
+            ) from exc
         manifest = getattr(plugin, "manifest", None)
         if not isinstance(manifest, PluginManifest) or not isinstance(plugin, Plugin):
             raise PluginLoadError(

@@ -2,6 +2,7 @@
 
 from plugins._template.plugin import TemplatePlugin
 
-plugin = TemplatePlugin()
+# The class itself: the PluginManager creates one instance per app.
+plugin = TemplatePlugin
 
 __all__ = ["TemplatePlugin", "plugin"]

@@ -60,9 +60,9 @@ class RecordingPlugin:
 
 
 def as_module(name: str, plugin: Any) -> types.ModuleType:
-    """Wrap a plugin object in a real module, as if ``name`` were imported."""
+    """Wrap a plugin object in a real module (exporting a factory), as if ``name`` were imported."""
     module = types.ModuleType(name)
-    module.plugin = plugin  # type: ignore[attr-defined]
+    module.plugin = lambda: plugin  # type: ignore[attr-defined]
     return module
 
 

@@ -209,3 +209,23 @@ def test_self_dependency_is_a_cycle() -> None:
                 ("a", ("a",)),
             )
         )
+
+
+async def test_a_module_level_instance_is_refused(data_dir: object) -> None:
+    import types
+
+    module = types.ModuleType("dom")
+    module.plugin = RecordingPlugin("dom", [])  # type: ignore[attr-defined]
+    manager, _ = _manager(_settings(data_dir, "dom", "dom"), ModuleTable(dom=module))
+    with pytest.raises(PluginLoadError, match="is an instance; export the plugin class"):
+        await manager.load_all()
+
+
+async def test_each_manager_creates_its_own_plugin_instances(data_dir: object) -> None:
+    first, _ = _manager(_settings(data_dir, "core"), ModuleTable())
+    second, _ = _manager(_settings(data_dir, "core"), ModuleTable())
+    (core_a,) = await first.load_all()
+    (core_b,) = await second.load_all()
+    assert core_a.plugin is not core_b.plugin
+    second.unload_all()
+    assert first.loaded[0].plugin is core_a.plugin
