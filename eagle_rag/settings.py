@@ -198,6 +198,12 @@ class IngestSettings(_Section):
     # A task's phase and progress are written at most this often (0: every step). A document
     # that finishes sooner shows queued -> completed and costs no progress writes.
     progress_interval_s: float = Field(default=0.5, ge=0)
+    # Task leases: a holder renews its lease every third of lease_s; a task whose lease has
+    # expired (or whose holder's process is gone) is re-queued. After max_attempts starts (a
+    # transient failure, or a worker lost mid-task, counts) a task fails for good.
+    lease_s: float = Field(default=30.0, ge=1)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    retry_backoff_s: float = Field(default=2.0, ge=0)
     # Office files are zip archives: refuse bombs before opening them.
     archive_max_entries: int = Field(default=10_000, ge=1)
     archive_max_uncompressed_bytes: int = Field(default=512 * 1024 * 1024, ge=1)

@@ -106,7 +106,10 @@ class DocumentTagRow(Base):
 
 class TaskRow(_Timestamps, Base):
     __tablename__ = "tasks"
-    __table_args__ = (Index("ix_tasks_ns_status", "plugin_namespace", "status"),)
+    __table_args__ = (
+        Index("ix_tasks_ns_status", "plugin_namespace", "status"),
+        Index("ix_tasks_ns_status_lease", "plugin_namespace", "status", "lease_expires_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     plugin_namespace: Mapped[str] = mapped_column(String(64))
@@ -119,6 +122,16 @@ class TaskRow(_Timestamps, Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     log: Mapped[list[Any]] = mapped_column(default=list)
+    # The lease (migration 0002): who holds a queued or processing task, and until when. The
+    # holder renews it while the task waits in its memory or runs; once it has expired (or its
+    # owner's process is gone) anyone may re-queue the task. No expiry: the broker holds it.
+    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
+    # Attempts allowed before the task fails for good; a retry by hand raises it (None: the
+    # setting ingest.max_attempts).
+    max_attempts: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class ChatSessionRow(_Timestamps, Base):

@@ -15,14 +15,17 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, Protocol
 
 from eagle_rag.db.records import validate_kb_name
 from eagle_rag.db.repositories.base import new_id
-from eagle_rag.errors import InvalidInputError, PayloadTooLargeError
+from eagle_rag.db.tables import utcnow
+from eagle_rag.errors import ConflictError, InvalidInputError, PayloadTooLargeError
 from eagle_rag.ingest.detect import BINARY_TYPES, detect
 from eagle_rag.ingest.fetch import UrlFetcher
+from eagle_rag.ingest.leases import stranded
 from eagle_rag.ingest.safety import ArchiveLimits, check_archive
 from eagle_rag.storage.keys import MAX_PART_LENGTH, object_key
 
@@ -31,7 +34,17 @@ SPOOL_IN_MEMORY = 8 * 1024 * 1024
 
 
 class TaskQueue(Protocol):
-    """Runs ingest tasks by id: in this process, or on Celery workers."""
+    """Runs ingest tasks by id: in this process, or on Celery workers.
+
+    ``owner`` and ``lease_s`` are the lease a new task gets (leases.py): the in-process queue
+    holds its tasks itself; a broker's (None) hold them without expiry.
+    """
+
+    @property
+    def owner(self) -> str | None: ...
+
+    @property
+    def lease_s(self) -> float | None: ...
 
     def submit(self, task_id: str) -> None: ...
 
@@ -96,6 +109,8 @@ class IngestService:
                     source_url=source_url,
                     extra=dict(metadata or {}),
                     tags=tags,
+                    lease_owner=self._queue.owner,
+                    lease_until=self._lease_until(),
                 )
             except BaseException:
                 self._discard(key)
@@ -129,15 +144,40 @@ class IngestService:
         )
 
     def retry(self, task_id: str) -> Submission:
-        """Queue a failed task again (same document, attempts keep counting)."""
+        """Queue a failed or stranded task again, with a fresh budget of attempts.
+
+        Stranded: queued or processing, but nobody will run it (its lease expired or its
+        worker's process is gone). A completed task, or one a live worker holds, is a conflict.
+        """
         task = self._app.repositories.tasks.get(task_id)
-        if task.status != "failed":
-            raise InvalidInputError(
-                f"only failed tasks can be retried (this one is {task.status})", job_id=task_id
+        if task.status == "completed":
+            raise ConflictError("the task completed; there is nothing to retry", job_id=task_id)
+        if task.status != "failed" and not stranded(task):
+            raise ConflictError(
+                f"the task is {task.status} and held by a running worker; it needs no retry",
+                job_id=task_id,
+                status=task.status,
+                lease_owner=task.lease_owner,
+                lease_expires_at=task.lease_expires_at.isoformat()
+                if task.lease_expires_at
+                else None,
             )
-        self._app.repositories.tasks.finish(task_id, status="queued")
+        requeued = self._app.repositories.ingest_runs.requeue(
+            task_id,
+            note=f"retried by hand (was {task.status})",
+            lease_owner=self._queue.owner,
+            lease_until=self._lease_until(),
+            expect=(task.lease_owner, task.lease_expires_at),
+            grant_attempts=self._app.settings.ingest.max_attempts,
+        )
+        if not requeued:
+            raise ConflictError("the task changed meanwhile; look at it again", job_id=task_id)
         self._queue.submit(task_id)
         return Submission(task_id, task.document_id, "queued", dedup_hit=False)
+
+    def _lease_until(self) -> datetime | None:
+        lease_s = self._queue.lease_s
+        return None if lease_s is None else utcnow() + timedelta(seconds=lease_s)
 
     def rebuild(self, kb_name: str) -> list[Submission]:
         """Run every stored document of a KB through the pipeline again, as new tasks.
@@ -154,7 +194,11 @@ class IngestService:
                 continue
             self._app.vectors.delete_documents([document_id])
             repos.documents.set_fields(document_id, status="pending", error=None)
-            task = repos.tasks.create(document_id=document_id)
+            task = repos.tasks.create(
+                document_id=document_id,
+                lease_owner=self._queue.owner,
+                lease_until=self._lease_until(),
+            )
             self._queue.submit(task.id)
             submissions.append(Submission(task.id, document_id, task.status, dedup_hit=False))
         return submissions
