@@ -27,6 +27,9 @@ from eagle_rag.db.tables import utcnow
 from eagle_rag.ingest.leases import Leases, host_prefix, owner_gone, process_owner
 
 
+STAMP = "2026-01-01 00:00:00.000000"  # as SQLAlchemy writes SQLite timestamps
+
+
 def _accept(runs: IngestRunRepository, **kw: Any) -> Any:
     accepted = runs.accept(
         document_id=uuid.uuid4().hex,
@@ -226,7 +229,7 @@ def test_migration_0002_gives_stranded_tasks_of_0001_an_expired_lease(tmp_path: 
                     "INSERT INTO tasks (id, plugin_namespace, document_id, kb_name, status, "
                     "phase, progress_current, progress_total, attempts, log, created_at, "
                     f"updated_at) VALUES ('{task_id}', 'core', 'd', 'docs', '{status}', "
-                    f"'{status}', 0, 0, 1, '[]', '2026-01-01 00:00:00.000000', '2026-01-01 00:00:00.000000')"
+                    f"'{status}', 0, 0, 1, '[]', '{STAMP}', '{STAMP}')"
                 )
             )
     assert database.migrate() == "0002"

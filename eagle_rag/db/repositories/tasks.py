@@ -201,7 +201,9 @@ class TaskRepository(NamespacedRepository):
                 .execution_options(synchronize_session=False)
             )
 
-    def lease_candidates(self, *, now: datetime, host_prefix: str, own: str) -> builtins.list[LeaseState]:
+    def lease_candidates(
+        self, *, now: datetime, host_prefix: str, own: str
+    ) -> builtins.list[LeaseState]:
         """Live tasks that may be stranded: leases that expired, and leases held by another
         process of this host (the caller checks whether that process still runs).
 
