@@ -26,7 +26,6 @@ from eagle_rag.db.repositories import (
 from eagle_rag.db.tables import utcnow
 from eagle_rag.ingest.leases import Leases, host_prefix, owner_gone, process_owner
 
-
 STAMP = "2026-01-01 00:00:00.000000"  # as SQLAlchemy writes SQLite timestamps
 
 
