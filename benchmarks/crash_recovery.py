@@ -80,8 +80,11 @@ def document_text(word: str, index: int, paragraphs: int, rng: random.Random) ->
 
 
 def server_env(data_dir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment; ``SERVER_PYTHONPATH`` runs another checkout (a before/after)."""
+    path = os.environ.get("SERVER_PYTHONPATH")
     return {
         **os.environ,
+        **({"PYTHONPATH": path} if path else {}),
         "EAGLE_DATA_DIR": str(data_dir),
         "EAGLE_ENCODER_MODE": "deterministic",
         "PYTHONUNBUFFERED": "1",
@@ -94,10 +97,14 @@ def serve(
     data_dir: Path, port: int, log: Path, env: dict[str, str]
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``eagle-rag serve`` as its own process; yields once /health answers."""
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-c", "from eagle_rag.cli import app; app()", "serve"]
     command += ["--host", "127.0.0.1", "--port", str(port)]
     with log.open("ab") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        # cwd outside any checkout: with ``-c``, the working directory comes first on sys.path.
+        process = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=data_dir.parent
+        )
     try:
         wait_healthy(f"http://127.0.0.1:{port}", process, log)
         yield process

@@ -208,7 +208,8 @@ class IngestSettings(_Section):
     archive_max_entries: int = Field(default=10_000, ge=1)
     archive_max_uncompressed_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
     archive_max_ratio: float = Field(default=200.0, gt=1)
-    url_timeout_s: float = Field(default=20.0, gt=0)
+    url_timeout_s: float = Field(default=20.0, gt=0)  # per connect / read
+    url_deadline_s: float = Field(default=120.0, gt=0)  # the whole fetch, redirects included
     url_max_redirects: int = Field(default=5, ge=0, le=20)
     # Loopback, private and link-local addresses are refused unless this is on (tests only).
     url_allow_private: bool = False

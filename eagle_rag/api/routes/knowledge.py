@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -290,10 +291,13 @@ async def get_file(document_id: str, app: App, who: Who) -> StreamingResponse:
     key = document.object_key
     if not key:
         raise InvalidInputError("this document has no stored original")
-    chunks = await asyncio.to_thread(lambda: list(app.objects.open(key)))
+    # Streamed chunk by chunk (Starlette iterates a sync iterator in its thread pool); the
+    # first chunk is read here, so a missing object is still a 404 rather than a cut response.
+    body = iter(app.objects.open(key))
+    first = await asyncio.to_thread(next, body, b"")
     safe = document.filename.replace('"', "")
     return StreamingResponse(
-        iter(chunks),
+        itertools.chain([first], body),
         media_type=document.mime_type or "application/octet-stream",
         headers={"Content-Disposition": f"attachment; filename*=UTF-8''{_quote(safe)}"},
     )
