@@ -201,7 +201,9 @@ def consistency(data_dir: Path, env: dict[str, str]) -> dict[str, Any]:
     """``eagle-rag doctor --consistency --json`` on the stopped server's data dir."""
     command = [sys.executable, "-c", "from eagle_rag.cli import app; app()", "doctor"]
     command += ["--consistency", "--json"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=300, cwd=data_dir.parent
+    )
     try:
         report: dict[str, Any] = json.loads(done.stdout)
     except json.JSONDecodeError:

@@ -99,6 +99,8 @@ class VectorStore(Protocol):
         limit: int = 1000,
     ) -> list[dict[str, Any]]: ...
 
+    def document_counts(self, collection: str) -> dict[str, int]: ...
+
     def count(self, collection: str, where: Filter | None = None) -> int: ...
 
     def delete(self, collection: str, where: Filter) -> int: ...
@@ -359,6 +361,27 @@ class MilvusVectorStore:
             "query",
         )
         return [dict(row) for row in rows]
+
+    def document_counts(self, collection: str, *, batch: int = 4096) -> dict[str, int]:
+        """Rows per ``document_id`` in any collection of the namespace (a plugin's included),
+        read with a query iterator: consistency checks must see every row, not one page."""
+
+        def scan() -> dict[str, int]:
+            counts: dict[str, int] = {}
+            iterator = self._client.query_iterator(
+                collection, batch_size=batch, filter="", output_fields=["document_id"]
+            )
+            try:
+                while rows := iterator.next():
+                    for row in rows:
+                        key = str(row.get("document_id") or "")
+                        counts[key] = counts.get(key, 0) + 1
+            finally:
+                iterator.close()
+            return counts
+
+        counts: dict[str, int] = self._guard(scan, "query_iterator")
+        return counts
 
     def count(self, collection: str, where: Filter | None = None) -> int:
         self.spec(collection)

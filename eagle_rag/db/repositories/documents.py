@@ -213,6 +213,16 @@ class DocumentRepository(NamespacedRepository):
             )
             return {row.id: row.filename for row in session.execute(query)}
 
+    def inventory(self) -> builtins.list[DocumentRecord]:
+        """Every document of the namespace, without tags (the consistency check's catalog)."""
+        with self._db.session() as session:
+            rows = session.scalars(
+                select(DocumentRow)
+                .where(DocumentRow.plugin_namespace == self.namespace)
+                .order_by(DocumentRow.created_at, DocumentRow.id)
+            )
+            return [document_record(r, []) for r in rows]
+
     def ids_in_kb(self, kb_name: str) -> builtins.list[str]:
         with self._db.session() as session:
             query = select(DocumentRow.id).where(
