@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     ForeignKey,
     Index,
@@ -20,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -132,6 +134,9 @@ class TaskRow(_Timestamps, Base):
     # Attempts allowed before the task fails for good; a retry by hand raises it (None: the
     # setting ingest.max_attempts).
     max_attempts: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # False from completion until the vector store's next flush: Milvus Lite keeps unflushed
+    # rows in memory, so a crash before the flush loses them; a start re-checks these tasks.
+    vectors_flushed: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class ChatSessionRow(_Timestamps, Base):

@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 
 Runner = Callable[..., Awaitable[object]]  # (task_id, owner=...) with leases, else (task_id)
 IdleHook = Callable[[], Awaitable[None]]
+LostCheck = Callable[[Leases], list[str]]  # completed tasks a crash took the vectors of
 
 
 class InProcessQueue:
@@ -41,11 +42,13 @@ class InProcessQueue:
         workers: int,
         on_idle: IdleHook | None = None,
         leases: Leases | None = None,
+        lost: LostCheck | None = None,
     ) -> None:
         self._runner = runner
         self._workers = workers
         self._on_idle = on_idle
         self._leases = leases
+        self._lost = lost
         self._queue: asyncio.Queue[str] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -66,7 +69,7 @@ class InProcessQueue:
         self._queue = asyncio.Queue()
         self._tasks = [asyncio.create_task(self._work(i)) for i in range(self._workers)]
         if self._leases is not None:
-            await self._recover()  # what a previous process left queued or running
+            await self._recover(starting=True)  # what a previous process left behind
             self._tasks.append(asyncio.create_task(self._heartbeat()))
 
     def submit(self, task_id: str) -> None:
@@ -115,8 +118,14 @@ class InProcessQueue:
                 logger.exception("could not release the leases of %d tasks", len(self._held))
         self._held.clear()
 
-    async def _recover(self) -> None:
+    async def _recover(self, *, starting: bool = False) -> None:
         assert self._leases is not None
+        if starting and self._lost is not None:
+            try:
+                for task_id in await asyncio.to_thread(self._lost, self._leases):
+                    self._enqueue(task_id)
+            except Exception:
+                logger.exception("could not check completed tasks for lost vectors")
         try:
             recovered = await asyncio.to_thread(self._leases.recover, hold=True)
         except Exception:  # the database may be down: the next beat tries again

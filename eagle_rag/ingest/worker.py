@@ -22,6 +22,7 @@ from typing import Any
 from celery.signals import worker_ready, worker_shutting_down
 
 from eagle_rag.ingest.celery_app import TASK_NAME, make_celery
+from eagle_rag.ingest.durability import Flusher
 from eagle_rag.ingest.leases import Leases, heartbeat, process_owner
 from eagle_rag.settings import load_settings
 
@@ -46,7 +47,7 @@ async def _run(task_id: str) -> str:
         _app = await bootstrap(settings, start_queue=False)
     async with heartbeat(_leases(_app.repositories), task_id):
         result = await IngestPipeline(_app).run(task_id, owner=OWNER)
-    await asyncio.to_thread(_app.vectors.flush)
+        await Flusher(_app)()  # after each task: a worker never knows when the broker drains
     return result.status
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from sqlalchemy import text
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.db.repositories import IngestRunRepository
@@ -225,3 +226,37 @@ async def test_a_stopped_queue_refuses_submissions_with_a_clear_error(data: Path
         assert raised.value.fields["retry_after"] == 5
     finally:
         await application.stop()
+
+
+async def test_completed_documents_whose_vectors_a_crash_lost_are_ingested_again(
+    data: Path,
+) -> None:
+    """Milvus Lite loses rows written since its last flush when the process is killed."""
+    first = await bootstrap(_settings(data / "unflushed"))
+    try:
+        first.repositories.knowledge_bases.create("docs")
+        lost = _submit(first, "docs", TEXT + b"lost", "lost.md")
+        kept = _submit(first, "docs", TEXT + b"kept", "kept.md")
+        for submission in (lost, kept):
+            assert (await _settled(first, submission.job_id)).status == "completed"
+        await first.queue.join()  # type: ignore[attr-defined]
+        # What the kill leaves: both completions recorded, no flush recorded, one document's
+        # rows gone with the process's memory.
+        with first.database.engine.begin() as connection:
+            connection.execute(text("UPDATE tasks SET vectors_flushed = false"))
+        first.vectors.delete_documents([lost.document_id])
+        await first.flush_vectors()
+    finally:
+        await first.stop()
+    second = await bootstrap(_settings(data / "unflushed"))
+    try:
+        task = await _settled(second, lost.job_id)
+        assert task.status == "completed" and any("vectors were lost" in x for x in task.log)
+        document = second.repositories.documents.get(lost.document_id)
+        assert _vectors(second, lost.document_id) == document.chunk_count > 0
+        intact = second.repositories.tasks.get(kept.job_id)
+        assert intact.attempts == 1 and not any("vectors were lost" in x for x in intact.log)
+        await second.queue.join()  # type: ignore[attr-defined]
+        assert second.repositories.tasks.unflushed() == []  # the idle flush recorded both
+    finally:
+        await second.stop()

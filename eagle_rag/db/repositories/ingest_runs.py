@@ -134,6 +134,7 @@ _COMPLETE_TASK = (
         log=bindparam("lines", type_=TASKS.c.log.type),
         lease_owner=None,
         lease_expires_at=None,
+        vectors_flushed=False,  # until the vector store's next flush (durability.py)
         updated_at=_NOW,
     )
 )
@@ -229,6 +230,7 @@ class IngestRunRepository(NamespacedRepository):
             "lease_owner": lease_owner,
             "lease_expires_at": lease_until,
             "max_attempts": None,
+            "vectors_flushed": True,
         }
         try:
             with self._db.session() as session:
@@ -336,12 +338,14 @@ class IngestRunRepository(NamespacedRepository):
         error: str | None = None,
         expect: tuple[str | None, datetime | None] | None = None,
         grant_attempts: int | None = None,
+        reopen: bool = False,
     ) -> bool:
         """Put a task back to ``queued`` under a new lease, its document back to ``pending``.
 
         ``expect`` (owner, expiry) makes it a take-over: it only happens if the lease is still
         the one the caller saw, so two recoverers never both re-queue a task. ``grant_attempts``
-        (a retry by hand) allows that many attempts more. Returns whether it happened.
+        (a retry by hand) allows that many attempts more; ``reopen`` re-queues a completed
+        document too (its vectors were lost). Returns whether it happened.
         """
         now = utcnow()
         conditions = [TASKS.c.plugin_namespace == self.namespace, TASKS.c.id == task_id]
@@ -378,7 +382,7 @@ class IngestRunRepository(NamespacedRepository):
                 .where(
                     DOCUMENTS.c.plugin_namespace == self.namespace,
                     DOCUMENTS.c.id == state.document_id,
-                    DOCUMENTS.c.status != "completed",
+                    *(() if reopen else (DOCUMENTS.c.status != "completed",)),
                 )
                 .values(status="pending", error=None, updated_at=now)
             )

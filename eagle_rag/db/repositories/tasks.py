@@ -230,6 +230,37 @@ class TaskRepository(NamespacedRepository):
                 for i, status, owner, expiry in session.execute(query)
             ]
 
+    def unflushed(self) -> builtins.list[TaskRecord]:
+        """Completed tasks whose vectors the store has not flushed since (durability.py)."""
+        with self._db.session() as session:
+            query = select(TaskRow).where(
+                TaskRow.plugin_namespace == self.namespace,
+                TaskRow.status == "completed",
+                TaskRow.vectors_flushed.is_(False),
+            )
+            return [task_record(r) for r in session.scalars(query.order_by(TaskRow.updated_at))]
+
+    def mark_flushed(self, *, before: datetime | None = None, task_ids: Iterable[str] = ()) -> int:
+        """Record a flush: completed tasks last changed before ``before`` (or these ids)."""
+        ids = sorted(set(task_ids))
+        conditions = [
+            TaskRow.plugin_namespace == self.namespace,
+            TaskRow.status == "completed",
+            TaskRow.vectors_flushed.is_(False),
+        ]
+        if before is not None:
+            conditions.append(TaskRow.updated_at <= before)
+        if ids:
+            conditions.append(TaskRow.id.in_(ids))
+        with self._db.session() as session:
+            result = session.execute(
+                update(TaskRow)
+                .where(*conditions)
+                .values(vectors_flushed=True, updated_at=TaskRow.updated_at)
+                .execution_options(synchronize_session=False)
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
     def append_log(self, task_id: str, line: str) -> None:
         with self._db.session() as session:
             row = self._existing(session, task_id)

@@ -1,4 +1,4 @@
-"""task leases: owner, expiry and an attempt limit per task
+"""task leases: owner, expiry and an attempt limit per task; whether its vectors are flushed
 
 Revision ID: 0002
 Revises: 0001
@@ -23,6 +23,9 @@ def upgrade() -> None:
             sa.Column("lease_expires_at", sa.DateTime(timezone=True), nullable=True)
         )
         batch_op.add_column(sa.Column("max_attempts", sa.Integer(), nullable=True))
+        batch_op.add_column(
+            sa.Column("vectors_flushed", sa.Boolean(), server_default=sa.true(), nullable=False)
+        )
         batch_op.create_index(
             "ix_tasks_ns_status_lease",
             ["plugin_namespace", "status", "lease_expires_at"],
@@ -38,6 +41,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table("tasks", schema=None) as batch_op:
         batch_op.drop_index("ix_tasks_ns_status_lease")
+        batch_op.drop_column("vectors_flushed")
         batch_op.drop_column("max_attempts")
         batch_op.drop_column("lease_expires_at")
         batch_op.drop_column("lease_owner")
