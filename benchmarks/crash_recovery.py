@@ -48,6 +48,7 @@ class CrashResult:
     duplicate_chunks: int
     chunk_mismatches: int  # documents whose stored chunks differ from their chunk_count
     requeued: int  # tasks the restarted server re-queued by itself
+    reingested: int = 0  # completed before the kill, but their unflushed vectors died with it
     consistency: dict[str, Any] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
@@ -252,9 +253,11 @@ def run(
         ]
     retried_by_hand = sum(any("retried by hand" in line for line in log) for log in logs)
     requeued = sum(any("re-queued" in line for line in log) for log in logs)
+    relost = sum(any("vectors were lost" in line for line in log) for log in logs)
     result = CrashResult(
         documents, at_kill, round(recovery, 1), statuses, exact, duplicates, mismatches, requeued
     )
+    result.reingested = relost
     result.failures += problems + chunk_problems
     if at_kill.get("completed", 0) == documents:
         result.failures.append("every task had completed before the kill: nothing was tested")
