@@ -97,6 +97,17 @@ class InProcessQueue:
         self._held.add(task_id)
         self._queue.put_nowait(task_id)
 
+    def health(self) -> str:
+        """Raise if the queue is not running or a worker died; else what it holds."""
+        alive = sum(1 for t in self._tasks if not t.done())
+        if self._queue is None or alive < len(self._tasks) or not self._tasks:
+            raise BackendUnavailableError(
+                f"the in-process ingest queue is not running ({alive} of "
+                f"{len(self._tasks)} workers alive)",
+                backend="ingest_queue",
+            )
+        return f"{self._workers} workers, {len(self._held)} tasks held, {self._busy} running"
+
     async def join(self) -> None:
         """Wait until every submitted task has run (CLI and tests)."""
         if self._queue is not None:
