@@ -238,3 +238,14 @@ def test_migration_0002_gives_stranded_tasks_of_0001_an_expired_lease(tmp_path: 
     leases = Leases(tasks, IngestRunRepository(database, "core"), process_owner(), 30)
     assert leases.recover(hold=True) == ["t1"]
     database.dispose()
+
+
+def test_renewing_thousands_of_leases_goes_in_batches(
+    db: Database, ns: str, runs: IngestRunRepository
+) -> None:
+    tasks = TaskRepository(db, ns)
+    first, last = _accept(runs).task.id, _accept(runs).task.id
+    held = [first, *(uuid.uuid4().hex for _ in range(1200)), last]  # more than one IN (...)
+    assert tasks.renew("a", held, utcnow() + timedelta(minutes=5)) == 2
+    tasks.release("a", held)
+    assert all(tasks.get(t).lease_expires_at <= utcnow() for t in (first, last))  # type: ignore[operator]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,6 +18,7 @@ from eagle_rag.errors import InvalidInputError, NotFoundError
 LOG_LINES_KEPT = 200
 LIVE_STATUSES = ("queued", "processing")  # the states a lease covers
 STALE_SCAN_LIMIT = 1000
+ID_BATCH = 500  # ids per IN (...): well under every SQLite build's bound-parameter limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,48 +159,48 @@ class TaskRepository(NamespacedRepository):
             return task_record(row)
 
     def renew(self, owner: str, task_ids: Iterable[str], until: datetime) -> int:
-        """Extend ``owner``'s lease on the live tasks it holds (one statement per heartbeat).
+        """Extend ``owner``'s lease on the live tasks it holds (one statement per batch).
 
         A lease another holder took over meanwhile is left alone; returns how many were renewed.
         """
-        ids = sorted(set(task_ids))
-        if not ids:
-            return 0
+        renewed = 0
         with self._db.session() as session:
-            result = session.execute(
-                update(TaskRow)
-                .where(
-                    TaskRow.plugin_namespace == self.namespace,
-                    TaskRow.id.in_(ids),
-                    TaskRow.status.in_(LIVE_STATUSES),
-                    or_(
-                        TaskRow.lease_owner.is_(None),
-                        TaskRow.lease_owner == owner,
-                        TaskRow.lease_expires_at < utcnow(),
-                    ),
+            for ids in _batches(task_ids):
+                result = session.execute(
+                    update(TaskRow)
+                    .where(
+                        TaskRow.plugin_namespace == self.namespace,
+                        TaskRow.id.in_(ids),
+                        TaskRow.status.in_(LIVE_STATUSES),
+                        or_(
+                            TaskRow.lease_owner.is_(None),
+                            TaskRow.lease_owner == owner,
+                            TaskRow.lease_expires_at < utcnow(),
+                        ),
+                    )
+                    .values(
+                        lease_owner=owner, lease_expires_at=until, updated_at=TaskRow.updated_at
+                    )
+                    .execution_options(synchronize_session=False)
                 )
-                .values(lease_owner=owner, lease_expires_at=until, updated_at=TaskRow.updated_at)
-                .execution_options(synchronize_session=False)
-            )
-            return int(result.rowcount)  # type: ignore[attr-defined]
+                renewed += int(result.rowcount)  # type: ignore[attr-defined]
+        return renewed
 
     def release(self, owner: str, task_ids: Iterable[str]) -> None:
         """End ``owner``'s leases now (a clean stop): the next start re-queues them at once."""
-        ids = sorted(set(task_ids))
-        if not ids:
-            return
         with self._db.session() as session:
-            session.execute(
-                update(TaskRow)
-                .where(
-                    TaskRow.plugin_namespace == self.namespace,
-                    TaskRow.id.in_(ids),
-                    TaskRow.lease_owner == owner,
-                    TaskRow.status.in_(LIVE_STATUSES),
+            for ids in _batches(task_ids):
+                session.execute(
+                    update(TaskRow)
+                    .where(
+                        TaskRow.plugin_namespace == self.namespace,
+                        TaskRow.id.in_(ids),
+                        TaskRow.lease_owner == owner,
+                        TaskRow.status.in_(LIVE_STATUSES),
+                    )
+                    .values(lease_expires_at=utcnow(), updated_at=TaskRow.updated_at)
+                    .execution_options(synchronize_session=False)
                 )
-                .values(lease_expires_at=utcnow(), updated_at=TaskRow.updated_at)
-                .execution_options(synchronize_session=False)
-            )
 
     def lease_candidates(
         self, *, now: datetime, host_prefix: str, own: str
@@ -283,3 +284,9 @@ class TaskRepository(NamespacedRepository):
         if row is None:
             raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
         return row
+
+
+def _batches(task_ids: Iterable[str]) -> Iterator[list[str]]:
+    ids = sorted(set(task_ids))
+    for start in range(0, len(ids), ID_BATCH):
+        yield ids[start : start + ID_BATCH]
