@@ -8,6 +8,7 @@ collections, loads the plugins and starts the in-process ingest workers; ``stop(
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from eagle_rag.index.factory import build_pool, build_vector_store
 from eagle_rag.index.milvus_pool import MilvusClientPool
 from eagle_rag.index.vector_store import MilvusVectorStore
 from eagle_rag.ingest.celery_app import CeleryQueue
+from eagle_rag.ingest.durability import Flusher, lost_on_crash
+from eagle_rag.ingest.leases import leases_for
 from eagle_rag.ingest.pipeline import IngestPipeline
 from eagle_rag.ingest.queue import InProcessQueue
 from eagle_rag.ingest.service import IngestService, TaskQueue
@@ -202,7 +205,11 @@ def build_queue(app: EagleApp) -> TaskQueue:
         return CeleryQueue(app.settings.queue.broker_url)
     pipeline = IngestPipeline(app)
     return InProcessQueue(
-        pipeline.run, workers=app.settings.ingest.workers, on_idle=app.flush_vectors
+        pipeline.run,
+        workers=app.settings.ingest.workers,
+        on_idle=Flusher(app),
+        leases=leases_for(app.repositories, app.settings.ingest.lease_s),
+        lost=functools.partial(lost_on_crash, app),
     )
 
 

@@ -6,6 +6,7 @@ only read: they neither migrate the schema nor create collections.
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import time
 from collections.abc import Callable
@@ -125,6 +126,7 @@ def probe_all(settings: Settings) -> list[ProbeResult]:
         probe_milvus(settings),
         probe_object_store(settings),
         probe_redis(settings),
+        *probe_models(settings),
     ]
 
 
@@ -137,11 +139,41 @@ def probe_running(app: Any) -> list[ProbeResult]:
         _timed("milvus", mask_url_password(settings.milvus.uri), app.vectors.health),
         _timed("object_store", settings.storage.backend, app.objects.health),
     ]
+    health = getattr(app.queue, "health", None)
+    if health is not None:
+        results.append(_timed("ingest_queue", settings.queue.backend, health))
+    results += probe_models(settings)
     if settings.queue.backend == "celery":
         results.append(_redis_ping("broker", settings.queue.broker_url))
     if settings.telemetry.plugin_audit_redis_enabled:
         results.append(_redis_ping("redis", settings.telemetry.redis_url))
     return results
+
+
+def probe_models(settings: Settings) -> list[ProbeResult]:
+    """Remote model endpoints (embedder, reranker, chat model): does their host accept a
+    connection? Only a TCP connect within a second: no request that a provider bills."""
+    models = settings.models
+    endpoints = [
+        ("embedder", models.embedding.base_url if models.embedding.provider == "openai" else ""),
+        ("reranker", models.rerank.url if models.rerank.provider == "http" else ""),
+        ("chat", models.chat.base_url if models.chat.provider == "openai" else ""),
+    ]
+    return [
+        _timed(name, mask_url_password(url), functools.partial(_connect, url))
+        for name, url in endpoints
+        if url
+    ]
+
+
+def _connect(url: str) -> str:
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    with socket.create_connection((parts.hostname or "", port), timeout=1.0):
+        return f"reachable ({parts.hostname}:{port})"
 
 
 def _redis_ping(name: str, url: str) -> ProbeResult:

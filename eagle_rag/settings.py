@@ -198,11 +198,18 @@ class IngestSettings(_Section):
     # A task's phase and progress are written at most this often (0: every step). A document
     # that finishes sooner shows queued -> completed and costs no progress writes.
     progress_interval_s: float = Field(default=0.5, ge=0)
+    # Task leases: a holder renews its lease every third of lease_s; a task whose lease has
+    # expired (or whose holder's process is gone) is re-queued. After max_attempts starts (a
+    # transient failure, or a worker lost mid-task, counts) a task fails for good.
+    lease_s: float = Field(default=30.0, ge=1)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    retry_backoff_s: float = Field(default=2.0, ge=0)
     # Office files are zip archives: refuse bombs before opening them.
     archive_max_entries: int = Field(default=10_000, ge=1)
     archive_max_uncompressed_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
     archive_max_ratio: float = Field(default=200.0, gt=1)
-    url_timeout_s: float = Field(default=20.0, gt=0)
+    url_timeout_s: float = Field(default=20.0, gt=0)  # per connect / read
+    url_deadline_s: float = Field(default=120.0, gt=0)  # the whole fetch, redirects included
     url_max_redirects: int = Field(default=5, ge=0, le=20)
     # Loopback, private and link-local addresses are refused unless this is on (tests only).
     url_allow_private: bool = False

@@ -16,7 +16,7 @@ def test_building_the_app_touches_no_backend(settings: Settings) -> None:
 async def test_start_migrates_creates_collections_and_loads_plugins(settings: Settings) -> None:
     app = await bootstrap(settings)
     try:
-        assert app.database.revision() == "0001"
+        assert app.database.revision() == "0002"
         assert set(BASE_COLLECTIONS) <= set(app.vectors.collections())
         assert [p.manifest.namespace for p in app.plugins.loaded] == ["core"]
         kb = app.repositories.knowledge_bases.create("docs")

@@ -2,6 +2,7 @@
 
 Bodies are always ``{code, message, details?}`` (``EagleError.to_dict``); an unexpected
 exception is a 500 ``internal_error`` whose message names the exception type, never a traceback.
+Every 503 carries ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from eagle_rag.errors import (
     NotFoundError,
     PayloadTooLargeError,
     PermissionDeniedError,
+    PluginError,
     RateLimitedError,
+    SettingsError,
     UnsupportedMediaTypeError,
     UpstreamError,
     VectorStoreError,
@@ -45,21 +48,27 @@ STATUS_TABLE: tuple[tuple[type[EagleError], int], ...] = (
     (ModelProviderError, 502),
     (VectorStoreError, 502),
     (UpstreamError, 502),
+    (PluginError, 502),  # a plugin is a component this request depends on, and it failed
+    (SettingsError, 500),  # the instance is misconfigured: nothing a client can change
 )
+# Any other EagleError (a bare one) means a part this request needs did not do its job, e.g.
+# no subscriber embedded the query: unavailable for now, with the reason, never a bare 500.
+FALLBACK_STATUS = 503
+RETRY_AFTER_S = {429: 60, 503: 5}
 
 
 def status_for(error: EagleError) -> int:
     for kind, status in STATUS_TABLE:
         if isinstance(error, kind):
             return status
-    return 500
+    return FALLBACK_STATUS
 
 
 def error_response(error: EagleError) -> JSONResponse:
     status = status_for(error)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
-    if status == 429:
-        headers["Retry-After"] = str(error.fields.get("retry_after", 60))
+    if status in RETRY_AFTER_S:
+        headers["Retry-After"] = str(error.fields.get("retry_after", RETRY_AFTER_S[status]))
     return JSONResponse(error.to_dict(), status_code=status, headers=headers)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
@@ -14,10 +14,13 @@ from rich.table import Table
 from eagle_rag import __version__
 from eagle_rag.bootstrap import EagleApp, build_app
 from eagle_rag.cli.common import JsonOption, app, fail, settings_from_env
-from eagle_rag.errors import EagleError
+from eagle_rag.errors import EagleError, InvalidInputError
 from eagle_rag.plugins import hooks
 from eagle_rag.probes import ProbeResult, probe_all
 from eagle_rag.settings import Settings
+
+if TYPE_CHECKING:
+    from eagle_rag.consistency import ConsistencyReport
 
 plugins_app = typer.Typer(help="Inspect the plugins this instance loads.", no_args_is_help=True)
 app.add_typer(plugins_app, name="plugins")
@@ -37,10 +40,38 @@ def version() -> None:
     typer.echo(__version__)
 
 
+ConsistencyOption = Annotated[
+    bool,
+    typer.Option(
+        "--consistency",
+        help="Compare catalog rows, vectors (every collection) and stored objects instead.",
+    ),
+]
+RepairOption = Annotated[
+    bool,
+    typer.Option(
+        "--repair",
+        help="With --consistency: remove orphans, re-ingest documents whose vectors are off.",
+    ),
+]
+
+
 @app.command()
-def doctor(as_json: JsonOption = False) -> None:
-    """Check settings, plugins, hooks and every configured backend; exit 1 if anything is down."""
+def doctor(
+    as_json: JsonOption = False,
+    consistency: ConsistencyOption = False,
+    repair: RepairOption = False,
+) -> None:
+    """Check settings, plugins, hooks and every configured backend; exit 1 if anything is down.
+
+    With --consistency: compare the namespace's stores; exit 1 if anything is out of step (with
+    --repair, after repairing what can be). Stop the server first on the embedded default.
+    """
     settings = settings_from_env()
+    if repair and not consistency:
+        fail(InvalidInputError("--repair needs --consistency"))
+    if consistency:
+        _consistency(settings, repair=repair, as_json=as_json)
     probes = probe_all(settings)
     plugin_report: dict[str, Any]
     plugin_error: str | None = None
@@ -57,6 +88,43 @@ def doctor(as_json: JsonOption = False) -> None:
     else:
         _print_doctor(settings, probes, plugin_report, plugin_error, healthy)
     raise typer.Exit(code=0 if healthy else 1)
+
+
+def _consistency(settings: Settings, *, repair: bool, as_json: bool) -> None:
+    from eagle_rag.cli.common import running_app
+    from eagle_rag.consistency import check
+
+    async def run() -> ConsistencyReport:
+        async with running_app(settings=settings) as application:
+            return await asyncio.to_thread(check, application, repair=repair)
+
+    try:
+        report = asyncio.run(run())
+    except EagleError as exc:
+        fail(exc)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict()))
+    else:
+        _print_consistency(report)
+    raise typer.Exit(code=0 if report.clean else 1)
+
+
+def _print_consistency(report: ConsistencyReport) -> None:
+    console = Console()
+    vectors = ", ".join(f"{n} {c}" for n, c in report.vectors.items()) or "none"
+    console.print(
+        f"namespace [bold]{report.namespace}[/bold]: {report.documents} documents, "
+        f"vectors: {vectors}, {report.objects} objects"
+    )
+    if report.clean:
+        console.print("[green]consistent[/green]")
+        return
+    table = Table("finding", "document", "where", "detail", "repair", title="Inconsistencies")
+    for f in report.findings:
+        where = f.collection or f.key or "-"
+        table.add_row(f.kind, f.document_id or "-", where, f.detail, f.repaired or "-")
+    console.print(table)
+    console.print(f"[red]{len(report.findings)} inconsistencies[/red]")
 
 
 def _doctor_json(

@@ -95,6 +95,9 @@ class TaskRecord:
     log: tuple[str, ...]
     created_at: datetime
     updated_at: datetime
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    max_attempts: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     ForeignKey,
     Index,
@@ -20,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -106,7 +108,10 @@ class DocumentTagRow(Base):
 
 class TaskRow(_Timestamps, Base):
     __tablename__ = "tasks"
-    __table_args__ = (Index("ix_tasks_ns_status", "plugin_namespace", "status"),)
+    __table_args__ = (
+        Index("ix_tasks_ns_status", "plugin_namespace", "status"),
+        Index("ix_tasks_ns_status_lease", "plugin_namespace", "status", "lease_expires_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     plugin_namespace: Mapped[str] = mapped_column(String(64))
@@ -119,6 +124,19 @@ class TaskRow(_Timestamps, Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     log: Mapped[list[Any]] = mapped_column(default=list)
+    # The lease (migration 0002): who holds a queued or processing task, and until when. The
+    # holder renews it while the task waits in its memory or runs; once it has expired (or its
+    # owner's process is gone) anyone may re-queue the task. No expiry: the broker holds it.
+    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
+    # Attempts allowed before the task fails for good; a retry by hand raises it (None: the
+    # setting ingest.max_attempts).
+    max_attempts: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # False from completion until the vector store's next flush: Milvus Lite keeps unflushed
+    # rows in memory, so a crash before the flush loses them; a start re-checks these tasks.
+    vectors_flushed: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class ChatSessionRow(_Timestamps, Base):

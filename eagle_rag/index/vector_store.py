@@ -8,13 +8,19 @@ can never disagree about what a row says.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pymilvus import AnnSearchRequest, MilvusClient, RRFRanker
 
-from eagle_rag.errors import BackendUnavailableError, InvalidInputError, VectorStoreError
+from eagle_rag.errors import (
+    BackendUnavailableError,
+    EagleError,
+    InvalidInputError,
+    VectorStoreError,
+)
 from eagle_rag.index.collections import (
     DENSE_FIELD,
     SPARSE_FIELD,
@@ -32,6 +38,8 @@ from eagle_rag.index.filters import Filter, eq, in_
 from eagle_rag.index.milvus_pool import MilvusClientPool
 from eagle_rag.index.sparse import encode_for_bm25
 
+# Milvus answers this for a collection a restarted server has not loaded again.
+_RELEASED = re.compile(r"[Cc]ollection '([^']+)' is in state 'released'")
 MAX_TOP_K = 1000
 UPSERT_BATCH = 256
 
@@ -98,6 +106,8 @@ class VectorStore(Protocol):
         output_fields: Sequence[str] | None = None,
         limit: int = 1000,
     ) -> list[dict[str, Any]]: ...
+
+    def document_counts(self, collection: str) -> dict[str, int]: ...
 
     def count(self, collection: str, where: Filter | None = None) -> int: ...
 
@@ -360,6 +370,27 @@ class MilvusVectorStore:
         )
         return [dict(row) for row in rows]
 
+    def document_counts(self, collection: str, *, batch: int = 4096) -> dict[str, int]:
+        """Rows per ``document_id`` in any collection of the namespace (a plugin's included),
+        read with a query iterator: consistency checks must see every row, not one page."""
+
+        def scan() -> dict[str, int]:
+            counts: dict[str, int] = {}
+            iterator = self._client.query_iterator(
+                collection, batch_size=batch, filter="", output_fields=["document_id"]
+            )
+            try:
+                while rows := iterator.next():
+                    for row in rows:
+                        key = str(row.get("document_id") or "")
+                        counts[key] = counts.get(key, 0) + 1
+            finally:
+                iterator.close()
+            return counts
+
+        counts: dict[str, int] = self._guard(scan, "query_iterator")
+        return counts
+
     def count(self, collection: str, where: Filter | None = None) -> int:
         self.spec(collection)
         rows = self._guard(
@@ -388,13 +419,28 @@ class MilvusVectorStore:
         except (BackendUnavailableError, InvalidInputError):
             raise
         except Exception as exc:
-            error = BackendUnavailableError if _is_unavailable(exc) else VectorStoreError
-            raise error(
-                f"Milvus {operation} failed: {exc}",
-                backend="milvus",
-                namespace=self.namespace,
-                operation=operation,
-            ) from exc
+            released = _RELEASED.search(str(exc))
+            if released:  # a restarted Milvus forgets what was loaded: load it, try once more
+                return self._reload_and_retry(released.group(1), call, operation, exc)
+            raise self._translated(exc, operation) from exc
+
+    def _reload_and_retry(
+        self, collection: str, call: Any, operation: str, first: Exception
+    ) -> Any:
+        try:
+            self._client.load_collection(collection)
+            return call()
+        except Exception as exc:
+            raise self._translated(exc, operation) from first
+
+    def _translated(self, exc: Exception, operation: str) -> EagleError:
+        error = BackendUnavailableError if _is_unavailable(exc) else VectorStoreError
+        return error(
+            f"Milvus {operation} failed: {exc}",
+            backend="milvus",
+            namespace=self.namespace,
+            operation=operation,
+        )
 
 
 def _is_unavailable(exc: Exception) -> bool:

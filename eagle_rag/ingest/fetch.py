@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
@@ -75,12 +76,16 @@ class UrlFetcher:
         self._transport = transport
 
     def fetch(self, url: str) -> Fetched:
+        """GET ``url`` (redirects checked hop by hop) within ``url_deadline_s`` overall: the
+        per-read timeout alone lets a server that trickles bytes hold a request for ever."""
         current = url
+        deadline = time.monotonic() + self._settings.url_deadline_s
         with httpx.Client(
             timeout=self._settings.url_timeout_s, follow_redirects=False, transport=self._transport
         ) as client:
             for _hop in range(self._settings.url_max_redirects + 1):
-                response_url, response = self._request(client, current)
+                self._check_deadline(url, deadline)
+                response_url, response = self._request(client, current, deadline)
                 if response is None:
                     current = response_url
                     continue
@@ -89,7 +94,9 @@ class UrlFetcher:
             f"too many redirects (more than {self._settings.url_max_redirects})", url=url
         )
 
-    def _request(self, client: httpx.Client, url: str) -> tuple[str, Fetched | None]:
+    def _request(
+        self, client: httpx.Client, url: str, deadline: float
+    ) -> tuple[str, Fetched | None]:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidInputError("only http and https URLs can be ingested", url=url[:200])
@@ -114,20 +121,29 @@ class UrlFetcher:
                     raise InvalidInputError(
                         f"the URL answered {response.status_code}", url=url[:200]
                     )
-                data = self._read_capped(response, url)
+                data = self._read_capped(response, url, deadline)
                 return url, Fetched(url, data, _filename(response, parts.path), _ctype(response))
         except httpx.TimeoutException as exc:
             raise BackendUnavailableError(f"fetching {url[:200]} timed out") from exc
         except httpx.HTTPError as exc:
             raise BackendUnavailableError(f"fetching {url[:200]} failed: {exc}") from exc
 
-    def _read_capped(self, response: httpx.Response, url: str) -> bytes:
+    def _check_deadline(self, url: str, deadline: float) -> None:
+        if time.monotonic() > deadline:
+            raise BackendUnavailableError(
+                f"fetching {url[:200]} took longer than {self._settings.url_deadline_s:g} s",
+                url=url[:200],
+                deadline_s=self._settings.url_deadline_s,
+            )
+
+    def _read_capped(self, response: httpx.Response, url: str, deadline: float) -> bytes:
         limit = self._settings.max_file_bytes
         declared = response.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > limit:
             raise PayloadTooLargeError(f"the download is larger than {limit} bytes", url=url[:200])
         chunks, total = [], 0
         for chunk in response.iter_bytes():
+            self._check_deadline(url, deadline)
             total += len(chunk)
             if total > limit:
                 raise PayloadTooLargeError(

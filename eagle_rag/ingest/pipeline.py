@@ -13,16 +13,20 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord
+from eagle_rag.db.repositories.ingest_runs import Attempt
+from eagle_rag.db.tables import utcnow
 from eagle_rag.engines.base import DOC_PARSING, EngineDocument
 from eagle_rag.errors import EagleError, NotFoundError, PluginError
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.detect import SOURCE_TYPES
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
 from eagle_rag.ingest.knowhere.tree import build_tree
+from eagle_rag.ingest.leases import process_owner, transient
 from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.ingest.parsers.registry import parser_for
 from eagle_rag.ingest.progress import ProgressReporter
@@ -69,31 +73,41 @@ class IngestPipeline:
         self._app = app
         self._orchestrator = IngestOrchestrator(app.bus, app.encoders)
 
-    async def run(self, task_id: str) -> PipelineResult:
-        repos = self._app.repositories
+    async def run(self, task_id: str, owner: str | None = None) -> PipelineResult:
+        """Claim the task under a lease for ``owner`` and run it to a terminal state (or back to
+        ``queued`` for another attempt after a transient failure)."""
+        repos, config = self._app.repositories, self._app.settings.ingest
         try:
-            attempt = repos.ingest_runs.start(task_id)
+            attempt = repos.ingest_runs.start(
+                task_id,
+                owner=owner or process_owner(),
+                lease_s=config.lease_s,
+                max_attempts=config.max_attempts,
+            )
         except NotFoundError:  # deleted with its document while it waited in the queue
             logger.info("ingest task %s no longer exists", task_id)
             return PipelineResult("", "failed", error="task deleted")
+        if attempt.outcome != "claimed":  # finished, held elsewhere, or out of attempts
+            status = "failed" if attempt.outcome == "exhausted" else "skipped"
+            return PipelineResult(attempt.document_id, status, error=attempt.reason)
         document = attempt.document
         if document is None or attempt.kb is None:
             missing = "document" if document is None else "knowledge base"
-            repos.tasks.finish(task_id, status="failed", error=f"the {missing} was deleted")
+            repos.ingest_runs.fail(task_id, None, f"the {missing} was deleted")
             return PipelineResult(attempt.document_id, "failed", error=f"{missing} deleted")
         progress = ProgressReporter(
             lambda phase, current, total: repos.tasks.progress(
                 task_id, phase=phase, current=current, total=total
             ),
-            self._app.settings.ingest.progress_interval_s,
+            config.progress_interval_s,
         )
         try:
             ingested = await self._ingest(
                 task_id, document, attempt.kb, progress, first_attempt=attempt.attempts == 1
             )
-        except Exception as exc:
-            return await self._fail(task_id, document, exc)
-        return self._succeed(task_id, document, ingested)
+            return self._succeed(task_id, document, ingested)
+        except Exception as exc:  # the success step included: its writes are undone too
+            return await self._fail(task_id, document, exc, attempt)
 
     async def _ingest(
         self,
@@ -257,22 +271,47 @@ class IngestPipeline:
                 repos.tasks.finish(task_id, status="failed", error="the document was deleted")
             return PipelineResult(document.id, "failed", error="document deleted")
         # A changed file uploaded under the same name replaces the older document's chunks.
+        # This one is committed now: a failure here must not undo it (doctor --consistency
+        # finds what is left of an older version).
         for older_id in older_versions:
-            remove_document(self._app, older_id)
+            try:
+                remove_document(self._app, older_id)
+            except Exception:
+                logger.exception("could not remove %s, replaced by %s", older_id, document.id)
         return PipelineResult(document.id, "completed", chunks)
 
-    async def _fail(self, task_id: str, document: DocumentRecord, exc: Exception) -> PipelineResult:
+    async def _fail(
+        self, task_id: str, document: DocumentRecord, exc: Exception, attempt: Attempt
+    ) -> PipelineResult:
+        """Undo the attempt's vectors; then fail the task, or queue it again after a transient
+        failure while attempts are left. If even that cannot be written (the database is
+        down), the lease runs out and recovery re-queues the task."""
         reason = _reason(exc)
         logger.warning("ingest of %s failed: %s", document.id, reason)
-        repos = self._app.repositories
+        runs = self._app.repositories.ingest_runs
         try:
             await asyncio.to_thread(self._app.vectors.delete_documents, [document.id])
-        except EagleError as cleanup:  # report the original failure; note the cleanup one
-            reason += f" (cleanup also failed: {cleanup.message})"
-        with contextlib.suppress(NotFoundError):  # deleted meanwhile: nothing to mark
-            repos.documents.set_fields(document.id, status="failed", error=reason)
-        repos.tasks.finish(task_id, status="failed", error=reason)
-        repos.tasks.append_log(task_id, f"failed: {reason}")
+        except Exception as cleanup:  # report the original failure; note the cleanup one
+            reason += f" (cleanup also failed: {_reason(cleanup)})"
+        again = transient(exc) and attempt.attempts < attempt.max_attempts
+        try:
+            if again:
+                delay = self._app.settings.ingest.retry_backoff_s * 2 ** (attempt.attempts - 1)
+                runs.requeue(
+                    task_id,
+                    note=f"attempt {attempt.attempts} failed: {reason}; retrying in {delay:g} s",
+                    lease_owner=None,
+                    lease_until=utcnow() + timedelta(seconds=delay),
+                    error=reason,
+                )
+                return PipelineResult(document.id, "queued", error=reason)
+            if attempt.attempts > 1:
+                reason = f"failed after {attempt.attempts} attempts: {reason}"
+            runs.fail(task_id, document.id, reason)
+        except NotFoundError:  # deleted meanwhile: nothing to mark
+            pass
+        except Exception:
+            logger.exception("could not record the failure of task %s", task_id)
         return PipelineResult(document.id, "failed", error=reason)
 
 

@@ -8,30 +8,41 @@ the KB) returns the existing document instead of a new one.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
-import tempfile
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, Protocol
 
 from eagle_rag.db.records import validate_kb_name
 from eagle_rag.db.repositories.base import new_id
-from eagle_rag.errors import InvalidInputError, PayloadTooLargeError
-from eagle_rag.ingest.detect import BINARY_TYPES, detect
+from eagle_rag.db.tables import utcnow
+from eagle_rag.errors import ConflictError, InvalidInputError, PayloadTooLargeError
+from eagle_rag.ingest.detect import Detected, detect
 from eagle_rag.ingest.fetch import UrlFetcher
+from eagle_rag.ingest.leases import stranded
 from eagle_rag.ingest.safety import ArchiveLimits, check_archive
 from eagle_rag.storage.keys import MAX_PART_LENGTH, object_key
 
 READ_CHUNK = 1024 * 1024
-SPOOL_IN_MEMORY = 8 * 1024 * 1024
+HEAD_BYTES = 1024 * 1024  # what type detection sees of a large file
+ZIP_MAGIC = b"PK\x03\x04"
 
 
 class TaskQueue(Protocol):
-    """Runs ingest tasks by id: in this process, or on Celery workers."""
+    """Runs ingest tasks by id: in this process, or on Celery workers.
+
+    ``owner`` and ``lease_s`` are the lease a new task gets (leases.py): the in-process queue
+    holds its tasks itself; a broker's (None) hold them without expiry.
+    """
+
+    @property
+    def owner(self) -> str | None: ...
+
+    @property
+    def lease_s(self) -> float | None: ...
 
     def submit(self, task_id: str) -> None: ...
 
@@ -72,37 +83,40 @@ class IngestService:
     ) -> Submission:
         validate_kb_name(kb_name)  # the KB itself is checked in the transaction that records it
         display_name = display_filename(filename)
-        with _spooled(stream, self._app.settings.ingest.max_file_bytes) as (spool, size, sha256):
-            head = spool.read()
-            detected = detect(head, display_name, content_type)
-            if detected.mime_type in BINARY_TYPES and detected.mime_type != "application/pdf":
-                check_archive(head, ArchiveLimits.from_settings(self._app.settings.ingest))
-            # The original goes first, under a fresh id, then one transaction records the
-            # document with its task: a crash in between leaves an unreferenced object, never a
-            # document without its file. A dedup hit (same bytes, already in the KB) or a
-            # refusal removes the object again.
-            document_id = new_id()
-            key = object_key(self._app.namespace, kb_name, document_id, storage_name(display_name))
-            self._app.objects.put(key, io.BytesIO(head), content_type=detected.mime_type)
-            try:
-                accepted = self._app.repositories.ingest_runs.accept(
-                    document_id=document_id,
-                    kb_name=kb_name,
-                    filename=display_name,
-                    mime_type=detected.mime_type,
-                    sha256=sha256,
-                    size=size,
-                    object_key=key,
-                    source_url=source_url,
-                    extra=dict(metadata or {}),
-                    tags=tags,
-                )
-            except BaseException:
-                self._discard(key)
-                raise
-            if accepted.task is None:
-                self._discard(key)
-                return self._dedup_hit(accepted.document)
+        # The original streams into the store first, under a fresh id, hashed and capped on the
+        # way (memory holds one chunk and the head); then one transaction records the document
+        # with its task: a crash in between leaves an unreferenced object, never a document
+        # without its file. A refusal or a dedup hit removes the object again.
+        document_id = new_id()
+        key = object_key(self._app.namespace, kb_name, document_id, storage_name(display_name))
+        upload = _CappedReader(stream, self._app.settings.ingest.max_file_bytes)
+        stored = self._app.objects.put(
+            key, upload, content_type=content_type or "application/octet-stream"
+        )
+        try:
+            if stored.size == 0:
+                raise InvalidInputError("the file is empty")
+            detected = self._detect(key, upload.head, stored.size, display_name, content_type)
+            accepted = self._app.repositories.ingest_runs.accept(
+                document_id=document_id,
+                kb_name=kb_name,
+                filename=display_name,
+                mime_type=detected.mime_type,
+                sha256=stored.sha256,
+                size=stored.size,
+                object_key=key,
+                source_url=source_url,
+                extra=dict(metadata or {}),
+                tags=tags,
+                lease_owner=self._queue.owner,
+                lease_until=self._lease_until(),
+            )
+        except BaseException:
+            self._discard(key)
+            raise
+        if accepted.task is None:
+            self._discard(key)
+            return self._dedup_hit(accepted.document)
         task = accepted.task
         self._queue.submit(task.id)
         return Submission(task.id, accepted.document.id, task.status, dedup_hit=False)
@@ -129,15 +143,40 @@ class IngestService:
         )
 
     def retry(self, task_id: str) -> Submission:
-        """Queue a failed task again (same document, attempts keep counting)."""
+        """Queue a failed or stranded task again, with a fresh budget of attempts.
+
+        Stranded: queued or processing, but nobody will run it (its lease expired or its
+        worker's process is gone). A completed task, or one a live worker holds, is a conflict.
+        """
         task = self._app.repositories.tasks.get(task_id)
-        if task.status != "failed":
-            raise InvalidInputError(
-                f"only failed tasks can be retried (this one is {task.status})", job_id=task_id
+        if task.status == "completed":
+            raise ConflictError("the task completed; there is nothing to retry", job_id=task_id)
+        if task.status != "failed" and not stranded(task):
+            raise ConflictError(
+                f"the task is {task.status} and held by a running worker; it needs no retry",
+                job_id=task_id,
+                status=task.status,
+                lease_owner=task.lease_owner,
+                lease_expires_at=task.lease_expires_at.isoformat()
+                if task.lease_expires_at
+                else None,
             )
-        self._app.repositories.tasks.finish(task_id, status="queued")
+        requeued = self._app.repositories.ingest_runs.requeue(
+            task_id,
+            note=f"retried by hand (was {task.status})",
+            lease_owner=self._queue.owner,
+            lease_until=self._lease_until(),
+            expect=(task.lease_owner, task.lease_expires_at),
+            grant_attempts=self._app.settings.ingest.max_attempts,
+        )
+        if not requeued:
+            raise ConflictError("the task changed meanwhile; look at it again", job_id=task_id)
         self._queue.submit(task_id)
         return Submission(task_id, task.document_id, "queued", dedup_hit=False)
+
+    def _lease_until(self) -> datetime | None:
+        lease_s = self._queue.lease_s
+        return None if lease_s is None else utcnow() + timedelta(seconds=lease_s)
 
     def rebuild(self, kb_name: str) -> list[Submission]:
         """Run every stored document of a KB through the pipeline again, as new tasks.
@@ -154,10 +193,26 @@ class IngestService:
                 continue
             self._app.vectors.delete_documents([document_id])
             repos.documents.set_fields(document_id, status="pending", error=None)
-            task = repos.tasks.create(document_id=document_id)
+            task = repos.tasks.create(
+                document_id=document_id,
+                lease_owner=self._queue.owner,
+                lease_until=self._lease_until(),
+            )
             self._queue.submit(task.id)
             submissions.append(Submission(task.id, document_id, task.status, dedup_hit=False))
         return submissions
+
+    def _detect(
+        self, key: str, head: bytes, size: int, name: str, declared: str | None
+    ) -> Detected:
+        """Detect the type from the head; a zip container (DOCX, PPTX, XLSX) is read back whole,
+        since its directory sits at its end, and checked for bombs."""
+        if not head.startswith(ZIP_MAGIC):
+            return detect(text_sample(head, whole=size <= len(head)), name, declared)
+        data = b"".join(self._app.objects.open(key))
+        detected = detect(data, name, declared)
+        check_archive(data, ArchiveLimits.from_settings(self._app.settings.ingest))
+        return detected
 
     def _discard(self, key: str) -> None:
         with contextlib.suppress(Exception):  # best effort; an orphan object is only garbage
@@ -192,20 +247,43 @@ def storage_name(display_name: str) -> str:
     return (stem[: MAX_PART_LENGTH - len(suffix) - 1] + suffix) or "document"
 
 
-@contextmanager
-def _spooled(stream: BinaryIO, limit: int) -> Iterator[tuple[BinaryIO, int, str]]:
-    """Copy a stream into a spooled temp file under a size cap, hashing as it goes."""
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
-        digest, size = hashlib.sha256(), 0
-        while chunk := stream.read(READ_CHUNK):
-            size += len(chunk)
-            if size > limit:
-                raise PayloadTooLargeError(
-                    f"the file is larger than the {limit}-byte limit", limit=limit
-                )
-            digest.update(chunk)
-            spool.write(chunk)
-        if size == 0:
-            raise InvalidInputError("the file is empty")
-        spool.seek(0)
-        yield spool, size, digest.hexdigest()  # type: ignore[misc]
+class _CappedReader:
+    """A binary stream read under a size cap, keeping its first ``HEAD_BYTES`` for detection."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self._stream = stream
+        self._limit = limit
+        self._head = bytearray()
+        self.size = 0
+
+    @property
+    def head(self) -> bytes:
+        return bytes(self._head)
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(READ_CHUNK if size is None or size < 0 else size)
+        self.size += len(data)
+        if self.size > self._limit:
+            raise PayloadTooLargeError(
+                f"the file is larger than the {self._limit}-byte limit", limit=self._limit
+            )
+        if len(self._head) < HEAD_BYTES:
+            self._head += data[: HEAD_BYTES - len(self._head)]
+        return data
+
+
+def text_sample(head: bytes, *, whole: bool) -> bytes:
+    """The head, cut so a multi-byte character split at its end does not make text look
+    binary (UTF-8, UTF-16 with BOM, GB18030)."""
+    if whole:
+        return head
+    encodings = ("utf-16",) if head.startswith((b"\xff\xfe", b"\xfe\xff")) else ("utf-8", "gb18030")
+    for encoding in encodings:
+        for cut in range(4):
+            part = head[: len(head) - cut]
+            try:
+                part.decode(encoding)
+            except UnicodeDecodeError:
+                continue
+            return part
+    return head

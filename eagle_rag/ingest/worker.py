@@ -3,20 +3,39 @@
 Celery finds its app as a module attribute, so this module (and only this one) builds settings and
 the Celery app at import time. The worker bootstraps its own EagleApp from the same environment as
 the API, on first task, and keeps it for the process's life.
+
+Reliability: messages are acknowledged late (a worker that dies mid-task leaves its message
+unacknowledged), each task runs under a lease this process renews, and a recovery thread
+re-sends every task whose lease is stranded (its worker died: same host and the process is gone,
+or the lease expired) -- so a killed worker's task runs again as soon as any worker is up, well
+before the broker's visibility timeout would hand the message out again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import threading
 from typing import Any
 
+from celery.signals import worker_ready, worker_shutting_down
+
 from eagle_rag.ingest.celery_app import TASK_NAME, make_celery
+from eagle_rag.ingest.durability import Flusher
+from eagle_rag.ingest.leases import Leases, heartbeat, process_owner
 from eagle_rag.settings import load_settings
 
+logger = logging.getLogger(__name__)
 settings = load_settings(os.environ)
 celery = make_celery(settings.queue.broker_url)
+OWNER = process_owner()
 _app: Any = None
+_stop = threading.Event()
+
+
+def _leases(repos: Any) -> Leases:
+    return Leases(repos.tasks, repos.ingest_runs, OWNER, settings.ingest.lease_s)
 
 
 async def _run(task_id: str) -> str:
@@ -26,11 +45,42 @@ async def _run(task_id: str) -> str:
 
     if _app is None:
         _app = await bootstrap(settings, start_queue=False)
-    result = await IngestPipeline(_app).run(task_id)
-    await asyncio.to_thread(_app.vectors.flush)
+    async with heartbeat(_leases(_app.repositories), task_id):
+        result = await IngestPipeline(_app).run(task_id, owner=OWNER)
+        await Flusher(_app)()  # after each task: a worker never knows when the broker drains
     return result.status
 
 
 @celery.task(name=TASK_NAME)  # type: ignore[untyped-decorator]
 def run_ingest(task_id: str) -> str:
     return asyncio.run(_run(task_id))
+
+
+def _recovery_loop() -> None:
+    """Re-send stranded tasks to the broker, at start and every third of a lease."""
+    from eagle_rag.bootstrap import Repositories
+    from eagle_rag.db.database import Database
+
+    database = Database(settings.database.url)
+    repos = Repositories.for_namespace(database, settings.plugins.default_namespace)
+    leases = _leases(repos)
+    try:
+        while not _stop.is_set():
+            try:
+                for task_id in leases.recover(hold=False):
+                    celery.send_task(TASK_NAME, args=[task_id])
+            except Exception:  # the database or broker may be down: try on the next round
+                logger.exception("recovery of stranded ingest tasks failed")
+            _stop.wait(leases.interval_s)
+    finally:
+        database.dispose()
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def _start_recovery(**_: Any) -> None:
+    threading.Thread(target=_recovery_loop, name="eagle-recovery", daemon=True).start()
+
+
+@worker_shutting_down.connect  # type: ignore[untyped-decorator]
+def _stop_recovery(**_: Any) -> None:
+    _stop.set()

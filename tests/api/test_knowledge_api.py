@@ -145,7 +145,7 @@ def test_task_stream_reports_progress_until_done(
     assert names[0] == "progress" and names[-1] == "done"
     final = json.loads(events[-1][1])
     assert final["status"] == "completed" and final["progress"]["current"] > 0
-    assert client.post(f"/tasks/{submission['job_id']}/retry").status_code == 400
+    assert client.post(f"/tasks/{submission['job_id']}/retry").status_code == 409
 
 
 def test_delete_document_then_it_is_gone_everywhere(client: httpx.Client) -> None:

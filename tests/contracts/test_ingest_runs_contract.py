@@ -18,6 +18,10 @@ from eagle_rag.db.repositories import (
 from eagle_rag.errors import NotFoundError
 
 
+def _start(runs: IngestRunRepository, task_id: str, owner: str = "worker-1") -> Any:
+    return runs.start(task_id, owner=owner, lease_s=30, max_attempts=3)
+
+
 def _accept(runs: IngestRunRepository, sha: str = "a" * 64, **kw: Any) -> Any:
     fields: dict[str, Any] = {
         "document_id": uuid.uuid4().hex,
@@ -105,8 +109,8 @@ def test_start_counts_the_attempt_and_reads_document_and_kb(db: Database, ns: st
     KnowledgeBaseRepository(db, ns).create("docs", creation_settings={"chunk_size": 128})
     runs = IngestRunRepository(db, ns)
     accepted = _accept(runs, tags=["t"])
-    first = runs.start(accepted.task.id)
-    second = runs.start(accepted.task.id)
+    first = _start(runs, accepted.task.id)
+    second = _start(runs, accepted.task.id)
     assert (first.attempts, second.attempts) == (1, 2)
     assert second.document is not None and second.kb is not None
     assert (second.document.status, second.document.tags) == ("processing", ("t",))
@@ -119,7 +123,7 @@ def test_start_of_another_namespaces_task_is_not_found(db: Database, ns: str) ->
     KnowledgeBaseRepository(db, ns).create("docs")
     accepted = _accept(IngestRunRepository(db, ns))
     with pytest.raises(NotFoundError):
-        IngestRunRepository(db, f"{ns}-other").start(accepted.task.id)
+        _start(IngestRunRepository(db, f"{ns}-other"), accepted.task.id)
     assert TaskRepository(db, ns).get(accepted.task.id).attempts == 0
 
 
@@ -128,7 +132,7 @@ def test_complete_marks_both_and_extends_the_catalog(db: Database, ns: str) -> N
     kbs.create("docs")
     runs = IngestRunRepository(db, ns)
     accepted = _accept(runs)
-    attempt = runs.start(accepted.task.id)
+    attempt = _start(runs, accepted.task.id)
     assert _complete(runs, accepted.task.id, attempt.document) == []
     document = DocumentRepository(db, ns).get(accepted.document.id)
     assert (document.status, document.chunk_count, document.collections_used) == (
@@ -152,10 +156,10 @@ def test_complete_names_the_older_versions_of_the_file(db: Database, ns: str) ->
     KnowledgeBaseRepository(db, ns).create("docs")
     runs = IngestRunRepository(db, ns)
     old = _accept(runs, sha="1" * 64)
-    _complete(runs, old.task.id, runs.start(old.task.id).document)
+    _complete(runs, old.task.id, _start(runs, old.task.id).document)
     pending = _accept(runs, sha="2" * 64)  # same name, never run: not an older version yet
     new = _accept(runs, sha="3" * 64)
-    older = _complete(runs, new.task.id, runs.start(new.task.id).document)
+    older = _complete(runs, new.task.id, _start(runs, new.task.id).document)
     assert older == [old.document.id]
     assert pending.document.id not in older
 
@@ -165,7 +169,7 @@ def test_complete_after_the_document_was_deleted_changes_nothing(db: Database, n
     kbs.create("docs")
     runs = IngestRunRepository(db, ns)
     accepted = _accept(runs)
-    attempt = runs.start(accepted.task.id)
+    attempt = _start(runs, accepted.task.id)
     DocumentRepository(db, ns).delete(accepted.document.id)
     with pytest.raises(NotFoundError):
         _complete(runs, accepted.task.id, attempt.document)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -27,6 +28,10 @@ from eagle_rag.errors import (
 )
 
 
+def _start(runs: IngestRunRepository, task_id: str, owner: str = "worker-1") -> Any:
+    return runs.start(task_id, owner=owner, lease_s=30, max_attempts=3)
+
+
 def _kb(db: Database, ns: str, name: str = "docs") -> KnowledgeBaseRepository:
     repo = KnowledgeBaseRepository(db, ns)
     repo.create(name)
@@ -48,7 +53,7 @@ def test_migrations_build_exactly_the_models_schema(db: Database) -> None:
     with db.engine.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert diff == []
-    assert db.migrate() == "0001"  # idempotent
+    assert db.migrate() == "0002"  # idempotent
 
 
 # --- knowledge bases --------------------------------------------------------------------------
@@ -250,7 +255,7 @@ def test_task_lifecycle(db: Database, ns: str) -> None:
     task = tasks.create(document_id=_doc(db, ns))
     assert (task.status, task.phase, task.attempts, task.kb_name) == ("queued", "queued", 0, "docs")
     runs = IngestRunRepository(db, ns)
-    assert runs.start(task.id).attempts == 1
+    assert _start(runs, task.id).attempts == 1
     tasks.progress(task.id, phase="embed", current=3, total=10)
     running = tasks.get(task.id)
     assert (running.status, running.phase, running.progress_current, running.progress_total) == (
@@ -261,7 +266,9 @@ def test_task_lifecycle(db: Database, ns: str) -> None:
     )
     failed = tasks.finish(task.id, status="failed", error="embedder timed out")
     assert (failed.status, failed.error) == ("failed", "embedder timed out")
-    assert runs.start(task.id).attempts == 2
+    assert _start(runs, task.id).outcome == "skipped"  # a finished task never runs again
+    assert runs.requeue(task.id, note="retry", lease_owner=None, lease_until=None)
+    assert _start(runs, task.id).attempts == 2
     retried = tasks.get(task.id)
     assert (retried.attempts, retried.error, retried.status) == (2, None, "processing")
     assert [t.id for t in tasks.list(status="processing")] == [task.id]

@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from eagle_rag.bootstrap import EagleApp
-from eagle_rag.errors import BackendUnavailableError, InvalidInputError, NotFoundError
+from eagle_rag.errors import (
+    BackendUnavailableError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+)
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.ingest.service import Submission
@@ -159,9 +164,9 @@ async def test_failure_rolls_back_vectors_and_catalog_then_retry_succeeds(
     )
 
 
-async def test_retry_is_only_for_failed_tasks(app: EagleApp, kb: str) -> None:
+async def test_a_completed_task_is_not_retried(app: EagleApp, kb: str) -> None:
     submission = await _ingest(app, kb, b"fine text", "ok.txt")
-    with pytest.raises(InvalidInputError, match="only failed tasks"):
+    with pytest.raises(ConflictError, match="completed"):
         app.ingest.retry(submission.job_id)
 
 
@@ -170,9 +175,11 @@ async def test_running_a_task_twice_leaves_the_same_rows(app: EagleApp, kb: str)
 
     submission = await _ingest(app, kb, docs.MARKDOWN.encode(), "guide.md")
     before = sorted(r["id"] for r in app.vectors.query(TEXT_COLLECTION, f.eq("kb_name", kb)))
-    await IngestPipeline(app).run(submission.job_id)  # at-least-once: a duplicate delivery
+    # At-least-once: a duplicate delivery of a finished task is skipped, not run again.
+    result = await IngestPipeline(app).run(submission.job_id)
     after = sorted(r["id"] for r in app.vectors.query(TEXT_COLLECTION, f.eq("kb_name", kb)))
-    assert before == after and app.repositories.tasks.get(submission.job_id).attempts == 2
+    assert result.status == "skipped" and before == after
+    assert app.repositories.tasks.get(submission.job_id).attempts == 1
 
 
 async def test_a_chunk_subscriber_may_not_recut_chunks(app: EagleApp, kb: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -25,7 +26,7 @@ from eagle_rag.api.schemas import (
     task_out,
 )
 from eagle_rag.db.repositories.documents import MAX_PAGE
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.errors import EagleError, InvalidInputError, NotFoundError
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
 from eagle_rag.ingest.deletion import remove_document
@@ -33,16 +34,24 @@ from eagle_rag.ingest.deletion import remove_document
 router = APIRouter(responses=ERRORS)
 TERMINAL = ("completed", "failed")
 POLL_S = 0.25
+STREAM_OUTAGE_S = 10.0  # a stream whose task cannot be read this long ends with an error event
 
 
 @router.get("/knowledge_bases", tags=["knowledge bases"])
-async def list_knowledge_bases(app: App, who: Who) -> list[KnowledgeBaseOut]:
+async def list_knowledge_bases(
+    app: App,
+    who: Who,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = MAX_PAGE,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> list[KnowledgeBaseOut]:
+    """The KBs this key may use, by name; a restricted key's pages are full pages of its KBs."""
+
     def load() -> list[dict[str, Any]]:
         repos = app.repositories
+        kbs = repos.knowledge_bases.list(names=who.kb_names, limit=limit, offset=offset)
         return [
             kb_out(kb, repos.documents.count(kb_name=kb.name), app.knowledge.public(kb))
-            for kb in repos.knowledge_bases.list()
-            if who.kb_names is None or kb.name in who.kb_names
+            for kb in kbs
         ]
 
     return [KnowledgeBaseOut(**kb) for kb in await asyncio.to_thread(load)]
@@ -140,10 +149,13 @@ async def list_tasks(
     if kb_name:
         who.check_kb(kb_name)
     tasks = await asyncio.to_thread(
-        app.repositories.tasks.list, status=status, kb_name=kb_name, limit=limit
+        app.repositories.tasks.list,
+        status=status,
+        kb_name=kb_name,
+        limit=limit,
+        kb_names=who.kb_names,
     )
-    visible = [t for t in tasks if who.kb_names is None or t.kb_name in who.kb_names]
-    return [TaskOut(**task_out(t)) for t in visible]
+    return [TaskOut(**task_out(t)) for t in tasks]
 
 
 @router.get("/tasks/{job_id}", tags=["tasks"])
@@ -155,14 +167,27 @@ async def get_task(job_id: str, app: App, who: Who) -> TaskOut:
 
 @router.get("/tasks/{job_id}/stream", tags=["tasks"], response_class=EventSourceResponse)
 async def stream_task(job_id: str, app: App, who: Who) -> EventSourceResponse:
-    """SSE ``progress`` events whenever the task changes, then ``done`` (or ``error``)."""
+    """SSE ``progress`` events whenever the task changes, then ``done`` -- or ``error`` when the
+    task is deleted or cannot be read for a while. Every stream ends."""
     first = await asyncio.to_thread(app.repositories.tasks.get, job_id)
     who.check_kb(first.kb_name)
 
     async def events() -> AsyncIterator[dict[str, str]]:
-        last = None
+        last, misses = None, 0
         while True:
-            task = await asyncio.to_thread(app.repositories.tasks.get, job_id)
+            try:
+                task = await asyncio.to_thread(app.repositories.tasks.get, job_id)
+            except NotFoundError as exc:  # deleted with its document: the stream ends too
+                yield {"event": "error", "data": json.dumps(exc.to_dict())}
+                return
+            except EagleError as exc:  # the database may be back soon; not for ever
+                misses += 1
+                if misses * POLL_S >= STREAM_OUTAGE_S:
+                    yield {"event": "error", "data": json.dumps(exc.to_dict())}
+                    return
+                await asyncio.sleep(POLL_S)
+                continue
+            misses = 0
             data = task_out(task)
             state = (data["status"], data["phase"], data["progress"]["current"])
             if state != last:
@@ -178,6 +203,8 @@ async def stream_task(job_id: str, app: App, who: Who) -> EventSourceResponse:
 
 @router.post("/tasks/{job_id}/retry", status_code=202, tags=["tasks"])
 async def retry_task(job_id: str, app: App, who: Who) -> SubmissionOut:
+    """Queue a failed task again, or a stranded one (queued or processing, but its worker is
+    gone); a completed task, or one a live worker holds, is a 409."""
     task = await asyncio.to_thread(app.repositories.tasks.get, job_id)
     who.check_kb(task.kb_name)
     submission = await asyncio.to_thread(app.ingest.retry, job_id)
@@ -206,9 +233,9 @@ async def list_documents(
         tag=tag,
         limit=limit,
         offset=offset,
+        kb_names=who.kb_names,
     )
-    visible = [d for d in documents if who.kb_names is None or d.kb_name in who.kb_names]
-    return [DocumentOut(**document_out(d)) for d in visible]
+    return [DocumentOut(**document_out(d)) for d in documents]
 
 
 @router.get("/documents/{document_id}", tags=["documents"])
@@ -264,10 +291,13 @@ async def get_file(document_id: str, app: App, who: Who) -> StreamingResponse:
     key = document.object_key
     if not key:
         raise InvalidInputError("this document has no stored original")
-    chunks = await asyncio.to_thread(lambda: list(app.objects.open(key)))
+    # Streamed chunk by chunk (Starlette iterates a sync iterator in its thread pool); the
+    # first chunk is read here, so a missing object is still a 404 rather than a cut response.
+    body = iter(app.objects.open(key))
+    first = await asyncio.to_thread(next, body, b"")
     safe = document.filename.replace('"', "")
     return StreamingResponse(
-        iter(chunks),
+        itertools.chain([first], body),
         media_type=document.mime_type or "application/octet-stream",
         headers={"Content-Disposition": f"attachment; filename*=UTF-8''{_quote(safe)}"},
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -149,13 +149,17 @@ class DocumentRepository(NamespacedRepository):
         filename: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        kb_names: Collection[str] | None = None,
     ) -> list[DocumentRecord]:
+        """A page of documents; ``kb_names`` (an API key's KBs) filters before the page."""
         if not 1 <= limit <= MAX_PAGE or offset < 0:
             raise InvalidInputError(f"limit must be 1..{MAX_PAGE} and offset >= 0")
         with self._db.session() as session:
             query = self._scoped(kb_name, status, tag, filename).order_by(
                 DocumentRow.created_at, DocumentRow.id
             )
+            if kb_names is not None:
+                query = query.where(DocumentRow.kb_name.in_(sorted(kb_names)))
             rows = list(session.scalars(query.limit(limit).offset(offset)))
             tags = self._tags(session, [r.id for r in rows])
             return [document_record(r, tags.get(r.id, [])) for r in rows]
@@ -208,6 +212,16 @@ class DocumentRepository(NamespacedRepository):
                 DocumentRow.plugin_namespace == self.namespace, DocumentRow.id.in_(ids)
             )
             return {row.id: row.filename for row in session.execute(query)}
+
+    def inventory(self) -> builtins.list[DocumentRecord]:
+        """Every document of the namespace, without tags (the consistency check's catalog)."""
+        with self._db.session() as session:
+            rows = session.scalars(
+                select(DocumentRow)
+                .where(DocumentRow.plugin_namespace == self.namespace)
+                .order_by(DocumentRow.created_at, DocumentRow.id)
+            )
+            return [document_record(r, []) for r in rows]
 
     def ids_in_kb(self, kb_name: str) -> builtins.list[str]:
         with self._db.session() as session:

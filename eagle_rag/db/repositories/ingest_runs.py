@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import BindParameter, Table, bindparam, insert, select, update
+from sqlalchemy import BindParameter, Table, bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -26,13 +26,14 @@ from eagle_rag.db.records import (
     DocumentRecord,
     KnowledgeBaseRecord,
     TaskRecord,
+    as_utc,
     validate_kb_name,
     validate_tag,
 )
 from eagle_rag.db.repositories.base import NamespacedRepository, new_id
 from eagle_rag.db.repositories.documents import DocumentRepository, document_record
 from eagle_rag.db.repositories.knowledge_bases import kb_record
-from eagle_rag.db.repositories.tasks import log_line, task_record
+from eagle_rag.db.repositories.tasks import LIVE_STATUSES, log_line, task_record
 from eagle_rag.db.tables import DocumentRow, DocumentTagRow, KnowledgeBaseRow, TaskRow, utcnow
 from eagle_rag.errors import NotFoundError
 
@@ -50,19 +51,48 @@ _THE_KB = (KBS.c.plugin_namespace == _NS, KBS.c.name == bindparam("kb"))
 _KB_ID = select(KBS.c.id).where(*_THE_KB)
 _KB = select(KBS).where(*_THE_KB)
 _DOCUMENT_TAGS = select(TAGS.c.tag).where(TAGS.c.document_id == bindparam("did"))
+_OWNER: BindParameter[str] = bindparam("owner")
+# A live task may be claimed by the lease holder, or by anyone once nobody holds it (no owner,
+# a broker's task without expiry, or an expired lease) -- while it has attempts left.
+_CLAIMABLE = (
+    TASKS.c.status.in_(LIVE_STATUSES),
+    or_(
+        TASKS.c.lease_owner.is_(None),
+        TASKS.c.lease_owner == _OWNER,
+        TASKS.c.lease_expires_at.is_(None),
+        TASKS.c.lease_expires_at < _NOW,
+    ),
+    TASKS.c.attempts < func.coalesce(TASKS.c.max_attempts, bindparam("limit")),
+)
 _CLAIM_TASK = (
     update(TASKS)
-    .where(*_THE_TASK)
+    .where(*_THE_TASK, *_CLAIMABLE)
     .values(
         attempts=TASKS.c.attempts + 1,
         status="processing",
         error=None,
         progress_current=0,
         progress_total=0,
+        lease_owner=_OWNER,
+        lease_expires_at=bindparam("until"),
         updated_at=_NOW,
     )
-    .returning(TASKS.c.document_id, TASKS.c.attempts)
+    .returning(
+        TASKS.c.document_id,
+        TASKS.c.attempts,
+        func.coalesce(TASKS.c.max_attempts, bindparam("limit")),
+    )
 )
+_TASK_STATE = select(
+    TASKS.c.document_id,
+    TASKS.c.status,
+    TASKS.c.attempts,
+    TASKS.c.lease_owner,
+    TASKS.c.lease_expires_at,
+    TASKS.c.log,
+    TASKS.c.error,
+    TASKS.c.max_attempts,
+).where(*_THE_TASK)
 _MARK_PROCESSING = (
     update(DOCUMENTS)
     .where(*_THE_DOCUMENT)
@@ -102,6 +132,9 @@ _COMPLETE_TASK = (
         progress_total=bindparam("total"),
         error=None,
         log=bindparam("lines", type_=TASKS.c.log.type),
+        lease_owner=None,
+        lease_expires_at=None,
+        vectors_flushed=False,  # until the vector store's next flush (durability.py)
         updated_at=_NOW,
     )
 )
@@ -127,6 +160,11 @@ class Attempt:
     attempts: int  # this one included
     document: DocumentRecord | None  # None: deleted after it was queued
     kb: KnowledgeBaseRecord | None
+    max_attempts: int = 1
+    # claimed: run it; skipped: finished, or another holder's lease is live (a duplicate
+    # delivery); exhausted: no attempts were left, the task is now failed with ``reason``.
+    outcome: str = "claimed"
+    reason: str | None = None
 
 
 class IngestRunRepository(NamespacedRepository):
@@ -147,6 +185,8 @@ class IngestRunRepository(NamespacedRepository):
         source_url: str | None = None,
         extra: dict[str, Any] | None = None,
         tags: Iterable[str] = (),
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
     ) -> Accepted:
         """Insert the pending document, its tags and a queued task; a dedup hit inserts nothing."""
         validate_kb_name(kb_name)
@@ -187,6 +227,10 @@ class IngestRunRepository(NamespacedRepository):
             "log": [],
             "created_at": now,
             "updated_at": now,
+            "lease_owner": lease_owner,
+            "lease_expires_at": lease_until,
+            "max_attempts": None,
+            "vectors_flushed": True,
         }
         try:
             with self._db.session() as session:
@@ -220,17 +264,30 @@ class IngestRunRepository(NamespacedRepository):
             document_record(DocumentRow(**document), tag_list), task_record(TaskRow(**task))
         )
 
-    def start(self, task_id: str) -> Attempt:
-        """Count an attempt and mark task and document processing; read the KB with them."""
-        params: dict[str, Any] = {"ns": self.namespace, "tid": task_id, "now": utcnow()}
+    def start(self, task_id: str, *, owner: str, lease_s: float, max_attempts: int) -> Attempt:
+        """Claim the task for ``owner`` under a lease of ``lease_s``: count an attempt and mark
+        task and document processing; read the KB with them.
+
+        A finished task, or one whose live lease another holder has, is skipped (duplicate
+        deliveries are harmless); one without attempts left is failed here, with its reason.
+        """
+        now = utcnow()
+        params: dict[str, Any] = {
+            "ns": self.namespace,
+            "tid": task_id,
+            "now": now,
+            "owner": owner,
+            "until": now + timedelta(seconds=lease_s),
+            "limit": max_attempts,
+        }
         with self._db.session() as session:
             claimed = session.execute(_CLAIM_TASK, params).first()
             if claimed is None:
-                raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
-            params["did"], attempts = str(claimed[0]), int(claimed[1])
+                return self._unclaimed(session, params)
+            params["did"], attempts, limit = str(claimed[0]), int(claimed[1]), int(claimed[2])
             row = session.execute(_MARK_PROCESSING, params).first()
             if row is None:
-                return Attempt(params["did"], attempts, None, None)
+                return Attempt(params["did"], attempts, None, None, limit)
             tags = list(session.execute(_DOCUMENT_TAGS, params).scalars())
             kb = session.execute(_KB, {"ns": self.namespace, "kb": row.kb_name}).first()
         return Attempt(
@@ -238,7 +295,129 @@ class IngestRunRepository(NamespacedRepository):
             attempts,
             document_record(row, tags),
             None if kb is None else kb_record(kb),
+            limit,
         )
+
+    def _unclaimed(self, session: Session, params: dict[str, Any]) -> Attempt:
+        state = session.execute(_TASK_STATE, params).first()
+        if state is None:
+            raise NotFoundError("task not found", job_id=params["tid"], namespace=self.namespace)
+        document_id, status, attempts = str(state.document_id), str(state.status), state.attempts
+        if status not in LIVE_STATUSES:
+            return Attempt(document_id, attempts, None, None, outcome="skipped", reason=status)
+        expiry = state.lease_expires_at
+        held = state.lease_owner not in (None, params["owner"]) and (
+            expiry is not None and as_utc(expiry) >= params["now"]
+        )
+        limit = state.max_attempts if state.max_attempts is not None else params["limit"]
+        if held or attempts < limit:  # a live lease, or it changed hands meanwhile
+            reason = f"lease held by {state.lease_owner}"
+            return Attempt(document_id, attempts, None, None, outcome="skipped", reason=reason)
+        last = state.error or "each attempt stopped before it finished (a worker was lost)"
+        reason = f"gave up after {attempts} attempts: {last}"
+        self._mark_failed(session, params["tid"], document_id, reason, state.log, params["now"])
+        return Attempt(document_id, attempts, None, None, outcome="exhausted", reason=reason)
+
+    def fail(self, task_id: str, document_id: str | None, reason: str) -> None:
+        """End a task (and its document, when it still exists) ``failed`` with ``reason``."""
+        now = utcnow()
+        params = {"ns": self.namespace, "tid": task_id, "now": now}
+        with self._db.session() as session:
+            log = session.execute(_TASK_LOG, params).scalar()
+            if log is None:
+                raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
+            self._mark_failed(session, task_id, document_id, reason, log, now)
+
+    def requeue(
+        self,
+        task_id: str,
+        *,
+        note: str,
+        lease_owner: str | None,
+        lease_until: datetime | None,
+        error: str | None = None,
+        expect: tuple[str | None, datetime | None] | None = None,
+        grant_attempts: int | None = None,
+        reopen: bool = False,
+    ) -> bool:
+        """Put a task back to ``queued`` under a new lease, its document back to ``pending``.
+
+        ``expect`` (owner, expiry) makes it a take-over: it only happens if the lease is still
+        the one the caller saw, so two recoverers never both re-queue a task. ``grant_attempts``
+        (a retry by hand) allows that many attempts more; ``reopen`` re-queues a completed
+        document too (its vectors were lost). Returns whether it happened.
+        """
+        now = utcnow()
+        conditions = [TASKS.c.plugin_namespace == self.namespace, TASKS.c.id == task_id]
+        if expect is not None:
+            owner, expiry = expect
+            conditions.append(
+                TASKS.c.lease_owner.is_(None) if owner is None else TASKS.c.lease_owner == owner
+            )
+            conditions.append(
+                TASKS.c.lease_expires_at.is_(None)
+                if expiry is None
+                else TASKS.c.lease_expires_at == expiry
+            )
+        with self._db.session() as session:
+            state = session.execute(select(TASKS).where(*conditions)).first()
+            if state is None:
+                return False
+            values: dict[str, Any] = {
+                "status": "queued",
+                "phase": "queued",
+                "error": state.error if error is None else error,  # the last reason stays
+                "lease_owner": lease_owner,
+                "lease_expires_at": lease_until,
+                "log": log_line(state.log, note),
+                "updated_at": now,
+            }
+            if grant_attempts is not None:
+                values["max_attempts"] = state.attempts + grant_attempts
+            changed = session.execute(update(TASKS).where(*conditions).values(**values))
+            if changed.rowcount == 0:  # type: ignore[attr-defined]
+                return False
+            session.execute(
+                update(DOCUMENTS)
+                .where(
+                    DOCUMENTS.c.plugin_namespace == self.namespace,
+                    DOCUMENTS.c.id == state.document_id,
+                    *(() if reopen else (DOCUMENTS.c.status != "completed",)),
+                )
+                .values(status="pending", error=None, updated_at=now)
+            )
+        return True
+
+    def _mark_failed(
+        self,
+        session: Session,
+        task_id: str,
+        document_id: str | None,
+        reason: str,
+        log: list[str],
+        now: datetime,
+    ) -> None:
+        session.execute(
+            update(TASKS)
+            .where(TASKS.c.plugin_namespace == self.namespace, TASKS.c.id == task_id)
+            .values(
+                status="failed",
+                phase="failed",
+                error=reason,
+                lease_owner=None,
+                lease_expires_at=None,
+                log=log_line(log, f"failed: {reason}"),
+                updated_at=now,
+            )
+        )
+        if document_id is not None:
+            session.execute(
+                update(DOCUMENTS)
+                .where(
+                    DOCUMENTS.c.plugin_namespace == self.namespace, DOCUMENTS.c.id == document_id
+                )
+                .values(status="failed", error=reason, updated_at=now)
+            )
 
     def complete(
         self,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import select
@@ -77,13 +77,23 @@ class KnowledgeBaseRepository(NamespacedRepository):
             )
         return found
 
-    def list(self) -> list[KnowledgeBaseRecord]:
+    def list(
+        self,
+        *,
+        names: Collection[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[KnowledgeBaseRecord]:
+        """KBs by name; ``names`` (an API key's KBs) filters in the query, before the page."""
         with self._db.session() as session:
-            rows = session.scalars(
+            query = (
                 select(KnowledgeBaseRow)
                 .where(KnowledgeBaseRow.plugin_namespace == self.namespace)
                 .order_by(KnowledgeBaseRow.name)
             )
+            if names is not None:
+                query = query.where(KnowledgeBaseRow.name.in_(sorted(names)))
+            rows = session.scalars(query.limit(limit).offset(offset))
             return [kb_record(r) for r in rows]
 
     def update(

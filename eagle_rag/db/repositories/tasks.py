@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from eagle_rag.db.records import TASK_STATUSES, TaskRecord, as_utc
@@ -13,6 +16,19 @@ from eagle_rag.db.tables import DocumentRow, TaskRow, utcnow
 from eagle_rag.errors import InvalidInputError, NotFoundError
 
 LOG_LINES_KEPT = 200
+LIVE_STATUSES = ("queued", "processing")  # the states a lease covers
+STALE_SCAN_LIMIT = 1000
+ID_BATCH = 500  # ids per IN (...): well under every SQLite build's bound-parameter limit
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseState:
+    """A live task's lease as the scan for stranded tasks saw it (the take-over compares it)."""
+
+    task_id: str
+    status: str
+    owner: str | None
+    expires_at: datetime | None
 
 
 def task_record(row: TaskRow) -> TaskRecord:
@@ -30,6 +46,9 @@ def task_record(row: TaskRow) -> TaskRecord:
         log=tuple(row.log),
         created_at=as_utc(row.created_at),
         updated_at=as_utc(row.updated_at),
+        lease_owner=row.lease_owner,
+        lease_expires_at=as_utc(row.lease_expires_at) if row.lease_expires_at else None,
+        max_attempts=row.max_attempts,
     )
 
 
@@ -41,7 +60,13 @@ def log_line(log: list[str], note: str) -> list[str]:
 class TaskRepository(NamespacedRepository):
     """Task state as workers report it; readers poll or stream it."""
 
-    def create(self, *, document_id: str) -> TaskRecord:
+    def create(
+        self,
+        *,
+        document_id: str,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> TaskRecord:
         with self._db.session() as session:
             kb_name = session.scalar(
                 select(DocumentRow.kb_name).where(
@@ -61,6 +86,8 @@ class TaskRepository(NamespacedRepository):
                 progress_total=0,
                 attempts=0,
                 log=[],
+                lease_owner=lease_owner,
+                lease_expires_at=lease_until,
             )
             session.add(row)
             session.flush()
@@ -71,10 +98,18 @@ class TaskRepository(NamespacedRepository):
             return task_record(self._existing(session, task_id))
 
     def list(
-        self, *, status: str | None = None, kb_name: str | None = None, limit: int = 100
+        self,
+        *,
+        status: str | None = None,
+        kb_name: str | None = None,
+        limit: int = 100,
+        kb_names: Collection[str] | None = None,
     ) -> list[TaskRecord]:
+        """The newest tasks; ``kb_names`` (an API key's KBs) filters before the limit."""
         with self._db.session() as session:
             query = select(TaskRow).where(TaskRow.plugin_namespace == self.namespace)
+            if kb_names is not None:
+                query = query.where(TaskRow.kb_name.in_(sorted(kb_names)))
             if status is not None:
                 query = query.where(TaskRow.status == status)
             if kb_name is not None:
@@ -123,6 +158,110 @@ class TaskRepository(NamespacedRepository):
             session.flush()
             return task_record(row)
 
+    def renew(self, owner: str, task_ids: Iterable[str], until: datetime) -> int:
+        """Extend ``owner``'s lease on the live tasks it holds (one statement per batch).
+
+        A lease another holder took over meanwhile is left alone; returns how many were renewed.
+        """
+        renewed = 0
+        with self._db.session() as session:
+            for ids in _batches(task_ids):
+                result = session.execute(
+                    update(TaskRow)
+                    .where(
+                        TaskRow.plugin_namespace == self.namespace,
+                        TaskRow.id.in_(ids),
+                        TaskRow.status.in_(LIVE_STATUSES),
+                        or_(
+                            TaskRow.lease_owner.is_(None),
+                            TaskRow.lease_owner == owner,
+                            TaskRow.lease_expires_at < utcnow(),
+                        ),
+                    )
+                    .values(
+                        lease_owner=owner, lease_expires_at=until, updated_at=TaskRow.updated_at
+                    )
+                    .execution_options(synchronize_session=False)
+                )
+                renewed += int(result.rowcount)  # type: ignore[attr-defined]
+        return renewed
+
+    def release(self, owner: str, task_ids: Iterable[str]) -> None:
+        """End ``owner``'s leases now (a clean stop): the next start re-queues them at once."""
+        with self._db.session() as session:
+            for ids in _batches(task_ids):
+                session.execute(
+                    update(TaskRow)
+                    .where(
+                        TaskRow.plugin_namespace == self.namespace,
+                        TaskRow.id.in_(ids),
+                        TaskRow.lease_owner == owner,
+                        TaskRow.status.in_(LIVE_STATUSES),
+                    )
+                    .values(lease_expires_at=utcnow(), updated_at=TaskRow.updated_at)
+                    .execution_options(synchronize_session=False)
+                )
+
+    def lease_candidates(
+        self, *, now: datetime, host_prefix: str, own: str
+    ) -> builtins.list[LeaseState]:
+        """Live tasks that may be stranded: leases that expired, and leases held by another
+        process of this host (the caller checks whether that process still runs).
+
+        Tasks without an expiry are held by a broker and never show up here.
+        """
+        with self._db.session() as session:
+            query = (
+                select(TaskRow.id, TaskRow.status, TaskRow.lease_owner, TaskRow.lease_expires_at)
+                .where(
+                    TaskRow.plugin_namespace == self.namespace,
+                    TaskRow.status.in_(LIVE_STATUSES),
+                    TaskRow.lease_expires_at.is_not(None),
+                    or_(
+                        TaskRow.lease_expires_at < now,
+                        (TaskRow.lease_owner.startswith(host_prefix, autoescape=True))
+                        & (TaskRow.lease_owner != own),
+                    ),
+                )
+                .order_by(TaskRow.created_at)
+                .limit(STALE_SCAN_LIMIT)
+            )
+            return [
+                LeaseState(str(i), str(status), owner, as_utc(expiry) if expiry else None)
+                for i, status, owner, expiry in session.execute(query)
+            ]
+
+    def unflushed(self) -> builtins.list[TaskRecord]:
+        """Completed tasks whose vectors the store has not flushed since (durability.py)."""
+        with self._db.session() as session:
+            query = select(TaskRow).where(
+                TaskRow.plugin_namespace == self.namespace,
+                TaskRow.status == "completed",
+                TaskRow.vectors_flushed.is_(False),
+            )
+            return [task_record(r) for r in session.scalars(query.order_by(TaskRow.updated_at))]
+
+    def mark_flushed(self, *, before: datetime | None = None, task_ids: Iterable[str] = ()) -> int:
+        """Record a flush: completed tasks last changed before ``before`` (or these ids)."""
+        ids = sorted(set(task_ids))
+        conditions = [
+            TaskRow.plugin_namespace == self.namespace,
+            TaskRow.status == "completed",
+            TaskRow.vectors_flushed.is_(False),
+        ]
+        if before is not None:
+            conditions.append(TaskRow.updated_at <= before)
+        if ids:
+            conditions.append(TaskRow.id.in_(ids))
+        with self._db.session() as session:
+            result = session.execute(
+                update(TaskRow)
+                .where(*conditions)
+                .values(vectors_flushed=True, updated_at=TaskRow.updated_at)
+                .execution_options(synchronize_session=False)
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
     def append_log(self, task_id: str, line: str) -> None:
         with self._db.session() as session:
             row = self._existing(session, task_id)
@@ -145,3 +284,9 @@ class TaskRepository(NamespacedRepository):
         if row is None:
             raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
         return row
+
+
+def _batches(task_ids: Iterable[str]) -> Iterator[list[str]]:
+    ids = sorted(set(task_ids))
+    for start in range(0, len(ids), ID_BATCH):
+        yield ids[start : start + ID_BATCH]
