@@ -33,21 +33,31 @@ def drop_files(page: Any, files: list[tuple[str, str, bytes]]) -> None:
     page.evaluate(
         """(files) => {
           const transfer = new DataTransfer();
-          for (const f of files) transfer.items.add(new File([new Uint8Array(f.bytes)], f.name, {type: f.type}));
+          for (const f of files) {
+            transfer.items.add(new File([new Uint8Array(f.bytes)], f.name, {type: f.type}));
+          }
           const zone = document.getElementById('dropzone');
-          zone.dispatchEvent(new DragEvent('dragover', {dataTransfer: transfer, bubbles: true, cancelable: true}));
-          zone.dispatchEvent(new DragEvent('drop', {dataTransfer: transfer, bubbles: true, cancelable: true}));
+          const init = {dataTransfer: transfer, bubbles: true, cancelable: true};
+          zone.dispatchEvent(new DragEvent('dragover', init));
+          zone.dispatchEvent(new DragEvent('drop', init));
         }""",
         payload,
     )
 
 
 def upload_row(page: Any, name: str) -> Any:
-    return page.locator(f"#uploads li[data-upload='{name}']")
+    return page.locator("#uploads li").filter(
+        has=page.locator(".name").get_by_text(name, exact=True)
+    )
 
 
 def wait_status(page: Any, name: str, status: str, timeout: float = 90_000) -> None:
-    page.wait_for_selector(f"#uploads li[data-upload='{name}'][data-status='{status}']", timeout=timeout)
+    page.wait_for_function(
+        """([name, status]) => [...document.querySelectorAll('#uploads li')]
+             .some(li => li.dataset.upload === name && li.dataset.status === status)""",
+        arg=[name, status],
+        timeout=timeout,
+    )
 
 
 def document_id(server: RunningServer, kb: str, filename: str) -> str:
@@ -56,7 +66,10 @@ def document_id(server: RunningServer, kb: str, filename: str) -> str:
     return next(d["document_id"] for d in documents if d["filename"] == filename)
 
 
-def stored_boxes(server: RunningServer, doc_id: str, page_count: int) -> dict[str, list[dict[str, Any]]]:
+Boxes = dict[str, list[dict[str, Any]]]
+
+
+def stored_boxes(server: RunningServer, doc_id: str, page_count: int) -> Boxes:
     """Each chunk's stored boxes; a PDF whose chunks carry none (text PDFs before the OCR work
     lands) gets known ones written into its chunks' metadata: the paragraph's place on each page
     the chunk covers, and for the first chunk also the next page (a chunk across a page break)."""

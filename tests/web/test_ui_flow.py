@@ -148,7 +148,7 @@ def test_a_failed_upload_shows_its_reason_and_can_be_retried(
     page.wait_for_selector("#dropzone")
     choose_files(page, [("broken.pdf", "application/pdf", b"%PDF-1.7\nnot really a pdf\n")])
     wait_status(page, "broken.pdf", "failed")
-    row = page.locator("#uploads li[data-upload='broken.pdf']")
+    row = upload_row(page, "broken.pdf")
     reason = row.locator(".reason")
     assert reason.is_visible() and len(reason.inner_text().strip()) > 5
     with server.client() as client:
