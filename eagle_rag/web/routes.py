@@ -106,7 +106,15 @@ async def document_page(request: Request, document_id: str) -> HTMLResponse:
 
 @router.get("/ui/ask", response_class=HTMLResponse)
 async def ask_page(request: Request) -> HTMLResponse:
-    return _render(request, "ask.html", screen="ask")
+    """With the API open (the embedded default) the KB picker and the conversations come with
+    the page: it is usable at its first paint, without a second round trip."""
+    if not request.app.state.gate.open:
+        return _render(request, "ask.html", screen="ask", inline=False)
+    eagle: EagleApp = request.app.state.eagle
+    kbs, sessions = await asyncio.to_thread(
+        lambda: (eagle.repositories.knowledge_bases.list(), eagle.repositories.sessions.list())
+    )
+    return _render(request, "ask.html", screen="ask", inline=True, kbs=kbs, sessions=sessions)
 
 
 # --- fragments ----------------------------------------------------------------------------------

@@ -169,11 +169,17 @@
   function wireFragment(root) {
     applyShowIf(root.closest("form") || root);
     root.querySelectorAll("img[data-src]").forEach(loadImage);
-    root.querySelectorAll("[data-download]").forEach((button) => {
-      button.addEventListener("click", () => download(button.dataset.download, button.dataset.filename));
-    });
-    root.querySelectorAll("button.session").forEach((button) => {
-      button.addEventListener("click", () => openSession(button.dataset.session, button.dataset.kbs));
+  }
+
+  // Delegated, so buttons in server-rendered pages and swapped fragments work alike.
+  function setupClicks() {
+    document.addEventListener("click", (event) => {
+      const target = event.target.closest ? event.target : null;
+      if (!target) return;
+      const downloadButton = target.closest("[data-download]");
+      if (downloadButton) download(downloadButton.dataset.download, downloadButton.dataset.filename);
+      const session = target.closest("button.session");
+      if (session) openSession(session.dataset.session, session.dataset.kbs);
     });
   }
 
@@ -580,4 +586,6 @@
   setupShowIf();
   setupUploads();
   setupAsk();
+  setupClicks();
+  wireFragment(document.getElementById("main"));
 })();
