@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.api.server import RunningServer, wait_for_task
+from tests.chat_fakes import openai_model, sse
 from tests.web.documents import MARKDOWN
 from tests.web.test_ui_flow import shot
 
@@ -97,3 +98,38 @@ def test_ask_and_open_a_citation_with_the_keyboard_only(
         page.locator("#preview").wait_for(state="hidden")
     finally:
         context.close()
+
+
+def _ask(page: Any, url: str, question: str) -> None:
+    page.goto(url + "/ui/ask")
+    page.check("#kb-picker input[value='guide']")
+    page.fill("#question", question)
+    page.press("#question", "Enter")
+    page.wait_for_selector("#thread .msg.assistant:not([aria-busy])", timeout=60_000)
+
+
+def test_a_model_failure_shows_the_error_event_and_no_citations(
+    page: Any, filled: RunningServer
+) -> None:
+    def down(body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        return 500, {"content-type": "application/json"}, b'{"error": {"message": "down"}}'
+
+    with openai_model(filled.eagle, down):
+        _ask(page, filled.url, "How are solar panels cleaned?")
+    error = page.locator("#thread .msg.assistant .error")
+    assert error.is_visible() and "Error" in error.inner_text()
+    assert page.locator("#thread .cite").count() == 0  # citations wait for `done`
+    assert page.locator("#thread .steps li").count() >= 2  # the steps before the failure
+
+
+def test_model_tokens_stream_in_and_citations_come_with_done(
+    page: Any, filled: RunningServer
+) -> None:
+    reply = sse("Panels are cleaned ", "twice a year ", "with soft brushes [1].")
+    with openai_model(filled.eagle, lambda body: reply):
+        _ask(page, filled.url, "How are solar panels cleaned?")
+    answer = page.locator("#thread .msg.assistant .answer")
+    assert answer.inner_text().startswith("Panels are cleaned twice a year with soft brushes")
+    assert answer.locator(".cite").count() == 1
+    assert "guide.md" in answer.locator(".cite").get_attribute("aria-label")
+    assert any(s.startswith("generate") for s in page.locator(".steps li").all_inner_texts())
