@@ -51,8 +51,10 @@ def test_create_upload_ask_preview_and_reopen(page: Any, server: RunningServer) 
     drop_files(page, [("guide.md", "text/markdown", MARKDOWN)])
     for name in ("manual.pdf", "guide.md"):
         wait_status(page, name, "completed")
-        assert "/" in upload_row(page, name).locator(".phase").inner_text() or True
-        assert upload_row(page, name).locator("progress").evaluate("p => p.value === p.max")
+        row_of = upload_row(page, name)
+        assert row_of.get_attribute("data-phases")  # the phases the stream reported
+        assert row_of.locator(".badge").inner_text() == "completed"
+        assert row_of.locator("progress").evaluate("p => p.value === p.max")
     page.wait_for_selector("#doc-list tr[data-document]")
     assert page.locator("#doc-list tr[data-document]").count() == 2
     shot(page, "documents")
@@ -162,3 +164,32 @@ def test_a_failed_upload_shows_its_reason_and_can_be_retried(
     )
     with server.client() as client:
         assert client.get(f"/tasks/{task['job_id']}").json()["attempts"] >= 2
+
+    page.fill("#url-input", "http://127.0.0.1:9/private.md")  # a private address: refused
+    page.click("#url-form button[type=submit]")
+    wait_status(page, "http://127.0.0.1:9/private.md", "failed")
+    refused = upload_row(page, "http://127.0.0.1:9/private.md").locator(".reason")
+    assert refused.is_visible() and refused.inner_text().strip()
+
+
+def test_a_drop_of_many_files_runs_a_few_at_a_time_and_all_complete(
+    page: Any, server: RunningServer
+) -> None:
+    create_kb(page, server.url, "bulk")
+    page.goto(server.url + "/ui/kb/bulk")
+    page.wait_for_selector("#dropzone")
+    files = [
+        (
+            f"note-{n:02}.md",
+            "text/markdown",
+            f"# Note {n}\n\nPart {n} ships in crate {n * 7}.".encode(),
+        )
+        for n in range(12)
+    ]
+    drop_files(page, files)
+    assert page.locator("#uploads li").count() == 12  # every file has its row at once
+    for name, _, _ in files:
+        wait_status(page, name, "completed")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#doc-list tr[data-document]').length === 12"
+    )

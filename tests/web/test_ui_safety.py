@@ -126,6 +126,10 @@ def test_with_api_keys_the_ui_asks_for_one_and_shows_only_its_kbs(
         page.wait_for_selector("#kb-picker input")
         names = page.locator("#kb-picker input").evaluate_all("is => is.map(i => i.value)")
         assert names == ["open"]
+        page.goto(secured.url + "/ui/kb/open")  # uploads and their streams carry the key too
+        choose_files(page, [("keyed.md", "text/markdown", b"# Keyed\n\nSent with a key.")])
+        wait_status(page, "keyed.md", "completed")
+        page.wait_for_selector("#doc-list tr[data-document]")
         other = context.new_page()  # a new tab starts without the key
         other.goto(secured.url + "/")
         other.locator("#key-dialog").wait_for(state="visible")

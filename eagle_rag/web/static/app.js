@@ -241,6 +241,25 @@
     });
   }
 
+  // A browser opens about six connections per server and every progress stream holds one, so
+  // a drop of many files runs a few at a time; the rest wait their turn (shown as queued).
+  const MAX_ACTIVE = 3;
+  let active = 0;
+  const waiting = [];
+
+  function limited(job) {
+    waiting.push(job);
+    pump();
+  }
+
+  function pump() {
+    while (active < MAX_ACTIVE && waiting.length) {
+      const job = waiting.shift();
+      active += 1;
+      Promise.resolve().then(job).catch(() => {}).finally(() => { active -= 1; pump(); });
+    }
+  }
+
   function uploadRow(name) {
     const status = el("span", { class: "badge queued", text: T.queued || "queued" });
     const phase = el("span", { class: "muted small phase" });
@@ -255,6 +274,9 @@
 
   function showTask(ui, task) {
     ui.row.dataset.status = task.status;
+    if (task.phase && !(ui.row.dataset.phases || "").split(",").includes(task.phase)) {
+      ui.row.dataset.phases = (ui.row.dataset.phases ? ui.row.dataset.phases + "," : "") + task.phase;
+    }
     ui.status.className = "badge " + task.status;
     ui.status.textContent = T[task.status] || task.status;
     const progress = task.progress || {};
@@ -274,8 +296,23 @@
     if (retry) ui.actions.append(el("button", { type: "button", class: "retry", text: T.retry || "Retry", onclick: retry }));
   }
 
-  async function upload(kb, item) {
+  function upload(kb, item) {
     const ui = uploadRow(item.file ? item.file.name : item.url);
+    limited(() => send(kb, item, ui));
+  }
+
+  function resend(kb, item, ui) {
+    return () => {
+      ui.reason.hidden = true;
+      ui.actions.replaceChildren();
+      ui.row.dataset.status = "queued";
+      ui.status.className = "badge queued";
+      ui.status.textContent = T.queued || "queued";
+      limited(() => send(kb, item, ui));
+    };
+  }
+
+  async function send(kb, item, ui) {
     const form = new FormData();
     form.append("kb_name", kb);
     if (item.file) form.append("file", item.file, item.file.name);
@@ -284,11 +321,11 @@
     try {
       response = await api("/ingest", { method: "POST", body: form });
     } catch (e) {
-      showFailure(ui, String(e), () => { ui.row.remove(); upload(kb, item); });
+      showFailure(ui, String(e), resend(kb, item, ui));
       return;
     }
     if (!response.ok) {
-      showFailure(ui, await errorMessage(response), () => { ui.row.remove(); upload(kb, item); });
+      showFailure(ui, await errorMessage(response), resend(kb, item, ui));
       return;
     }
     const submission = await response.json();
@@ -455,9 +492,13 @@
 
   function fmtScore(score) { return typeof score === "number" ? score.toFixed(3) : "–"; }
 
+  // The source's own `boxes` (the wire field), else its chunk metadata's; only well-formed ones.
   function boxesOf(source) {
-    const boxes = source.boxes || (source.metadata && source.metadata.boxes) || [];
-    return Array.isArray(boxes) ? boxes.filter((b) => b && Number.isInteger(b.page) && Array.isArray(b.bbox) && b.bbox.length === 4) : [];
+    const valid = (list) => (Array.isArray(list) ? list : []).filter((b) =>
+      b && Number.isInteger(b.page) && b.page >= 1 && Array.isArray(b.bbox) && b.bbox.length === 4 &&
+      b.bbox.every((v) => typeof v === "number" && v >= 0 && v <= 1));
+    const own = valid(source.boxes);
+    return own.length ? own : valid(source.metadata && source.metadata.boxes);
   }
 
   function pagesOf(source) {
