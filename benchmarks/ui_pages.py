@@ -6,7 +6,8 @@ into the metadata database (no parsing: the pages read metadata only).
 
 1. 1,000 documents in one KB: open ``/ui/ask`` in a fresh browser context ``--runs`` times;
    first contentful paint and the time until the KB picker is filled (the first meaningful
-   paint: the page can be used), medians. Target: < 1 s.
+   paint: the page can be used), medians. Target: < 1 s. Baseline in the same run: the same
+   page before any document exists; the ratio shows what the documents cost.
 2. 10,000 documents in one KB: the KB list fragment, the first and the last page of the
    document list (50 rows a page), their response sizes, and the documents screen in the
    browser until its first rows show. The list is paged, so none of this grows with the KB.
@@ -18,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import platform
 import socket
 import statistics
 import tempfile
 import threading
 import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -73,18 +76,35 @@ def seed(eagle: Any, kb_name: str, count: int) -> float:
     return time.perf_counter() - started
 
 
+# Set in the page the moment the selector first matches (no test-driver polling in the figure).
+WHEN_READY = """(selector) => new MutationObserver((changes, observer) => {
+  if (document.querySelector(selector)) {
+    window.__ready = performance.now();
+    observer.disconnect();
+  }
+}).observe(document, {childList: true, subtree: true})"""
+
+
+def fresh_page(browser: Any, selector: str) -> tuple[Any, Any]:
+    context = browser.new_context(locale="en-US")
+    context.add_init_script(f"({WHEN_READY})({selector!r})")
+    return context, context.new_page()
+
+
 def ask_paint(browser: Any, url: str, runs: int) -> tuple[list[float], list[float]]:
     """First contentful paint and KB-picker-ready times (ms) of fresh loads of /ui/ask."""
     paints, ready = [], []
     for _ in range(runs):
-        context = browser.new_context(locale="en-US")
-        page = context.new_page()
+        context, page = fresh_page(browser, "#kb-picker input")
         page.goto(url + "/ui/ask", wait_until="commit")
         page.wait_for_selector("#kb-picker input")
-        ready.append(page.evaluate("() => performance.now()"))
+        ready.append(page.evaluate("() => window.__ready"))
+        page.wait_for_function(
+            "() => performance.getEntriesByName('first-contentful-paint').length > 0"
+        )
         paints.append(
             page.evaluate(
-                "() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime"
+                "() => performance.getEntriesByName('first-contentful-paint')[0].startTime"
             )
         )
         context.close()
@@ -107,11 +127,10 @@ def timed_get(
 def documents_screen(browser: Any, url: str, kb_name: str, runs: int) -> list[float]:
     times = []
     for _ in range(runs):
-        context = browser.new_context(locale="en-US")
-        page = context.new_page()
+        context, page = fresh_page(browser, "#doc-list tr[data-document]")
         page.goto(f"{url}/ui/kb/{kb_name}", wait_until="commit")
         page.wait_for_selector("#doc-list tr[data-document]")
-        times.append(page.evaluate("() => performance.now()"))
+        times.append(page.evaluate("() => window.__ready"))
         context.close()
     return times
 
@@ -142,8 +161,10 @@ def main() -> None:
                 browser = playwright.chromium.launch(
                     executable_path=CHROMIUM, headless=True, args=ARGS
                 )
-                seeded_1k = seed(eagle, "bench1k", 1000)
+                eagle.repositories.knowledge_bases.create("empty")
                 ask_paint(browser, url, 1)  # warm the server's templates once
+                paints_empty, ready_empty = ask_paint(browser, url, args.runs)
+                seeded_1k = seed(eagle, "bench1k", 1000)
                 paints, ready = ask_paint(browser, url, args.runs)
                 seeded_10k = seed(eagle, "bench10k", 10_000)
                 paints_11k, ready_11k = ask_paint(browser, url, args.runs)
@@ -158,23 +179,37 @@ def main() -> None:
                     args.runs * 2,
                 )
                 screen = documents_screen(browser, url, "bench10k", args.runs)
+                chromium = browser.version
                 browser.close()
         finally:
             server.should_exit = True
             thread.join(timeout=30)
 
     med = statistics.median
-    print(f"ui_pages — {datetime.date.today()} — {platform.machine()}, {platform.python_version()}")
+    print(
+        f"ui_pages — {datetime.date.today()} — {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, Chromium {chromium}, "
+        f"playwright {version('playwright')}, uvicorn {version('uvicorn')}"
+    )
     print(f"seeded 1,000 documents in {seeded_1k:.1f} s, 10,000 more in {seeded_10k:.1f} s")
+    # The first meaningful paint: the first paint at which the KB picker exists.
+    fmp = [max(p, r) for p, r in zip(paints, ready, strict=True)]
+    fmp_empty = [max(p, r) for p, r in zip(paints_empty, ready_empty, strict=True)]
+    fmp_11k = [max(p, r) for p, r in zip(paints_11k, ready_11k, strict=True)]
     print(
-        f"Ask page, 1,000 documents: first contentful paint p50 {med(paints):.0f} ms, "
-        f"KB picker filled p50 {med(ready):.0f} ms (max {max(ready):.0f}; target < 1000)"
+        f"Ask page, 1,000 documents: first meaningful paint (KB picker painted) p50 "
+        f"{med(fmp):.0f} ms, max {max(fmp):.0f} ms (target < 1000); first contentful paint p50 "
+        f"{med(paints):.0f} ms, picker in the DOM p50 {med(ready):.0f} ms"
     )
     print(
-        f"Ask page, 11,000 documents: first contentful paint p50 {med(paints_11k):.0f} ms, "
-        f"KB picker filled p50 {med(ready_11k):.0f} ms"
+        f"baseline, no documents: first meaningful paint p50 {med(fmp_empty):.0f} ms; "
+        f"1,000 documents / none = {med(fmp) / med(fmp_empty):.2f}"
     )
-    print(f"KB list fragment (2 KBs, 11,000 documents): p50 {kbs_ms:.1f} ms, {kbs_bytes} bytes")
+    print(
+        f"Ask page, 11,000 documents: first meaningful paint p50 {med(fmp_11k):.0f} ms, "
+        f"max {max(fmp_11k):.0f} ms"
+    )
+    print(f"KB list fragment (3 KBs, 11,000 documents): p50 {kbs_ms:.1f} ms, {kbs_bytes} bytes")
     print(
         f"documents of a 10,000-document KB, page 1: p50 {first_ms:.1f} ms, {first_bytes} bytes; "
         f"page 200: p50 {last_ms:.1f} ms, {last_bytes} bytes (50 rows each)"
