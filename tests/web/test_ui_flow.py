@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,9 @@ SHOTS = Path(__file__).resolve().parents[2] / "docs" / "ui"
 
 
 def shot(page: Any, name: str) -> None:
+    """Rewrite docs/ui/NAME.png when EAGLE_UI_SCREENSHOTS=1 (so plain runs leave git clean)."""
+    if os.environ.get("EAGLE_UI_SCREENSHOTS") != "1":
+        return
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
 
@@ -34,6 +38,7 @@ def citations(page: Any) -> list[dict[str, Any]]:
         """() => [...document.querySelectorAll('#thread .msg.assistant:last-of-type .answer .cite')]
              .map(b => ({index: b._source.index, chunk_id: b._source.chunk_id,
                          filename: b._source.filename, path: b._source.path,
+                         page_nums: b._source.page_nums || [],
                          boxes: (b._source.boxes || (b._source.metadata || {}).boxes || [])}))"""
     )
 
@@ -47,7 +52,8 @@ def test_create_upload_ask_preview_and_reopen(page: Any, server: RunningServer) 
 
     page.click("#kb-list a[href='/ui/kb/handbook']")
     page.wait_for_selector("#dropzone")
-    choose_files(page, [("manual.pdf", "application/pdf", text_pdf())])
+    pdf = text_pdf()
+    choose_files(page, [("manual.pdf", "application/pdf", pdf)])
     drop_files(page, [("guide.md", "text/markdown", MARKDOWN)])
     for name in ("manual.pdf", "guide.md"):
         wait_status(page, name, "completed")
@@ -67,6 +73,10 @@ def test_create_upload_ask_preview_and_reopen(page: Any, server: RunningServer) 
     assert page.locator("#doc-title").inner_text() == "manual.pdf"
     assert page.locator(".tree li").count() >= 1
     assert "copper terminals" in page.locator(".chunks").inner_text()
+    with page.expect_download() as download:
+        page.click("[data-download]")
+    assert download.value.suggested_filename == "manual.pdf"
+    assert Path(download.value.path()).read_bytes() == pdf
     page.wait_for_function("() => [...document.querySelectorAll('.thumbs img')].every(i => i.src)")
     shot(page, "document")
 
@@ -100,7 +110,7 @@ def test_create_upload_ask_preview_and_reopen(page: Any, server: RunningServer) 
 
     button.click()
     page.wait_for_selector("#preview[open] .page[data-loaded='true']")
-    expected_pages = sorted({b["page"] for b in pdf_cite["boxes"]})
+    expected_pages = sorted({b["page"] for b in pdf_cite["boxes"]} | set(pdf_cite["page_nums"]))
     page.wait_for_function(
         "(n) => document.querySelectorAll('#preview .page[data-loaded=\"true\"]').length === n",
         arg=len(expected_pages),

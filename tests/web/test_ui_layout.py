@@ -34,6 +34,7 @@ def test_chinese_from_accept_language_and_the_switch(browser: Any, filled: Runni
         assert page.locator("header nav a").first.inner_text() == "知识库"
         page.wait_for_selector("#kb-list tr[data-kb='guide']")
         assert "文档" in page.locator("#kb-list thead").inner_text()
+        shot(page, "knowledge-bases-zh")
         page.click("#lang-switch")
         page.wait_for_function("() => document.documentElement.lang === 'en'")
         assert page.locator("header nav a").first.inner_text() == "Knowledge bases"
