@@ -149,3 +149,17 @@ def test_the_document_list_is_paged_not_loaded_whole(server: RunningServer) -> N
         kbs = client.get("/ui/fragments/kbs").text
         assert 'data-count="documents">120<' in kbs and "pending 120" in kbs
         assert client.get("/ui/fragments/documents", params={"kb_name": "ghost"}).status_code == 404
+
+
+def test_the_kb_list_is_paged_with_counts_per_kb(server: RunningServer) -> None:
+    eagle = server.eagle
+    for n in range(30):
+        eagle.repositories.knowledge_bases.create(f"shelf-{n:02}")
+    with server.client() as client:
+        total = len(client.get("/knowledge_bases").json())
+        first = client.get("/ui/fragments/kbs").text
+        assert first.count("<tr data-kb=") == 25
+        assert f"Page 1 of {-(-total // 25)}" in first
+        second = client.get("/ui/fragments/kbs", params={"page": 2}).text
+        assert second.count("<tr data-kb=") == total - 25
+        assert client.get("/ui/fragments/kbs", params={"page": 0}).status_code == 422
