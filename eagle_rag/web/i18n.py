@@ -85,6 +85,8 @@ EN: Mapping[str, str] = {
     "created": "created",
     "deleted": "deleted",
     "pending": "pending",
+    "confirm_delete_doc": "Delete document {name} with its chunks and files?",
+    "confirm_delete_session": "Delete conversation {name}?",
 }
 
 ZH: Mapping[str, str] = {
@@ -165,6 +167,8 @@ ZH: Mapping[str, str] = {
     "created": "已创建",
     "deleted": "已删除",
     "pending": "等待中",
+    "confirm_delete_doc": "删除文档 {name} 及其分块和文件？",
+    "confirm_delete_session": "删除对话 {name}？",
 }
 
 CATALOGS: Mapping[str, Mapping[str, str]] = {"en": EN, "zh": ZH}

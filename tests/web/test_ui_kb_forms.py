@@ -142,3 +142,39 @@ def test_rebuild_and_delete_ask_first(page: Any, server: RunningServer) -> None:
     with server.client() as client:
         assert client.get("/knowledge_bases/scratch").status_code == 404
     assert all("scratch" in m for m in messages) and len(messages) == 3
+
+
+def test_documents_and_conversations_are_deleted_after_a_confirmation(
+    page: Any, server: RunningServer
+) -> None:
+    with server.client() as client:
+        assert client.post("/knowledge_bases", json={"kb_name": "trash"}).status_code == 201
+        job = client.post(
+            "/ingest", data={"kb_name": "trash"}, files={"file": ("old.md", MARKDOWN)}
+        ).json()
+        assert wait_for_task(client, job["job_id"])["status"] == "completed"
+    confirmations: list[str] = []
+    page.on("dialog", lambda d: (confirmations.append(d.message), d.accept()))
+
+    page.goto(server.url + "/ui/ask")
+    page.check("#kb-picker input[value='trash']")
+    page.fill("#question", "How are solar panels cleaned?")
+    page.press("#question", "Enter")
+    page.wait_for_selector("#thread .msg.assistant:not([aria-busy]) .cite")
+    page.wait_for_selector("#session-list [data-delete]")
+    session_id = page.evaluate(
+        "() => document.querySelector('#session-list button.session').dataset.session"
+    )
+    page.click("#session-list [data-delete]")
+    page.wait_for_selector("#session-list [data-delete]", state="detached")
+    assert page.locator("#thread .msg").count() == 0  # the open conversation went with it
+    with server.client() as client:
+        assert client.get(f"/sessions/{session_id}/messages").status_code == 404
+
+    page.goto(server.url + "/ui/kb/trash")
+    page.wait_for_selector("#doc-list tr[data-document] [data-delete]")
+    page.click("#doc-list tr[data-document] [data-delete]")
+    page.wait_for_selector("#doc-list tr[data-document]", state="detached")
+    with server.client() as client:
+        assert client.get(f"/documents/{job['document_id']}").status_code == 404
+    assert any("old.md" in m for m in confirmations) and len(confirmations) == 2

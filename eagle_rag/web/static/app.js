@@ -180,7 +180,21 @@
       if (downloadButton) download(downloadButton.dataset.download, downloadButton.dataset.filename);
       const session = target.closest("button.session");
       if (session) openSession(session.dataset.session, session.dataset.kbs);
+      const remove = target.closest("[data-delete]");
+      if (remove) removeThing(remove);
     });
+  }
+
+  // DELETE through the API (a method no cross-site form can send), after a confirmation.
+  async function removeThing(button) {
+    if (!window.confirm(button.dataset.confirm)) return;
+    const response = await api(button.dataset.delete, { method: "DELETE" });
+    if (!response.ok) { notice(await errorMessage(response), "err"); return; }
+    if (button.dataset.delete.startsWith("/sessions/") && button.dataset.delete.endsWith("/" + sessionId)) {
+      sessionId = null;
+      document.getElementById("thread").replaceChildren();
+    }
+    if (window.htmx) htmx.trigger(document.body, button.dataset.changed);
   }
 
   function applyShowIf(form) {
