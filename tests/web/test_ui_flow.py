@@ -61,8 +61,10 @@ def test_create_upload_ask_preview_and_reopen(page: Any, server: RunningServer) 
         assert row_of.get_attribute("data-phases")  # the phases the stream reported
         assert row_of.locator(".badge").inner_text() == "completed"
         assert row_of.locator("progress").evaluate("p => p.value === p.max")
-    page.wait_for_selector("#doc-list tr[data-document]")
-    assert page.locator("#doc-list tr[data-document]").count() == 2
+    # The list refreshes after each completion: wait for the refresh after the last one.
+    page.wait_for_function(
+        "() => document.querySelectorAll('#doc-list tr[data-document]').length === 2"
+    )
     shot(page, "documents")
 
     pdf_id = document_id(server, "handbook", "manual.pdf")
