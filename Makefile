@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest clean
+.PHONY: run test lint typecheck pytest clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+# The browser tests drive Debian's Chromium through Playwright (never `playwright install`).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update && apt-get install -y chromium chromium-driver)
+
+pytest: $(STAMP) chromium
 	$(BIN)/pytest
 
 test: lint typecheck pytest

@@ -78,11 +78,16 @@ def test_kb_lifecycle_and_ingest(env: dict[str, str], corpus: Path) -> None:
 def test_ingest_can_create_the_kb_and_reports_a_missing_one(
     env: dict[str, str], corpus: Path
 ) -> None:
-    missing = runner.invoke(
-        app, ["ingest", str(corpus / "guide.md"), "--kb", "nope", "--json"], env=env
-    )
+    missing = runner.invoke(app, ["ingest", str(corpus), "--kb", "nope"], env=env)
     assert missing.exit_code == 1
-    assert "knowledge base 'nope' not found" in json.loads(missing.stdout)[0]["reason"]
+    # Said once, before any file is read, with the way out; no summary row per file.
+    assert missing.stderr.count("knowledge base 'nope' not found") == 1
+    assert "--create" in missing.stderr
+    assert "Ingest summary" not in missing.stdout and "guide.md" not in missing.stdout
+    as_json = runner.invoke(app, ["ingest", str(corpus), "--kb", "nope", "--json"], env=env)
+    assert as_json.exit_code == 1 and as_json.stdout == ""
+    listed = json.loads(runner.invoke(app, ["kb", "list", "--json"], env=env).stdout)
+    assert listed == []  # nothing was created on the way
     made = runner.invoke(
         app, ["ingest", str(corpus / "guide.md"), "--kb", "fresh", "--create"], env=env
     )
@@ -98,3 +103,40 @@ def test_ingest_with_no_matching_files(env: dict[str, str], tmp_path: Path) -> N
 def test_kb_show_of_a_missing_kb(env: dict[str, str]) -> None:
     result = runner.invoke(app, ["kb", "show", "ghost"], env=env)
     assert result.exit_code == 1 and "not found" in result.stderr
+
+
+def test_the_summary_shows_file_names_and_wraps_reasons(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    scans = tmp_path / "data-volume" / "customer-archive" / "scans" / "2026"
+    (scans / "batch").mkdir(parents=True)
+    for n in range(3):
+        (scans / f"pn-{n:04}.md").write_text(f"# Part {n}\n\nPart number {n} is a gasket.")
+    (scans / "batch" / "pn-broken.pdf").write_bytes(b"this is not a pdf")
+    narrow = {**env, "COLUMNS": "72"}
+    result = runner.invoke(app, ["ingest", str(scans), "--kb", "parts", "--create"], env=narrow)
+    assert result.exit_code == 1, result.output  # the broken one is refused
+    out = result.stdout
+    for n in range(3):
+        assert f"pn-{n:04}.md" in out
+    assert "batch/pn-broken.pdf" in out  # relative to the folder the files share
+    assert str(scans) not in out and "customer-archive" not in out
+    reason = "claims to be application/pdf"
+    rows = [line for line in out.splitlines() if "│" in line]
+    reason_cells = " ".join(line.split("│")[4].strip() for line in rows if line.count("│") >= 5)
+    assert reason in " ".join(reason_cells.split())  # wrapped over lines, never cut
+    assert max(len(line) for line in out.splitlines()) <= 72
+
+
+def test_display_names_are_relative_to_the_current_folder_when_inside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eagle_rag.cli.knowledge import display_names
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    one, two = tmp_path / "a" / "x.md", tmp_path / "a" / "b" / "y.md"
+    monkeypatch.chdir(tmp_path)
+    assert display_names([one, two]) == {one: "a/x.md", two: "a/b/y.md"}
+    monkeypatch.chdir(tmp_path / "a" / "b")
+    assert display_names([one, two]) == {one: "x.md", two: "b/y.md"}
+    assert display_names([]) == {}

@@ -18,11 +18,12 @@ from fastapi.middleware.cors import CORSMiddleware
 from eagle_rag import __version__
 from eagle_rag.api.errors import install_error_handlers
 from eagle_rag.api.metrics import Metrics
-from eagle_rag.api.routes import knowledge, search, system
+from eagle_rag.api.routes import knowledge, pages, search, system
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.bootstrap import EagleApp, build_app
 from eagle_rag.mcp.server import build_mcp, sync_tools
 from eagle_rag.settings import Settings, load_settings
+from eagle_rag.web import mount_web
 
 MULTIPART_OVERHEAD = 1024 * 1024  # form fields and boundaries around an uploaded file
 
@@ -67,8 +68,9 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
     api.state.gate = gate
     api.state.metrics = metrics = Metrics()
     install_error_handlers(api)
-    for module in (system, knowledge, search):
+    for module in (system, knowledge, pages, search):
         api.include_router(module.router)
+    mount_web(api)  # the built-in UI at / and /ui/... (before the MCP catch-all mount)
     api.middleware("http")(metrics.middleware)
     if server.cors_origins:
         api.add_middleware(

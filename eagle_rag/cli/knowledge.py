@@ -10,19 +10,21 @@ from __future__ import annotations
 import asyncio
 import glob
 import json
-from collections.abc import Awaitable, Callable
+import os
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from eagle_rag.cli.catalog import Catalog, open_catalog
 from eagle_rag.cli.common import JsonOption, app, fail, settings_from_env
-from eagle_rag.errors import EagleError
+from eagle_rag.errors import EagleError, NotFoundError
 
 kb_app = typer.Typer(help="Create, list, show and delete knowledge bases.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
@@ -122,6 +124,7 @@ class _Outcome:
     document_id: str = ""
     chunks: int = 0
     reason: str = ""
+    name: str = ""  # what the summary shows: the path relative to where the files were found
 
 
 @app.command()
@@ -139,7 +142,13 @@ def ingest(
         fail("no files matched", code=2)
 
     async def run(catalog: Catalog) -> list[_Outcome]:
-        if create and not await catalog.kb_exists(kb):
+        # Once, before any file is read: a missing KB is one mistake, not one per file.
+        if not await catalog.kb_exists(kb):
+            if not create:
+                raise NotFoundError(
+                    f"knowledge base {kb!r} not found; add --create to create it "
+                    f"(or run: eagle-rag kb create {kb})"
+                )
             await catalog.create_kb(kb, "", {})
         return await _ingest_all(catalog, files, kb, tags or [], quiet=as_json)
 
@@ -174,13 +183,14 @@ async def _ingest_all(
 ) -> list[_Outcome]:
     outcomes: list[_Outcome] = []
     jobs: dict[str, _Outcome] = {}
+    names = display_names(files)
     for path in files:
         try:
             submission = await catalog.submit(path, kb, tags)
         except EagleError as exc:
-            outcomes.append(_Outcome(str(path), "refused", reason=exc.message))
+            outcomes.append(_Outcome(str(path), "refused", reason=exc.message, name=names[path]))
             continue
-        outcome = _Outcome(str(path), "queued", submission["document_id"])
+        outcome = _Outcome(str(path), "queued", submission["document_id"], name=names[path])
         if submission["dedup_hit"]:
             outcome.status = "unchanged"
         else:
@@ -217,12 +227,34 @@ async def _follow(catalog: Catalog, jobs: dict[str, _Outcome], *, quiet: bool) -
     await catalog.settle()
 
 
+def display_names(files: Sequence[Path]) -> dict[Path, str]:
+    """Each file as a person finds it: relative to the current folder when all are inside it,
+    else to the folder they all share (so ``/data/scans/*.pdf`` shows ``pn-001.pdf``, never a
+    column of identical ``/data/scans/…`` prefixes)."""
+    if not files:
+        return {}
+    absolute = {f: f.resolve() for f in files}
+    here = Path.cwd().resolve()
+    if all(path.is_relative_to(here) for path in absolute.values()):
+        base = here
+    else:
+        base = Path(os.path.commonpath([path.parent for path in absolute.values()]))
+    return {file: str(path.relative_to(base)) for file, path in absolute.items()}
+
+
 def _print_summary(outcomes: list[_Outcome]) -> None:
-    table = Table("file", "status", "chunks", "reason", title="Ingest summary")
+    table = Table(title="Ingest summary")
+    # The name may fold onto more lines but is never cut; the reason wraps.
+    table.add_column("file", overflow="fold", min_width=12, ratio=2)
+    table.add_column("status", no_wrap=True)
+    table.add_column("chunks", no_wrap=True, justify="right")
+    table.add_column("reason", overflow="fold", ratio=3)
     colours = {"completed": "green", "unchanged": "cyan", "failed": "red", "refused": "red"}
     for o in outcomes:
         colour = colours.get(o.status, "white")
-        table.add_row(o.path, f"[{colour}]{o.status}[/]", str(o.chunks), o.reason)
+        table.add_row(
+            escape(o.name or o.path), f"[{colour}]{o.status}[/]", str(o.chunks), escape(o.reason)
+        )
     console = Console()
     console.print(table)
     done = sum(o.status in ("completed", "unchanged") for o in outcomes)

@@ -1,0 +1,284 @@
+"""The UI's pages (shells, open to all) and fragments (behind the caller's key, like the API).
+
+Pages carry no data: with API keys the browser holds the key (sessionStorage) and sends it with
+every fragment and API call, so a page shell is the same for everyone. Fragments are rendered
+here with Jinja (autoescape on: names and text from documents are always escaped). Form posts
+change state only after a same-origin check; GET never changes state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from eagle_rag import __version__
+from eagle_rag.api.deps import App, Who
+from eagle_rag.api.page_images import is_paged
+from eagle_rag.api.schemas import document_out
+from eagle_rag.bootstrap import EagleApp
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.index.filters import eq
+from eagle_rag.web.csrf import check_same_origin
+from eagle_rag.web.forms import form_fields, parse_form
+from eagle_rag.web.i18n import CATALOGS, COOKIE, pick_language
+from eagle_rag.web.stats import kb_counts
+
+STATIC = Path(__file__).parent / "static"
+# Scripts and styles from this server only: even markup that slipped through could not run.
+CSP = (
+    "default-src 'self'; img-src 'self' blob: data:; script-src 'self'; style-src 'self'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+KB_PAGE = 25
+DOC_PAGE = 50
+CHUNK_LIMIT = 2000
+
+router = APIRouter(include_in_schema=False)
+
+
+def mount_web(api: FastAPI) -> None:
+    """Add the UI to the app: ``/`` and ``/ui/...``; call before any catch-all mount."""
+    api.state.web_templates = Environment(
+        loader=PackageLoader("eagle_rag.web", "templates"),
+        autoescape=select_autoescape(["html"], default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    api.include_router(router)
+    api.mount("/ui/static", StaticFiles(directory=STATIC), name="ui-static")
+
+
+def _render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    env: Environment = request.app.state.web_templates
+    lang = pick_language(request.cookies.get(COOKIE), request.headers.get("accept-language"))
+    messages = CATALOGS[lang]
+    html = env.get_template(template).render(
+        t=messages,
+        lang=lang,
+        version=__version__,
+        gate_open=request.app.state.gate.open,
+        path=request.url.path,
+        **context,
+    )
+    headers = {
+        "Vary": "Accept-Language, Cookie",
+        "Content-Security-Policy": CSP,
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "no-store",
+    }
+    return HTMLResponse(html, status_code=status, headers=headers)
+
+
+def _lang(request: Request) -> str:
+    return pick_language(request.cookies.get(COOKIE), request.headers.get("accept-language"))
+
+
+# --- pages --------------------------------------------------------------------------------------
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request) -> HTMLResponse:
+    return _render(request, "kbs.html", screen="kbs")
+
+
+@router.get("/ui", response_class=RedirectResponse)
+async def ui_root() -> RedirectResponse:
+    return RedirectResponse("/", status_code=307)
+
+
+@router.get("/ui/kb/{kb_name}", response_class=HTMLResponse)
+async def kb_page(request: Request, kb_name: str) -> HTMLResponse:
+    return _render(request, "kb.html", screen="kbs", kb_name=kb_name)
+
+
+@router.get("/ui/documents/{document_id}", response_class=HTMLResponse)
+async def document_page(request: Request, document_id: str) -> HTMLResponse:
+    return _render(request, "document.html", screen="kbs", document_id=document_id)
+
+
+@router.get("/ui/ask", response_class=HTMLResponse)
+async def ask_page(request: Request) -> HTMLResponse:
+    """With the API open (the embedded default) the KB picker and the conversations come with
+    the page: it is usable at its first paint, without a second round trip."""
+    if not request.app.state.gate.open:
+        return _render(request, "ask.html", screen="ask", inline=False)
+    eagle: EagleApp = request.app.state.eagle
+    kbs, sessions = await asyncio.to_thread(
+        lambda: (eagle.repositories.knowledge_bases.list(), eagle.repositories.sessions.list())
+    )
+    return _render(request, "ask.html", screen="ask", inline=True, kbs=kbs, sessions=sessions)
+
+
+# --- fragments ----------------------------------------------------------------------------------
+
+
+@router.get("/ui/fragments/kbs", response_class=HTMLResponse)
+async def kb_rows(
+    request: Request, app: App, who: Who, page: Annotated[int, Query(ge=1)] = 1
+) -> HTMLResponse:
+    """One page of the KB list with counts (documents, chunks, by status)."""
+
+    def load() -> tuple[list[Any], dict[str, Any], int]:
+        kbs = [
+            kb
+            for kb in app.repositories.knowledge_bases.list()
+            if who.kb_names is None or kb.name in who.kb_names
+        ]
+        shown = kbs[(page - 1) * KB_PAGE : page * KB_PAGE]
+        counts = kb_counts(app.database, app.namespace, [kb.name for kb in shown])
+        return shown, counts, len(kbs)
+
+    shown, counts, total = await asyncio.to_thread(load)
+    return _render(
+        request,
+        "fragments/kb_rows.html",
+        kbs=shown,
+        counts=counts,
+        page=page,
+        pages=max(1, math.ceil(total / KB_PAGE)),
+        total=total,
+    )
+
+
+@router.get("/ui/fragments/engine-form", response_class=HTMLResponse)
+async def engine_form(request: Request, app: App, who: Who, engine: str = "eagle") -> HTMLResponse:
+    """The creation form of one engine, rendered from its ``creation_schema``."""
+    described = _engine(app, engine)
+    return _render(
+        request,
+        "fragments/engine_form.html",
+        engines=app.knowledge.engines(),
+        engine=described,
+        fields=form_fields(described["creation_schema"], _lang(request)),
+    )
+
+
+@router.get("/ui/fragments/kb-picker", response_class=HTMLResponse)
+async def kb_picker(request: Request, app: App, who: Who) -> HTMLResponse:
+    """The Ask page's KB multi-select: only the KBs this caller may use."""
+    kbs = await asyncio.to_thread(app.repositories.knowledge_bases.list)
+    visible = [kb for kb in kbs if who.kb_names is None or kb.name in who.kb_names]
+    return _render(request, "fragments/kb_picker.html", kbs=visible)
+
+
+@router.get("/ui/fragments/documents", response_class=HTMLResponse)
+async def document_rows(
+    request: Request,
+    app: App,
+    who: Who,
+    kb_name: str,
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
+    """One page of a KB's documents (never the whole KB: a KB may hold many thousands)."""
+    who.check_kb(kb_name)
+
+    def load() -> tuple[list[dict[str, Any]], int]:
+        repo = app.repositories.documents
+        app.repositories.knowledge_bases.get(kb_name)  # 404 for an unknown KB
+        rows = repo.list(kb_name=kb_name, limit=DOC_PAGE, offset=(page - 1) * DOC_PAGE)
+        return [document_out(d) for d in rows], repo.count(kb_name=kb_name)
+
+    documents, total = await asyncio.to_thread(load)
+    return _render(
+        request,
+        "fragments/documents.html",
+        kb_name=kb_name,
+        documents=documents,
+        page=page,
+        pages=max(1, math.ceil(total / DOC_PAGE)),
+        total=total,
+    )
+
+
+@router.get("/ui/fragments/document/{document_id}", response_class=HTMLResponse)
+async def document_detail(request: Request, app: App, who: Who, document_id: str) -> HTMLResponse:
+    """A document: its facts, section tree (paths, levels, pages) and chunks in reading order."""
+    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
+    who.check_kb(document.kb_name)
+    rows = await asyncio.to_thread(
+        app.vectors.query, TEXT_COLLECTION, eq("document_id", document.id), limit=CHUNK_LIMIT
+    )
+    rows.sort(key=lambda r: ((r.get("metadata") or {}).get("start_offset") or 0, r["type"]))
+    sections = list((document.structure or {}).get("sections") or [])
+    return _render(
+        request,
+        "fragments/document.html",
+        document=document_out(document),
+        sections=sections,
+        chunks=rows,
+        paged=is_paged(document.mime_type) and bool(document.object_key),
+    )
+
+
+@router.get("/ui/fragments/sessions", response_class=HTMLResponse)
+async def session_list(request: Request, app: App, who: Who) -> HTMLResponse:
+    sessions = await asyncio.to_thread(app.repositories.sessions.list)
+    visible = [s for s in sessions if who.kb_names is None or set(s.kb_names) <= who.kb_names]
+    return _render(request, "fragments/sessions.html", sessions=visible)
+
+
+# --- form posts (same-origin only) ------------------------------------------------------------
+
+
+@router.post("/ui/kbs", response_class=HTMLResponse)
+async def create_kb(request: Request, app: App, who: Who) -> HTMLResponse:
+    """Create a KB from the schema form; errors come back as JSON naming the field."""
+    check_same_origin(request)
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    name = form.get("kb_name", "").strip()
+    if not name:
+        raise InvalidInputError("a knowledge base needs a name", field="kb_name")
+    who.check_kb(name)
+    described = _engine(app, form.get("engine", "eagle"))
+    settings = parse_form(described["creation_schema"], form)
+    await app.knowledge.create(
+        name,
+        engine=described["name"],
+        description=form.get("description", ""),
+        creation_settings=settings,
+    )
+    return _changed(request, "created", name)
+
+
+@router.post("/ui/kbs/{kb_name}/delete", response_class=HTMLResponse)
+async def delete_kb(request: Request, app: App, who: Who, kb_name: str) -> HTMLResponse:
+    check_same_origin(request)
+    who.check_kb(kb_name)
+    await app.knowledge.delete(kb_name)
+    return _changed(request, "deleted", kb_name)
+
+
+@router.post("/ui/kbs/{kb_name}/rebuild", response_class=HTMLResponse)
+async def rebuild_kb(request: Request, app: App, who: Who, kb_name: str) -> HTMLResponse:
+    check_same_origin(request)
+    who.check_kb(kb_name)
+    submissions = await asyncio.to_thread(app.ingest.rebuild, kb_name)
+    return _changed(request, "rebuilt", kb_name, count=len(submissions))
+
+
+def _changed(request: Request, action: str, kb_name: str, count: int = 0) -> HTMLResponse:
+    response = _render(
+        request, "fragments/notice.html", action=action, kb_name=kb_name, count=count
+    )
+    response.headers["HX-Trigger"] = "kbs-changed"
+    return response
+
+
+def _engine(app: EagleApp, name: str) -> dict[str, Any]:
+    for described in app.knowledge.engines():
+        if described["name"] == name:
+            return described
+    raise InvalidInputError(f"unknown engine {name!r}", field="engine")
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+async def favicon() -> Response:
+    return Response(status_code=204)  # no icon, and no 404 noise in the console
