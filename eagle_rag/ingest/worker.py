@@ -12,9 +12,11 @@ import os
 from typing import Any
 
 from eagle_rag.ingest.celery_app import TASK_NAME, make_celery
+from eagle_rag.logs import install_celery_logging
 from eagle_rag.settings import load_settings
 
 settings = load_settings(os.environ)
+install_celery_logging(settings)  # JSON lines with task ids, secrets redacted (telemetry.*)
 celery = make_celery(settings.queue.broker_url)
 _app: Any = None
 
