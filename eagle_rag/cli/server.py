@@ -38,9 +38,12 @@ def serve(
         fail(exc)
     bind_host = host or settings.server.host
     bind_port = port or settings.server.port
-    Console(stderr=True).print(
-        f"Eagle-RAG on http://{bind_host}:{bind_port}  (docs /docs, MCP /mcp, data "
-        f"{settings.data_dir})"
+    # Through logging, so a JSON deployment's output stays one JSON object per line.
+    logging.getLogger("eagle_rag.serve").info(
+        "Eagle-RAG on http://%s:%s  (docs /docs, MCP /mcp, data %s)",
+        bind_host,
+        bind_port,
+        settings.data_dir,
     )
     # log_config=None: uvicorn's records go through our handler (format, ids, redaction), and
     # the API middleware writes one access line per request, so uvicorn's own is off.

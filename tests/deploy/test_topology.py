@@ -45,6 +45,10 @@ def _search(url: str, query: str) -> list[dict[str, Any]]:
     return hits
 
 
+def _json_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith('{"ts"')]
+
+
 def _stream_events(url: str, job_id: str) -> list[tuple[str, dict[str, Any]]]:
     events: list[tuple[str, dict[str, Any]]] = []
     name = "message"
@@ -90,6 +94,13 @@ def test_two_apis_and_two_workers_share_every_store(deployed: Topology) -> None:
     # Both workers took part: the broker spread the three tasks (prefetch 1, solo pools).
     ran = [w for w in deployed.workers if "succeeded" in w.tail(200_000)]
     assert len(ran) == 2, deployed.logs()
+    # The production profile logs JSON lines; a worker's lines name the task they belong to.
+    logged = {
+        entry.get("task_id")
+        for worker in deployed.workers
+        for entry in map(json.loads, _json_lines(worker.tail(200_000)))
+    }
+    assert {job["job_id"] for job in jobs.values()} <= logged
 
     # Ingested through API 1, found through API 2 (the Milvus server and the S3 originals).
     hits = _search(second, "relief valve pressure")
