@@ -118,6 +118,25 @@ def ingest(running: Topology, kb: str, count: int) -> float:
         return time.perf_counter() - started
 
 
+def describe_footprint(running: Topology) -> str:
+    """Resident memory of each process and the Milvus data per stored chunk, after ingest."""
+    with httpx.Client(base_url=running.api_urls[0], timeout=60) as client:
+        metrics = client.get("/metrics").text
+    chunks = next(
+        float(line.split()[1])
+        for line in metrics.splitlines()
+        if line.startswith("eagle_ingest_chunks ")
+    )
+    milvus_dir = running.root / "milvus"
+    milvus_bytes = sum(p.stat().st_size for p in milvus_dir.rglob("*") if p.is_file())
+    processes = [running.apis[0], running.workers[0], *running.services]
+    rss = ", ".join(f"{p.name} {p.rss_bytes() / 2**20:.0f} MiB" for p in processes)
+    per_chunk = milvus_bytes / max(chunks, 1)
+    return (
+        f"footprint: {int(chunks)} chunks; RSS {rss}; milvus data {per_chunk / 1024:.1f} KiB/chunk"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--docs", type=int, default=200)
@@ -142,9 +161,11 @@ def main() -> None:
             running.start_worker()
             ingest(running, "warm-two", 4)
             two = ingest(running, "two-workers", args.docs)
+            footprint = describe_footprint(running)
     print(f"1 worker : {one:7.1f} s  {args.docs / one:6.2f} docs/s")
     print(f"2 workers: {two:7.1f} s  {args.docs / two:6.2f} docs/s")
     print(f"speed-up : {one / two:.2f}x  (target >= 1.6x with an endpoint embedder)")
+    print(footprint)
 
 
 if __name__ == "__main__":

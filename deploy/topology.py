@@ -69,6 +69,17 @@ class Process:
             self.popen.kill()
             self.popen.wait(timeout=timeout)
 
+    def rss_bytes(self) -> int:
+        """Resident memory now (Linux ``/proc``; 0 where unavailable)."""
+        try:
+            status = Path(f"/proc/{self.popen.pid}/status").read_text()
+        except OSError:
+            return 0
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
     def kill(self) -> None:
         """SIGKILL: what a crashed machine looks like to the rest of the topology."""
         if self.alive():
@@ -181,8 +192,8 @@ def redis_database(host_url: str = REDIS_HOST) -> Iterator[str]:
 
 
 @contextmanager
-def s3_server(root: Path) -> Iterator[str]:
-    """``moto_server`` with the topology's bucket created; yields the endpoint URL."""
+def s3_server(root: Path) -> Iterator[tuple[str, Process]]:
+    """``moto_server`` with the topology's bucket created; yields its endpoint URL."""
     import boto3
 
     port = free_port()
@@ -199,13 +210,13 @@ def s3_server(root: Path) -> Iterator[str]:
             aws_access_key_id="topology",
             aws_secret_access_key="topology-secret",
         ).create_bucket(Bucket=BUCKET)
-        yield endpoint
+        yield endpoint, process
     finally:
         process.stop()
 
 
 @contextmanager
-def milvus_server(root: Path) -> Iterator[str]:
+def milvus_server(root: Path) -> Iterator[tuple[str, Process]]:
     """``milvus-lite server``: a gRPC Milvus reached by URI like a remote deployment."""
     port = free_port()
     command = [
@@ -221,7 +232,7 @@ def milvus_server(root: Path) -> Iterator[str]:
     process = _spawn(root, "milvus", command, {})
     try:
         _wait(process, lambda: _port_open(port))
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", process
     finally:
         process.stop()
 
@@ -305,8 +316,8 @@ def topology(
         with (
             postgres_database() as database_url,
             redis_database() as redis_url,
-            s3_server(base) as s3_endpoint,
-            milvus_server(base) as milvus_uri,
+            s3_server(base) as (s3_endpoint, moto),
+            milvus_server(base) as (milvus_uri, milvus),
         ):
             env = production_env(
                 database_url=database_url,
@@ -316,7 +327,7 @@ def topology(
                 root=base,
             )
             env.update(extra_env or {})
-            running = Topology(base, env)
+            running = Topology(base, env, services=[moto, milvus])
             try:
                 for index in range(apis):
                     process, url = _start_api(base, env, f"api{index + 1}")

@@ -109,7 +109,7 @@ def test_worker_commands_name_the_queue_the_app_routes_to() -> None:
 
 
 def _documents() -> list[dict[str, Any]]:
-    docs = []
+    docs: list[dict[str, Any]] = []
     for path in sorted(K8S.glob("*.yaml")):
         if path.name == "kustomization.yaml":
             continue
