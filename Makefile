@@ -23,8 +23,8 @@ run: $(STAMP)
 	$(BIN)/eagle-rag serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check eagle_rag plugins tests benchmarks integrations
-	$(BIN)/ruff format --check eagle_rag plugins tests benchmarks integrations
+	$(BIN)/ruff check eagle_rag plugins tests benchmarks integrations deploy
+	$(BIN)/ruff format --check eagle_rag plugins tests benchmarks integrations deploy
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

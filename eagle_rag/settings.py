@@ -231,6 +231,8 @@ class TelemetrySettings(_Section):
     plugin_audit_health_limit: int = Field(default=50, ge=0)
     plugin_audit_jsonl_path: str = ""
     redis_url: str = "redis://127.0.0.1:6379/0"
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
 
 class Settings(BaseSettings):

@@ -28,19 +28,33 @@ def serve(
     import uvicorn
 
     from eagle_rag.api.app import create_app
+    from eagle_rag.logs import configure_logging
 
     settings = settings_from_env()
+    configure_logging(settings)
     try:
         api = create_app(settings)
     except EagleError as exc:
         fail(exc)
     bind_host = host or settings.server.host
     bind_port = port or settings.server.port
-    Console(stderr=True).print(
-        f"Eagle-RAG on http://{bind_host}:{bind_port}  (docs /docs, MCP /mcp, data "
-        f"{settings.data_dir})"
+    # Through logging, so a JSON deployment's output stays one JSON object per line.
+    logging.getLogger("eagle_rag.serve").info(
+        "Eagle-RAG on http://%s:%s  (docs /docs, MCP /mcp, data %s)",
+        bind_host,
+        bind_port,
+        settings.data_dir,
     )
-    uvicorn.run(api, host=bind_host, port=bind_port, log_level="info")
+    # log_config=None: uvicorn's records go through our handler (format, ids, redaction), and
+    # the API middleware writes one access line per request, so uvicorn's own is off.
+    uvicorn.run(
+        api,
+        host=bind_host,
+        port=bind_port,
+        log_level=settings.telemetry.log_level,
+        log_config=None,
+        access_log=False,
+    )
 
 
 @app.command()

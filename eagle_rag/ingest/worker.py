@@ -24,10 +24,12 @@ from celery.signals import worker_ready, worker_shutting_down
 from eagle_rag.ingest.celery_app import TASK_NAME, make_celery
 from eagle_rag.ingest.durability import Flusher
 from eagle_rag.ingest.leases import Leases, heartbeat, process_owner
+from eagle_rag.logs import install_celery_logging
 from eagle_rag.settings import load_settings
 
 logger = logging.getLogger(__name__)
 settings = load_settings(os.environ)
+install_celery_logging(settings)  # JSON lines with task ids, secrets redacted (telemetry.*)
 celery = make_celery(settings.queue.broker_url)
 OWNER = process_owner()
 _app: Any = None

@@ -130,6 +130,10 @@ class PluginAudit:
         self._sink_errors: Counter[str] = Counter()
         self._lock = threading.Lock()
 
+    def add_sink(self, sink: AuditSink) -> None:
+        """Add a sink after construction (the API's metrics count decisions this way)."""
+        self._sinks.append(sink)
+
     def log_decision(
         self,
         category: str,

@@ -1,0 +1,1 @@
+"""Deployment: the local production topology, Docker Compose and Kubernetes manifests."""

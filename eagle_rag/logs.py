@@ -1,0 +1,171 @@
+"""Structured logs: JSON lines (or text) with the request and task ids, secrets redacted.
+
+``telemetry.log_format: json`` makes every record one JSON object per line with ``ts``,
+``level``, ``logger``, ``message``, the ``request_id`` / ``task_id`` of the work in progress
+(context variables the API middleware and the worker set) and any ``extra`` fields. Whatever the
+format, a filter replaces every configured secret value (API keys, tokens, passwords, the S3
+secret) and any password inside a URL with ``********`` before a record is written.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from eagle_rag.settings import MASK, Settings
+
+current_request: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "request_id", default=None
+)
+current_task: contextvars.ContextVar[str | None] = contextvars.ContextVar("task_id", default=None)
+
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^\s:/@]*:)(?P<pw>[^\s@/]+)(?=@)")
+_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
+_HANDLER_NAME = "eagle-rag"
+# LogRecord's own attributes: everything else on a record came from ``extra=``.
+_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
+@contextmanager
+def bound(*, request: str | None = None, task: str | None = None) -> Iterator[None]:
+    """Attach ids to every record logged inside the block (this thread or task)."""
+    tokens = []
+    if request is not None:
+        tokens.append((current_request, current_request.set(request)))
+    if task is not None:
+        tokens.append((current_task, current_task.set(task)))
+    try:
+        yield
+    finally:
+        for var, token in reversed(tokens):
+            var.reset(token)
+
+
+def secret_values(settings: Settings) -> list[str]:
+    """Every secret the settings hold, longest first (so a key containing another is masked)."""
+    models = settings.models
+    values = [
+        settings.milvus.token.get_secret_value(),
+        settings.storage.s3.secret_access_key.get_secret_value(),
+        settings.storage.s3.access_key_id.get_secret_value(),
+        models.embedding.api_key.get_secret_value(),
+        models.rerank.api_key.get_secret_value(),
+        models.chat.api_key.get_secret_value(),
+        *(key.key.get_secret_value() for key in settings.server.api_keys),
+    ]
+    return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, MASK)
+    text = _URL_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
+    return _BEARER.sub(lambda m: m.group(1) + MASK, text)
+
+
+class RedactingFilter(logging.Filter):
+    """Renders the message once, redacted, so neither format can leak an argument."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self.secrets = list(secrets)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage(), self.secrets)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, self.secrets)
+        for key, value in list(vars(record).items()):
+            if key not in _RESERVED and isinstance(value, str):
+                setattr(record, key, redact(value, self.secrets))
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name, var in (("request_id", current_request), ("task_id", current_task)):
+            value = getattr(record, name, None) or var.get()
+            if value:
+                entry[name] = value
+        for key, value in vars(record).items():
+            if key not in _RESERVED and key not in entry:
+                entry[key] = value if _jsonable(value) else repr(value)
+        if record.exc_text:
+            entry["exception"] = record.exc_text
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s%(ids)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        pairs = (("request", current_request), ("task", current_task))
+        ids = [f"{name}={var.get()}" for name, var in pairs if var.get()]
+        record.ids = f" [{' '.join(ids)}]" if ids else ""
+        return super().format(record)
+
+
+def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> logging.Handler:
+    """Install the root handler the settings ask for (replacing an earlier one of ours)."""
+    telemetry = settings.telemetry
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.set_name(_HANDLER_NAME)
+    handler.addFilter(RedactingFilter(secret_values(settings)))
+    handler.setFormatter(JsonFormatter() if telemetry.log_format == "json" else TextFormatter())
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        if existing.get_name() == _HANDLER_NAME or telemetry.log_format == "json":
+            root.removeHandler(existing)
+    root.addHandler(handler)
+    root.setLevel(telemetry.log_level.upper())
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "celery"):
+        # Their own handlers would bypass ours (format and redaction): let records propagate.
+        logging.getLogger(name).handlers.clear()
+        logging.getLogger(name).propagate = True
+    return handler
+
+
+def _jsonable(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool | type(None) | list | dict)
+
+
+def install_celery_logging(settings: Settings) -> None:
+    """For the Celery worker: our handler instead of Celery's, and the task id on each record."""
+    from celery import signals
+
+    tokens: dict[str, contextvars.Token[str | None]] = {}
+
+    def setup(**_: Any) -> None:
+        configure_logging(settings)
+
+    def prerun(task_id: str | None = None, args: Any = None, **_: Any) -> None:
+        # The ingest task's argument is our task id; Celery's own id names the message.
+        ours = args[0] if args and isinstance(args[0], str) else task_id
+        tokens[task_id or ""] = current_task.set(ours)
+
+    def postrun(task_id: str | None = None, **_: Any) -> None:
+        token = tokens.pop(task_id or "", None)
+        if token is not None:
+            current_task.reset(token)
+
+    signals.setup_logging.connect(setup, weak=False)
+    signals.task_prerun.connect(prerun, weak=False)
+    signals.task_postrun.connect(postrun, weak=False)

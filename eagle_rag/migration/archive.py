@@ -1,0 +1,196 @@
+"""``eagle-rag export`` / ``import``: one namespace as a single tar.gz file.
+
+Layout: ``manifest.json`` first (format, namespace, collection specs), then
+``metadata/<table>/<n>.jsonl`` in dependency order, ``vectors/<collection>/<n>.jsonl`` and
+``objects/<key>``, and ``summary.json`` last (the counts written). Import reads the file in one
+pass and writes only what the target lacks, like ``migrate-store``, so importing twice is
+harmless and an interrupted import can be run again.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import asdict
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.index.collections import CollectionSpec
+from eagle_rag.migration import metadata, objects
+from eagle_rag.migration.copier import Check, CopyReport, Progress, _quiet
+from eagle_rag.migration.stores import Stores
+
+FORMAT = "eagle-rag-export"
+VERSION = 1
+MANIFEST = "manifest.json"
+SUMMARY = "summary.json"
+
+
+def export_archive(source: Stores, path: Path, *, progress: Progress = _quiet) -> CopyReport:
+    """Write the namespace's metadata, vectors and objects to ``path`` (tar.gz)."""
+    report = CopyReport()
+    collections = source.vectors.collections()
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "namespace": source.namespace,
+        "created_at": datetime.now(UTC).isoformat(),
+        "collections": [asdict(source.vectors.spec(name)) for name in collections],
+    }
+    with tarfile.open(path, "w:gz") as tar:
+        _add_bytes(tar, MANIFEST, _json(manifest))
+        for table in metadata.namespaced_tables():
+            total = metadata.count_rows(source.database, table, source.namespace)
+            done = 0
+            for number, rows in enumerate(
+                metadata.read_rows(source.database, table, source.namespace)
+            ):
+                _add_bytes(tar, f"metadata/{table.name}/{number:06d}.jsonl", _jsonl(rows))
+                done += len(rows)
+                progress("metadata", table.name, done, total)
+            report.copied[table.name] = done
+        for name in collections:
+            total = source.vectors.count(name)
+            done = 0
+            for number, rows in enumerate(source.vectors.read(name)):
+                _add_bytes(tar, f"vectors/{name}/{number:06d}.jsonl", _jsonl(rows))
+                done += len(rows)
+                progress("vectors", name, done, total)
+            report.copied[f"vectors:{name}"] = done
+        keys = objects.namespace_keys(source.objects, source.namespace)
+        for done, key in enumerate(keys, start=1):
+            info = tarfile.TarInfo(f"objects/{key}")
+            info.size = source.objects.size(key)
+            with objects.reader(source.objects, key) as stream:
+                tar.addfile(info, stream)
+            progress("objects", "objects", done, len(keys))
+        report.copied["objects"] = len(keys)
+        _add_bytes(tar, SUMMARY, _json({"counts": report.copied}))
+    return report
+
+
+def import_archive(
+    path: Path,
+    open_target: Callable[[str], AbstractContextManager[Stores]],
+    *,
+    progress: Progress = _quiet,
+) -> CopyReport:
+    """Write what the target lacks from an export; ``open_target(namespace)`` opens it."""
+    try:
+        with tarfile.open(path, "r|*") as tar:
+            return _import(tar, path, open_target, progress)
+    except (tarfile.TarError, EOFError, zlib.error) as exc:
+        raise InvalidInputError(
+            f"{path} is not a readable Eagle-RAG export: {exc}", path=str(path)
+        ) from exc
+
+
+def _import(
+    tar: tarfile.TarFile,
+    path: Path,
+    open_target: Callable[[str], AbstractContextManager[Stores]],
+    progress: Progress,
+) -> CopyReport:
+    report = CopyReport()
+    members = iter(tar)
+    manifest = _read_manifest(tar, next(members, None), path)
+    with open_target(str(manifest["namespace"])) as target:
+        specs = [CollectionSpec(**_spec(s)) for s in manifest.get("collections", [])]
+        present = set(target.vectors.collections())
+        target.vectors.ensure([s for s in specs if s.name not in present])
+        for member in members:
+            _import_member(tar, member, target, report, progress)
+        target.vectors.flush()
+    return report
+
+
+def _import_member(
+    tar: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    target: Stores,
+    report: CopyReport,
+    progress: Progress,
+) -> None:
+    kind, _, rest = member.name.partition("/")
+    handle = tar.extractfile(member) if member.isfile() else None
+    if handle is None:
+        return
+    if kind == "metadata":
+        table = metadata.table_named(rest.split("/", 1)[0])
+        rows = _rows(handle.read())
+        copied = metadata.write_missing(target.database, table, rows)
+        _tally(report, table.name, copied, progress, "metadata")
+    elif kind == "vectors":
+        name = rest.split("/", 1)[0]
+        copied = target.vectors.write_missing(name, _rows(handle.read()))
+        _tally(report, f"vectors:{name}", copied, progress, "vectors")
+    elif kind == "objects":
+        if not rest.startswith(f"{target.namespace}/"):
+            raise InvalidInputError("an object of another namespace in the export", key=rest)
+        copied = 0
+        if not (target.objects.exists(rest) and target.objects.size(rest) == member.size):
+            target.objects.put(rest, handle)  # type: ignore[arg-type]
+            copied = 1
+        _tally(report, "objects", copied, progress, "objects")
+    elif member.name == SUMMARY:
+        counts = json.loads(handle.read())["counts"]
+        report.checks.extend(Check(k, int(v), int(v)) for k, v in counts.items())
+
+
+def _tally(report: CopyReport, item: str, copied: int, progress: Progress, stage: str) -> None:
+    report.copied[item] = report.copied.get(item, 0) + copied
+    progress(stage, item, report.copied[item], 0)
+
+
+def _read_manifest(
+    tar: tarfile.TarFile, member: tarfile.TarInfo | None, path: Path
+) -> dict[str, Any]:
+    handle = tar.extractfile(member) if member is not None and member.name == MANIFEST else None
+    if handle is None:
+        raise InvalidInputError(f"{path} has no {MANIFEST} first", path=str(path))
+    manifest: dict[str, Any] = json.loads(handle.read())
+    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+        raise InvalidInputError(
+            f"{path} is not a version-{VERSION} Eagle-RAG export",
+            format=manifest.get("format"),
+            version=manifest.get("version"),
+        )
+    return manifest
+
+
+def _spec(raw: dict[str, Any]) -> dict[str, Any]:
+    return {**raw, "extra_varchar_fields": tuple(raw.get("extra_varchar_fields", ()))}
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError(f"cannot export a {type(value).__name__}")
+
+
+def _json(data: Any) -> bytes:
+    return json.dumps(data, default=_default, ensure_ascii=False).encode()
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> bytes:
+    return b"".join(_json(row) + b"\n" for row in rows)
+
+
+def _rows(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in _lines(data)]
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    return (line for line in data.splitlines() if line.strip())

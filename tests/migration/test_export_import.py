@@ -1,0 +1,110 @@
+"""``eagle-rag export`` / ``import``: a namespace to one file and back, on the embedded stores."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from eagle_rag.bootstrap import bootstrap
+from eagle_rag.cli import app as cli
+from eagle_rag.ingest.queue import InProcessQueue
+from eagle_rag.plugins.payloads import QueryRequest
+from eagle_rag.settings import load_settings
+
+pytestmark = pytest.mark.slow
+
+DOCS = {
+    "a.md": "# Alpha\n\nThe alpha turbine spins at nine hundred rpm.\n",
+    "b.md": "# Beta\n\nThe beta gearbox needs synthetic oil every year.\n",
+    "c.md": "# Gamma\n\n伽马变压器每年检修一次。\n",
+}
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    return {"EAGLE_DATA_DIR": str(data_dir), "EAGLE_ENCODER_MODE": "deterministic"}
+
+
+async def _search(data_dir: Path, fill: bool) -> list[list[str]]:
+    app = await bootstrap(load_settings(_env(data_dir)))
+    try:
+        if fill:
+            app.repositories.knowledge_bases.create("wiki")
+            for name, text in DOCS.items():
+                app.ingest.submit_file(
+                    kb_name="wiki", filename=name, stream=io.BytesIO(text.encode())
+                )
+            assert isinstance(app.queue, InProcessQueue)
+            await app.queue.join()
+            await app.flush_vectors()
+        found = []
+        for query in ("turbine rpm", "gearbox oil", "变压器检修"):
+            pack = await app.retrieval.search(QueryRequest(query, kb_names=("wiki",), top_k=1))
+            found.append([p.chunk_id for p in pack.passages])
+        return found
+    finally:
+        await app.stop()
+
+
+def _run(args: list[str], env: dict[str, str]) -> Any:
+    return CliRunner().invoke(cli, args, env=env)
+
+
+def test_export_then_import_restores_the_namespace_and_a_second_import_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    before = asyncio.run(_search(tmp_path / "source", fill=True))
+    archive = tmp_path / "core.tar.gz"
+    exported = _run(["export", "core", str(archive), "--json"], _env(tmp_path / "source"))
+    assert exported.exit_code == 0, exported.output
+    counts = json.loads(exported.stdout)["copied"]
+    assert counts["documents"] == 3 and counts["objects"] == 3
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert names[0] == "manifest.json" and names[-1] == "summary.json"
+
+    restored_env = _env(tmp_path / "restored")
+    first = _run(["import", str(archive), "--json"], restored_env)
+    assert first.exit_code == 0, first.output
+    report = json.loads(first.stdout)
+    assert report["copied"]["documents"] == 3
+    assert report["copied"]["objects"] == 3
+    second = _run(["import", str(archive), "--json"], restored_env)
+    assert second.exit_code == 0, second.output
+    assert json.loads(second.stdout)["total_copied"] == 0
+
+    after = asyncio.run(_search(tmp_path / "restored", fill=False))
+    assert after == before and all(after)
+
+
+def test_import_refuses_a_file_that_is_not_an_export(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.tar.gz"
+    bogus.write_bytes(b"plain text, not an archive")
+    result = _run(["import", str(bogus)], _env(tmp_path / "data"))
+    assert result.exit_code == 2
+    assert "not a readable Eagle-RAG export" in result.output
+    assert not (tmp_path / "data" / "eagle.db").exists()  # nothing was opened or written
+
+
+def test_import_refuses_an_archive_of_another_format(tmp_path: Path) -> None:
+    other = tmp_path / "other.tar.gz"
+    with tarfile.open(other, "w:gz") as tar:
+        data = json.dumps({"format": "something-else", "version": 1}).encode()
+        info = tarfile.TarInfo("manifest.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    result = _run(["import", str(other)], _env(tmp_path / "data"))
+    assert result.exit_code == 2
+    assert "not a version-1 Eagle-RAG export" in result.output
+
+
+def test_import_refuses_a_missing_file(tmp_path: Path) -> None:
+    result = _run(["import", str(tmp_path / "absent.tar.gz")], _env(tmp_path / "data"))
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
