@@ -7,10 +7,11 @@ upstream of its .sql, a source learns the models built on it).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from eagle_rag.plugins.payloads import TextChunk
+from eagle_rag.plugins.payloads import RetrievedHit, TextChunk
 from plugins.lakehouse_bi.lineage import Entry, LineageGraph
 from plugins.lakehouse_bi.model import RELATIONS, SemanticObject
 from plugins.lakehouse_bi.render import object_path
@@ -29,28 +30,62 @@ SOURCE_TYPES = {
 MAX_LISTED = 50
 
 
-def enrich_chunks(chunks: tuple[TextChunk, ...], entry: Entry, graph: LineageGraph) -> tuple[TextChunk, ...]:
+def enrich_chunks(
+    chunks: tuple[TextChunk, ...], entry: Entry, graph: LineageGraph
+) -> tuple[TextChunk, ...]:
     by_path = {object_path(o): o for o in entry.objects}
     source_type = SOURCE_TYPES.get(entry.kind, entry.kind)
     out = []
     for chunk in chunks:
         relative = chunk.path.split("/", 1)[1] if "/" in chunk.path else ""
         obj = by_path.get(relative) or by_path.get(_without_suffix(relative))
-        fields: dict[str, Any] = {"project": entry.project, "source_type": source_type, "framework": entry.kind}
+        fields: dict[str, Any] = {
+            "project": entry.project,
+            "source_type": source_type,
+            "framework": entry.kind,
+        }
         if obj is None:
-            fields["object_type"] = "summary" if chunk.type == "section_summary" or not relative else "group"
+            fields["object_type"] = (
+                "summary" if chunk.type == "section_summary" or not relative else "group"
+            )
         elif chunk.type == "section_summary":
-            fields.update({"object_type": "summary", "name": obj.name, "model": obj.model or obj.name})
+            fields.update(
+                {"object_type": "summary", "name": obj.name, "model": obj.model or obj.name}
+            )
         else:
             fields.update(object_fields(obj, graph))
         out.append(replace(chunk, metadata={**chunk.metadata, **fields}))
     return tuple(out)
 
 
+def lineage_of(
+    name: str, relation: str, own: Iterable[str], graph: LineageGraph
+) -> tuple[list[str], list[str]]:
+    """Direct upstream (the object's own refs plus other files' for the same name) and
+    downstream (who references its relation), from the KB's graph."""
+    # An explore may be named after its base view: its own refs are kept as written.
+    upstream = sorted(set(own) | (graph.upstream.get(name, set()) - {name}))
+    downstream = sorted(graph.downstream.get(relation, set()) - {relation})
+    return upstream[:MAX_LISTED], downstream[:MAX_LISTED]
+
+
+def with_lineage(hit: RetrievedHit, graph: LineageGraph) -> RetrievedHit:
+    """A search hit whose ``upstream`` / ``downstream`` are the index's (not as of its ingest)."""
+    fields = dict(hit.metadata["fields"])
+    name = str(fields.get("name", ""))
+    relation = name if fields.get("object_type") in RELATIONS else str(fields.get("model") or name)
+    upstream, downstream = lineage_of(name, relation, fields.get("upstream") or (), graph)
+    for key, value in (("upstream", upstream), ("downstream", downstream)):
+        if value:
+            fields[key] = value
+        else:
+            fields.pop(key, None)
+    return replace(hit, metadata={**hit.metadata, "fields": fields})
+
+
 def object_fields(obj: SemanticObject, graph: LineageGraph) -> dict[str, Any]:
     relation = obj.name if obj.object_type in RELATIONS or not obj.model else obj.model
-    upstream = sorted(set(obj.upstream) | graph.upstream.get(obj.name, set()) - {obj.name})
-    downstream = sorted(graph.downstream.get(relation, set()) - {relation})
+    upstream, downstream = lineage_of(obj.name, relation, obj.upstream, graph)
     fields: dict[str, Any] = {
         "object_type": obj.object_type,
         "name": obj.name,
@@ -59,8 +94,8 @@ def object_fields(obj: SemanticObject, graph: LineageGraph) -> dict[str, Any]:
         "grain": obj.grain,
         "data_type": obj.data_type,
         "tests": list(obj.tests),
-        "upstream": upstream[:MAX_LISTED],
-        "downstream": downstream[:MAX_LISTED],
+        "upstream": upstream,
+        "downstream": downstream,
         "owner": obj.owner,
         "tags": list(obj.tags),
     }

@@ -34,7 +34,7 @@ class _AnyMacro(ChainableUndefined):
     it renders ``null``, a value SQL accepts wherever an expression goes, so the SQL around
     it still renders and parses."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> str:
+    def __call__(self, *args: Any, **kwargs: Any) -> str:  # type: ignore[override]
         return "null"
 
 
@@ -51,7 +51,7 @@ def template_calls(text: str) -> TemplateCalls:
     try:
         tree = env.parse(text)
     except TemplateError as exc:
-        return TemplateCalls((), (), {}, syntax_error=str(exc))
+        return _calls_from_tokens(env, text, str(exc))
     refs: list[str] = []
     sources: list[str] = []
     config: dict[str, Any] = {}
@@ -98,3 +98,32 @@ def render_sql(text: str) -> str | None:
         return env.from_string(text).render(**context)
     except (TemplateError, TypeError, ValueError, AttributeError, RecursionError):
         return None
+
+
+def _calls_from_tokens(env: SandboxedEnvironment, text: str, error: str) -> TemplateCalls:
+    """The template does not parse (a dbt-only tag such as ``{% materialization %}``, or a
+    mistake): read ref()/source() calls from Jinja's token stream, which needs no grammar."""
+    try:
+        tokens = [(kind, value) for _, kind, value in env.lex(text)]
+    except TemplateError:
+        return TemplateCalls((), (), {}, syntax_error=error)
+    refs: list[str] = []
+    sources: list[str] = []
+    for i, (kind, value) in enumerate(tokens):
+        if kind != "name" or value not in ("ref", "source") or i + 1 >= len(tokens):
+            continue
+        if tokens[i + 1][0] != "operator" or tokens[i + 1][1] != "(":
+            continue
+        args: list[str] = []
+        for arg_kind, arg in tokens[i + 2 :]:
+            if arg_kind == "string":
+                args.append(arg.strip("'\""))
+            elif arg == ")" or arg_kind not in ("whitespace", "operator"):
+                break
+        if value == "ref" and args:
+            refs.append(args[-1])
+        elif value == "source" and len(args) >= 2:
+            sources.append(f"{args[0]}.{args[1]}")
+    return TemplateCalls(
+        tuple(dict.fromkeys(refs)), tuple(dict.fromkeys(sources)), {}, syntax_error=error
+    )

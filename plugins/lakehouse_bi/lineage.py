@@ -40,10 +40,14 @@ class Entry:
 class LineageGraph:
     """Relations (models, sources, views...) by name, with their edges both ways."""
 
-    objects: dict[str, list[tuple[SemanticObject, Entry]]] = field(default_factory=lambda: defaultdict(list))
+    objects: dict[str, list[tuple[SemanticObject, Entry]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     upstream: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     downstream: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    children: dict[str, list[tuple[SemanticObject, Entry]]] = field(default_factory=lambda: defaultdict(list))
+    children: dict[str, list[tuple[SemanticObject, Entry]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
 
     def add(self, entry: Entry) -> None:
         for obj in entry.objects:

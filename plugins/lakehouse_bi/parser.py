@@ -25,7 +25,7 @@ from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import decode_text
 from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.plugins.payloads import ParseResult
-from plugins.lakehouse_bi.model import FileCatalog, SemanticObject, clean
+from plugins.lakehouse_bi.model import FileCatalog, SemanticObject, as_list, clean
 from plugins.lakehouse_bi.parsers.common import load_yaml
 from plugins.lakehouse_bi.parsers.cube import is_cube_yaml, read_cube_yaml
 from plugins.lakehouse_bi.parsers.dbt_yaml import DBT_KEYS, is_dbt_yaml, read_dbt_yaml
@@ -110,9 +110,11 @@ def read_file(text: str, filename: str) -> FileCatalog:
 def _dbt_project(value: dict[str, object]) -> FileCatalog:
     name = clean(value.get("name")) or "dbt_project"
     details = tuple(
-        (key, clean(value.get(key)) or ", ".join(clean(v) for v in value.get(key) or [] if isinstance(value.get(key), list)))
+        (key, ", ".join(clean(v) for v in as_list(value.get(key))))
         for key in ("version", "profile", "model-paths", "require-dbt-version")
         if value.get(key)
     )
-    obj = SemanticObject(PROJECT, name, ("dbt_project",), "dbt", description=f"dbt project {name}", details=details)
+    obj = SemanticObject(
+        PROJECT, name, ("dbt_project",), "dbt", description=f"dbt project {name}", details=details
+    )
     return FileCatalog("dbt_project", (obj,), extra={"project_name": name})

@@ -37,8 +37,8 @@ from eagle_rag.plugins.payloads import (
     TextChunk,
 )
 from eagle_rag.retrieval.filters import build_metadata_filter
-from plugins.lakehouse_bi.enrich import enrich_chunks
-from plugins.lakehouse_bi.exact import exact_first, exact_hits
+from plugins.lakehouse_bi.enrich import enrich_chunks, with_lineage
+from plugins.lakehouse_bi.exact import exact_first, named_hits
 from plugins.lakehouse_bi.hints import GLOSSARY, question_terms
 from plugins.lakehouse_bi.lineage import Entry, LineageIndex
 from plugins.lakehouse_bi.model import SemanticObject
@@ -78,7 +78,9 @@ class LakehouseBiPlugin:
         self._project = str(options.get("project") or "")
         extra = options.get("glossary") or {}
         if not isinstance(extra, Mapping):
-            raise PluginError("options.lakehouse-bi.glossary must map terms to word lists", plugin=NAMESPACE)
+            raise PluginError(
+                "options.lakehouse-bi.glossary must map terms to word lists", plugin=NAMESPACE
+            )
         self._glossary.update({str(k): tuple(str(w) for w in v) for k, v in extra.items()})
         if ctx.host.objects is None:
             raise PluginError("lakehouse-bi needs the host's object store", plugin=NAMESPACE)
@@ -98,7 +100,9 @@ class LakehouseBiPlugin:
             (hooks.retrieve_supplement, self.supplement),
             (hooks.rrf_post_merge, self.named_first),
         ):
-            bus.subscribe(hook, handler, plugin=NAMESPACE, priority=DOMAIN_PRIORITY, namespace=NAMESPACE)
+            bus.subscribe(
+                hook, handler, plugin=NAMESPACE, priority=DOMAIN_PRIORITY, namespace=NAMESPACE
+            )
 
     def register_mcp_tools(self, ctx: PluginContext) -> None:
         tools = LakehouseTools(
@@ -134,7 +138,9 @@ class LakehouseBiPlugin:
 
     # --- ingest ---------------------------------------------------------------------------------
 
-    async def name_project(self, result: ParseResult, source: DocumentSource, ctx: HookContext) -> ParseResult | None:
+    async def name_project(
+        self, result: ParseResult, source: DocumentSource, ctx: HookContext
+    ) -> ParseResult | None:
         """PARSE: the project heading, and this file's entry in the KB's lineage index."""
         found = result.metadata.get(META_KEY)
         if not isinstance(found, Mapping) or not result.sections:
@@ -152,7 +158,9 @@ class LakehouseBiPlugin:
         await asyncio.to_thread(index.write, source.kb_name, entry)
         return replace(result, sections=sections, metadata={**result.metadata, "title": project})
 
-    async def type_chunks(self, chunks: tuple[TextChunk, ...], source: DocumentSource) -> tuple[TextChunk, ...] | None:
+    async def type_chunks(
+        self, chunks: tuple[TextChunk, ...], source: DocumentSource
+    ) -> tuple[TextChunk, ...] | None:
         """CHUNK: each chunk gets its object's typed metadata; text, path and order untouched."""
         index = self._require(self._index, "lineage index")
         entries = await asyncio.to_thread(index.entries, source.kb_name)
@@ -192,31 +200,59 @@ class LakehouseBiPlugin:
         return QueryExpansion(dense_text=dense, sparse_terms=sparse)
 
     async def supplement(
-        self, query: QueryRequest, hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]], ctx: HookContext
+        self,
+        query: QueryRequest,
+        hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]],
+        ctx: HookContext,
     ) -> tuple[RetrievedHit, ...] | None:
         """RETRIEVE_SUPPLEMENT: the chunks of the objects the question names exactly."""
-        identifiers = self.terms(query.text).identifiers
-        if not identifiers or not ctx.kb_names:
+        terms = self.terms(query.text)
+        if not (terms.identifiers or terms.grain) or not ctx.kb_names:
             return None
         where = scope_filter(query, ctx.kb_names, hits_by_plan)
         vectors = self._require(self._ctx.host.vectors if self._ctx else None, "vector store")
-        found = await asyncio.to_thread(exact_hits, vectors, identifiers, where)
+        prior = [h for hits in hits_by_plan.values() for h in hits]
+        found = await asyncio.to_thread(named_hits, vectors, terms, where, prior)
         return tuple(found) or None
 
-    def named_first(self, merged: tuple[RetrievedHit, ...], supplements: tuple[RetrievedHit, ...]) -> tuple[RetrievedHit, ...] | None:
-        """RRF_POST_MERGE: exact-name matches lead, in their match order."""
+    async def named_first(
+        self,
+        merged: tuple[RetrievedHit, ...],
+        supplements: tuple[RetrievedHit, ...],
+        ctx: HookContext,
+    ) -> tuple[RetrievedHit, ...] | None:
+        """RRF_POST_MERGE: exact-name matches lead, in their match order; every typed hit's
+        lineage is refreshed from the KB's index (the chunk's own copy is as of its ingest, so
+        files ingested after it are missing there)."""
         reordered = exact_first(merged, supplements)
-        return reordered if reordered != merged else None
+        index = self._require(self._index, "lineage index")
+        if not any(_typed(h) for h in reordered):
+            return reordered if reordered != merged else None
+        graph = await asyncio.to_thread(index.graph, ctx.kb_names)
+        return tuple(with_lineage(h, graph) if _typed(h) else h for h in reordered)
 
     @staticmethod
     def _require(value: Any, what: str) -> Any:
         if value is None:
-            raise PluginError(f"lakehouse-bi needs the host's {what} (is the plugin loaded?)", plugin=NAMESPACE)
+            raise PluginError(
+                f"lakehouse-bi needs the host's {what} (is the plugin loaded?)", plugin=NAMESPACE
+            )
         return value
 
 
+def _typed(hit: RetrievedHit) -> bool:
+    fields = hit.metadata.get("fields")
+    return isinstance(fields, Mapping) and fields.get("object_type") not in (
+        None,
+        "summary",
+        "group",
+    )
+
+
 def scope_filter(
-    query: QueryRequest, kb_names: tuple[str, ...], hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]]
+    query: QueryRequest,
+    kb_names: tuple[str, ...],
+    hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]],
 ) -> Filter:
     """The request's scope for a scalar query: its KBs, documents and filters; with tags (which
     only the catalog resolves) the documents the scoped searches already returned."""

@@ -64,7 +64,9 @@ def to_parse_result(catalog: FileCatalog, *, filename: str) -> ParseResult:
                 opened.add(prefix)
                 sections.append(TextSection("", heading=prefix[-1], level=depth + 1))
         opened.add(obj.path)
-        text = describe(obj, children.get(obj.name, []) if obj.object_type not in CHILD_TYPES else [])
+        text = describe(
+            obj, children.get(obj.name, []) if obj.object_type not in CHILD_TYPES else []
+        )
         sections.append(TextSection("", heading=obj.path[-1], level=len(obj.path) + 1))
         sections.append(TextSection(text))
     metadata = {
@@ -129,6 +131,8 @@ def _members(members: list[SemanticObject]) -> str:
         by_type[member.object_type].append(item)
     parts = []
     for kind, items in by_type.items():
-        name = {"column": "Columns", "dimension": "Dimensions", "measure": "Measures"}.get(kind, "Entities")
+        name = {"column": "Columns", "dimension": "Dimensions", "measure": "Measures"}.get(
+            kind, "Entities"
+        )
         parts.append(f"{name} ({len(items)}): " + "; ".join(items))
     return "\n".join(parts)

@@ -23,7 +23,7 @@ from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.payloads import CollectionQueryPlan, QueryRequest, RetrievedHit
 from eagle_rag.retrieval.orchestrator import RetrieverOrchestrator
 from eagle_rag.settings import Settings
-from plugins.lakehouse_bi.exact import exact_first, exact_hits
+from plugins.lakehouse_bi.exact import exact_first, named_hits
 from plugins.lakehouse_bi.lineage import LineageGraph, LineageIndex
 from plugins.lakehouse_bi.model import RELATIONS
 
@@ -85,7 +85,9 @@ class LakehouseTools:
         types = list(object_types or SEMANTIC_TYPES)
         unknown = sorted(set(types) - set(SEMANTIC_TYPES))
         if unknown:
-            raise InvalidInputError(f"unknown object_types: {', '.join(unknown)}", field="object_types")
+            raise InvalidInputError(
+                f"unknown object_types: {', '.join(unknown)}", field="object_types"
+            )
         where = all_of(_kbs(kbs), json_in("metadata", "object_type", types))
         hits = await self.search(question, kbs, top_k, where)
         graph = await asyncio.to_thread(self._index.graph, kbs or sorted({h.kb_name for h in hits}))
@@ -132,18 +134,24 @@ class LakehouseTools:
 
     # --- search ---------------------------------------------------------------------------------
 
-    async def search(self, text: str, kbs: Sequence[str], top_k: int, where: Filter) -> list[RetrievedHit]:
+    async def search(
+        self, text: str, kbs: Sequence[str], top_k: int, where: Filter
+    ) -> list[RetrievedHit]:
         if not text.strip():
             raise InvalidInputError("the question must not be empty", field="question")
         if not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInputError(f"top_k must be between 1 and {MAX_TOP_K}", field="top_k")
         request = QueryRequest(text, kb_names=tuple(kbs), top_k=top_k)
-        ctx = HookContext(plugin_namespace=self._settings.plugins.default_namespace, kb_names=tuple(kbs))
-        plan = CollectionQueryPlan(TEXT_COLLECTION, self._encoder, top_k, reason="lakehouse-bi tool")
+        ctx = HookContext(
+            plugin_namespace=self._settings.plugins.default_namespace, kb_names=tuple(kbs)
+        )
+        plan = CollectionQueryPlan(
+            TEXT_COLLECTION, self._encoder, top_k, reason="lakehouse-bi tool"
+        )
         depth = max(top_k, self._candidates)
         result = await self._orchestrator.run(request, plan, where, ctx, depth=depth)
-        identifiers = self._terms(text).identifiers
-        exact = await asyncio.to_thread(exact_hits, self._vectors, identifiers, where)
+        terms = self._terms(text)
+        exact = await asyncio.to_thread(named_hits, self._vectors, terms, where, result.hits)
         return list(exact_first(result.hits, exact))[:top_k]
 
     def _admit(self, kb_names: list[str] | None) -> list[str]:
@@ -211,7 +219,12 @@ def _object(citation: int, hit: RetrievedHit, graph: LineageGraph) -> dict[str, 
         item["lineage"] = {"of": relation, **graph.lineage(relation)}
     if kind in RELATIONS:
         item["columns"] = [
-            {"name": o.name, "object_type": o.object_type, "data_type": o.data_type, "description": o.description}
+            {
+                "name": o.name,
+                "object_type": o.object_type,
+                "data_type": o.data_type,
+                "description": o.description,
+            }
             for o, _ in graph.children.get(name, [])
         ]
     return item

@@ -75,7 +75,7 @@ def meta_value(node: dict[str, Any], key: str) -> str:
 
 
 def tags_of(node: dict[str, Any]) -> tuple[str, ...]:
-    config = node.get("config") if isinstance(node.get("config"), dict) else {}
+    config = mapping(node.get("config"))
     tags = [*as_list(node.get("tags")), *as_list(config.get("tags"))]
     return tuple(dict.fromkeys(clean(t) for t in tags if clean(t)))
 

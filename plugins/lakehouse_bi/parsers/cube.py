@@ -60,8 +60,13 @@ def _cube(cube: dict[str, Any]) -> list[SemanticObject]:
     details = [("SQL table", table)] if table else []
     if cube.get("sql"):
         details.append(("SQL", clean(cube["sql"])[:400]))
-    details += [(f"Join {clean(j['name'])}", f"{clean(j.get('relationship'))}; {clean(j.get('sql'))}") for j in joins]
-    primary = [clean(d["name"]) for d in named_items(cube.get("dimensions")) if d.get("primary_key")]
+    details += [
+        (f"Join {clean(j['name'])}", f"{clean(j.get('relationship'))}; {clean(j.get('sql'))}")
+        for j in joins
+    ]
+    primary = [
+        clean(d["name"]) for d in named_items(cube.get("dimensions")) if d.get("primary_key")
+    ]
     objects = [
         SemanticObject(
             CUBE,

@@ -64,7 +64,9 @@ def _grain(columns: list[dict[str, Any]], node: dict[str, Any]) -> str:
     for test in as_list(node.get("tests")) + as_list(node.get("data_tests")):
         combo = mapping(test).get("dbt_utils.unique_combination_of_columns")
         if isinstance(combo, dict):
-            return "one row per " + ", ".join(clean(c) for c in as_list(combo.get("combination_of_columns")))
+            return "one row per " + ", ".join(
+                clean(c) for c in as_list(combo.get("combination_of_columns"))
+            )
     keys = [clean(c["name"]) for c in columns if _is_key(c)]
     return f"one row per {', '.join(keys)}" if keys else ""
 
@@ -105,7 +107,9 @@ def _depends_on(node: dict[str, Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _column(node: dict[str, Any], model: str, parent: tuple[str, ...], framework: str) -> SemanticObject:
+def _column(
+    node: dict[str, Any], model: str, parent: tuple[str, ...], framework: str
+) -> SemanticObject:
     name = clean(node["name"])
     tests = test_names(node.get("tests")) + test_names(node.get("data_tests"))
     constraints = tuple(
@@ -132,7 +136,9 @@ def _source(source: dict[str, Any]) -> list[SemanticObject]:
     database = clean(source.get("database"))
     for table in named_items(source.get("tables")):
         name = f"{source_name}.{clean(table['name'])}"
-        relation = ".".join(p for p in (database, schema, clean(table.get("identifier") or table["name"])) if p)
+        relation = ".".join(
+            p for p in (database, schema, clean(table.get("identifier") or table["name"])) if p
+        )
         columns = named_items(table.get("columns"))
         details = [("Relation", relation)]
         if table.get("loaded_at_field"):

@@ -49,7 +49,11 @@ def _view(view: dict[str, Any]) -> list[SemanticObject]:
     upstream = (table.split(".")[-1],) if table else ()
     details = [("SQL table", table)] if table else []
     if view.get("derived_table"):
-        sql = clean(view["derived_table"].get("sql")) if isinstance(view["derived_table"], dict) else ""
+        sql = (
+            clean(view["derived_table"].get("sql"))
+            if isinstance(view["derived_table"], dict)
+            else ""
+        )
         details.append(("Derived table", sql[:400]))
     if view.get("extends"):
         details.append(("Extends", ", ".join(clean(e) for e in as_list(view["extends"]))))
@@ -114,7 +118,11 @@ def _explore(node: dict[str, Any]) -> SemanticObject:
             f"Join {clean(j['name'])}",
             "; ".join(
                 x
-                for x in (clean(j.get("relationship")), clean(j.get("sql_on")), clean(j.get("type")))
+                for x in (
+                    clean(j.get("relationship")),
+                    clean(j.get("sql_on")),
+                    clean(j.get("type")),
+                )
                 if x
             ),
         )

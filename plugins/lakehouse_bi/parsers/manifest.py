@@ -34,7 +34,9 @@ def read_manifest(value: dict[str, Any]) -> FileCatalog:
     nodes: dict[str, Any] = mapping(value.get("nodes"))
     sources: dict[str, Any] = mapping(value.get("sources"))
     names = {uid: _display(uid, node) for uid, node in {**nodes, **sources}.items()}
-    names.update({uid: clean(m.get("name")) for uid, m in mapping(value.get("semantic_models")).items()})
+    names.update(
+        {uid: clean(m.get("name")) for uid, m in mapping(value.get("semantic_models")).items()}
+    )
     tests = _tests(nodes)
     objects: list[SemanticObject] = []
     for uid, node in nodes.items():
@@ -143,7 +145,11 @@ def _relation(
             grain=clean(meta.get("grain")) or (f"one row per {', '.join(keys)}" if keys else ""),
             tests=tuple(tests.get((uid, ""), ())),
             upstream=_upstream(node, names),
-            owner=clean(mapping(meta.get("owner")).get("name") if isinstance(meta.get("owner"), dict) else meta.get("owner")),
+            owner=clean(
+                mapping(meta.get("owner")).get("name")
+                if isinstance(meta.get("owner"), dict)
+                else meta.get("owner")
+            ),
             tags=tuple(clean(t) for t in as_list(node.get("tags"))),
             details=tuple(details),
         )

@@ -49,7 +49,7 @@ def _parse(sql: str) -> list[exp.Expression] | None:
             parsed = sqlglot.parse(sql, read=dialect)
         except (ParseError, TokenError, ValueError):
             continue
-        statements = [s for s in parsed if s is not None]
+        statements = [s for s in parsed if isinstance(s, exp.Expression)]
         if statements:
             return statements
     return None
@@ -211,7 +211,9 @@ def _comment(statement: exp.Comment, tables: dict[str, dict[str, object]]) -> No
         if entry is not None:
             entry["comment"] = text
     elif kind == "COLUMN" and isinstance(target, exp.Column):
-        entry = tables.get(".".join(p for p in (target.args.get("db") and target.db, target.table) if p))
+        entry = tables.get(
+            ".".join(p for p in (target.args.get("db") and target.db, target.table) if p)
+        )
         if entry is None:
             return
         for column in entry["columns"]:  # type: ignore[attr-defined]
