@@ -210,3 +210,14 @@ def test_question_terms() -> None:
     assert terms.identifiers == ("stg_payments.amount", "raw.orders", "net_amount")
     assert terms.translations == ("refund", "refunds")
     assert question_terms("how many orders?").identifiers == ()
+
+
+def test_missing_extras_are_named_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from plugins.lakehouse_bi import requirements
+
+    assert requirements.missing() == []
+    monkeypatch.setitem(requirements.REQUIRED, "lakehouse_not_installed", "sqlglot-x")
+    with pytest.raises(
+        ImportError, match=r"needs sqlglot-x: pip install 'eagle-rag\[lakehouse-bi\]'"
+    ):
+        requirements.check()
