@@ -61,10 +61,10 @@ def enrich_chunks(
 def lineage_of(
     name: str, relation: str, own: Iterable[str], graph: LineageGraph
 ) -> tuple[list[str], list[str]]:
-    """Direct upstream (the object's own refs plus other files' for the same name) and
-    downstream (who references its relation), from the KB's graph."""
+    """Direct upstream and downstream of the object's relation (a column's are its model's):
+    its own refs plus what other files say about the same relation, from the KB's graph."""
     # An explore may be named after its base view: its own refs are kept as written.
-    upstream = sorted(set(own) | (graph.upstream.get(name, set()) - {name}))
+    upstream = sorted(set(own) | (graph.upstream.get(relation, set()) - {relation}))
     downstream = sorted(graph.downstream.get(relation, set()) - {relation})
     return upstream[:MAX_LISTED], downstream[:MAX_LISTED]
 
