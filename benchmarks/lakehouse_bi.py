@@ -34,10 +34,10 @@ PROFILES = ("core", "lakehouse-bi")
 TOP_K = 10
 
 
-async def _app(profile: str, data_dir: Path) -> EagleApp:
-    return await bootstrap(
-        load_settings({"EAGLE_RAG_PROFILE": profile, "EAGLE_DATA_DIR": str(data_dir)})
-    )
+async def _app(profile: str, data_dir: Path, encoder_mode: str = "auto") -> EagleApp:
+    env = {"EAGLE_RAG_PROFILE": profile, "EAGLE_DATA_DIR": str(data_dir)}
+    env["EAGLE_ENCODER_MODE"] = encoder_mode  # deterministic: the hashing embedder (no model)
+    return await bootstrap(load_settings(env))
 
 
 async def ingest(app: EagleApp, kb: str, root: Path) -> tuple[float, dict[str, str]]:
@@ -172,7 +172,7 @@ async def ingest_bench(args: argparse.Namespace) -> None:
         files = sum(1 for p in root.rglob("*") if p.is_file())
         rows = {}
         for profile in PROFILES:
-            app = await _app(profile, Path(tmp) / profile)
+            app = await _app(profile, Path(tmp) / profile, args.encoder_mode)
             try:
                 seconds, failed = await ingest(app, "big", root)
                 chunks = app.vectors.count("eagle_text")
@@ -182,7 +182,10 @@ async def ingest_bench(args: argparse.Namespace) -> None:
                 rows[profile] = (seconds, chunks, len(failed), extra)
             finally:
                 await app.stop()
-    print(f"generated dbt project: {args.models} models, {args.columns} columns, {files} files")
+    print(
+        f"generated dbt project: {args.models} models, {args.columns} columns, {files} files; "
+        f"encoder mode {args.encoder_mode}"
+    )
     for profile, (seconds, chunks, failed, extra) in rows.items():
         print(f"{profile:14} ingest {seconds:8.1f} s  {chunks:6d} chunks  {failed} failed  {extra}")
     ratio = rows["lakehouse-bi"][0] / rows["core"][0]
@@ -215,6 +218,9 @@ def main() -> None:
     i = sub.add_parser("ingest")
     i.add_argument("--models", type=int, default=350)
     i.add_argument("--columns", type=int, default=4000)
+    i.add_argument(
+        "--encoder-mode", default="auto", help="auto (the configured embedder) or deterministic"
+    )
     args = parser.parse_args()
     asyncio.run(quality(args) if args.command == "quality" else ingest_bench(args))
 

@@ -117,7 +117,9 @@ def grain_hits(
     for row in rows:
         grain = str((row.get("metadata") or {}).get("grain", "")).lower()
         keys = [k.strip() for k in grain.partition(" per ")[2].split(",") if k.strip()]
-        if not any(k.startswith(stem) for k in keys for stem in stems):
+        if not any(
+            k in (stem, f"{stem}s", f"{stem}_id", f"{stem}_key") for k in keys for stem in stems
+        ):
             continue
         hit = to_hit(TEXT_COLLECTION, VectorHit(str(row["id"]), 1.0, row), stage="grain")
         found.append((position.get(hit.chunk_id, len(position) + len(found)), hit))
