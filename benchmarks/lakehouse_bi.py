@@ -210,6 +210,92 @@ def _coverage(app: EagleApp, args: argparse.Namespace) -> str:
     )
 
 
+def chunks_bench(args: argparse.Namespace) -> None:
+    """Parse, build the tree, chunk and type a generated project in process (no embedder, no
+    stores): every model and column must be its own chunk with its lineage; Core's parsers on
+    the same files give the plain-text baseline for the CPU these steps cost."""
+    from eagle_rag.ingest.detect import detect
+    from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
+    from eagle_rag.ingest.knowhere.tree import build_tree
+    from eagle_rag.ingest.parsers.base import ParseContext
+    from eagle_rag.ingest.parsers.registry import builtin_parsers, parser_for
+    from plugins.lakehouse_bi.enrich import enrich_chunks
+    from plugins.lakehouse_bi.lineage import Entry, LineageIndex
+    from plugins.lakehouse_bi.model import SemanticObject
+    from plugins.lakehouse_bi.parser import LakehouseParser
+    from plugins.lakehouse_bi.render import META_KEY
+
+    count = len  # a stand-in token counter: the same for both profiles
+    options = ChunkingOptions(chunk_size=400, chunk_overlap=40)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = generate(Path(tmp) / "project", models=args.models, columns=args.columns)
+        files = [(p.name, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()]
+    results = {}
+    for profile in PROFILES:
+        parsers = [*builtin_parsers(), *([LakehouseParser()] if profile == "lakehouse-bi" else [])]
+        started = time.perf_counter()
+        entries, chunked = [], []
+        for i, (name, data) in enumerate(files):
+            mime = detect(data, name).mime_type
+            parser = parser_for(mime, parsers, filename=name, data=data)
+            parsed = parser.parse(ParseContext(data, name, mime))
+            found = parsed.metadata.get(META_KEY)
+            if found:
+                objects = tuple(SemanticObject.from_dict(o) for o in found["objects"])
+                entries.append(Entry(str(i), name, "big", found["kind"], objects))
+            tree = build_tree(parsed, title="big")
+            chunked.append(
+                (
+                    str(i),
+                    chunk_tree(
+                        tree,
+                        document_id=str(i),
+                        kb_name="big",
+                        options=options,
+                        count_tokens=lambda t: count(t.split()),
+                    ),
+                )
+            )
+        typed = []
+        if entries:
+            graph = LineageIndex.graph_of(entries)
+            by_id = {e.document_id: e for e in entries}
+            typed = [
+                c
+                for doc, cs in chunked
+                if doc in by_id
+                for c in enrich_chunks(cs, by_id[doc], graph)
+            ]
+        results[profile] = (time.perf_counter() - started, sum(len(cs) for _, cs in chunked), typed)
+    print(
+        f"generated dbt project: {args.models} models, {args.columns} columns, {len(files)} files"
+    )
+    for profile, (seconds, n, typed) in results.items():
+        line = f"{profile:14} parse+tree+chunk(+type) {seconds:6.2f} s  {n:6d} chunks"
+        if typed:
+            columns = [c for c in typed if c.metadata.get("object_type") == "column"]
+            models = {c.metadata["name"] for c in typed if c.metadata.get("object_type") == "model"}
+            sql_models = [
+                c
+                for c in typed
+                if c.metadata.get("object_type") == "model"
+                and c.metadata.get("framework") == "dbt_sql"
+            ]
+            resolved = sum(
+                1
+                for c in typed
+                if c.metadata.get("object_type") == "model"
+                and c.metadata.get("framework") == "dbt_yaml"
+                and c.metadata.get("upstream")
+            )
+            line += (
+                f"; column chunks {len(columns)}, distinct models {len(models)}, "
+                f"sql model chunks {len(sql_models)}, yml model chunks with upstream resolved "
+                f"from their .sql {resolved}"
+            )
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -221,7 +307,13 @@ def main() -> None:
     i.add_argument(
         "--encoder-mode", default="auto", help="auto (the configured embedder) or deterministic"
     )
+    c = sub.add_parser("chunks")
+    c.add_argument("--models", type=int, default=350)
+    c.add_argument("--columns", type=int, default=4000)
     args = parser.parse_args()
+    if args.command == "chunks":
+        chunks_bench(args)
+        return
     asyncio.run(quality(args) if args.command == "quality" else ingest_bench(args))
 
 
