@@ -10,7 +10,6 @@ from eagle_rag.errors import InvalidInputError
 from plugins.lakehouse_bi.jinja import template_calls
 from plugins.lakehouse_bi.model import as_list, clean
 
-
 # libyaml's loader when PyYAML was built with it: about ten times faster on large files.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -18,7 +17,7 @@ _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def load_yaml(text: str, filename: str) -> Any:
     """Parse YAML; InvalidInputError with the line and column of the first mistake."""
     try:
-        return yaml.load(text, Loader=_LOADER)  # noqa: S506  (a safe loader)
+        return yaml.load(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
