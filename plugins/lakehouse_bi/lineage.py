@@ -142,6 +142,11 @@ class LineageIndex:
             graph.add(entry)
         return graph
 
+    def document_entry(self, kb_name: str, document_id: str) -> Entry | None:
+        """One document's entry (None for a document that is not a lakehouse file)."""
+        key = self.key(kb_name, document_id)
+        return self._cache.get(key) or self._read(key)
+
     def entries(self, kb_name: str) -> list[Entry]:
         prefix = validate_prefix(self._namespace, kb_name)
         keys = [k for k in self._objects.list(prefix) if k.endswith("/" + ENTRY_NAME)]

@@ -4,9 +4,10 @@
 - PARSE: names the project root of the file's sections and writes the file's entry in the
   KB's lineage index.
 - CHUNK: gives each chunk its object's metadata (object_type, model, grain, data_type, tests,
-  upstream/downstream, owner, tags), resolved against every file of the KB indexed so far.
+  the file's own upstream refs, owner, tags).
 - QUERY_ASSEMBLE / QUERY_DENSE_EXPAND: identifiers and glossary terms of the question.
-- RETRIEVE_SUPPLEMENT / RRF_POST_MERGE: objects the question names come first.
+- RETRIEVE_SUPPLEMENT / RRF_POST_MERGE: objects the question names (or its grain) come first;
+  every typed hit gets its upstream/downstream from the KB's whole lineage index.
 - MCP (read-only): ``lakehouse_bi_query_semantic_context`` and
   ``lakehouse_bi_retrieve_historical_analysis``.
 
@@ -161,14 +162,16 @@ class LakehouseBiPlugin:
     async def type_chunks(
         self, chunks: tuple[TextChunk, ...], source: DocumentSource
     ) -> tuple[TextChunk, ...] | None:
-        """CHUNK: each chunk gets its object's typed metadata; text, path and order untouched."""
+        """CHUNK: each chunk gets its object's typed metadata; text, path and order untouched.
+
+        Only this file's facts are stored: lineage from other files is added to every hit at
+        query time (``named_first``), so reading the whole KB's index per file is not needed
+        (it made a project's ingest quadratic in its file count)."""
         index = self._require(self._index, "lineage index")
-        entries = await asyncio.to_thread(index.entries, source.kb_name)
-        mine = next((e for e in entries if e.document_id == source.document_id), None)
+        mine = await asyncio.to_thread(index.document_entry, source.kb_name, source.document_id)
         if mine is None:
             return None
-        graph = index.graph_of(entries)
-        return enrich_chunks(chunks, mine, graph)
+        return enrich_chunks(chunks, mine, index.graph_of([mine]))
 
     def project_for(self, source: DocumentSource) -> str:
         return str(source.metadata.get("project") or self._project or source.kb_name)
