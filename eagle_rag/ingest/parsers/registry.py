@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest.detect import TEXT_TYPES
 from eagle_rag.ingest.parsers.base import Parser
 from eagle_rag.ingest.parsers.html import HtmlParser
 from eagle_rag.ingest.parsers.office import DocxParser, PptxParser
@@ -28,11 +29,33 @@ def builtin_parsers() -> list[Parser]:
     ]
 
 
-def parser_for(mime_type: str, parsers: Iterable[Any]) -> Parser:
-    """The last registered parser that declares ``mime_type``: plugins load after Core, so a
-    plugin's parser for a type overrides Core's."""
-    matches = [p for p in parsers if mime_type in getattr(p, "supported_mime_types", ())]
+def parser_for(
+    mime_type: str,
+    parsers: Iterable[Any],
+    *,
+    filename: str | None = None,
+    data: bytes | None = None,
+) -> Parser:
+    """The parser for a file: the last registered one that claims it, else the last that
+    declares ``mime_type`` (plugins load after Core, so a plugin's parser overrides Core's).
+
+    A parser may define ``claims(filename, data) -> bool`` to take text files that share a
+    generic MIME type (``.yml``, ``.sql``, ``.lkml`` are all ``text/plain``) by their name and
+    content; it is asked only for text types, so a claim never turns a PDF into YAML.
+    """
+    candidates = list(parsers)
+    if filename is not None and data is not None and mime_type in TEXT_TYPES:
+        claiming = [p for p in candidates if _claims(p, filename, data)]
+        if claiming:
+            claimed: Parser = claiming[-1]
+            return claimed
+    matches = [p for p in candidates if mime_type in getattr(p, "supported_mime_types", ())]
     if not matches:
         raise InvalidInputError(f"no parser handles {mime_type}", mime_type=mime_type)
     chosen: Parser = matches[-1]
     return chosen
+
+
+def _claims(parser: Any, filename: str, data: bytes) -> bool:
+    claims = getattr(parser, "claims", None)
+    return bool(claims(filename, data)) if callable(claims) else False

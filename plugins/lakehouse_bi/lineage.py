@@ -1,0 +1,179 @@
+"""The per-KB lineage index: what every ingested file defines and references, merged.
+
+Each document's entry is one small JSON object stored next to its original
+(``{namespace}/{kb}/{document_id}/lakehouse-lineage.json``): deleting the document or the KB
+deletes it with the rest, and a re-ingested file (a new document id, the old one removed)
+replaces it. Readers merge whatever entries exist, so the graph does not depend on the order
+files were ingested in; ``ref()`` names resolve against every file of the KB.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from eagle_rag.errors import NotFoundError
+from eagle_rag.storage.keys import object_key, validate_prefix
+from plugins.lakehouse_bi.model import RELATIONS, SemanticObject
+
+ENTRY_NAME = "lakehouse-lineage.json"
+CACHE_LIMIT = 20_000
+MAX_DEPTH = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One document's contribution to the index."""
+
+    document_id: str
+    filename: str
+    project: str
+    kind: str
+    objects: tuple[SemanticObject, ...]
+
+
+@dataclass(slots=True)
+class LineageGraph:
+    """Relations (models, sources, views...) by name, with their edges both ways."""
+
+    objects: dict[str, list[tuple[SemanticObject, Entry]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    upstream: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    downstream: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    children: dict[str, list[tuple[SemanticObject, Entry]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+    def add(self, entry: Entry) -> None:
+        for obj in entry.objects:
+            if obj.object_type in RELATIONS or not obj.model:
+                self.objects[obj.name].append((obj, entry))
+            else:
+                self.children[obj.model].append((obj, entry))
+            for parent in obj.upstream:
+                if parent != obj.name:
+                    self.upstream[obj.name].add(parent)
+                    self.downstream[parent].add(obj.name)
+
+    def walk(self, name: str, direction: str, depth: int = MAX_DEPTH) -> list[str]:
+        """Names reachable upstream or downstream, nearest first; cycles are walked once."""
+        edges = self.upstream if direction == "upstream" else self.downstream
+        seen: dict[str, None] = {}
+        frontier = [name]
+        for _ in range(depth):
+            following = []
+            for node in frontier:
+                for neighbour in sorted(edges.get(node, ())):
+                    if neighbour != name and neighbour not in seen:
+                        seen[neighbour] = None
+                        following.append(neighbour)
+            if not following:
+                break
+            frontier = following
+        return list(seen)
+
+    def cycle_through(self, name: str) -> list[str]:
+        """A reference cycle that passes through ``name`` (empty if none): a -> b -> a."""
+        path: list[str] = []
+        visiting: set[str] = set()
+
+        def visit(node: str) -> bool:
+            for parent in sorted(self.upstream.get(node, ())):
+                if parent == name:
+                    path.append(parent)
+                    return True
+                if parent in visiting or len(path) > MAX_DEPTH * 10:
+                    continue
+                visiting.add(parent)
+                path.append(parent)
+                if visit(parent):
+                    return True
+                path.pop()
+            return False
+
+        return [name, *path] if visit(name) else []
+
+    def lineage(self, name: str) -> dict[str, Any]:
+        return {
+            "upstream": sorted(self.upstream.get(name, ())),
+            "downstream": sorted(self.downstream.get(name, ())),
+            "all_upstream": self.walk(name, "upstream"),
+            "all_downstream": self.walk(name, "downstream"),
+            "cycle": self.cycle_through(name),
+        }
+
+
+class LineageIndex:
+    """Reads and writes the entries of one namespace's KBs in the object store."""
+
+    def __init__(self, objects: Any, namespace: str) -> None:
+        self._objects = objects
+        self._namespace = namespace
+        self._cache: dict[str, Entry] = {}
+
+    def key(self, kb_name: str, document_id: str) -> str:
+        return object_key(self._namespace, kb_name, document_id, ENTRY_NAME)
+
+    def write(self, kb_name: str, entry: Entry) -> None:
+        body = {
+            "document_id": entry.document_id,
+            "filename": entry.filename,
+            "project": entry.project,
+            "kind": entry.kind,
+            "objects": [o.to_dict() for o in entry.objects],
+        }
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        key = self.key(kb_name, entry.document_id)
+        self._objects.put(key, io.BytesIO(data), content_type="application/json")
+        self._cache[key] = entry
+
+    def graph(self, kb_names: Iterable[str]) -> LineageGraph:
+        return self.graph_of(e for kb_name in kb_names for e in self.entries(kb_name))
+
+    @staticmethod
+    def graph_of(entries: Iterable[Entry]) -> LineageGraph:
+        graph = LineageGraph()
+        for entry in entries:
+            graph.add(entry)
+        return graph
+
+    def document_entry(self, kb_name: str, document_id: str) -> Entry | None:
+        """One document's entry (None for a document that is not a lakehouse file)."""
+        key = self.key(kb_name, document_id)
+        return self._cache.get(key) or self._read(key)
+
+    def entries(self, kb_name: str) -> list[Entry]:
+        prefix = validate_prefix(self._namespace, kb_name)
+        keys = [k for k in self._objects.list(prefix) if k.endswith("/" + ENTRY_NAME)]
+        found = []
+        for key in keys:
+            entry = self._cache.get(key) or self._read(key)
+            if entry is not None:
+                found.append(entry)
+        return found
+
+    def _read(self, key: str) -> Entry | None:
+        try:
+            raw = b"".join(self._objects.open(key))
+        except NotFoundError:  # removed with its document since the listing
+            return None
+        entry = entry_from_json(json.loads(raw))
+        if len(self._cache) >= CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[key] = entry
+        return entry
+
+
+def entry_from_json(value: Mapping[str, Any]) -> Entry:
+    return Entry(
+        document_id=str(value["document_id"]),
+        filename=str(value.get("filename", "")),
+        project=str(value.get("project", "")),
+        kind=str(value.get("kind", "")),
+        objects=tuple(SemanticObject.from_dict(o) for o in value.get("objects", ())),
+    )

@@ -1,0 +1,221 @@
+"""SQL files: dbt models (Jinja with ref()/source()) and DDL (CREATE TABLE / VIEW, COMMENT ON).
+
+sqlglot reads the SQL. A dbt model is rendered with its macros stubbed first; when it does not
+render or parse (heavy Jinja, an unsupported dialect), its lineage still comes from the Jinja
+AST and the model is kept without its output columns, with a note saying why.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from eagle_rag.errors import InvalidInputError
+from plugins.lakehouse_bi.jinja import render_sql, template_calls
+from plugins.lakehouse_bi.model import (
+    COLUMN,
+    MODEL,
+    TABLE,
+    FileCatalog,
+    SemanticObject,
+    as_list,
+    clean,
+)
+
+# Tried in order; the first that parses every statement wins.
+DIALECTS: tuple[str | None, ...] = (None, "postgres", "mysql", "snowflake", "bigquery", "spark")
+SQL_EXCERPT = 600
+
+
+def is_templated(text: str) -> bool:
+    return "{{" in text or "{%" in text
+
+
+def read_sql(text: str, filename: str) -> FileCatalog:
+    if is_templated(text):
+        return read_dbt_model(text, filename)
+    statements = _parse(text)
+    if statements is not None and any(isinstance(s, exp.Create | exp.Comment) for s in statements):
+        return read_ddl(statements, filename)
+    return read_dbt_model(text, filename)
+
+
+def _parse(sql: str) -> list[exp.Expression] | None:
+    for dialect in DIALECTS:
+        try:
+            parsed = sqlglot.parse(sql, read=dialect)
+        except (ParseError, TokenError, ValueError):
+            continue
+        statements = [s for s in parsed if isinstance(s, exp.Expression)]
+        if statements:
+            return statements
+    return None
+
+
+def read_dbt_model(text: str, filename: str) -> FileCatalog:
+    name = PurePosixPath(filename).stem
+    calls = template_calls(text)
+    notes: list[str] = []
+    if calls.syntax_error:
+        notes.append(f"Jinja not parsed ({calls.syntax_error}); lineage may be incomplete")
+    upstream = [r for r in calls.relations if r != name]
+    if len(upstream) < len(calls.relations):
+        notes.append(f"model {name} references itself; that reference is ignored")
+    rendered = render_sql(text) if not calls.syntax_error else None
+    columns: list[str] = []
+    if rendered is not None:
+        statements = _parse(rendered)
+        if statements is None:
+            notes.append("the rendered SQL did not parse; output columns unknown")
+        else:
+            columns = _output_columns(statements[-1])
+    elif not calls.syntax_error:
+        notes.append("the Jinja did not render; output columns unknown")
+    config = calls.config
+    details: list[tuple[str, str]] = []
+    if config.get("materialized"):
+        details.append(("Materialized", clean(config["materialized"])))
+    if columns:
+        details.append(("Output columns", ", ".join(columns)))
+    excerpt = " ".join(text.split())[:SQL_EXCERPT]
+    details.append(("SQL", excerpt))
+    model = SemanticObject(
+        MODEL,
+        name,
+        (name,),
+        "dbt",
+        upstream=tuple(upstream),
+        tags=tuple(clean(t) for t in as_list(config.get("tags"))),
+        details=tuple(details),
+    )
+    if not upstream and not columns and calls.syntax_error:
+        raise InvalidInputError(
+            f"the SQL model could not be read: {calls.syntax_error}", filename=filename
+        )
+    return FileCatalog("dbt_sql", (model,), tuple(notes))
+
+
+def _output_columns(statement: exp.Expression) -> list[str]:
+    select = statement if isinstance(statement, exp.Select) else statement.find(exp.Select)
+    if select is None:
+        return []
+    names = [e.alias_or_name for e in select.expressions if not isinstance(e, exp.Star)]
+    return [n for n in dict.fromkeys(names) if n and n != "*"]
+
+
+def read_ddl(statements: list[exp.Expression], filename: str) -> FileCatalog:
+    tables: dict[str, dict[str, object]] = {}
+    order: list[str] = []
+    for statement in statements:
+        if isinstance(statement, exp.Create):
+            _create(statement, tables, order)
+        elif isinstance(statement, exp.Comment):
+            _comment(statement, tables)
+    objects: list[SemanticObject] = []
+    for name in order:
+        table = tables[name]
+        columns: list[dict[str, str]] = table["columns"]  # type: ignore[assignment]
+        objects.append(
+            SemanticObject(
+                TABLE,
+                name,
+                (name,),
+                "ddl",
+                description=str(table["comment"]),
+                upstream=tuple(table["upstream"]),  # type: ignore[arg-type]
+                details=(("Kind", str(table["kind"])),),
+            )
+        )
+        for column in columns:
+            objects.append(
+                SemanticObject(
+                    COLUMN,
+                    column["name"],
+                    (name, column["name"]),
+                    "ddl",
+                    description=column["comment"],
+                    model=name,
+                    data_type=column["type"],
+                    tests=tuple(column["constraints"].split(",")) if column["constraints"] else (),
+                )
+            )
+    if not objects:
+        raise InvalidInputError("the SQL file defines no table or view", filename=filename)
+    return FileCatalog("ddl", tuple(objects))
+
+
+def _relation(table: exp.Table) -> str:
+    return ".".join(p for p in (table.db, table.name) if p)
+
+
+def _create(statement: exp.Create, tables: dict[str, dict[str, object]], order: list[str]) -> None:
+    target = statement.this
+    schema = target if isinstance(target, exp.Schema) else None
+    table = target.this if schema is not None else target
+    if not isinstance(table, exp.Table):
+        return
+    name = _relation(table)
+    columns = []
+    for column in schema.expressions if schema is not None else []:
+        if not isinstance(column, exp.ColumnDef):
+            continue
+        comment, constraints = "", []
+        for constraint in column.constraints:
+            kind = constraint.kind
+            if isinstance(kind, exp.CommentColumnConstraint):
+                comment = clean(kind.this.name if isinstance(kind.this, exp.Literal) else kind.this)
+            else:
+                constraints.append(kind.sql().lower().replace(" ", "_"))
+        columns.append(
+            {
+                "name": column.name,
+                "type": column.kind.sql() if column.kind else "",
+                "comment": comment,
+                "constraints": ",".join(constraints),
+            }
+        )
+    upstream: list[str] = []
+    query = statement.expression
+    if isinstance(query, exp.Expression):
+        upstream = [_relation(t) for t in query.find_all(exp.Table) if _relation(t) != name]
+        if not columns:
+            columns = [
+                {"name": n, "type": "", "comment": "", "constraints": ""}
+                for n in _output_columns(query)
+            ]
+    comment = ""
+    properties = statement.args.get("properties")
+    if properties is not None:
+        for prop in properties.expressions:
+            if isinstance(prop, exp.SchemaCommentProperty):
+                comment = clean(prop.this.name)
+    if name not in tables:
+        order.append(name)
+    tables[name] = {
+        "kind": str(statement.args.get("kind") or "TABLE").upper(),
+        "columns": columns,
+        "comment": comment,
+        "upstream": list(dict.fromkeys(upstream)),
+    }
+
+
+def _comment(statement: exp.Comment, tables: dict[str, dict[str, object]]) -> None:
+    text = clean(statement.expression.name) if statement.expression is not None else ""
+    target = statement.this
+    kind = str(statement.args.get("kind", "")).upper()
+    if kind == "TABLE" and isinstance(target, exp.Table):
+        entry = tables.get(_relation(target))
+        if entry is not None:
+            entry["comment"] = text
+    elif kind == "COLUMN" and isinstance(target, exp.Column):
+        entry = tables.get(
+            ".".join(p for p in (target.args.get("db") and target.db, target.table) if p)
+        )
+        if entry is None:
+            return
+        for column in entry["columns"]:  # type: ignore[attr-defined]
+            if column["name"] == target.name:
+                column["comment"] = text

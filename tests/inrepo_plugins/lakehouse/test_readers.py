@@ -1,0 +1,223 @@
+"""The lakehouse readers on real file shapes: what each object becomes, and clear refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest.detect import TEXT
+from eagle_rag.ingest.parsers.base import ParseContext
+from eagle_rag.ingest.parsers.registry import builtin_parsers, parser_for
+from plugins.lakehouse_bi.hints import question_terms
+from plugins.lakehouse_bi.model import SemanticObject
+from plugins.lakehouse_bi.parser import LakehouseParser, read_file
+from tests.inrepo_plugins.lakehouse.conftest import PROJECT
+
+
+def objects(name: str, text: str) -> dict[tuple[str, ...], SemanticObject]:
+    return {o.path: o for o in read_file(text, name).objects}
+
+
+def test_dbt_property_file_gives_models_columns_tests_and_grain() -> None:
+    found = objects("m.yml", (PROJECT / "models/marts/_marts__models.yml").read_text())
+    orders = found[("orders",)]
+    assert orders.object_type == "model" and orders.grain == "one row per order_id"
+    assert orders.owner == "analytics-engineering" and orders.tags == ("finance", "core")
+    net = found[("orders", "net_amount")]
+    assert (net.object_type, net.model, net.data_type) == ("column", "orders", "numeric")
+    assert "excludes failed payment attempts" in net.description
+    customer = found[("orders", "customer_id")]
+    assert customer.tests == ("not_null", "relationships(customers.customer_id)")
+    assert found[("customers",)].grain == "one row per customer_id"  # from unique + not_null
+    assert found[("exposures", "weekly_revenue_dashboard")].upstream == ("orders", "locations")
+
+
+def test_sources_and_semantic_layer() -> None:
+    sources = objects("s.yml", (PROJECT / "models/staging/_stg__sources.yml").read_text())
+    payments = sources[("ecom.raw_payments",)]
+    assert (
+        payments.object_type == "source_table"
+        and ("Relation", "raw.raw_payments") in payments.details
+    )
+    assert sources[("ecom.raw_payments", "amount")].model == "ecom.raw_payments"
+    semantic = objects("sem.yml", (PROJECT / "models/marts/_semantic__models.yml").read_text())
+    model = semantic[("orders_semantic",)]
+    assert model.upstream == ("orders",) and model.grain == "one row per order"
+    assert semantic[("orders_semantic", "gross_revenue")].expression == "sum(gross_amount)"
+    rate = semantic[("metrics", "refund_rate")]
+    assert rate.expression == "ratio: numerator refunded_orders; denominator order_count"
+    assert semantic[("metrics", "average_order_value")].upstream == (
+        "net_revenue",
+        "order_count_metric",
+    )
+
+
+def test_sql_models_keep_lineage_through_heavy_jinja() -> None:
+    model = read_file((PROJECT / "models/marts/orders.sql").read_text(), "orders.sql").objects[0]
+    assert model.upstream == ("stg_orders", "stg_payments", "refunds", "order_items")
+    details = dict(model.details)
+    assert details["Materialized"] == "table"
+    assert "net_amount" in details["Output columns"].split(", ")
+    # Unknown tags (a custom materialization) do not parse: lineage is still read, with a note.
+    catalog = read_file(
+        "{% materialization custom %}{% endmaterialization %}\n"
+        "select * from {{ ref('a') }} join {{ source('raw', 'b') }}",
+        "odd.sql",
+    )
+    assert catalog.objects[0].upstream == ("a", "raw.b")
+    assert "Jinja not parsed" in catalog.notes[0]
+
+
+def test_self_reference_is_noted_not_followed() -> None:
+    catalog = read_file("select * from {{ ref('loop') }} join {{ ref('other') }}", "loop.sql")
+    assert catalog.objects[0].upstream == ("other",)
+    assert "references itself" in catalog.notes[0]
+
+
+def test_ddl_tables_views_and_comments() -> None:
+    found = objects("ddl.sql", (PROJECT / "warehouse/finance_ddl.sql").read_text())
+    invoices = found[("finance.invoices",)]
+    assert (
+        invoices.object_type == "table" and invoices.description == "One row per wholesale invoice"
+    )
+    due = found[("finance.invoices", "amount_due")]
+    assert due.data_type == "DECIMAL(12, 2)" and due.description == "Amount owed including VAT"
+    assert found[("finance.unpaid_invoices",)].upstream == ("finance.invoices",)
+    comments = objects(
+        "c.sql",
+        "CREATE TABLE s.t (a INT, b TEXT);\nCOMMENT ON TABLE s.t IS 'tbl';\n"
+        "COMMENT ON COLUMN s.t.b IS 'the b';",
+    )
+    assert comments[("s.t",)].description == "tbl" and comments[("s.t", "b")].description == "the b"
+
+
+def test_lookml_views_fields_and_explores() -> None:
+    view = objects("v.lkml", (PROJECT / "lookml/order_facts.view.lkml").read_text())
+    assert view[("order_facts",)].grain == "one row per order_id"
+    assert view[("order_facts",)].upstream == ("orders",)  # sql_table_name analytics.orders
+    sales = view[("order_facts", "total_net_sales")]
+    assert (sales.object_type, sales.data_type, sales.expression) == (
+        "measure",
+        "sum",
+        "${TABLE}.net_amount",
+    )
+    explore = objects("m.lkml", (PROJECT / "lookml/jaffle.model.lkml").read_text())[
+        ("explores", "order_facts")
+    ]
+    assert explore.upstream == ("order_facts", "customer_facts", "store_facts")
+
+
+def test_cube_yaml() -> None:
+    cube = objects("c.yml", (PROJECT / "cube/supply_chain.yml").read_text())
+    assert cube[("supplies_cube",)].upstream == ("supplies", "products_cube")
+    assert cube[("supplies_cube", "total_supply_cost")].object_type == "measure"
+
+
+def test_manifest_resolves_tests_and_lineage() -> None:
+    manifest = {
+        "metadata": {
+            "dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json",
+            "project_name": "shop",
+        },
+        "nodes": {
+            "model.shop.orders": {
+                "resource_type": "model",
+                "name": "orders",
+                "description": "One row per order.",
+                "columns": {
+                    "order_id": {"name": "order_id", "description": "pk", "data_type": "int"}
+                },
+                "depends_on": {"nodes": ["model.shop.stg_orders", "source.shop.raw.orders"]},
+                "config": {"materialized": "table"},
+            },
+            "model.shop.stg_orders": {
+                "resource_type": "model",
+                "name": "stg_orders",
+                "columns": {},
+            },
+            "test.shop.unique_orders_order_id": {
+                "resource_type": "test",
+                "attached_node": "model.shop.orders",
+                "column_name": "order_id",
+                "test_metadata": {"name": "unique"},
+            },
+            "test.shop.not_null_orders_order_id": {
+                "resource_type": "test",
+                "attached_node": "model.shop.orders",
+                "column_name": "order_id",
+                "test_metadata": {"name": "not_null"},
+            },
+        },
+        "sources": {
+            "source.shop.raw.orders": {
+                "resource_type": "source",
+                "source_name": "raw",
+                "name": "orders",
+                "columns": {},
+            }
+        },
+    }
+    found = objects("manifest.json", json.dumps(manifest))
+    assert found[("orders",)].upstream == ("stg_orders", "raw.orders")
+    assert found[("orders",)].grain == "one row per order_id"
+    assert found[("orders", "order_id")].tests == ("unique", "not_null")
+    assert ("raw.orders",) in found
+
+
+def test_docs_blocks() -> None:
+    found = objects("docs.md", (PROJECT / "models/docs.md").read_text())
+    assert found[("docs", "fiscal_calendar")].description.startswith("The finance team closes")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "reason"),
+    [
+        ("bad.yml", "models:\n  - name: a\n    columns: [\n", "malformed YAML at line"),
+        ("bad.lkml", "view: x { dimension: y { sql: a ;; ", "LookML syntax error"),
+        ("bad.json", '{"metadata": {"dbt_schema_version": 1}, "nodes": ', "malformed JSON"),
+        ("k8s.yml", "models:\n  replicas: 3\n", "defines no model"),
+        ("broken.sql", "select {{ ref('a' }}", "could not be read"),
+    ],
+)
+def test_bad_files_are_refused_with_their_reason(name: str, text: str, reason: str) -> None:
+    parser = LakehouseParser()
+    with pytest.raises(InvalidInputError, match=reason):
+        parser.parse(ParseContext(text.encode(), name, TEXT))
+
+
+def test_the_parser_claims_semantic_files_only() -> None:
+    parser = LakehouseParser()
+    assert parser.claims("orders.sql", b"select 1")
+    assert parser.claims("x.view.lkml", b"view: x {}")
+    assert parser.claims("_models.yml", b"version: 2\nmodels:\n  - name: a\n")
+    assert parser.claims("manifest.json", b'{"metadata": {"dbt_schema_version": "v12"}}')
+    assert not parser.claims("compose.yml", b"services:\n  web: {}\n")
+    assert not parser.claims("notes.md", b"# Notes\nplain text")
+    assert not parser.claims("data.json", b'{"a": 1}')
+    # Core's selection: a claim wins for text types, never for binary ones.
+    parsers = [*builtin_parsers(), parser]
+    assert parser_for(TEXT, parsers, filename="orders.sql", data=b"select 1") is parser
+    assert parser_for(TEXT, parsers, filename="notes.txt", data=b"hello").name == "text"
+    assert parser_for("application/pdf", parsers, filename="a.sql", data=b"%PDF").name == "pdf"
+
+
+def test_question_terms() -> None:
+    terms = question_terms(
+        "what does `stg_payments`.`amount` mean for raw.orders and net_amount? 退款"
+    )
+    assert terms.identifiers == ("stg_payments.amount", "raw.orders", "net_amount")
+    assert terms.translations == ("refund", "refunds")
+    assert question_terms("how many orders?").identifiers == ()
+
+
+def test_missing_extras_are_named_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from plugins.lakehouse_bi import requirements
+
+    assert requirements.missing() == []
+    monkeypatch.setitem(requirements.REQUIRED, "lakehouse_not_installed", "sqlglot-x")
+    with pytest.raises(
+        ImportError, match=r"needs sqlglot-x: pip install 'eagle-rag\[lakehouse-bi\]'"
+    ):
+        requirements.check()
