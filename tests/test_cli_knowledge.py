@@ -65,7 +65,7 @@ def test_kb_lifecycle_and_ingest(env: dict[str, str], corpus: Path) -> None:
     shown = json.loads(runner.invoke(app, ["kb", "show", "handbook", "--json"], env=env).stdout)
     assert shown["documents"] == 2 and shown["collections_used"] == ["eagle_text"]
     assert shown["creation_settings"] == {"chunk_size": 128, "chunk_overlap": 40}  # default filled
-    assert {d["filename"] for d in shown["document_list"]} == {"guide.md", "report.pdf"}
+    assert {d["filename"] for d in shown["document_list"]} == {"guide.md", "sub/report.pdf"}
 
     listed = json.loads(runner.invoke(app, ["kb", "list", "--json"], env=env).stdout)
     assert [k["kb_name"] for k in listed] == ["handbook"]
@@ -140,3 +140,21 @@ def test_display_names_are_relative_to_the_current_folder_when_inside_it(
     monkeypatch.chdir(tmp_path / "a" / "b")
     assert display_names([one, two]) == {one: "x.md", two: "b/y.md"}
     assert display_names([]) == {}
+
+
+def test_documents_are_named_inside_the_folder_the_files_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eagle_rag.cli.knowledge import document_names
+
+    (tmp_path / "proj" / "staging").mkdir(parents=True)
+    (tmp_path / "proj" / "marts").mkdir()
+    one, two = (
+        tmp_path / "proj" / "staging" / "schema.yml",
+        tmp_path / "proj" / "marts" / "schema.yml",
+    )
+    expected = {one: "staging/schema.yml", two: "marts/schema.yml"}
+    for cwd in (tmp_path, tmp_path / "proj" / "marts"):
+        monkeypatch.chdir(cwd)
+        assert document_names([one, two]) == expected
+    assert document_names([one]) == {one: "schema.yml"}

@@ -39,7 +39,9 @@ class Catalog(Protocol):
     async def list_kbs(self) -> list[dict[str, Any]]: ...
     async def show_kb(self, name: str) -> dict[str, Any]: ...
     async def delete_kb(self, name: str) -> int: ...
-    async def submit(self, path: Path, kb: str, tags: list[str]) -> dict[str, Any]: ...
+    async def submit(self, path: Path, kb: str, tags: list[str], name: str) -> dict[str, Any]:
+        """Ingest one file under ``name`` (its path relative to where the files were found)."""
+
     async def task(self, job_id: str) -> dict[str, Any]: ...
     async def chunk_count(self, document_id: str) -> int: ...
     async def settle(self) -> None: ...
@@ -140,11 +142,11 @@ class RemoteCatalog:
     async def delete_kb(self, name: str) -> int:
         return int((await self._call("DELETE", f"/knowledge_bases/{name}"))["documents"])
 
-    async def submit(self, path: Path, kb: str, tags: list[str]) -> dict[str, Any]:
+    async def submit(self, path: Path, kb: str, tags: list[str], name: str) -> dict[str, Any]:
         data = await asyncio.to_thread(path.read_bytes)
         form = {"kb_name": kb, "tags": ",".join(tags)}
         submission: dict[str, Any] = await self._call(
-            "POST", "/ingest", data=form, files={"file": (path.name, data)}
+            "POST", "/ingest", data=form, files={"file": (name, data)}
         )
         return submission
 
@@ -200,11 +202,11 @@ class LocalCatalog:
     async def delete_kb(self, name: str) -> int:
         return int(await self._app.knowledge.delete(name))
 
-    async def submit(self, path: Path, kb: str, tags: list[str]) -> dict[str, Any]:
+    async def submit(self, path: Path, kb: str, tags: list[str], name: str) -> dict[str, Any]:
         def submit() -> dict[str, Any]:
             with path.open("rb") as stream:
                 submission = self._app.ingest.submit_file(
-                    kb_name=kb, filename=path.name, stream=stream, tags=tags
+                    kb_name=kb, filename=name, stream=stream, tags=tags
                 )
             result: dict[str, Any] = submission.to_dict()
             return result

@@ -184,9 +184,10 @@ async def _ingest_all(
     outcomes: list[_Outcome] = []
     jobs: dict[str, _Outcome] = {}
     names = display_names(files)
+    stored = document_names(files)
     for path in files:
         try:
-            submission = await catalog.submit(path, kb, tags)
+            submission = await catalog.submit(path, kb, tags, stored[path])
         except EagleError as exc:
             outcomes.append(_Outcome(str(path), "refused", reason=exc.message, name=names[path]))
             continue
@@ -240,6 +241,17 @@ def display_names(files: Sequence[Path]) -> dict[Path, str]:
     else:
         base = Path(os.path.commonpath([path.parent for path in absolute.values()]))
     return {file: str(path.relative_to(base)) for file, path in absolute.items()}
+
+
+def document_names(files: Sequence[Path]) -> dict[Path, str]:
+    """The names documents are stored under: each file's path inside the folder all the files
+    share, whatever the current folder, so a re-run from elsewhere replaces the same documents
+    and same-named files in different folders (``*/schema.yml``) stay apart."""
+    if not files:
+        return {}
+    absolute = {f: f.resolve() for f in files}
+    base = Path(os.path.commonpath([path.parent for path in absolute.values()]))
+    return {file: path.relative_to(base).as_posix() for file, path in absolute.items()}
 
 
 def _print_summary(outcomes: list[_Outcome]) -> None:

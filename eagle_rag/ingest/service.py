@@ -231,11 +231,24 @@ class IngestService:
         return Submission(job_id, document.id, latest.status if latest else document.status, True)
 
 
+# A display name keeps at most this many trailing path components.
+MAX_NAME_PARTS = 8
+
+
 def display_filename(filename: str) -> str:
-    """The name shown to users: the last path component, printable, at most 255 characters."""
-    name = PurePosixPath((filename or "").replace("\\", "/")).name
-    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C").strip()
-    return name[:255] or "document"
+    """The name shown to users: a clean relative path, printable, at most 255 characters.
+
+    Folders are kept (``models/staging/schema.yml``) because a folder ingest has many files of the
+    same name, and a same-named file replaces its document; ``..``, ``.``, roots and control
+    characters are dropped, so the name never points outside anything.
+    """
+    parts = []
+    for part in (filename or "").replace("\\", "/").split("/"):
+        part = "".join(ch for ch in part if unicodedata.category(ch)[0] != "C").strip()
+        if part and part not in (".", "..") and not part.endswith(":"):
+            parts.append(part)
+    name = "/".join(parts[-MAX_NAME_PARTS:])
+    return name[-255:].lstrip("/") or "document"
 
 
 def storage_name(display_name: str) -> str:

@@ -366,8 +366,18 @@ async def test_encrypted_and_corrupt_pdfs_fail_their_task_with_a_reason(
 async def test_hostile_filenames_are_stored_safely(app: EagleApp, kb: str) -> None:
     submission = await _ingest(app, kb, b"harmless", "../../etc/passwd\x00.txt")
     document = app.repositories.documents.get(submission.document_id)
-    assert document.filename == "passwd.txt"
+    assert document.filename == "etc/passwd.txt"  # a relative name, never outside anything
     assert document.object_key == f"{app.namespace}/{kb}/{document.id}/passwd.txt"
+
+
+async def test_same_named_files_in_different_folders_are_two_documents(
+    app: EagleApp, kb: str
+) -> None:
+    staging = await _ingest(app, kb, b"staging models", "models/staging/schema.yml")
+    marts = await _ingest(app, kb, b"mart models", "models/marts/schema.yml")
+    assert staging.document_id != marts.document_id
+    names = {d.filename for d in app.repositories.documents.list(kb_name=kb)}
+    assert {"models/staging/schema.yml", "models/marts/schema.yml"} <= names
 
 
 async def test_unknown_kb_and_invalid_names_are_refused(app: EagleApp) -> None:
