@@ -1,0 +1,55 @@
+"""One relevance score in [0, 1] per hit: what every surface shows as ``score`` and filters by.
+
+A hit's fused value (RRF, ≈0.016 for the best hit of one KB) only orders results. The relevance
+is read from what the hit's own lists scored, first match wins:
+
+1. ``rerank``: the cross-encoder's score, which judges the (query, passage) pair on its own and
+   is meant to be compared across queries (a logit outside [0, 1] is squashed by the sigmoid);
+2. ``relevance``: set by :func:`eagle_rag.retrieval.fusion.normalized_fuse` on every plan hit —
+   the mean over the plan's dense and BM25 lists of the hit's rescaled score in each (BM25 as a
+   share of the best BM25 score, from its true zero; cosine min-max over the list's head; a list
+   that missed the hit counts at its floor). 1 means the best evidence each list found;
+3. a bridged engine's own score (Dify, RAGFlow, FastGPT answer similarities in [0, 1]);
+4. the raw dense cosine, clipped to [0, 1] (plans fused by RRF set no ``relevance``);
+5. otherwise 0.
+
+The raw per-list values stay in ``scores`` beside it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+RELEVANCE = "relevance"
+
+
+def relevance(scores: Mapping[str, float], metadata: Mapping[str, Any] | None = None) -> float:
+    """The hit's relevance in [0, 1] (rules in the module docstring), rounded to 4 places."""
+    return round(_relevance(scores, metadata or {}), 4)
+
+
+def _relevance(scores: Mapping[str, float], metadata: Mapping[str, Any]) -> float:
+    if "rerank" in scores:
+        return _unit(float(scores["rerank"]))
+    if RELEVANCE in scores:
+        return _clip(float(scores[RELEVANCE]))
+    engine = metadata.get("engine")
+    if isinstance(engine, str) and engine in scores:
+        return _clip(float(scores[engine]))
+    if "dense" in scores:
+        return _clip(float(scores["dense"]))
+    return 0.0
+
+
+def _unit(score: float) -> float:
+    if 0.0 <= score <= 1.0:
+        return score
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, score))))
+
+
+def _clip(score: float) -> float:
+    if math.isnan(score):
+        return 0.0
+    return max(0.0, min(1.0, score))
