@@ -37,7 +37,7 @@ def test_429_is_retried_after_retry_after(limited: RunningServer) -> None:
         time.sleep(seconds)
 
     with EagleClient(limited.url, api_key="k", max_retries=0) as impatient:
-        with pytest.raises(RateLimitedError) as refused:  # noqa: PT012  (drain the bucket)
+        with pytest.raises(RateLimitedError) as refused:
             for _ in range(200):
                 impatient.list_knowledge_bases()
         assert refused.value.fields["status"] == 429
