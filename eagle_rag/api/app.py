@@ -18,7 +18,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from eagle_rag import __version__
 from eagle_rag.api.errors import install_error_handlers
 from eagle_rag.api.metrics import Metrics
-from eagle_rag.api.routes import knowledge, openai_compat, search, system
+from eagle_rag.api.routes import dify, knowledge, openai_compat, search, system
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.bootstrap import EagleApp, build_app
 from eagle_rag.mcp.server import build_mcp, sync_tools
@@ -67,7 +67,7 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
     api.state.gate = gate
     api.state.metrics = metrics = Metrics()
     install_error_handlers(api)
-    for module in (system, knowledge, search, openai_compat):
+    for module in (system, knowledge, search, openai_compat, dify):
         api.include_router(module.router)
     api.middleware("http")(metrics.middleware)
     if server.cors_origins:

@@ -13,6 +13,7 @@ from tests.retrieval.conftest import GARDEN, SOLAR
 
 KEY = "adapter-key"
 SCOPED_KEY = "garden-only"
+SOLAR_METADATA = {"year": 2021, "team": "ops"}
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +33,12 @@ def corpus(server: RunningServer) -> dict[str, str]:
         client.create_knowledge_base("energy")
         client.create_knowledge_base("garden")
         jobs = {
-            "solar.md": client.ingest("energy", SOLAR.encode(), filename="solar.md"),
-            "report.pdf": client.ingest("energy", pdf_bytes(), filename="report.pdf"),
+            "solar.md": client.ingest(
+                "energy", SOLAR.encode(), filename="solar.md", metadata=SOLAR_METADATA
+            ),
+            "report.pdf": client.ingest(
+                "energy", pdf_bytes(), filename="report.pdf", metadata={"year": 2023}
+            ),
             "garden.md": client.ingest("garden", GARDEN.encode(), filename="garden.md"),
         }
         for job in jobs.values():
