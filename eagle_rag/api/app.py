@@ -21,6 +21,7 @@ from eagle_rag.api.metrics import Metrics
 from eagle_rag.api.routes import dify, knowledge, openai_compat, search, system
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.bootstrap import EagleApp, build_app
+from eagle_rag.mcp.http import mcp_middleware
 from eagle_rag.mcp.server import build_mcp, sync_tools
 from eagle_rag.settings import Settings, load_settings
 
@@ -42,6 +43,7 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
     server = settings.server
     mcp_app = mcp.http_app(
         path="/mcp",
+        middleware=mcp_middleware(gate),
         host_origin_protection=True,
         allowed_hosts=[*server.mcp_allowed_hosts, server.host, f"{server.host}:{server.port}"],
         allowed_origins=server.mcp_allowed_origins,
