@@ -5,10 +5,14 @@ is read from what the hit's own lists scored, first match wins:
 
 1. ``rerank``: the cross-encoder's score, which judges the (query, passage) pair on its own and
    is meant to be compared across queries (a logit outside [0, 1] is squashed by the sigmoid);
-2. ``relevance``: set by :func:`eagle_rag.retrieval.fusion.normalized_fuse` on every plan hit —
-   the mean over the plan's dense and BM25 lists of the hit's rescaled score in each (BM25 as a
-   share of the best BM25 score, from its true zero; cosine min-max over the list's head; a list
-   that missed the hit counts at its floor). 1 means the best evidence each list found;
+2. ``relevance``: set by :func:`eagle_rag.retrieval.fusion.plan_relevance` on every hit of a
+   plan fused by scores (the default) — the weighted mean over the plan's lists of the hit's
+   score on an absolute scale: BM25 as a share of the best BM25 score (from its true zero);
+   cosine as how far the hit stands above the background of this query (the last hit of the
+   list's head) on the way to a perfect match, ``(cos - last) / (1 - last)``. A list that missed
+   the hit counts its floor. So the best hit of a query whose dense head is flat (nothing stands
+   out) scores about half, and only a hit that both lists rank first and that is close to a
+   perfect match nears 1;
 3. a bridged engine's own score (Dify, RAGFlow, FastGPT answer similarities in [0, 1]);
 4. the raw dense cosine, clipped to [0, 1] (plans fused by RRF set no ``relevance``);
 5. otherwise 0.

@@ -17,18 +17,29 @@ def hit(chunk_id: str, score: float, stage: str) -> RetrievedHit:
     )
 
 
-def test_normalized_fusion_sets_the_mean_of_rescaled_scores() -> None:
+def test_normalized_fusion_sets_an_absolute_mean() -> None:
     dense = RankedList(
         "dense", [hit("a", 0.9, "dense"), hit("b", 0.8, "dense"), hit("c", 0.5, "dense")]
     )
     sparse = RankedList("sparse", [hit("a", 8.0, "sparse"), hit("c", 2.0, "sparse")], zero=0.0)
     fused = {h.chunk_id: h.scores["relevance"] for h in normalized_fuse([dense, sparse])}
-    assert fused["a"] == pytest.approx(1.0)  # the best of both lists
-    # b: dense (0.8-0.5)/0.4 = 0.75; BM25 missed it: its last hit's share, 2/8.
-    assert fused["b"] == pytest.approx((0.75 + 0.25) / 2)
+    # Cosine from the head's last score (0.5) to a perfect match: a 0.8, b 0.6, c 0.
+    # BM25 as a share of the best: a 1, c 0.25; b missed, at the list's last share 0.25.
+    assert fused["a"] == pytest.approx((0.8 + 1.0) / 2)
+    assert fused["b"] == pytest.approx((0.6 + 0.25) / 2)
     assert fused["c"] == pytest.approx((0.0 + 0.25) / 2)
     headed = normalized_fuse([dense, sparse], head=3)  # BM25 ran out before its head: zero
-    assert {h.chunk_id: h.scores["relevance"] for h in headed}["b"] == pytest.approx(0.75 / 2)
+    assert {h.chunk_id: h.scores["relevance"] for h in headed}["b"] == pytest.approx(0.6 / 2)
+
+
+def test_a_query_that_finds_nothing_good_stays_low() -> None:
+    """The fusion scale puts every list's best at 1; relevance does not."""
+    flat = [hit(f"d{i}", 0.80 - i * 0.001, "dense") for i in range(20)]
+    only_dense = normalized_fuse([RankedList("dense", flat)], head=20)
+    assert only_dense[0].scores["fused"] == pytest.approx(1.0)
+    assert only_dense[0].scores["relevance"] < 0.1
+    sharp = [hit("best", 0.95, "dense"), *flat]
+    assert normalized_fuse([RankedList("dense", sharp)], head=20)[0].scores["relevance"] > 0.7
 
 
 @given(
