@@ -7,7 +7,7 @@ the relevance in [0, 1] (retrieval/relevance.py), ``title`` the file name, ``met
 passage's path, pages, ids and the document's own metadata. Errors are Dify's
 ``{error_code, error_msg}``: 1001 a malformed Authorization header, 1002 an unknown key or a KB
 outside it, 2001 an unknown KB; Eagle-RAG adds 3001 for a malformed request body, 4290 for rate
-limits and 5001 for a backend that did not answer (docs/dify.md).
+limits and 5001 for a backend that did not answer (docs/integrations.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``GET /v1/models`` lists ``eagle:<kb>`` for every KB the key may use; ``POST /v1/chat/completions``
 answers the last user message from the KBs its ``model`` names (``eagle:handbook``,
 ``eagle:handbook+policies``), with ``[n]`` citations in the text and the cited sources in the
-extra ``eagle`` field (docs/openai.md). Earlier user/assistant messages become the session's
+extra ``eagle`` field (docs/integrations.md). Earlier user/assistant messages become the session's
 history; ``stream: true`` sends ``chat.completion.chunk`` events and ``data: [DONE]``. Errors are
 OpenAI's shape, ``{"error": {message, type, code, param}}``, with Eagle-RAG's status codes.
 """
