@@ -24,6 +24,9 @@ def test_models_are_the_callers_kbs(server: RunningServer, corpus: dict[str, str
     assert {m.id for m in chat(server).models.list()} >= {"eagle:energy", "eagle:garden"}
     assert [m.id for m in chat(server, SCOPED_KEY).models.list()] == ["eagle:garden"]
     assert chat(server).models.retrieve("eagle:energy").owned_by == "eagle-rag"
+    assert chat(server).models.retrieve("eagle:energy+garden").id == "eagle:energy+garden"
+    with pytest.raises(openai.NotFoundError):
+        chat(server).models.retrieve("eagle:energy+nope")
 
 
 def test_answer_with_citations_and_sources(server: RunningServer, corpus: dict[str, str]) -> None:

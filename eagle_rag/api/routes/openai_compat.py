@@ -96,12 +96,11 @@ async def get_model(model: str, request: Request) -> JSONResponse:
         app: EagleApp = request.app.state.eagle
         names = kb_names_of(model)
         who.check_kbs(names)
-        kb = await asyncio.to_thread(app.repositories.knowledge_bases.get, names[0])
+        kbs = [await asyncio.to_thread(app.repositories.knowledge_bases.get, n) for n in names]
     except EagleError as exc:
         return _error(exc)
-    if len(names) > 1:
-        return JSONResponse(_model(model[len(MODEL_PREFIX) :], time.time()))
-    return JSONResponse(_model(kb.name, kb.created_at.timestamp()))
+    created = max(kb.created_at.timestamp() for kb in kbs)
+    return JSONResponse(_model("+".join(names), created))
 
 
 @router.post("/chat/completions")
