@@ -18,9 +18,10 @@ from fastapi.middleware.cors import CORSMiddleware
 from eagle_rag import __version__
 from eagle_rag.api.errors import install_error_handlers
 from eagle_rag.api.metrics import Metrics
-from eagle_rag.api.routes import knowledge, pages, search, system
+from eagle_rag.api.routes import dify, knowledge, openai_compat, pages, search, system
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.bootstrap import EagleApp, build_app
+from eagle_rag.mcp.http import mcp_middleware
 from eagle_rag.mcp.server import build_mcp, sync_tools
 from eagle_rag.settings import Settings, load_settings
 from eagle_rag.web import mount_web
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
     server = settings.server
     mcp_app = mcp.http_app(
         path="/mcp",
+        middleware=mcp_middleware(gate),
         host_origin_protection=True,
         allowed_hosts=[*server.mcp_allowed_hosts, server.host, f"{server.host}:{server.port}"],
         allowed_origins=server.mcp_allowed_origins,
@@ -69,7 +71,7 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
     api.state.metrics = metrics = Metrics()
     eagle.audit.add_sink(metrics)
     install_error_handlers(api)
-    for module in (system, knowledge, pages, search):
+    for module in (system, knowledge, pages, search, openai_compat, dify):
         api.include_router(module.router)
     mount_web(api)  # the built-in UI at / and /ui/... (before the MCP catch-all mount)
     api.middleware("http")(metrics.middleware)

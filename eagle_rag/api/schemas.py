@@ -105,6 +105,18 @@ class SearchBody(_Body):
         return tuple(dict.fromkeys(names))
 
 
+class SearchOnlyBody(SearchBody):
+    """``POST /search``: the search fields and a relevance floor for the sources returned."""
+
+    score_threshold: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Drop sources whose relevance score (0..1, see retrieval.md) is lower.",
+        examples=[0.5],
+    )
+
+
 class AttachmentIn(_Body):
     name: str = Field(min_length=1, max_length=255)
     text: str | None = Field(default=None, description="Plain text of the attachment.")

@@ -94,12 +94,13 @@ class Gatekeeper:
         return not self._keys
 
     def admit(self, authorization: str | None, namespace: str | None, client: str | None) -> Caller:
-        caller = self._authenticate(authorization)
+        caller = self.authenticate(authorization)
         resolve_namespace(namespace, self._settings.plugins)
         self._limiter.check(caller.name if caller.name != "anonymous" else f"ip:{client}")
         return caller
 
-    def _authenticate(self, authorization: str | None) -> Caller:
+    def authenticate(self, authorization: str | None) -> Caller:
+        """The caller a bearer key names (no namespace or rate checks: see ``admit``)."""
         if self.open:
             return Caller("anonymous")
         scheme, _, token = (authorization or "").partition(" ")

@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Annotated, Any
 
-import httpx
 import typer
 from rich.console import Console
 
@@ -118,22 +116,22 @@ def ask(
 
 
 def _remote_events(url: str, body: dict[str, Any], settings: Settings) -> Any:
-    key = api_key(settings)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    with httpx.stream(
-        "POST", url + "/query/stream", json=body, headers=headers, timeout=120
-    ) as response:
-        if response.status_code >= 400:
-            response.read()
-            error = response.json()
-            yield "error", error
-            return
-        name = "message"
-        for line in response.iter_lines():
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                yield name, json.loads(line[5:].strip())
+    """The server's answer stream through the typed client, as the (name, data) pairs ``ask``
+    prints (an error answer becomes an ``error`` pair with the server's code)."""
+    from eagle_rag.client import AnswerDone, EagleClient, ErrorEvent, TokenEvent
+
+    options = {k: body[k] for k in ("session_id", "top_n") if k in body}
+    try:
+        with EagleClient(url, api_key=api_key(settings)) as client:
+            for event in client.query_stream(body["query"], body["kb_names"], **options):
+                if isinstance(event, TokenEvent):
+                    yield "token", {"delta": event.delta}
+                elif isinstance(event, ErrorEvent):
+                    yield "error", {"code": event.code, "message": event.message}
+                elif isinstance(event, AnswerDone):
+                    yield "done", dict(event.answer.raw)
+    except EagleError as exc:
+        yield "error", {"code": exc.fields.get("remote_code") or exc.code, "message": exc.message}
 
 
 def _local_events(body: dict[str, Any]) -> Any:

@@ -11,15 +11,20 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_http_headers
+from pydantic import Field
 
 from eagle_rag import __version__
 from eagle_rag.api.security import NAMESPACE_HEADER, Caller, Gatekeeper
+from eagle_rag.client.errors import error_from_event
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.generation.engine import AnswerRequest
+from eagle_rag.mcp.resources import register_resources
+from eagle_rag.mcp.schemas import ANNOTATIONS, OUTPUT_SCHEMAS
 from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.retrieval.wire import search_response
 
@@ -27,6 +32,16 @@ if TYPE_CHECKING:
     from eagle_rag.bootstrap import EagleApp
 
 MAX_TOP_K = 50
+
+# The scope arguments, as REST takes them: one KB or several (both may be given).
+KbName = Annotated[str | None, Field(description="One knowledge base to search.")]
+KbNames = Annotated[list[str] | None, Field(description="Knowledge bases to search (all: omit).")]
+Tags = Annotated[list[str] | None, Field(description="Only documents with any of these tags.")]
+DocumentIds = Annotated[list[str] | None, Field(description="Only these documents.")]
+Filters = Annotated[
+    dict[str, Any] | None,
+    Field(description='Metadata filters, e.g. {"year": {"gte": 2021}} (see retrieval.md).'),
+]
 
 
 def build_mcp(app: EagleApp, gate: Gatekeeper) -> FastMCP:
@@ -45,6 +60,7 @@ def build_mcp(app: EagleApp, gate: Gatekeeper) -> FastMCP:
         ),
     )
     sync_tools(server, app)
+    register_resources(server, app, tools.caller)
     return server
 
 
@@ -54,7 +70,14 @@ def sync_tools(server: FastMCP, app: EagleApp) -> None:
     served: set[str] = getattr(server, "_eagle_tools", set())
     for spec in app.registries.mcp_tools.exposed(app.settings.plugins.default_namespace):
         if spec.name not in served:
-            server.tool(spec.handler, name=spec.name, description=spec.description)
+            short = spec.name.removeprefix("core_") if spec.namespace == "core" else ""
+            server.tool(
+                spec.handler,
+                name=spec.name,
+                description=spec.description,
+                annotations=ANNOTATIONS.get(short),
+                output_schema=OUTPUT_SCHEMAS.get(short, ...),  # ...: derived from the handler
+            )
             served.add(spec.name)
     server._eagle_tools = served  # type: ignore[attr-defined]
 
@@ -102,7 +125,9 @@ class CoreTools:
             ),
         ]
 
-    def _caller(self) -> Caller:
+    def caller(self) -> Caller:
+        """The MCP caller: over HTTP the key's caller (checked again here for scope, namespace
+        and rate), over stdio the local user."""
         headers = get_http_headers(include_all=True)  # empty over stdio
         if not headers:
             return Caller("stdio")
@@ -111,35 +136,62 @@ class CoreTools:
     async def retrieve_text(
         self,
         query: str,
-        kb_names: list[str] | None = None,
+        kb_name: KbName = None,
+        kb_names: KbNames = None,
         top_k: int = 5,
-        filters: dict[str, Any] | None = None,
-        mode: str = "hybrid",
+        filters: Filters = None,
+        mode: Literal["dense", "sparse", "hybrid"] = "hybrid",
+        tags: Tags = None,
+        document_ids: DocumentIds = None,
+        score_threshold: Annotated[
+            float | None, Field(ge=0, le=1, description="Drop passages of lower relevance.")
+        ] = None,
     ) -> dict[str, Any]:
-        pack = await self._search(query, kb_names, top_k, filters, mode, with_images=False)
-        result = search_response(pack)
+        scope = _scope(kb_name, kb_names, tags, document_ids)
+        pack = await self._search(query, scope, top_k, filters, mode, with_images=False)
+        result = search_response(pack, score_threshold=score_threshold)
         return {"sources": result["sources"]["text"], "route": result["route"]}
 
     async def retrieve_visual(
-        self, query: str, kb_names: list[str] | None = None, top_k: int = 5
+        self,
+        query: str,
+        kb_name: KbName = None,
+        kb_names: KbNames = None,
+        top_k: int = 5,
+        tags: Tags = None,
+        document_ids: DocumentIds = None,
     ) -> dict[str, Any]:
-        pack = await self._search(query, kb_names, top_k, None, "hybrid", with_images=True)
+        scope = _scope(kb_name, kb_names, tags, document_ids)
+        pack = await self._search(query, scope, top_k, None, "hybrid", with_images=True)
         return {"sources": search_response(pack)["sources"]["image"]}
 
     async def query(
         self,
         question: str,
-        kb_names: list[str] | None = None,
+        kb_name: KbName = None,
+        kb_names: KbNames = None,
         session_id: str | None = None,
-        top_n: int | None = None,
+        top_n: Annotated[int | None, Field(description="Sources the model sees (1-20).")] = None,
+        filters: Filters = None,
+        tags: Tags = None,
+        document_ids: DocumentIds = None,
     ) -> dict[str, Any]:
-        who = self._caller()
-        who.check_kbs(kb_names or ())
+        who = self.caller()
+        scope = _scope(kb_name, kb_names, tags, document_ids)
+        who.check_kbs(scope.kb_names)
         request = AnswerRequest(
-            question, kb_names=tuple(kb_names or ()), session_id=session_id, top_n=top_n
+            question,
+            kb_names=scope.kb_names,
+            document_ids=scope.document_ids,
+            tags=scope.tags,
+            filters=filters or {},
+            session_id=session_id,
+            top_n=top_n,
         )
         self._app.answers.validate(request)
         result = await self._app.answers.answer(request, allowed_kbs=who.kb_names)
+        if "answer" not in result:  # the model failed after the request was accepted
+            raise error_from_event(result.get("error") or {})
         return result
 
     async def ingest(
@@ -151,7 +203,7 @@ class CoreTools:
         url: str | None = None,
         tags: list[str] | None = None,
     ) -> dict[str, Any]:
-        self._caller().check_kb(kb_name)
+        self.caller().check_kb(kb_name)
         given = [v is not None for v in (text, content_base64, url)]
         if sum(given) != 1:
             raise InvalidInputError("send exactly one of text, content_base64 or url")
@@ -168,7 +220,7 @@ class CoreTools:
         return submission.to_dict()
 
     async def list_knowledge_bases(self) -> list[dict[str, Any]]:
-        who = self._caller()
+        who = self.caller()
         repos = self._app.repositories
         return [
             {
@@ -184,32 +236,52 @@ class CoreTools:
         from eagle_rag.api.schemas import document_out
 
         document = self._app.repositories.documents.get(document_id)
-        self._caller().check_kb(document.kb_name)
+        self.caller().check_kb(document.kb_name)
         return {**document_out(document), "structure": dict(document.structure)}
 
     async def _search(
         self,
         query: str,
-        kb_names: list[str] | None,
+        scope: _Scope,
         top_k: int,
         filters: dict[str, Any] | None,
         mode: str,
         *,
         with_images: bool,
     ) -> Any:
-        who = self._caller()
-        who.check_kbs(kb_names or ())
+        who = self.caller()
+        who.check_kbs(scope.kb_names)
         if not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInputError(f"top_k must be between 1 and {MAX_TOP_K}")
         request = QueryRequest(
             query,
-            kb_names=tuple(kb_names or ()),
+            kb_names=scope.kb_names,
+            document_ids=scope.document_ids,
+            tags=scope.tags,
             top_k=top_k,
             filters=filters or {},
             mode=mode,  # type: ignore[arg-type]  # validated by the service
             with_images=with_images,
         )
         return await self._app.retrieval.search(request, allowed_kbs=who.kb_names)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    kb_names: tuple[str, ...]
+    tags: tuple[str, ...]
+    document_ids: tuple[str, ...]
+
+
+def _scope(
+    kb_name: str | None,
+    kb_names: list[str] | None,
+    tags: list[str] | None,
+    document_ids: list[str] | None,
+) -> _Scope:
+    """``kb_name`` and ``kb_names`` together, as ``SearchBody.scope`` joins them for REST."""
+    names = [*([kb_name] if kb_name else []), *(kb_names or [])]
+    return _Scope(tuple(dict.fromkeys(names)), tuple(tags or ()), tuple(document_ids or ()))
 
 
 def _decode(content: str) -> bytes:

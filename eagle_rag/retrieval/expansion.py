@@ -218,6 +218,11 @@ def _as_child(child: RetrievedHit, summary: RetrievedHit) -> RetrievedHit:
     return replace(
         child,
         score=summary.score,
-        scores={**child.scores, "parent": summary.score},
+        # The relevance is the summary's: the child was found through it.
+        scores={**child.scores, **_relevance_of(summary), "parent": summary.score},
         metadata={**child.metadata, "expanded_from": summary.chunk_id},
     )
+
+
+def _relevance_of(hit: RetrievedHit) -> dict[str, float]:
+    return {k: hit.scores[k] for k in ("relevance", "rerank") if k in hit.scores}

@@ -8,7 +8,8 @@ Two rules, for two situations:
 - :func:`normalized_fuse` merges the dense and BM25 searches of one plan, where each list's
   scores say more than its ranks: a BM25 head of near-equal scores (every passage matches the
   query's words about as well) should not outvote a dense head whose first hit stands out.
-  Each list is rescaled to [0, 1] over its head; raw scores never meet.
+  Each list is rescaled to [0, 1] over its head; raw scores never meet. Each hit also gets
+  its ``relevance`` in [0, 1] from the same lists (:func:`plan_relevance`, relevance.py).
 
 Items are identified by :attr:`RetrievedHit.dedupe_key`, so the same evidence found by two
 lists (or two collections) is one fused item, represented by its best-ranked hit. Both rules
@@ -19,10 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.plugins.payloads import RetrievedHit
+from eagle_rag.retrieval.relevance import RELEVANCE
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +146,72 @@ def normalized_fuse(
         sum(r.weight * f for r, f in zip(lists, head_floors, strict=True)),
         sum(r.weight * f for r, f in zip(lists, full_floors, strict=True)),
     )
-    return _fuse(lists, head, score_name, head_vote=head_vote, full_vote=full_vote, offsets=offsets)
+    return _fuse(
+        lists,
+        head,
+        score_name,
+        head_vote=head_vote,
+        full_vote=full_vote,
+        offsets=offsets,
+        relevance=plan_relevance(lists, head),
+    )
+
+
+def plan_relevance(lists: Sequence[RankedList], head: int | None) -> dict[Hashable, float]:
+    """Each item's relevance: the weighted mean over the lists of its score on an absolute scale.
+
+    Unlike the fusion scale (which sets every list's best hit to 1 and only orders), this one
+    keeps a query that finds nothing good low: a list with a true ``zero`` (BM25) counts a hit's
+    share of the best score, as fusion does; a list without one (cosine) counts how far the hit
+    stands above the head's last score (the background of this query) on the way to a perfect
+    match, ``(score - last) / (1 - last)``. A list that missed an item counts its floor (BM25:
+    its last head hit's share, or 0 when it ran out; cosine: 0).
+    """
+    total = sum(r.weight for r in lists)
+    if total <= 0:
+        return {}
+    scales: list[Callable[[float], float]] = []
+    floors: list[float] = []
+    for ranked in lists:
+        top = ranked.hits[: head or len(ranked.hits)]
+        if ranked.zero is not None:
+            scale = _scale(top, ranked.zero)
+            short = head is not None and len(ranked.hits) < head
+            floors.append(scale(ranked.zero) if short or not top else scale(top[-1].score))
+        else:
+            scale = _absolute(top)
+            floors.append(0.0)
+        scales.append(scale)
+    found: dict[Hashable, list[float | None]] = {}
+    for index, ranked in enumerate(lists):
+        for hit in ranked.hits:
+            found.setdefault(hit.dedupe_key, [None] * len(lists))[index] = hit.score
+    return {
+        key: _unit(
+            sum(
+                r.weight * (floors[i] if s is None else scales[i](s))
+                for i, (r, s) in enumerate(zip(lists, scores, strict=True))
+            )
+            / total
+        )
+        for key, scores in found.items()
+    }
+
+
+def _absolute(head: Sequence[RetrievedHit]) -> Callable[[float], float]:
+    """Cosine from the head's last score (0) to a perfect match (1)."""
+    if not head:
+        return lambda score: 0.0
+    low = head[-1].score
+    high = max(1.0, head[0].score)
+    span = high - low
+    if span <= 0:
+        return lambda score: 1.0
+    return lambda score: _unit((score - low) / span)
+
+
+def _unit(value: float) -> float:
+    return min(1.0, max(0.0, value))
 
 
 def _check(lists: Sequence[RankedList], head: int | None) -> None:
@@ -189,6 +257,7 @@ def _fuse(
     head_vote: _Vote,
     full_vote: _Vote,
     offsets: tuple[float, float] = (0.0, 0.0),
+    relevance: Mapping[Hashable, float] | None = None,
 ) -> list[RetrievedHit]:
     """One pass over deduped lists: head and full scores, per-list ranks; then both orders."""
     fused: dict[Hashable, _Fused] = {}
@@ -216,17 +285,22 @@ def _fuse(
         key=lambda e: (-e.score, e.best_rank, e.hit.chunk_id),
     )
     head_offset, full_offset = offsets
-    return [_finish(e, e.head_score + head_offset, score_name) for e in leading] + [
-        _finish(e, e.score + full_offset, score_name) for e in following
+    finish = partial(_finish, score_name=score_name, relevance=relevance)
+    return [finish(e, e.head_score + head_offset) for e in leading] + [
+        finish(e, e.score + full_offset) for e in following
     ]
 
 
-def _finish(entry: _Fused, score: float, score_name: str) -> RetrievedHit:
+def _finish(
+    entry: _Fused, score: float, *, score_name: str, relevance: Mapping[Hashable, float] | None
+) -> RetrievedHit:
     hit = entry.hit
     metadata: Mapping[str, Any] = hit.metadata
     if len(entry.collections) > 1:
         metadata = {**metadata, "collections": sorted(entry.collections)}
     entry.scores[score_name] = score
+    if relevance is not None and hit.dedupe_key in relevance:
+        entry.scores[RELEVANCE] = relevance[hit.dedupe_key]
     # Built directly: dataclasses.replace was a third of the fusion's time (two fusions of up
     # to 200 hits per search).
     return RetrievedHit(

@@ -1,7 +1,9 @@
 """The wire shape of retrieved evidence (DESIGN §10), shared by REST, MCP and answers.
 
 ``{sources: {text: [...], image: [...]}, route, steps}``: text and image sources are numbered
-separately from 1, in rank order, and the text numbers are the ``[n]`` an answer cites.
+separately from 1, in rank order, and the text numbers are the ``[n]`` an answer cites. A
+source's ``score`` is its relevance in [0, 1] (relevance.py); ``scores`` keeps each list's raw
+value and the fused ones that ordered it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from eagle_rag.retrieval.pack import ContextPack, Passage, Step
+from eagle_rag.retrieval.relevance import relevance
 
 
 def is_image(passage: Passage) -> bool:
@@ -32,7 +35,7 @@ def text_source(index: int, passage: Passage, *, max_chars: int | None = None) -
         "page_nums": list(passage.page_nums),
         "content": content,
         "truncated": len(content) < len(passage.text),
-        "score": passage.score,
+        "score": relevance(passage.scores, passage.metadata),
         "scores": dict(passage.scores),
         "metadata": _public_metadata(passage),
     }
@@ -53,7 +56,7 @@ def image_source(index: int, passage: Passage) -> dict[str, Any]:
         "parent_section": passage.path,
         "content_summary": passage.text,
         "source_chunk_id": fields.get("source_chunk_id"),
-        "score": passage.score,
+        "score": relevance(passage.scores, passage.metadata),
         "scores": dict(passage.scores),
     }
 
@@ -73,12 +76,18 @@ def steps_list(steps: Sequence[Step]) -> list[dict[str, Any]]:
     return [asdict(s) for s in steps]
 
 
-def search_response(pack: ContextPack, *, max_chars: int | None = None) -> dict[str, Any]:
-    """The body of ``POST /search``."""
+def search_response(
+    pack: ContextPack, *, max_chars: int | None = None, score_threshold: float | None = None
+) -> dict[str, Any]:
+    """The body of ``POST /search``; ``score_threshold`` drops passages of lower relevance
+    (before numbering, so citations stay 1..n)."""
+    passages = pack.passages
+    if score_threshold is not None:
+        passages = tuple(p for p in passages if relevance(p.scores, p.metadata) >= score_threshold)
     return {
         "query": pack.query,
         "kb_names": list(pack.kb_names),
-        "sources": split_sources(pack.passages, max_chars=max_chars),
+        "sources": split_sources(passages, max_chars=max_chars),
         "route": pack.route_dict(),
         "steps": steps_list(pack.steps),
         "token_count": pack.token_count,

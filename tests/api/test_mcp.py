@@ -14,11 +14,23 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from fastmcp.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 from tests.api.server import RunningServer, running_server
 from tests.ingest.documents import pdf_bytes
 from tests.retrieval.conftest import SOLAR
 
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
 CORE_TOOLS = {
     "core_ingest",
     "core_query",
@@ -38,7 +50,7 @@ async def wait_completed(client: Client[Any], document_id: str) -> dict[str, Any
     for _ in range(200):
         document: dict[str, Any] = (
             await client.call_tool("core_get_document", {"document_id": document_id})
-        ).data
+        ).structured_content
         if document["status"] in ("completed", "failed"):
             return document
         await asyncio.sleep(0.1)
@@ -53,7 +65,7 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
             await client.call_tool(
                 "core_ingest", {"kb_name": "mcp", "filename": "solar.md", "text": SOLAR}
             )
-        ).data
+        ).structured_content
         pdf = (
             await client.call_tool(
                 "core_ingest",
@@ -63,7 +75,7 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
                     "content_base64": base64.b64encode(pdf_bytes()).decode(),
                 },
             )
-        ).data
+        ).structured_content
         assert (await wait_completed(client, job["document_id"]))["status"] == "completed"
         document = await wait_completed(client, pdf["document_id"])
         assert document["pages"] == 3 and document["structure"]
@@ -72,17 +84,21 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
             await client.call_tool(
                 "core_retrieve_text", {"query": "inverter copper", "kb_names": ["mcp"]}
             )
-        ).data
+        ).structured_content
         assert found["sources"][0]["path"] == "Solar Guide/Installation/Wiring"
         answer = (
             await client.call_tool(
                 "core_query", {"question": "how do I connect the inverter", "kb_names": ["mcp"]}
             )
-        ).data
+        ).structured_content
         assert "[1]" in answer["answer"] and answer["sources"]["text"]
-        listed = (await client.call_tool("core_list_knowledge_bases", {})).data
+        listed = (await client.call_tool("core_list_knowledge_bases", {})).structured_content[
+            "result"
+        ]
         assert {"kb_name": "mcp", "description": "", "documents": 2} in listed
-        visual = (await client.call_tool("core_retrieve_visual", {"query": "chart"})).data
+        visual = (
+            await client.call_tool("core_retrieve_visual", {"query": "chart"})
+        ).structured_content
         assert visual == {"sources": []}
 
 
@@ -117,11 +133,22 @@ async def test_http_tools_need_a_key_when_keys_are_set(
         running.client(Authorization="Bearer k-1").post(
             "/knowledge_bases", json={"kb_name": "alpha"}
         )
-        async with http_client(running) as anonymous:
-            with pytest.raises(ToolError, match="API key is required"):
-                await anonymous.call_tool("core_list_knowledge_bases", {})
+        plain = running.client()
+        refused = plain.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+        assert refused.status_code == 401 and refused.json()["code"] == "unauthorized"
+        wrong = plain.post(
+            "/mcp",
+            json=INITIALIZE,
+            headers={**MCP_HEADERS, "Authorization": "Bearer x"},
+        )
+        assert wrong.status_code == 401 and "unknown API key" in wrong.text
+        with pytest.raises(MCPError, match="error response"):  # the client cannot even connect
+            async with http_client(running) as anonymous:
+                await anonymous.list_tools()
         async with http_client(running, "k-1") as client:
-            listed = (await client.call_tool("core_list_knowledge_bases", {})).data
+            listed = (await client.call_tool("core_list_knowledge_bases", {})).structured_content[
+                "result"
+            ]
             assert [kb["kb_name"] for kb in listed] == ["alpha"]
             with pytest.raises(ToolError, match="may not use knowledge base 'beta'"):
                 await client.call_tool("core_retrieve_text", {"query": "x", "kb_names": ["beta"]})
@@ -152,5 +179,5 @@ async def test_stdio_server(tmp_path: Path) -> None:
             await client.call_tool(
                 "core_retrieve_text", {"query": "inverter", "kb_names": ["notes"]}
             )
-        ).data
+        ).structured_content
         assert found["sources"][0]["path"] == "Solar Guide/Installation/Wiring"

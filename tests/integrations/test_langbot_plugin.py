@@ -78,7 +78,13 @@ def engine_for(settings: dict[str, Any]) -> tuple[Any, Host]:
 
 
 def upload(
-    host: Host, settings: dict[str, Any], name: str, data: bytes, mime: str, document_id: str
+    host: Host,
+    settings: dict[str, Any],
+    name: str,
+    data: bytes,
+    mime: str,
+    document_id: str,
+    **extra: Any,
 ) -> IngestionContext:
     host.files[f"kb/{name}"] = data
     meta = FileMetadata(
@@ -87,6 +93,7 @@ def upload(
         mime_type=mime,
         document_id=document_id,
         knowledge_base_id="lb-kb-1",
+        extra=extra,
     )
     return IngestionContext(
         file_object=FileObject(metadata=meta, storage_path=f"kb/{name}"),
@@ -191,3 +198,37 @@ async def test_failures_are_reported(server: RunningServer, settings: dict[str, 
     assert type(unauthorized.value).__name__ == "EagleRagError"
     with pytest.raises(RuntimeError, match="http"):
         await engine.on_knowledge_base_create("lb-kb-2", {**settings, "eagle_url": "ftp://x"})
+
+
+async def test_original_file_name_when_the_host_passes_one(
+    server: RunningServer, settings: dict[str, Any]
+) -> None:
+    """LangBot 4.11 names the file by its storage key; the user's name comes in ``extra``."""
+    engine, host = engine_for(settings)
+    await engine.on_knowledge_base_create("lb-kb-1", settings)
+    key = "a3f9c2e1b7d84c0e9f6a5b4c3d2e1f0a.md"
+    result = await engine.ingest(
+        upload(
+            host,
+            settings,
+            key,
+            SOLAR.encode(),
+            "text/markdown",
+            "lb-doc-5",
+            original_filename="Solar Handbook.md",
+        )
+    )
+    assert result.status == DocumentStatus.COMPLETED
+    assert result.metadata["filename"] == "Solar Handbook.md"
+    client = server.client(Authorization=f"Bearer {KEY}")
+    listed = client.get("/documents", params={"kb_name": "langbot-docs"}).json()
+    document = next(d for d in listed if d["metadata"].get("langbot_document_id") == "lb-doc-5")
+    assert document["filename"] == "Solar Handbook.md"
+    assert document["metadata"]["langbot_storage_key"] == key
+    found = await engine.retrieve(
+        RetrievalContext(
+            query="inverter copper", knowledge_base_id="lb-kb-1", creation_settings=settings
+        )
+    )
+    assert found.results[0].metadata["filename"] == "Solar Handbook.md"
+    assert await engine.delete_document("lb-kb-1", "lb-doc-5") is True

@@ -11,7 +11,7 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse
 
 from eagle_rag.api.deps import App, Who
-from eagle_rag.api.schemas import ERRORS, QueryBody, SearchBody
+from eagle_rag.api.schemas import ERRORS, QueryBody, SearchBody, SearchOnlyBody
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.errors import EagleError
 from eagle_rag.generation.attachments import read_attachment
@@ -40,15 +40,15 @@ def _query_request(body: SearchBody) -> QueryRequest:
 
 
 @router.post("/search", tags=["search"])
-async def search(body: SearchBody, app: App, who: Who) -> dict[str, Any]:
+async def search(body: SearchOnlyBody, app: App, who: Who) -> dict[str, Any]:
     """Ranked evidence: ``{sources: {text, image}, route, steps}``."""
     who.check_kbs(body.scope())
     pack = await app.retrieval.search(_query_request(body), allowed_kbs=who.kb_names)
-    return search_response(pack)
+    return search_response(pack, score_threshold=body.score_threshold)
 
 
 @router.post("/search/stream", tags=["search"], response_class=EventSourceResponse)
-async def search_stream(body: SearchBody, app: App, who: Who) -> EventSourceResponse:
+async def search_stream(body: SearchOnlyBody, app: App, who: Who) -> EventSourceResponse:
     """SSE: one ``step`` per stage, then ``sources`` and ``done`` (or ``error``)."""
     who.check_kbs(body.scope())
 
@@ -58,7 +58,7 @@ async def search_stream(body: SearchBody, app: App, who: Who) -> EventSourceResp
         except EagleError as exc:
             yield _event("error", {"code": exc.code, "message": exc.message})
             return
-        result = search_response(pack)
+        result = search_response(pack, score_threshold=body.score_threshold)
         for step in result["steps"]:
             yield _event("step", step)
         yield _event("sources", result["sources"])

@@ -1,0 +1,55 @@
+"""A typed Python client for Eagle-RAG's REST API, sync (:class:`EagleClient`) and async
+(:class:`AsyncEagleClient`): knowledge bases, ingest with progress, tasks, documents, search and
+answers (plain or streamed as typed events). Errors are the classes of :mod:`eagle_rag.errors`;
+429 and 503 answers are retried after ``Retry-After``. See docs/client.md.
+"""
+
+from eagle_rag.client.aio import AsyncEagleClient
+from eagle_rag.client.calls import Scope
+from eagle_rag.client.models import (
+    Answer,
+    AnswerDone,
+    Document,
+    ErrorEvent,
+    ImageSource,
+    KnowledgeBase,
+    QueryEvent,
+    SearchDone,
+    SearchEvent,
+    SearchResult,
+    SessionEvent,
+    Sources,
+    SourcesEvent,
+    StepEvent,
+    Submission,
+    Task,
+    TextSource,
+    TokenEvent,
+)
+from eagle_rag.client.sync import EagleClient
+from eagle_rag.client.transport import ClientConfig
+
+__all__ = [
+    "Answer",
+    "AnswerDone",
+    "AsyncEagleClient",
+    "ClientConfig",
+    "Document",
+    "EagleClient",
+    "ErrorEvent",
+    "ImageSource",
+    "KnowledgeBase",
+    "QueryEvent",
+    "Scope",
+    "SearchDone",
+    "SearchEvent",
+    "SearchResult",
+    "SessionEvent",
+    "Sources",
+    "SourcesEvent",
+    "StepEvent",
+    "Submission",
+    "Task",
+    "TextSource",
+    "TokenEvent",
+]

@@ -1,0 +1,149 @@
+"""What Core's MCP tools declare besides their arguments: titles, behaviour hints and output
+schemas (MCP 2025-06-18 ``annotations`` and ``outputSchema``).
+
+Retrieval tools are read-only and idempotent. ``core_query`` writes its conversation to a
+session (not read-only, not idempotent). ``core_ingest`` adds a document (the same bytes twice
+are one document: idempotent) and may fetch a URL (open world). No Core tool deletes or
+overwrites anything, so none is destructive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_STR = {"type": "string"}
+_INT = {"type": "integer"}
+_NUM = {"type": "number"}
+_OBJ = {"type": "object"}
+_NULLABLE_INT = {"type": ["integer", "null"]}
+_NULLABLE_STR = {"type": ["string", "null"]}
+_RELEVANCE = {"type": "number", "minimum": 0, "maximum": 1, "description": "relevance in [0, 1]"}
+
+TEXT_SOURCE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "index": {**_INT, "description": "the [n] an answer cites"},
+        "chunk_id": _STR,
+        "document_id": _STR,
+        "filename": _STR,
+        "kb_name": _STR,
+        "path": {**_STR, "description": "section path, e.g. Guide/Installation/Wiring"},
+        "level": _NULLABLE_INT,
+        "type": _STR,
+        "page_nums": {"type": "array", "items": _INT},
+        "content": _STR,
+        "score": _RELEVANCE,
+        "scores": {"type": "object", "additionalProperties": _NUM},
+        "metadata": _OBJ,
+    },
+    "required": ["index", "chunk_id", "document_id", "path", "content", "score"],
+}
+IMAGE_SOURCE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "index": _INT,
+        "chunk_id": _STR,
+        "document_id": _STR,
+        "filename": _STR,
+        "kb_name": _STR,
+        "image_id": _NULLABLE_STR,
+        "page": _NULLABLE_INT,
+        "chunk_type": _STR,
+        "parent_section": _STR,
+        "content_summary": _STR,
+        "score": _RELEVANCE,
+    },
+    "required": ["index", "chunk_id", "document_id", "score"],
+}
+SOURCES: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "array", "items": TEXT_SOURCE},
+        "image": {"type": "array", "items": IMAGE_SOURCE},
+    },
+    "required": ["text", "image"],
+}
+KNOWLEDGE_BASE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"kb_name": _STR, "description": _STR, "documents": _INT},
+    "required": ["kb_name", "documents"],
+}
+
+OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
+    "retrieve_text": {
+        "type": "object",
+        "properties": {"sources": {"type": "array", "items": TEXT_SOURCE}, "route": _OBJ},
+        "required": ["sources"],
+    },
+    "retrieve_visual": {
+        "type": "object",
+        "properties": {"sources": {"type": "array", "items": IMAGE_SOURCE}},
+        "required": ["sources"],
+    },
+    "query": {
+        "type": "object",
+        "properties": {
+            "session_id": _STR,
+            "answer": {**_STR, "description": "the answer, citing sources.text as [n]"},
+            "sources": SOURCES,
+            "warnings": {"type": "array", "items": _STR},
+            "route": _OBJ,
+            "steps": {"type": "array", "items": _OBJ},
+        },
+        "required": ["session_id", "answer", "sources"],
+    },
+    "ingest": {
+        "type": "object",
+        "properties": {
+            "job_id": _STR,
+            "document_id": _STR,
+            "status": _STR,
+            "dedup_hit": {"type": "boolean"},
+        },
+        "required": ["job_id", "document_id", "status", "dedup_hit"],
+    },
+    "list_knowledge_bases": {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": KNOWLEDGE_BASE}},
+        "required": ["result"],
+        "x-fastmcp-wrap-result": True,  # a list is sent as {"result": [...]} and unwrapped
+    },
+    "get_document": {
+        "type": "object",
+        "properties": {
+            "document_id": _STR,
+            "kb_name": _STR,
+            "filename": _STR,
+            "status": _STR,
+            "pages": _NULLABLE_INT,
+            "chunk_count": _INT,
+            "metadata": _OBJ,
+            "structure": _OBJ,
+        },
+        "required": ["document_id", "kb_name", "filename", "status", "structure"],
+    },
+}
+
+
+def _hints(title: str, *, read_only: bool, idempotent: bool, open_world: bool) -> dict[str, Any]:
+    return {
+        "title": title,
+        "readOnlyHint": read_only,
+        "destructiveHint": False,
+        "idempotentHint": idempotent,
+        "openWorldHint": open_world,
+    }
+
+
+ANNOTATIONS: dict[str, dict[str, Any]] = {
+    "retrieve_text": _hints("Search passages", read_only=True, idempotent=True, open_world=False),
+    "retrieve_visual": _hints(
+        "Search page images", read_only=True, idempotent=True, open_world=False
+    ),
+    "query": _hints("Answer with citations", read_only=False, idempotent=False, open_world=False),
+    "ingest": _hints("Add a document", read_only=False, idempotent=True, open_world=True),
+    "list_knowledge_bases": _hints(
+        "List knowledge bases", read_only=True, idempotent=True, open_world=False
+    ),
+    "get_document": _hints("Show a document", read_only=True, idempotent=True, open_world=False),
+}

@@ -1,0 +1,113 @@
+"""The OpenAI-compatible facade, driven by the official ``openai`` package."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+
+from tests.adapters.conftest import KEY, SCOPED_KEY
+from tests.api.server import RunningServer
+
+
+def chat(server: RunningServer, key: str = KEY) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0)
+
+
+def extra(item: Any) -> dict[str, Any]:
+    found: dict[str, Any] = (item.model_extra or {})["eagle"]
+    return found
+
+
+def test_models_are_the_callers_kbs(server: RunningServer, corpus: dict[str, str]) -> None:
+    assert {m.id for m in chat(server).models.list()} >= {"eagle:energy", "eagle:garden"}
+    assert [m.id for m in chat(server, SCOPED_KEY).models.list()] == ["eagle:garden"]
+    assert chat(server).models.retrieve("eagle:energy").owned_by == "eagle-rag"
+    assert chat(server).models.retrieve("eagle:energy+garden").id == "eagle:energy+garden"
+    with pytest.raises(openai.NotFoundError):
+        chat(server).models.retrieve("eagle:energy+nope")
+
+
+def test_answer_with_citations_and_sources(server: RunningServer, corpus: dict[str, str]) -> None:
+    completion = chat(server).chat.completions.create(
+        model="eagle:energy",
+        messages=[
+            {"role": "system", "content": "You are helpful."},
+            {"role": "user", "content": "How is the inverter connected?"},
+        ],
+    )
+    text = completion.choices[0].message.content or ""
+    sources = extra(completion)["sources"]["text"]
+    assert "[1]" in text and completion.choices[0].finish_reason == "stop"
+    assert sources[0]["index"] == 1 and sources[0]["path"] == "Solar Guide/Installation/Wiring"
+    assert "copper cables" in sources[0]["content"] and 0 <= sources[0]["score"] <= 1
+    assert completion.usage is not None and completion.usage.completion_tokens > 0
+    assert completion.model == "eagle:energy" and completion.id.startswith("chatcmpl-")
+
+
+def test_streamed_answer(server: RunningServer, corpus: dict[str, str]) -> None:
+    stream = chat(server).chat.completions.create(
+        model="eagle:energy+garden",
+        messages=[
+            {"role": "user", "content": [{"type": "text", "text": "When to water tomatoes?"}]}
+        ],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    final = next(c for c in chunks if c.choices and c.choices[0].finish_reason == "stop")
+    assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 1
+    assert "[1]" in text and "watering" in text
+    cited = extra(final)["sources"]["text"]
+    assert cited[0]["filename"] == "garden.md" and cited[0]["kb_name"] == "garden"
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 0
+
+
+def test_history_becomes_the_session(server: RunningServer, corpus: dict[str, str]) -> None:
+    completion = chat(server).chat.completions.create(
+        model="eagle:energy",
+        messages=[
+            {"role": "user", "content": "How are panels mounted?"},
+            {"role": "assistant", "content": "With steel brackets [1]."},
+            {"role": "user", "content": "How many bolts per bracket?"},
+        ],
+    )
+    session_id = extra(completion)["session_id"]
+    messages = server.client(Authorization=f"Bearer {KEY}").get(f"/sessions/{session_id}/messages")
+    contents = [m["content"] for m in messages.json()["messages"]]
+    assert contents[:3] == [
+        "How are panels mounted?",
+        "With steel brackets [1].",
+        "How many bolts per bracket?",
+    ]
+    assert "eight bolts" in (completion.choices[0].message.content or "")
+    again = chat(server).chat.completions.create(
+        model="eagle:energy",
+        messages=[{"role": "user", "content": "And the inverter?"}],
+        extra_body={"eagle": {"session_id": session_id, "top_n": 2}},
+    )
+    assert extra(again)["session_id"] == session_id
+    assert len(extra(again)["sources"]["text"]) <= 2
+
+
+def test_errors_are_openai_errors(server: RunningServer, corpus: dict[str, str]) -> None:
+    client = chat(server)
+    question = [{"role": "user", "content": "x"}]
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.chat.completions.create(model="gpt-4o", messages=question)
+    assert unknown.value.code == "model_not_found"
+    with pytest.raises(openai.NotFoundError, match="nope"):
+        client.chat.completions.create(model="eagle:nope", messages=question)
+    with pytest.raises(openai.BadRequestError, match="last message"):
+        client.chat.completions.create(
+            model="eagle:energy",
+            messages=[{"role": "assistant", "content": "hi"}],
+        )
+    with pytest.raises(openai.BadRequestError, match="messages"):
+        client.chat.completions.create(model="eagle:energy", messages=[])
+    with pytest.raises(openai.AuthenticationError):
+        chat(server, "wrong").models.list()
+    with pytest.raises(openai.PermissionDeniedError, match="energy"):
+        chat(server, SCOPED_KEY).chat.completions.create(model="eagle:energy", messages=question)

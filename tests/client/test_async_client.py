@@ -1,0 +1,38 @@
+"""AsyncEagleClient against the same real server: the calls adapters make, and their errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from eagle_rag.client import AnswerDone, AsyncEagleClient, SearchDone, TokenEvent
+from eagle_rag.errors import NotFoundError, PermissionDeniedError
+from tests.api.server import RunningServer
+from tests.client.conftest import KEY, SCOPED_KEY
+from tests.retrieval.conftest import SOLAR
+
+
+async def test_async_flow(server: RunningServer, corpus: dict[str, str]) -> None:
+    async with AsyncEagleClient(server.url, api_key=KEY) as client:
+        await client.create_knowledge_base("async-kb")
+        job = await client.ingest("async-kb", SOLAR.encode(), filename="guide.md")
+        phases = [task.status async for task in client.task_progress(job.job_id)]
+        assert phases[-1] == "completed"
+
+        found = await client.search("copper inverter", "async-kb", top_k=2)
+        assert found.sources.text[0].filename == "guide.md"
+        assert 0.0 < found.sources.text[0].score <= 1.0
+        events = [e async for e in client.search_stream("copper inverter", "async-kb")]
+        assert isinstance(events[-1], SearchDone)
+
+        answer = await client.query("How is the inverter wired?", "async-kb")
+        assert "[1]" in answer.answer
+        stream = [e async for e in client.query_stream("Which bolts?", "async-kb")]
+        assert any(isinstance(e, TokenEvent) for e in stream)
+        assert isinstance(stream[-1], AnswerDone)
+        assert [d.filename for d in await client.list_documents("async-kb")] == ["guide.md"]
+        await client.delete_knowledge_base("async-kb")
+        with pytest.raises(NotFoundError):
+            await client.search("x", "async-kb")
+    async with AsyncEagleClient(server.url, api_key=SCOPED_KEY) as scoped:
+        with pytest.raises(PermissionDeniedError, match="energy"):
+            await scoped.query("x", "energy")

@@ -1,0 +1,145 @@
+"""EagleClient against a real server: every resource, typed results, streams and errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eagle_rag.client import (
+    AnswerDone,
+    EagleClient,
+    SearchDone,
+    SessionEvent,
+    SourcesEvent,
+    StepEvent,
+    Task,
+    TokenEvent,
+)
+from eagle_rag.errors import (
+    AuthenticationError,
+    BackendUnavailableError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnsupportedMediaTypeError,
+)
+from tests.api.server import RunningServer, free_port
+from tests.client.conftest import KEY, SCOPED_KEY
+from tests.retrieval.conftest import CHINESE
+
+
+@pytest.fixture
+def client(server: RunningServer) -> EagleClient:
+    return EagleClient(server.url, api_key=KEY)
+
+
+def test_knowledge_bases_and_documents(client: EagleClient, corpus: dict[str, str]) -> None:
+    kbs = {kb.kb_name: kb for kb in client.list_knowledge_bases()}
+    assert kbs["energy"].documents == 2 and kbs["energy"].description == "solar"
+    assert client.get_knowledge_base("garden").documents == 1
+
+    documents = {d.filename: d for d in client.list_documents("energy")}
+    assert set(documents) == {"solar.md", "report.pdf"}
+    report = client.get_document(corpus["report.pdf"])
+    assert report.pages == 3 and report.status == "completed" and report.chunk_count > 0
+    assert documents["solar.md"].tags == ("howto",)
+    assert client.document_structure(corpus["solar.md"])
+    chunks = client.document_chunks(corpus["solar.md"])
+    assert any("copper cables" in c["text"] for c in chunks)
+    assert client.list_documents("energy", tag="howto")[0].filename == "solar.md"
+
+
+def test_ingest_reports_progress_then_delete(client: EagleClient, tmp_path: Path) -> None:
+    client.create_knowledge_base("scratch")
+    path = tmp_path / "zh.md"
+    path.write_text(CHINESE)
+    job = client.ingest("scratch", path, metadata={"lang": "zh"})
+    seen: list[Task] = []
+    final = client.wait_for_task(job.job_id, on_progress=seen.append)
+    assert final.status == "completed" and final.fraction == 1.0
+    assert seen[-1] == final and all(t.job_id == job.job_id for t in seen)
+    assert client.get_task(job.job_id).log  # the task's log comes with a single task
+    again = client.ingest("scratch", path)
+    assert again.dedup_hit and again.document_id == job.document_id
+
+    document = client.get_document(job.document_id)
+    assert document.metadata["lang"] == "zh" and document.filename == "zh.md"
+    assert client.delete_document(job.document_id) is True
+    with pytest.raises(NotFoundError):
+        client.get_document(job.document_id)
+    client.delete_knowledge_base("scratch")
+    with pytest.raises(NotFoundError):
+        client.get_knowledge_base("scratch")
+
+
+def test_search_is_typed_and_scored(client: EagleClient, corpus: dict[str, str]) -> None:
+    result = client.search("inverter copper cables", "energy", top_k=3)
+    top = result.sources.text[0]
+    assert top.path == "Solar Guide/Installation/Wiring" and "copper" in top.content
+    assert top.document_id == corpus["solar.md"] and top.index == 1
+    assert all(0.0 <= s.score <= 1.0 for s in result.sources.text)
+    assert "dense" in top.scores or "sparse" in top.scores
+    assert result.steps and result.kb_names == ("energy",)
+
+    strict = client.search("inverter copper cables", "energy", top_k=3, score_threshold=0.5)
+    assert strict.sources.text and all(s.score >= 0.5 for s in strict.sources.text)
+    assert len(strict.sources.text) < len(result.sources.text)
+    assert [s.index for s in strict.sources.text] == list(range(1, len(strict.sources.text) + 1))
+
+    both = client.search("steel brackets tomatoes", ["energy", "garden"], top_k=10)
+    assert {s.kb_name for s in both.sources.text} == {"energy", "garden"}
+    filtered = client.search("brackets", "energy", tags=["howto"])
+    assert {s.filename for s in filtered.sources.text} == {"solar.md"}
+
+
+def test_streams_are_typed_events(client: EagleClient, corpus: dict[str, str]) -> None:
+    events = list(client.search_stream("inverter", "energy", top_k=2))
+    assert isinstance(events[0], StepEvent) and isinstance(events[-1], SearchDone)
+    assert any(isinstance(e, SourcesEvent) for e in events)
+    assert events[-1].result.sources.text[0].kb_name == "energy"
+
+    answer_events = list(client.query_stream("How is the inverter connected?", "energy"))
+    assert isinstance(answer_events[0], SessionEvent)
+    tokens = "".join(e.delta for e in answer_events if isinstance(e, TokenEvent))
+    done = answer_events[-1]
+    assert isinstance(done, AnswerDone) and done.answer.answer == tokens
+    assert "[1]" in tokens and done.answer.sources.text[0].path.endswith("Wiring")
+
+    follow = client.query("And what converts direct current?", session_id=done.answer.session_id)
+    assert follow.session_id == done.answer.session_id and "[" in follow.answer
+
+
+def test_errors_are_the_error_tree(server: RunningServer, corpus: dict[str, str]) -> None:
+    with EagleClient(server.url, api_key=KEY) as client:
+        with pytest.raises(NotFoundError) as missing:
+            client.get_knowledge_base("nope")
+        assert missing.value.fields["status"] == 404
+        with pytest.raises(ConflictError):
+            client.create_knowledge_base("energy")
+        with pytest.raises(InvalidInputError) as invalid:
+            client.search("x", "energy", top_k=1000)
+        assert invalid.value.fields["remote_code"] == "invalid_request"
+        with pytest.raises(UnsupportedMediaTypeError):
+            client.ingest("energy", b"\x89PNG\r\n\x1a\n" + b"0" * 64, filename="a.zip")
+        with pytest.raises(InvalidInputError, match="exactly one"):
+            client.ingest("energy")
+    with (
+        EagleClient(server.url, api_key="wrong") as stranger,
+        pytest.raises(AuthenticationError, match="unknown API key"),
+    ):
+        stranger.list_knowledge_bases()
+    with EagleClient(server.url, api_key=SCOPED_KEY) as scoped:
+        assert [kb.kb_name for kb in scoped.list_knowledge_bases()] == ["garden"]
+        with pytest.raises(PermissionDeniedError):
+            scoped.search("inverter", "energy")
+        with pytest.raises(PermissionDeniedError):
+            list(scoped.query_stream("inverter", "energy"))
+    with (
+        EagleClient(f"http://127.0.0.1:{free_port()}", max_retries=0) as nobody,
+        pytest.raises(BackendUnavailableError, match="did not answer"),
+    ):
+        nobody.list_knowledge_bases()
+    with pytest.raises(InvalidInputError, match="http"):
+        EagleClient("ftp://example.org")
