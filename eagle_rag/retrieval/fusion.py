@@ -261,7 +261,8 @@ def _fuse(
 ) -> list[RetrievedHit]:
     """One pass over deduped lists: head and full scores, per-list ranks; then both orders."""
     fused: dict[Hashable, _Fused] = {}
-    for index, ranked in enumerate(lists):
+    for index in _canonical_order(lists):
+        ranked = lists[index]
         for rank, hit in enumerate(ranked.hits, start=1):
             key = hit.dedupe_key
             entry = fused.get(key)
@@ -289,6 +290,16 @@ def _fuse(
     return [finish(e, e.head_score + head_offset) for e in leading] + [
         finish(e, e.score + full_offset) for e in following
     ]
+
+
+def _canonical_order(lists: Sequence[RankedList]) -> list[int]:
+    """The lists' indexes in an order fixed by their contents: float sums of the same votes in
+    another order can differ in the last bit, and the fused order must not depend on the order
+    the lists were given in."""
+    return sorted(
+        range(len(lists)),
+        key=lambda i: (tuple(h.chunk_id for h in lists[i].hits), lists[i].weight, lists[i].name),
+    )
 
 
 def _finish(
