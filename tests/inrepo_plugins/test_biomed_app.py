@@ -230,8 +230,9 @@ async def test_classify_query_abstains_without_entities(app: EagleApp) -> None:
 @pytest.mark.asyncio(loop_scope="module")
 async def test_dense_expand_adds_long_forms_synonyms_and_intent(app: EagleApp) -> None:
     plan = CollectionQueryPlan(COLLECTION, "x", 5)
+    query = QueryRequest("Does T2DM treatment work?")
     expansion = await app.bus.invoke_first(
-        hooks.query_dense_expand, ctx=ctx(), query=QueryRequest("Does T2DM treatment work?"), plan=plan
+        hooks.query_dense_expand, ctx=ctx(), query=query, plan=plan
     )
     assert expansion.dense_text is None
     assert {"type", "diabetes", "mellitus"} <= {t.lower() for t in expansion.sparse_terms}

@@ -1,4 +1,5 @@
-"""The biomed plugin's parts on the real lexicon package: terms, abbreviations, sections, scoring."""
+"""The biomed plugin's parts on the real lexicon package: terms, abbreviations, sections,
+scoring."""
 
 from __future__ import annotations
 
@@ -178,8 +179,9 @@ def test_supplement_hits_join_the_refusion_with_their_weight() -> None:
 def test_rerank_adds_entity_overlap_and_section_match() -> None:
     def row(chunk: str, score: float, entities: list[str], section: str) -> RetrievedHit:
         fields = {"biomed_entities": entities, "biomed_section": section}
+        metadata = {"fields": fields}
         return RetrievedHit(
-            chunk, "eagle_text_biomed", "d", "kb", chunk, "doc", score, {}, chunk, {"fields": fields}
+            chunk, "eagle_text_biomed", "d", "kb", chunk, "doc", score, {}, chunk, metadata
         )
 
     hits = [row("x", 1.0, [], "results"), row("y", 0.9, ["mesh:A"], "results")]
