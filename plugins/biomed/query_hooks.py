@@ -6,8 +6,12 @@ so such a query runs exactly as in Core (the seed: pure text stays on eagle_text
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 from collections.abc import Mapping
+from typing import Any
 
+from eagle_rag.errors import EagleError
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import Filter, all_of, in_
 from eagle_rag.plugins.core_defaults import core_route
@@ -26,6 +30,7 @@ from plugins.biomed.sections import INTENT_SECTIONS, query_intents
 from plugins.biomed.terms import tokens
 
 NAMESPACE = "biomed"
+logger = logging.getLogger(__name__)
 
 
 class QueryHooks:
@@ -126,12 +131,7 @@ class QueryHooks:
         if not entities or not merged:
             return None  # Core's configured reranker (or the fused order) applies
         sections = tuple(s for i in query_intents(query.text) for s in INTENT_SECTIONS[i])
-        cross = None
-        if rt.reranker is not None:
-            scores = await asyncio.to_thread(
-                rt.reranker.rerank, query.text, [h.text for h in merged]
-            )
-            cross = dict(enumerate(float(s) for s in scores))
+        cross = await self._cross_encoder(query, merged)
         reranked = rerank_with_signals(
             merged,
             query_entities=entities,
@@ -141,6 +141,26 @@ class QueryHooks:
             cross_encoder=cross,
         )
         return tuple(reranked)
+
+    async def _cross_encoder(
+        self, query: QueryRequest, merged: tuple[RetrievedHit, ...]
+    ) -> dict[int, float] | None:
+        return await _cross_encoder_scores(self._rt.reranker, query, merged)
+
+
+async def _cross_encoder_scores(
+    reranker: Any, query: QueryRequest, merged: tuple[RetrievedHit, ...]
+) -> dict[int, float] | None:
+    """Scores by index from the optional cross-encoder; None when there is none or it fails
+    (the signals still rerank; the failure is logged, the search goes on)."""
+    if reranker is None:
+        return None
+    try:
+        scores = await asyncio.to_thread(reranker.rerank, query.text, [h.text for h in merged])
+    except EagleError as exc:
+        logger.warning("biomed cross-encoder failed, signals only: %s", exc.message)
+        return None
+    return {i: float(s) for i, s in enumerate(scores) if math.isfinite(s)}
 
 
 def _word_norms(name: str) -> list[tuple[str, str]]:
