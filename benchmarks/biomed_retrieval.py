@@ -72,6 +72,17 @@ async def start(profile: str, data: str) -> ProfileRun:
     return ProfileRun(await bootstrap(settings))
 
 
+def hook_timings(app: EagleApp) -> dict[str, dict[str, float]]:
+    """The biomed subscribers' time per hook since the last call (then reset)."""
+    for loaded in app.plugins.loaded:
+        if loaded.manifest.namespace == "biomed":
+            timings = loaded.plugin.runtime.timings  # type: ignore[attr-defined]
+            snapshot: dict[str, dict[str, float]] = timings.snapshot()
+            timings.reset()
+            return snapshot
+    return {}
+
+
 async def ingest(run: ProfileRun, dataset: Dataset) -> None:
     app = run.app
     app.repositories.knowledge_bases.create(run.kb)
@@ -104,14 +115,21 @@ async def ranked(run: ProfileRun, text: str, rerank: bool | None) -> tuple[list[
     return list(ids), elapsed, pack.route
 
 
-async def compare(folder: Path, docs: int | None, queries: int | None) -> dict[str, Any]:
+async def compare(
+    folder: Path, docs: int | None, queries: int | None, variants: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
     dataset = subset(load_dataset(folder), docs, queries)
     with tempfile.TemporaryDirectory(prefix="eagle-biomed-") as root:
         runs = {p: await start(p, f"{root}/{p}") for p in PROFILES}
         try:
             for run in runs.values():
                 await ingest(run, dataset)
-            result = await score_both(runs, dataset)
+            ingest_hooks = hook_timings(runs["biomed"].app)
+            result = await score_both(runs, dataset, variants)
+            result["biomed_hook_ms"] = {
+                "ingest": ingest_hooks,
+                "query": hook_timings(runs["biomed"].app),
+            }
         finally:
             for run in runs.values():
                 await run.app.stop()
@@ -120,18 +138,26 @@ async def compare(folder: Path, docs: int | None, queries: int | None) -> dict[s
     return result
 
 
-async def score_both(runs: dict[str, ProfileRun], dataset: Dataset) -> dict[str, Any]:
+async def score_both(
+    runs: dict[str, ProfileRun], dataset: Dataset, variants: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """Both profiles query by query; each ``variants`` entry re-runs biomed with those
+    query-time options (an ablation over one ingest), labelled ``biomed[key=value]``."""
     lists: dict[str, dict[str, list[str]]] = {}
     timings: dict[str, list[float]] = {}
     routed = 0
+    runtime = biomed_runtime(runs["biomed"].app)
+    shipped = runtime.options
     for qid, text in dataset.queries.items():
-        for profile, run in runs.items():
+        for label, run, options in passes(runs, shipped, variants):
+            runtime.options = options
             for form, rerank in (("hybrid", False), ("default", None)):
                 ids, ms, route = await ranked(run, text, rerank)
-                lists.setdefault(f"{profile}/{form}", {})[qid] = ids
-                timings.setdefault(f"{profile}/{form}", []).append(ms)
-                if profile == "biomed" and form == "default" and route.classifier == "biomed":
+                lists.setdefault(f"{label}/{form}", {})[qid] = ids
+                timings.setdefault(f"{label}/{form}", []).append(ms)
+                if label == "biomed" and form == "default" and route.classifier == "biomed":
                     routed += 1
+        runtime.options = shipped
     qrels = dict(dataset.qrels)
     return {
         "metrics": {
@@ -142,15 +168,33 @@ async def score_both(runs: dict[str, ProfileRun], dataset: Dataset) -> dict[str,
     }
 
 
+def passes(
+    runs: dict[str, ProfileRun], shipped: Any, variants: Sequence[dict[str, Any]]
+) -> list[tuple[str, ProfileRun, Any]]:
+    out = [("core", runs["core"], shipped), ("biomed", runs["biomed"], shipped)]
+    for variant in variants:
+        label = ",".join(f"{k}={v}" for k, v in variant.items())
+        options = type(shipped).model_validate({**shipped.model_dump(), **variant})
+        out.append((f"biomed[{label}]", runs["biomed"], options))
+    return out
+
+
+def biomed_runtime(app: EagleApp) -> Any:
+    for loaded in app.plugins.loaded:
+        if loaded.manifest.namespace == "biomed":
+            return loaded.plugin.runtime  # type: ignore[attr-defined]
+    raise RuntimeError("the biomed profile did not load the biomed plugin")
+
+
 def summarize(result: dict[str, Any]) -> None:
     print(
         f"\n{result['dataset']}: {result['documents']} docs, {result['queries']} queries; "
         f"biomed routed {result['biomed_routed_queries']} queries to eagle_text_biomed"
     )
-    print(f"{'run':16} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8}")
+    print(f"{'run':44} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8}")
     for key, metrics in result["metrics"].items():
         print(
-            f"{key:16} {metrics['ndcg@10']:8.4f} {metrics['recall@100']:7.4f} "
+            f"{key:44} {metrics['ndcg@10']:8.4f} {metrics['recall@100']:7.4f} "
             f"{metrics['mrr@10']:7.4f} {result['p50_ms'][key]:8.1f}"
         )
     ndcg = {k: m["ndcg@10"] for k, m in result["metrics"].items()}
@@ -159,6 +203,9 @@ def summarize(result: dict[str, Any]) -> None:
         ratio = ndcg[f"biomed/{form}"] / max(ndcg[f"core/{form}"], 1e-9)
         latency = p50[f"biomed/{form}"] / max(p50[f"core/{form}"], 1e-9)
         print(f"{form}: nDCG@10 biomed / core = {ratio:.3f}; query p50 ratio = {latency:.2f}")
+    for phase, hooks in result.get("biomed_hook_ms", {}).items():
+        parts = ", ".join(f"{h} {v['mean_ms']:.2f} ms x{int(v['calls'])}" for h, v in hooks.items())
+        print(f"biomed hooks ({phase}): {parts}")
     ingest = result["ingest_s"]
     print(
         f"ingest seconds core {ingest['core']} / biomed {ingest['biomed']} = "
@@ -172,6 +219,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--docs", type=int, default=None, help="corpus subset size")
     parser.add_argument("--queries", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        type=json.loads,
+        help="query-time biomed options to ablate, as JSON, e.g. '{\"supplement\": false}'",
+    )
     args = parser.parse_args(argv)
     print(
         f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC  machine: "
@@ -179,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     results = []
     for folder in args.datasets:
-        result = asyncio.run(compare(folder, args.docs, args.queries))
+        result = asyncio.run(compare(folder, args.docs, args.queries, args.variant))
         summarize(result)
         results.append(result)
     if args.json:

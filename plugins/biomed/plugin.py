@@ -97,7 +97,11 @@ class BiomedPlugin:
             (hooks.rerank_merged, query.rerank_merged),
         ):
             bus.subscribe(
-                hook, handler, plugin=NAMESPACE, priority=DOMAIN_PRIORITY, namespace=NAMESPACE
+                hook,
+                rt.timings.wrap(hook.name, handler),
+                plugin=NAMESPACE,
+                priority=DOMAIN_PRIORITY,
+                namespace=NAMESPACE,
             )
 
     def register_mcp_tools(self, ctx: PluginContext) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from plugins.biomed.entities import EntityFinder, Mention
 from plugins.biomed.options import BiomedOptions
+from plugins.biomed.timings import HookTimings
 
 QUERY_CACHE = 512
 
@@ -25,6 +26,7 @@ class BiomedRuntime:
     query_encoder: str  # embeds queries for it
     candidates: int  # fusion head (settings.retrieval.candidates)
     reranker: Any = None  # an optional cross-encoder endpoint (HttpReranker)
+    timings: HookTimings = field(default_factory=HookTimings)
     _queries: OrderedDict[str, tuple[Mention, ...]] = field(default_factory=OrderedDict)
 
     @property

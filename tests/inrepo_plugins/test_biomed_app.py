@@ -147,6 +147,9 @@ async def test_entity_query_routes_to_both_collections_and_finds_the_evidence(
     assert steps["rerank"].detail == "reranked by a plugin (RERANK_MERGED)"
     assert "rrf_post_merge" in steps
     assert "biomed_entity" in pack.passages[0].scores
+    timings = plugin_of(app).runtime.timings.snapshot()
+    for hook in ("CHUNK", "CLASSIFY_CHUNK", "CLASSIFY_QUERY", "RERANK_MERGED"):
+        assert timings[hook]["calls"] >= 1 and timings[hook]["total_ms"] >= 0
 
 
 @pytest.mark.asyncio(loop_scope="module")
