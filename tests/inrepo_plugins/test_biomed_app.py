@@ -4,6 +4,7 @@ its hooks called one by one through the bus."""
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ import pytest_asyncio
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.errors import EagleError, PluginError
+from eagle_rag.evaluation.beir import load_dataset
+from eagle_rag.evaluation.runner import Evaluator
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
 from eagle_rag.plugins import hooks
@@ -312,3 +315,24 @@ async def test_bad_option_names_the_option(tmp_path: Path) -> None:
     with pytest.raises(EagleError) as caught:
         await bootstrap(biomed_settings(tmp_path, supplement_weight=-1))
     assert "plugins.options.biomed.supplement_weight" in caught.value.message
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_eval_reports_the_core_table_on_the_biomed_profile(
+    app: EagleApp, tmp_path: Path
+) -> None:
+    folder = tmp_path / "tiny"
+    (folder / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "m", "title": "Metformin", "text": METFORMIN},
+        {"_id": "s", "title": "Statins", "text": STATIN},
+        {"_id": "p", "title": "Notes", "text": PLAIN},
+    ]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus))
+    queries = [{"_id": "q1", "text": "metformin gastric cancer"}, {"_id": "q2", "text": "LDL"}]
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tm\t1\nq2\ts\t1\n")
+    report = await Evaluator(app, top_k=10).run(load_dataset(folder), modes=("hybrid",))
+    assert report.chunks >= 3  # both text collections counted
+    [hybrid] = report.modes
+    assert hybrid.metrics["ndcg@10"] > 0.5
