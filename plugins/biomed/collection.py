@@ -18,6 +18,7 @@ ENTITY_FIELD = "biomed_entities"
 SECTION_FIELD = "biomed_section"
 ENTITIES_KEY = "biomed_entities"  # in chunk / row metadata: list of ids
 SECTION_KEY = "biomed_section"
+DOCUMENT_KEY = "biomed_document"  # the chunk's document names an entity somewhere
 FIELD_CHARS = 1024  # extra VARCHAR fields' max length (eagle_rag.index.collections)
 MAX_FILTER_ENTITIES = 32
 

@@ -19,7 +19,7 @@ from eagle_rag.plugins.payloads import (
     UpsertBatch,
 )
 from plugins.biomed.abbreviations import find_pairs
-from plugins.biomed.collection import ENTITIES_KEY, SECTION_KEY, with_entity_fields
+from plugins.biomed.collection import DOCUMENT_KEY, ENTITIES_KEY, SECTION_KEY, with_entity_fields
 from plugins.biomed.runtime import BiomedRuntime
 from plugins.biomed.sections import chunk_section
 
@@ -42,32 +42,49 @@ class IngestHooks:
         finder = self._rt.finder
         pairs = [pair for chunk in chunks for pair in find_pairs(chunk.text)]
         finder.learn(pairs)
-        enriched = []
+        found = []
         for chunk in chunks:
             counts = Counter(m.concept_id for m in finder.mentions(chunk.text))
             entities = [cid for cid, _ in counts.most_common(self._rt.options.max_chunk_entities)]
             finder.book.observe_entities(entities)
-            metadata = {
-                **chunk.metadata,
-                SECTION_KEY: chunk_section(chunk.path, chunk.text),
-                ENTITIES_KEY: entities,
-            }
-            enriched.append(replace(chunk, metadata=metadata))
+            found.append(entities)
+        document = any(found)
+        enriched = tuple(
+            replace(
+                chunk,
+                metadata={
+                    **chunk.metadata,
+                    SECTION_KEY: chunk_section(chunk.path, chunk.text),
+                    ENTITIES_KEY: entities,
+                    DOCUMENT_KEY: document,
+                },
+            )
+            for chunk, entities in zip(chunks, found, strict=True)
+        )
         finder.book.save_if_due()
-        return tuple(enriched)
+        return enriched
 
     def classify_chunk(self, chunk: TextChunk) -> tuple[ClassificationDecision, ...] | None:
-        """CLASSIFY_CHUNK: entity-bearing chunks to the specialized collection, else abstain."""
-        entities = chunk.metadata.get(ENTITIES_KEY)
-        if not entities:
-            return None
+        """CLASSIFY_CHUNK: entity-bearing chunks to the specialized collection, else abstain.
+
+        With ``route_by: document`` (the default) a chunk goes with its document: every chunk
+        of a document that names an entity anywhere goes to the specialized collection, so a
+        section's chunks are never split over two collections (parent expansion drills down
+        inside the summary's collection) and one document is searched in one place.
+        """
         rt = self._rt
+        entities = chunk.metadata.get(ENTITIES_KEY) or ()
+        by_document = rt.options.route_by == "document" and chunk.metadata.get(DOCUMENT_KEY)
+        if not entities and not by_document:
+            return None
         return (
             ClassificationDecision(
                 rt.collection,
                 rt.passage_encoder,
                 exclusive_group=EXCLUSIVE_GROUP,
-                reason=f"biomed: names {len(entities)} lexicon entities",
+                reason=f"biomed: names {len(entities)} lexicon entities"
+                if entities
+                else "biomed: its document names lexicon entities",
             ),
             # Same group: never written while the first target is (documents the fallback).
             ClassificationDecision(

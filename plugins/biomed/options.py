@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -46,6 +46,9 @@ class BiomedOptions(BaseModel):
     supplement: bool = True  # RETRIEVE_SUPPLEMENT: entity-anchored BM25 list
     supplement_weight: float = Field(default=0.5, ge=0, le=10)
     refuse_split_collections: bool = True  # RRF_POST_MERGE: one fusion over both text collections
+    # document: a document naming any entity goes to the specialized collection whole;
+    # chunk: only the chunks that name one (the others stay on eagle_text).
+    route_by: Literal["document", "chunk"] = "document"
     max_chunk_entities: int = Field(default=64, ge=1, le=1000)
     weights: RerankWeights = RerankWeights()
     # Optional providers behind Core's ports (None: the host's text encoder, no cross-encoder).

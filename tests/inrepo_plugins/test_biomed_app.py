@@ -201,10 +201,16 @@ async def test_chunk_hook_enriches_without_touching_text(app: EagleApp) -> None:
     assert out[0].metadata["biomed_section"] == "results"
     assert "mesh:D001241" in out[0].metadata["biomed_entities"]  # Aspirin
     assert out[1].metadata["biomed_entities"] == []
+    assert out[1].metadata["biomed_document"] is True
     decisions = await app.bus.invoke_first(hooks.classify_chunk, ctx=ctx(), chunk=out[0])
     assert [d.collection for d in decisions] == [COLLECTION, TEXT_COLLECTION]
     assert len({d.exclusive_group for d in decisions}) == 1
-    core = await app.bus.invoke_first(hooks.classify_chunk, ctx=ctx(), chunk=out[1])
+    # a chunk without entities goes with its document (route_by: document)...
+    along = await app.bus.invoke_first(hooks.classify_chunk, ctx=ctx(), chunk=out[1])
+    assert along[0].collection == COLLECTION and "its document" in along[0].reason
+    # ...and a document that names none stays Core's
+    [plain] = await app.bus.invoke_transform(hooks.chunk, chunks[1:], ctx=ctx(), source=source)
+    core = await app.bus.invoke_first(hooks.classify_chunk, ctx=ctx(), chunk=plain)
     assert [d.collection for d in core] == [TEXT_COLLECTION]
 
 
