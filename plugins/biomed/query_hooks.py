@@ -117,6 +117,8 @@ class QueryHooks:
         collections = {h.collection for h in merged} | {h.collection for h in supplements}
         if not collections or not collections <= set(self._text_collections):
             return None  # visual or engine hits: keep the RRF merge
+        if len(collections) == 1 and not supplements:
+            return None  # one plan's list is already fused this way: nothing to change
         fused = refuse_text_collections(
             merged, supplements, head=rt.candidates, supplement_weight=rt.options.supplement_weight
         )
