@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from eagle_rag.plugins.payloads import (
     CollectionQueryPlan,
     DocumentSource,
     QueryRequest,
+    RetrievedHit,
     TextChunk,
 )
 from eagle_rag.settings import load_settings
@@ -274,6 +276,45 @@ async def test_supplement_returns_only_chunks_naming_the_entities(app: EagleApp)
     assert found and all(h.kb_name == "med" for h in found)
     assert all("mesh:D000069059" in h.metadata["fields"]["biomed_entities"] for h in found)
     assert all("supplement" in h.scores for h in found)
+
+
+def _hit(chunk: str, collection: str, entities: list[str], **scores: float) -> RetrievedHit:
+    fields = {"biomed_entities": entities, "biomed_section": "results"}
+    return RetrievedHit(
+        chunk, collection, "d-" + chunk, "med", chunk, "doc", 1.0, scores, chunk, {"fields": fields}
+    )
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_rrf_post_merge_fuses_the_two_text_collections_as_one(app: EagleApp) -> None:
+    merged = (
+        _hit("small", TEXT_COLLECTION, [], dense=0.2, sparse=0.5),
+        _hit("big1", COLLECTION, [], dense=0.9, sparse=7.0),
+        _hit("big2", COLLECTION, [], dense=0.8, sparse=6.0),
+    )
+    query = QueryRequest("aspirin")
+    out = await app.bus.invoke_first(
+        hooks.rrf_post_merge, ctx=ctx(), query=query, merged=merged, supplements=()
+    )
+    assert [h.chunk_id for h in out] == ["big1", "big2", "small"]
+    one = await app.bus.invoke_first(
+        hooks.rrf_post_merge, ctx=ctx(), query=query, merged=merged[1:], supplements=()
+    )
+    assert one is None  # a single plan's list is left alone
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_rerank_merged_lifts_passages_naming_the_query_entities(app: EagleApp) -> None:
+    merged = (
+        _hit("other", COLLECTION, ["mesh:D000001"]),
+        _hit("named", COLLECTION, ["mesh:D001241"]),
+    )
+    merged = (replace(merged[0], score=1.0), replace(merged[1], score=0.95))
+    out = await app.bus.invoke_first(
+        hooks.rerank_merged, ctx=ctx(), query=QueryRequest("aspirin"), merged=merged
+    )
+    assert [h.chunk_id for h in out] == ["named", "other"]
+    assert out[0].scores["biomed_entity"] == 1.0
 
 
 @pytest.mark.asyncio(loop_scope="module")
