@@ -26,6 +26,7 @@ from plugins.biomed.entities import EntityFinder
 from plugins.biomed.ingest_hooks import IngestHooks
 from plugins.biomed.lexicon import load_lexicon
 from plugins.biomed.options import COLLECTION, BiomedOptions, parse_options
+from plugins.biomed.query_embeddings import SharedQueryEmbeddings
 from plugins.biomed.query_hooks import QueryHooks
 from plugins.biomed.runtime import BiomedRuntime
 from plugins.biomed.tools import BiomedTools
@@ -75,6 +76,7 @@ class BiomedPlugin:
             query_encoder=query,
             candidates=ctx.settings.retrieval.candidates,
             reranker=_reranker(options),
+            query_embeddings=SharedQueryEmbeddings(encoders),
         )
 
     def ensure_collections(self, ctx: PluginContext) -> None:
@@ -87,6 +89,7 @@ class BiomedPlugin:
         rt = self._require()
         ingest, query = IngestHooks(rt), QueryHooks(rt)
         for hook, handler in (
+            (hooks.embed_text, rt.query_embeddings.embed),
             (hooks.chunk, ingest.enrich_chunks),
             (hooks.classify_chunk, ingest.classify_chunk),
             (hooks.upsert_vectors, ingest.upsert),

@@ -27,6 +27,7 @@ class BiomedRuntime:
     candidates: int  # fusion head (settings.retrieval.candidates)
     reranker: Any = None  # an optional cross-encoder endpoint (HttpReranker)
     timings: HookTimings = field(default_factory=HookTimings)
+    query_embeddings: Any = None  # SharedQueryEmbeddings (EMBED_TEXT for queries)
     _queries: OrderedDict[str, tuple[Mention, ...]] = field(default_factory=OrderedDict)
 
     @property

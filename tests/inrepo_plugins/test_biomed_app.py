@@ -3,6 +3,7 @@ its hooks called one by one through the bus."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.payloads import (
     CollectionQueryPlan,
     DocumentSource,
+    EmbedRequest,
     QueryRequest,
     RetrievedHit,
     TextChunk,
@@ -383,3 +385,22 @@ async def test_eval_reports_the_core_table_on_the_biomed_profile(
     assert report.chunks >= 3  # both text collections counted
     [hybrid] = report.modes
     assert hybrid.metrics["ndcg@10"] > 0.5
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_query_is_embedded_once_for_both_text_plans(app: EagleApp) -> None:
+    shared = plugin_of(app).runtime.query_embeddings
+    before = len(shared)
+    encoder = app.text_encoder.name
+    request = EmbedRequest(("aspirin dose once",), encoder, purpose="query")
+    first, second = await asyncio.gather(
+        app.bus.invoke_first(hooks.embed_text, ctx=ctx(), request=request),
+        app.bus.invoke_first(hooks.embed_text, ctx=ctx(), request=request),
+    )
+    assert first is second  # one embedding, shared
+    assert len(shared) == before + 1
+    expected = app.text_encoder.embed_queries(["aspirin dose once"]).tolist()
+    assert first.vectors == expected
+    passages = EmbedRequest(("aspirin dose once",), encoder, purpose="passage")
+    await app.bus.invoke_first(hooks.embed_text, ctx=ctx(), request=passages)
+    assert len(shared) == before + 1  # passages are never cached
