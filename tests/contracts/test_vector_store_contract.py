@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eagle_rag.errors import BackendUnavailableError, InvalidInputError
+from eagle_rag.errors import BackendUnavailableError, InvalidInputError, VectorStoreError
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION, IndexSettings
 from eagle_rag.index.milvus_pool import MilvusClientPool
@@ -344,3 +344,12 @@ def test_lite_data_dir_is_created(tmp_path: Path) -> None:
         assert (tmp_path / "deep" / "er").is_dir()
     finally:
         pool.close()
+
+
+def test_existing_collection_of_another_dimension_is_refused(pool: MilvusClientPool) -> None:
+    first = _store(pool)
+    changed = MilvusVectorStore(
+        pool, namespace=first.namespace, db_name=first.db_name, text_dim=DIM * 2, visual_dim=DIM
+    )
+    with pytest.raises(VectorStoreError, match=rf"stores {DIM}-d vectors but .* {DIM * 2}-d"):
+        changed.ensure_collections()

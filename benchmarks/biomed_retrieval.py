@@ -1,0 +1,244 @@
+"""The biomed profile against the core profile, both in one run, on the same corpus and queries.
+
+For each dataset: two apps (core, biomed) on the embedded default, each in its own temp data
+dir with the offline encoder; both ingest the same documents (ingest docs/s compared); then
+every query runs on both, interleaved query by query so machine load hits both alike, as a
+hybrid search of depth 100 in two forms: ``hybrid`` (rerank off, as `eagle-rag eval` scores it)
+and ``default`` (the request as users send it: rerank as the instance is configured; core has
+no reranker offline, so its default is its fused order, and biomed's is RERANK_MERGED).
+
+Bars (issue 18): scifact-train biomed hybrid nDCG@10 >= 1.03 x core and >= 0.665; pubmedqa no
+worse than core - 0.005; msmarco queries without entities routed as in core; query latency
+<= 1.3 x core, ingest time <= 1.2 x core.
+
+    .venv/bin/python -m benchmarks.biomed_retrieval ../shared/datasets/scifact-train \\
+        ../shared/datasets/pubmedqa-dev ../shared/datasets/msmarco --docs 500 --queries 200
+
+``--docs N`` keeps every document judged for the kept queries plus seeded random others up to
+N (a subset is easier than the full corpus: compare the two profiles, not absolute numbers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import io
+import json
+import os
+import platform
+import random
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.evaluation.beir import Dataset, load_dataset
+from eagle_rag.evaluation.metrics import percentile, score_run
+from eagle_rag.plugins.payloads import QueryRequest
+from eagle_rag.settings import load_settings
+
+PROFILES = ("core", "biomed")
+DEPTH = 100
+
+
+@dataclass
+class ProfileRun:
+    app: EagleApp
+    kb: str = "bench"
+    owners: dict[str, list[str]] | None = None
+    ingest_s: float = 0.0
+
+
+def subset(dataset: Dataset, docs: int | None, queries: int | None, seed: int = 18) -> Dataset:
+    """The first ``queries`` judged queries, their judged documents, and random others."""
+    kept = dict(list(dataset.queries.items())[:queries])
+    qrels = {q: dataset.qrels[q] for q in kept}
+    if docs is None or docs >= len(dataset.corpus):
+        return replace(dataset, queries=kept, qrels=qrels)
+    judged = {d for rel in qrels.values() for d in rel}
+    rest = [d for d in dataset.corpus if d.id not in judged]
+    random.Random(seed).shuffle(rest)
+    chosen = [d for d in dataset.corpus if d.id in judged]
+    chosen += rest[: max(0, docs - len(chosen))]
+    return replace(dataset, corpus=tuple(chosen), queries=kept, qrels=qrels)
+
+
+async def start(profile: str, data: str) -> ProfileRun:
+    settings = load_settings({**os.environ, "EAGLE_DATA_DIR": data, "EAGLE_RAG_PROFILE": profile})
+    return ProfileRun(await bootstrap(settings))
+
+
+def hook_timings(app: EagleApp) -> dict[str, dict[str, float]]:
+    """The biomed subscribers' time per hook since the last call (then reset)."""
+    for loaded in app.plugins.loaded:
+        if loaded.manifest.namespace == "biomed":
+            timings = loaded.plugin.runtime.timings  # type: ignore[attr-defined]
+            snapshot: dict[str, dict[str, float]] = timings.snapshot()
+            timings.reset()
+            return snapshot
+    return {}
+
+
+async def ingest(run: ProfileRun, dataset: Dataset) -> None:
+    app = run.app
+    app.repositories.knowledge_bases.create(run.kb)
+    owners: dict[str, list[str]] = {}
+    started = time.perf_counter()
+    for doc in dataset.corpus:
+        submission = app.ingest.submit_file(
+            kb_name=run.kb,
+            filename=f"{doc.id}.txt",
+            stream=io.BytesIO(doc.body.encode("utf-8")),
+            content_type="text/plain",
+        )
+        owners.setdefault(submission.document_id, []).append(doc.id)
+    await app.queue.join()  # type: ignore[attr-defined]
+    await app.flush_vectors()
+    run.ingest_s = time.perf_counter() - started
+    run.owners = owners
+
+
+async def ranked(run: ProfileRun, text: str, rerank: bool | None) -> tuple[list[str], float, Any]:
+    started = time.perf_counter()
+    pack = await run.app.retrieval.search(
+        QueryRequest(text, kb_names=(run.kb,), top_k=DEPTH, rerank=rerank)
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    ids: dict[str, None] = {}
+    for passage in pack.passages:
+        for corpus_id in (run.owners or {}).get(passage.document_id, ()):
+            ids.setdefault(corpus_id, None)
+    return list(ids), elapsed, pack.route
+
+
+async def compare(
+    folder: Path, docs: int | None, queries: int | None, variants: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    dataset = subset(load_dataset(folder), docs, queries)
+    with tempfile.TemporaryDirectory(prefix="eagle-biomed-") as root:
+        runs = {p: await start(p, f"{root}/{p}") for p in PROFILES}
+        try:
+            for run in runs.values():
+                await ingest(run, dataset)
+            ingest_hooks = hook_timings(runs["biomed"].app)
+            result = await score_both(runs, dataset, variants)
+            result["biomed_hook_ms"] = {
+                "ingest": ingest_hooks,
+                "query": hook_timings(runs["biomed"].app),
+            }
+        finally:
+            for run in runs.values():
+                await run.app.stop()
+    result.update(dataset=folder.name, documents=len(dataset.corpus), queries=len(dataset.queries))
+    result["ingest_s"] = {p: round(r.ingest_s, 2) for p, r in runs.items()}
+    return result
+
+
+async def score_both(
+    runs: dict[str, ProfileRun], dataset: Dataset, variants: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """Both profiles query by query; each ``variants`` entry re-runs biomed with those
+    query-time options (an ablation over one ingest), labelled ``biomed[key=value]``."""
+    lists: dict[str, dict[str, list[str]]] = {}
+    timings: dict[str, list[float]] = {}
+    routed = 0
+    runtime = biomed_runtime(runs["biomed"].app)
+    shipped = runtime.options
+    for qid, text in dataset.queries.items():
+        for label, run, options in passes(runs, shipped, variants):
+            runtime.options = options
+            for form, rerank in (("hybrid", False), ("default", None)):
+                ids, ms, route = await ranked(run, text, rerank)
+                lists.setdefault(f"{label}/{form}", {})[qid] = ids
+                timings.setdefault(f"{label}/{form}", []).append(ms)
+                if label == "biomed" and form == "default" and route.classifier == "biomed":
+                    routed += 1
+        runtime.options = shipped
+    qrels = dict(dataset.qrels)
+    return {
+        "metrics": {
+            k: {m: round(v, 4) for m, v in score_run(r, qrels).items()} for k, r in lists.items()
+        },
+        "p50_ms": {k: round(percentile(v, 50), 2) for k, v in timings.items()},
+        "biomed_routed_queries": routed,
+    }
+
+
+def passes(
+    runs: dict[str, ProfileRun], shipped: Any, variants: Sequence[dict[str, Any]]
+) -> list[tuple[str, ProfileRun, Any]]:
+    out = [("core", runs["core"], shipped), ("biomed", runs["biomed"], shipped)]
+    for variant in variants:
+        label = ",".join(f"{k}={v}" for k, v in variant.items())
+        options = type(shipped).model_validate({**shipped.model_dump(), **variant})
+        out.append((f"biomed[{label}]", runs["biomed"], options))
+    return out
+
+
+def biomed_runtime(app: EagleApp) -> Any:
+    for loaded in app.plugins.loaded:
+        if loaded.manifest.namespace == "biomed":
+            return loaded.plugin.runtime  # type: ignore[attr-defined]
+    raise RuntimeError("the biomed profile did not load the biomed plugin")
+
+
+def summarize(result: dict[str, Any]) -> None:
+    print(
+        f"\n{result['dataset']}: {result['documents']} docs, {result['queries']} queries; "
+        f"biomed routed {result['biomed_routed_queries']} queries to eagle_text_biomed"
+    )
+    print(f"{'run':44} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8}")
+    for key, metrics in result["metrics"].items():
+        print(
+            f"{key:44} {metrics['ndcg@10']:8.4f} {metrics['recall@100']:7.4f} "
+            f"{metrics['mrr@10']:7.4f} {result['p50_ms'][key]:8.1f}"
+        )
+    ndcg = {k: m["ndcg@10"] for k, m in result["metrics"].items()}
+    p50 = result["p50_ms"]
+    for form in ("hybrid", "default"):
+        ratio = ndcg[f"biomed/{form}"] / max(ndcg[f"core/{form}"], 1e-9)
+        latency = p50[f"biomed/{form}"] / max(p50[f"core/{form}"], 1e-9)
+        print(f"{form}: nDCG@10 biomed / core = {ratio:.3f}; query p50 ratio = {latency:.2f}")
+    for phase, hooks in result.get("biomed_hook_ms", {}).items():
+        parts = ", ".join(f"{h} {v['mean_ms']:.2f} ms x{int(v['calls'])}" for h, v in hooks.items())
+        print(f"biomed hooks ({phase}): {parts}")
+    ingest = result["ingest_s"]
+    print(
+        f"ingest seconds core {ingest['core']} / biomed {ingest['biomed']} = "
+        f"{ingest['biomed'] / max(ingest['core'], 1e-9):.2f}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("datasets", type=Path, nargs="+")
+    parser.add_argument("--docs", type=int, default=None, help="corpus subset size")
+    parser.add_argument("--queries", type=int, default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        type=json.loads,
+        help="query-time biomed options to ablate, as JSON, e.g. '{\"supplement\": false}'",
+    )
+    args = parser.parse_args(argv)
+    print(
+        f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC  machine: "
+        f"{platform.machine()}, {os.cpu_count()} cores"
+    )
+    results = []
+    for folder in args.datasets:
+        result = asyncio.run(compare(folder, args.docs, args.queries, args.variant))
+        summarize(result)
+        results.append(result)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

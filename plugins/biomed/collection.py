@@ -1,0 +1,76 @@
+"""The specialized collection ``eagle_text_biomed``: its spec, its rows and its entity filter.
+
+It has eagle_text's fields plus two scalar fields, ``biomed_entities`` (space-joined lexicon
+ids, for display and export) and ``biomed_section`` (IMRaD); the same values sit in the row's
+``metadata`` JSON, where ``json_contains_any`` filters on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from eagle_rag.errors import PluginError
+from eagle_rag.index.collections import CollectionSpec
+from eagle_rag.index.filters import Filter, literal
+
+ENTITY_FIELD = "biomed_entities"
+SECTION_FIELD = "biomed_section"
+ENTITIES_KEY = "biomed_entities"  # in chunk / row metadata: list of ids
+SECTION_KEY = "biomed_section"
+DOCUMENT_KEY = "biomed_document"  # the chunk's document names an entity somewhere
+FIELD_CHARS = 1024  # extra VARCHAR fields' max length (eagle_rag.index.collections)
+MAX_FILTER_ENTITIES = 32
+
+
+def collection_spec(name: str, dim: int) -> CollectionSpec:
+    return CollectionSpec(name, "text", dim, extra_varchar_fields=(ENTITY_FIELD, SECTION_FIELD))
+
+
+def check_encoder_dims(collection: str, passage: Any, query: Any) -> int:
+    """The collection's dimension: its passage and query encoders must agree on it."""
+    if int(passage.dim) != int(query.dim):
+        raise PluginError(
+            f"the biomed collection {collection!r} is written by {passage.name!r} "
+            f"({passage.dim}-d) but queried with {query.name!r} ({query.dim}-d); "
+            "both encoders must make vectors of one dimension",
+            plugin="biomed",
+            collection=collection,
+        )
+    return int(passage.dim)
+
+
+def with_entity_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row bound for the specialized collection, its scalar fields filled from metadata."""
+    metadata = row.get("metadata") or {}
+    entities = [str(e) for e in metadata.get(ENTITIES_KEY, ())]
+    joined = ""
+    for entity in entities:  # whole ids only, never a cut one
+        candidate = f"{joined} {entity}".strip()
+        if len(candidate.encode("utf-8")) > FIELD_CHARS:
+            break
+        joined = candidate
+    section = str(metadata.get(SECTION_KEY, ""))[:64]
+    return {**row, ENTITY_FIELD: joined, SECTION_FIELD: section}
+
+
+def entity_filter(concept_ids: Sequence[str]) -> Filter:
+    """Rows whose metadata names any of these entities."""
+    if not concept_ids:
+        raise PluginError("an entity filter needs at least one entity", plugin="biomed")
+    values = ", ".join(literal(c) for c in list(concept_ids)[:MAX_FILTER_ENTITIES])
+    return Filter(f'json_contains_any(metadata["{ENTITIES_KEY}"], [{values}])')
+
+
+def hit_entities(metadata: Mapping[str, Any]) -> set[str]:
+    """The entity ids a retrieved hit's row carries (empty for eagle_text rows)."""
+    fields = metadata.get("fields")
+    source: Iterable[Any] = ()
+    if isinstance(fields, Mapping):
+        source = fields.get(ENTITIES_KEY) or ()
+    return {str(e) for e in source}
+
+
+def hit_section(metadata: Mapping[str, Any]) -> str:
+    fields = metadata.get("fields")
+    return str(fields.get(SECTION_KEY, "")) if isinstance(fields, Mapping) else ""

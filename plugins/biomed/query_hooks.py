@@ -1,0 +1,190 @@
+"""Query hooks: CLASSIFY_QUERY, QUERY_DENSE_EXPAND, RETRIEVE_SUPPLEMENT, RRF_POST_MERGE and
+RERANK_MERGED. Every one abstains (returns None) for a query that names no lexicon entity,
+so such a query runs exactly as in Core (the seed: pure text stays on eagle_text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from eagle_rag.errors import EagleError
+from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.index.filters import Filter, all_of, in_
+from eagle_rag.plugins.core_defaults import core_route
+from eagle_rag.plugins.payloads import (
+    CollectionQueryPlan,
+    QueryExpansion,
+    QueryRequest,
+    QueryRouteDecision,
+    RetrievedHit,
+)
+from eagle_rag.retrieval.hits import to_hit
+from plugins.biomed.collection import entity_filter
+from plugins.biomed.runtime import BiomedRuntime
+from plugins.biomed.scoring import refuse_text_collections, rerank_with_signals
+from plugins.biomed.sections import INTENT_SECTIONS, query_intents
+from plugins.biomed.terms import tokens
+
+NAMESPACE = "biomed"
+logger = logging.getLogger(__name__)
+
+
+class QueryHooks:
+    """The query-side subscribers of one app's biomed plugin."""
+
+    def __init__(self, runtime: BiomedRuntime) -> None:
+        self._rt = runtime
+
+    @property
+    def _text_collections(self) -> tuple[str, str]:
+        return (TEXT_COLLECTION, self._rt.collection)
+
+    def classify_query(self, query: QueryRequest) -> QueryRouteDecision | None:
+        """CLASSIFY_QUERY: Core's plans plus the specialized one when the query names entities."""
+        rt = self._rt
+        entities = rt.query_entities(query.text)
+        if not entities and not rt.options.default_dual_text_search:
+            return None  # abstain: Core routes
+        core = core_route(query, rt.text_encoder, rt.encoders)
+        names = ", ".join(rt.finder.name_of(e) for e in entities[:5]) or "dual text search"
+        extra = tuple(
+            CollectionQueryPlan(name, rt.query_encoder, query.top_k, reason=f"biomed: {names}")
+            for name in (rt.collection, *rt.options.exploratory_search_collections)
+            if name not in {p.collection for p in core.plans}
+        )
+        return QueryRouteDecision(
+            core.plans + extra, classifier=NAMESPACE, reason=f"biomed entities: {names}"
+        )
+
+    def dense_expand(self, query: QueryRequest, plan: CollectionQueryPlan) -> QueryExpansion | None:
+        """QUERY_DENSE_EXPAND: synonyms and long forms to BM25; entities and intent to hints."""
+        rt = self._rt
+        if plan.collection not in self._text_collections:
+            return None
+        entities = rt.query_entities(query.text)
+        if not entities:
+            return None
+        terms = self._expansion_terms(query.text, entities) if rt.options.expand_sparse else ()
+        intents = query_intents(query.text)
+        hints = {"biomed_entities": entities, "biomed_intents": list(intents)}
+        return QueryExpansion(sparse_terms=terms, hints=hints)
+
+    def _expansion_terms(self, text: str, entities: list[str]) -> tuple[str, ...]:
+        """Words of the entities' other names that the query does not already contain."""
+        seen = {t.norm for t in tokens(text)}
+        terms: list[str] = []
+        for entity in entities:
+            for name in self._rt.finder.synonyms_of(entity):
+                words = _word_norms(name)
+                fresh = [w for w, norm in words if norm not in seen]
+                seen.update(norm for _, norm in words)
+                terms.extend(fresh)
+        return tuple(terms[: self._rt.options.max_expansion_terms])
+
+    async def supplement(
+        self, query: QueryRequest, hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]], ctx: object
+    ) -> tuple[RetrievedHit, ...] | None:
+        """RETRIEVE_SUPPLEMENT: chunks that name the query's entities, ranked by BM25."""
+        rt = self._rt
+        entities = rt.query_entities(query.text)
+        if not entities or not rt.options.supplement or rt.collection not in hits_by_plan:
+            return None
+        scope = _scope_filter(query, hits_by_plan, getattr(ctx, "kb_names", ()))
+        if scope is None:
+            return None
+        names = [name for e in entities for name in rt.finder.synonyms_of(e)[:3]]
+        text = " ".join([query.text, *names])
+        where = all_of(scope, entity_filter(entities))
+        found = await asyncio.to_thread(
+            rt.vectors.search_sparse, rt.collection, [text], top_k=rt.candidates, where=where
+        )
+        return tuple(to_hit(rt.collection, h, stage="supplement") for h in found[0])
+
+    def post_merge(
+        self,
+        query: QueryRequest,
+        merged: tuple[RetrievedHit, ...],
+        supplements: tuple[RetrievedHit, ...],
+    ) -> tuple[RetrievedHit, ...] | None:
+        """RRF_POST_MERGE: one fusion over both text collections (see scoring.py)."""
+        rt = self._rt
+        if not rt.options.refuse_split_collections or rt.query_encoder != rt.text_encoder:
+            return None  # different embedding spaces: RRF is the right merge
+        collections = {h.collection for h in merged} | {h.collection for h in supplements}
+        if not collections or not collections <= set(self._text_collections):
+            return None  # visual or engine hits: keep the RRF merge
+        if len(collections) == 1 and not supplements:
+            return None  # one plan's list is already fused this way: nothing to change
+        fused = refuse_text_collections(
+            merged, supplements, head=rt.candidates, supplement_weight=rt.options.supplement_weight
+        )
+        return tuple(fused)
+
+    async def rerank_merged(
+        self, query: QueryRequest, merged: tuple[RetrievedHit, ...]
+    ) -> tuple[RetrievedHit, ...] | None:
+        """RERANK_MERGED: fused score + entity overlap + section/intent (+ cross-encoder)."""
+        rt = self._rt
+        entities = rt.query_entities(query.text)
+        if not entities or not merged:
+            return None  # Core's configured reranker (or the fused order) applies
+        sections = tuple(s for i in query_intents(query.text) for s in INTENT_SECTIONS[i])
+        cross = await self._cross_encoder(query, merged)
+        reranked = rerank_with_signals(
+            merged,
+            query_entities=entities,
+            preferred_sections=sections,
+            idf=rt.finder.book.idf,
+            weights=rt.options.weights,
+            cross_encoder=cross,
+        )
+        return tuple(reranked)
+
+    async def _cross_encoder(
+        self, query: QueryRequest, merged: tuple[RetrievedHit, ...]
+    ) -> dict[int, float] | None:
+        return await _cross_encoder_scores(self._rt.reranker, query, merged)
+
+
+async def _cross_encoder_scores(
+    reranker: Any, query: QueryRequest, merged: tuple[RetrievedHit, ...]
+) -> dict[int, float] | None:
+    """Scores by index from the optional cross-encoder; None when there is none or it fails
+    (the signals still rerank; the failure is logged, the search goes on)."""
+    if reranker is None:
+        return None
+    try:
+        scores = await asyncio.to_thread(reranker.rerank, query.text, [h.text for h in merged])
+    except EagleError as exc:
+        logger.warning("biomed cross-encoder failed, signals only: %s", exc.message)
+        return None
+    return {i: float(s) for i, s in enumerate(scores) if math.isfinite(s)}
+
+
+def _word_norms(name: str) -> list[tuple[str, str]]:
+    """(word, normalised form) of each token of a name."""
+    return [(t.surface, t.norm) for t in tokens(name)]
+
+
+def _scope_filter(
+    query: QueryRequest,
+    hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]],
+    kb_names: tuple[str, ...],
+) -> Filter | None:
+    """The supplement's scope, never wider than the query's.
+
+    The hook is not handed the resolved scope: a query scoped by KB only is scoped here by
+    its KBs; one narrowed by documents, tags or filters is held to the documents its plans
+    found (all inside the scope), so a supplement can never reach outside it.
+    """
+    if not kb_names:
+        return None
+    kbs = in_("kb_name", list(kb_names))
+    if not (query.document_ids or query.tags or query.filters):
+        return kbs
+    documents = sorted({h.document_id for hits in hits_by_plan.values() for h in hits})
+    return all_of(kbs, in_("document_id", documents)) if documents else None

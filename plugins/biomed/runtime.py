@@ -1,0 +1,48 @@
+"""What the biomed hooks share inside one app: options, entity finder, encoders and the store."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from plugins.biomed.entities import EntityFinder, Mention
+from plugins.biomed.options import BiomedOptions
+from plugins.biomed.timings import HookTimings
+
+QUERY_CACHE = 512
+
+
+@dataclass(slots=True)
+class BiomedRuntime:
+    """Built by ``on_load``; the hook classes read it, the app owns it (no module state)."""
+
+    options: BiomedOptions
+    finder: EntityFinder
+    vectors: Any  # the namespace's VectorStore
+    encoders: Any  # the host's EncoderRegistry
+    text_encoder: str  # the host's (eagle_text) encoder
+    passage_encoder: str  # writes the specialized collection
+    query_encoder: str  # embeds queries for it
+    candidates: int  # fusion head (settings.retrieval.candidates)
+    reranker: Any = None  # an optional cross-encoder endpoint (HttpReranker)
+    timings: HookTimings = field(default_factory=HookTimings)
+    query_embeddings: Any = None  # SharedQueryEmbeddings (EMBED_TEXT for queries)
+    _queries: OrderedDict[str, tuple[Mention, ...]] = field(default_factory=OrderedDict)
+
+    @property
+    def collection(self) -> str:
+        return self.options.collection
+
+    def query_mentions(self, text: str) -> tuple[Mention, ...]:
+        """A query's mentions, cached: four hooks of one search ask for the same text."""
+        found = self._queries.get(text)
+        if found is None:
+            found = tuple(self.finder.mentions(text))
+            self._queries[text] = found
+            if len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return found
+
+    def query_entities(self, text: str) -> list[str]:
+        return list(dict.fromkeys(m.concept_id for m in self.query_mentions(text)))

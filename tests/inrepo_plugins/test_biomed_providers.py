@@ -1,0 +1,126 @@
+"""The optional providers behind Core's ports, against local HTTP servers speaking their protocol:
+a MedCPT-style pair of domain encoders (article / query models) on an OpenAI-compatible
+``/embeddings`` endpoint, and a cross-encoder on a Cohere-style ``/rerank`` endpoint."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eagle_rag.bootstrap import bootstrap
+from eagle_rag.errors import EagleError
+from eagle_rag.plugins.payloads import QueryRequest
+from eagle_rag.settings import load_settings
+from tests.http_fakes import Recorded, embeddings_body, json_answer, serve
+
+DIM = 16
+ARTICLE = """# Aspirin
+
+## Results
+Aspirin reduced stroke in atrial fibrillation; warfarin reduced it more.
+"""
+
+
+@pytest.fixture
+def endpoints() -> Iterator[tuple[str, Recorded]]:
+    def answer(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        if path.endswith("/embeddings"):
+            return json_answer(200, embeddings_body(body["input"], DIM))
+        documents = body["documents"]
+        # the cross-encoder prefers the passage that mentions warfarin
+        results = [
+            {"index": i, "relevance_score": 1.0 if "warfarin" in d.lower() else 0.1}
+            for i, d in enumerate(documents)
+        ]
+        return json_answer(200, {"results": results})
+
+    with serve(answer) as (url, recorded):
+        yield url, recorded
+
+
+def settings_with(data: Path, url: str, **extra: Any) -> Any:
+    options = {
+        "encoder": {"provider": "openai", "base_url": url, "model": "medcpt-article", "dim": DIM},
+        "query_encoder": {
+            "provider": "openai",
+            "base_url": url,
+            "model": "medcpt-query",
+            "dim": DIM,
+        },
+        "reranker": {"provider": "http", "style": "cohere", "url": f"{url}/rerank"},
+        **extra,
+    }
+    return load_settings(
+        {"EAGLE_DATA_DIR": str(data), "EAGLE_ENCODER_MODE": "deterministic"},
+        overrides={
+            "plugins": {
+                "enabled": ["eagle_rag.plugins.core_defaults", "plugins.biomed"],
+                "default_namespace": "biomed",
+                "options": {"biomed": options},
+            }
+        },
+    )
+
+
+async def test_domain_encoders_and_cross_encoder_behind_the_same_ports(
+    tmp_path: Path, endpoints: tuple[str, Recorded]
+) -> None:
+    url, recorded = endpoints
+    app = await bootstrap(settings_with(tmp_path, url))
+    try:
+        assert app.encoders.collection_dim("eagle_text_biomed") == DIM
+        assert app.encoders.query_encoder_for("eagle_text_biomed") == "biomed-query"
+        app.repositories.knowledge_bases.create("med")
+        app.ingest.submit_file(kb_name="med", filename="a.md", stream=io.BytesIO(ARTICLE.encode()))
+        await app.queue.join()  # type: ignore[attr-defined]
+        [document] = app.repositories.documents.list(kb_name="med")
+        assert document.status == "completed"
+        models = [body.get("model") for path, body, _ in recorded.requests if "embed" in path]
+        assert "medcpt-article" in models  # passages with the article encoder
+        pack = await app.retrieval.search(QueryRequest("aspirin for stroke", kb_names=("med",)))
+        models = [body.get("model") for path, body, _ in recorded.requests if "embed" in path]
+        assert "medcpt-query" in models  # queries with the query encoder
+        assert any(path.endswith("/rerank") for path, _, _ in recorded.requests)
+        assert pack.passages[0].scores["cross_encoder"] == 1.0
+        assert "warfarin" in pack.passages[0].text.lower()
+    finally:
+        await app.stop()
+
+
+async def test_failing_cross_encoder_leaves_the_signal_rerank(tmp_path: Path) -> None:
+    def answer(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        if path.endswith("/embeddings"):
+            return json_answer(200, embeddings_body(body["input"], DIM))
+        return json_answer(500, {"error": "down"})
+
+    with serve(answer) as (url, _recorded):
+        settings = settings_with(tmp_path, url)
+        settings.plugins.options["biomed"]["reranker"]["max_retries"] = 0
+        app = await bootstrap(settings)
+        try:
+            app.repositories.knowledge_bases.create("med")
+            app.ingest.submit_file(
+                kb_name="med", filename="a.md", stream=io.BytesIO(ARTICLE.encode())
+            )
+            await app.queue.join()  # type: ignore[attr-defined]
+            pack = await app.retrieval.search(QueryRequest("aspirin", kb_names=("med",)))
+            assert pack.passages
+            assert "cross_encoder" not in pack.passages[0].scores
+            assert "biomed_entity" in pack.passages[0].scores
+        finally:
+            await app.stop()
+
+
+async def test_query_encoder_of_another_dimension_is_refused(
+    tmp_path: Path, endpoints: tuple[str, Recorded]
+) -> None:
+    url, _ = endpoints
+    settings = settings_with(tmp_path, url)
+    settings.plugins.options["biomed"]["query_encoder"]["dim"] = DIM * 2
+    with pytest.raises(EagleError) as caught:
+        await bootstrap(settings)
+    assert "one dimension" in caught.value.message
