@@ -33,6 +33,7 @@ WEBP = "image/webp"
 BMP = "image/bmp"
 
 IMAGE_TYPES = frozenset({PNG, JPEG, TIFF, WEBP, BMP})
+ARCHIVE_TYPES = frozenset({DOCX, PPTX, XLSX})  # zip containers: checked for zip bombs
 BINARY_TYPES = frozenset({PDF, DOCX, PPTX, XLSX}) | IMAGE_TYPES
 TEXT_TYPES = frozenset({TEXT, MARKDOWN, HTML, CSV, JSON})
 

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Protocol
 from eagle_rag.db.records import validate_kb_name
 from eagle_rag.db.repositories.base import new_id
 from eagle_rag.errors import InvalidInputError, PayloadTooLargeError
-from eagle_rag.ingest.detect import BINARY_TYPES, detect
+from eagle_rag.ingest.detect import ARCHIVE_TYPES, detect
 from eagle_rag.ingest.fetch import UrlFetcher
 from eagle_rag.ingest.safety import ArchiveLimits, check_archive
 from eagle_rag.storage.keys import MAX_PART_LENGTH, object_key
@@ -75,7 +75,7 @@ class IngestService:
         with _spooled(stream, self._app.settings.ingest.max_file_bytes) as (spool, size, sha256):
             head = spool.read()
             detected = detect(head, display_name, content_type)
-            if detected.mime_type in BINARY_TYPES and detected.mime_type != "application/pdf":
+            if detected.mime_type in ARCHIVE_TYPES:
                 check_archive(head, ArchiveLimits.from_settings(self._app.settings.ingest))
             # The original goes first, under a fresh id, then one transaction records the
             # document with its task: a crash in between leaves an unreferenced object, never a

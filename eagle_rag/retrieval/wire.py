@@ -6,7 +6,7 @@ separately from 1, in rank order, and the text numbers are the ``[n]`` an answer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -30,6 +30,7 @@ def text_source(index: int, passage: Passage, *, max_chars: int | None = None) -
         "level": passage.metadata.get("level"),
         "type": passage.type,
         "page_nums": list(passage.page_nums),
+        "boxes": boxes(passage.metadata),
         "content": content,
         "truncated": len(content) < len(passage.text),
         "score": passage.score,
@@ -56,6 +57,17 @@ def image_source(index: int, passage: Passage) -> dict[str, Any]:
         "score": passage.score,
         "scores": dict(passage.scores),
     }
+
+
+def boxes(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Where the chunk sits on its pages (``[{page, bbox}]``, normalised); [] when unknown."""
+    found = metadata.get("boxes")
+    fields = metadata.get("fields")
+    if found is None and isinstance(fields, Mapping):
+        found = fields.get("boxes")
+    if not isinstance(found, list):
+        return []
+    return [dict(b) for b in found if isinstance(b, Mapping)]
 
 
 def split_sources(

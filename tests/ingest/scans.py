@@ -33,10 +33,10 @@ def text_pdf(
         if outline:
             pdf.start_section(title)
         pdf.set_font(*bold, size=20)
-        pdf.multi_cell(0, 11, title)
+        pdf.multi_cell(0, 11, title, new_x="LMARGIN", new_y="NEXT")
         pdf.ln(4)
         pdf.set_font(*regular, size=12)
-        pdf.multi_cell(0, 7, body)
+        pdf.multi_cell(0, 7, body, new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())
 
 
@@ -72,8 +72,11 @@ def zh_page() -> Image.Image:
 
 
 def encode(image: Image.Image, fmt: str, **options: object) -> bytes:
+    # Copies: Pillow leaves a save's encoder options on the image (the pages are cached).
+    if "append_images" in options:
+        options["append_images"] = [i.copy() for i in options["append_images"]]  # type: ignore[attr-defined]
     out = io.BytesIO()
-    image.save(out, format=fmt, **options)
+    image.copy().save(out, format=fmt, **options)
     return out.getvalue()
 
 

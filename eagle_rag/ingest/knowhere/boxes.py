@@ -32,7 +32,8 @@ def chunk_boxes(blocks: Sequence[Block], start: int, end: int) -> list[dict[str,
 
 
 def section_boxes(blocks: Sequence[Block]) -> list[dict[str, Any]]:
-    """A section summary's boxes: everything its own blocks cover, one box per page."""
+    """A section summary's boxes: everything its blocks (subsections' included) cover, one box
+    per page."""
     covered: dict[int, list[BBox]] = {}
     for block in blocks:
         for box in block.boxes:

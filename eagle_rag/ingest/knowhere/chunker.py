@@ -169,7 +169,9 @@ def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: s
         parts.append("Sections: " + "; ".join(children))
     pages = sorted({p for s in tree.sections if _within(s.path, section.path) for p in s.pages})
     metadata: dict[str, object] = {"section_title": section.title, "children": children}
-    boxes = section_boxes(section.blocks)
+    boxes = section_boxes(
+        [b for s in tree.sections if _within(s.path, section.path) for b in s.blocks]
+    )
     if boxes:
         metadata["boxes"] = boxes
     return TextChunk(
