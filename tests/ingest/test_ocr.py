@@ -180,7 +180,13 @@ def test_a_misnamed_image_is_read_as_what_it_is() -> None:
 
 def test_a_scanned_pdf_is_ocrd_page_by_page(ocr: OcrEngine) -> None:
     data = scans.scanned_pdf([scans.en_page(), scans.zh_page()])
-    parsed = _pdf(ocr, data)
+    seen: list[tuple[int, int]] = []
+    parsed = PdfParser(ocr).parse(
+        ParseContext(
+            data, "scan.pdf", d.PDF, on_page=lambda done, total: seen.append((done, total))
+        )
+    )
+    assert seen == [(1, 2), (2, 2)]  # progress a long OCR run can report
     assert parsed.metadata["ocr_pages"] == [1, 2]
     assert [s.heading for s in parsed.sections if s.heading] == [scans.EN_TITLE, scans.ZH_TITLE]
     assert _squash(scans.ZH_BODY) in _squash(parsed.text)

@@ -32,10 +32,12 @@ class ImageParser:
 
     def parse(self, context: ParseContext) -> ParseResult:
         read: list[tuple[int, list[PageBlock]]] = []
+        total = images.page_count(context.data, context.filename)
         for number, page in enumerate(
             images.pages(context.data, context.filename, max_pages=context.max_pages), start=1
         ):
             read.append((number, page_blocks(self.ocr.read(page), number)))
+            context.page_done(number, total)
         sections = with_content(to_sections(read))
         if not any(s.content.strip() for s in sections):
             raise InvalidInputError(

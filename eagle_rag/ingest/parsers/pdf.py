@@ -112,6 +112,7 @@ class PdfParser:
                         text_pages.append(PageLines(index + 1, layer.lines))
                 finally:
                     page.close()
+                context.page_done(index + 1, len(document))
             title = _title(document, data)
             count = len(document)
         finally:
