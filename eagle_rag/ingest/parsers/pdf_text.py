@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from eagle_rag.ingest.pixelrag.geometry import BBox, clamp, unrotate
+from eagle_rag.ingest.pixelrag.geometry import BBox, unrotate
 
 _FORCE_BOLD = 1 << 18  # PDF font descriptor flag
 _BOLD_WEIGHT = 600
+UNMAPPED_SAMPLE = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +49,22 @@ def read_text_layer(page: pdfium.PdfPage) -> TextLayer:
         raw = _chars(textpage, count)
         frame = _Frame.of(page)
         lines = tuple(_lines(textpage, raw, frame))
-        unmapped = sum(
-            1 for i in range(count) if pdfium_c.FPDFText_HasUnicodeMapError(textpage.raw, i) == 1
+        return TextLayer(
+            lines, raw.replace("\r\n", "\n").replace("\r", "\n"), _unmapped(textpage, count)
         )
-        return TextLayer(lines, raw.replace("\r\n", "\n").replace("\r", "\n"), unmapped)
     finally:
         textpage.close()
+
+
+def _unmapped(textpage: pdfium.PdfTextPage, count: int) -> int:
+    """Glyphs without a Unicode mapping, estimated from an even sample of the page (reading
+    every character costs more than the rest of the page together)."""
+    if count <= 0:
+        return 0
+    step = max(1, count // UNMAPPED_SAMPLE)
+    sample = range(0, count, step)
+    bad = sum(1 for i in sample if pdfium_c.FPDFText_HasUnicodeMapError(textpage.raw, i) == 1)
+    return round(bad * count / len(sample))
 
 
 def _chars(textpage: pdfium.PdfTextPage, count: int) -> str:
@@ -86,30 +97,30 @@ class _Frame:
 
     def box(self, left: float, bottom: float, right: float, top: float) -> BBox:
         top_y = self.bottom + self.height
-        box = clamp(
-            (
-                (left - self.left) / self.width,
-                (top_y - top) / self.height,
-                (right - self.left) / self.width,
-                (top_y - bottom) / self.height,
-            )
-        )
+        x0, x1 = (left - self.left) / self.width, (right - self.left) / self.width
+        y0, y1 = (top_y - top) / self.height, (top_y - bottom) / self.height
+        box = (max(0.0, x0), max(0.0, y0), min(1.0, x1), min(1.0, y1))
         # /Rotate turns the displayed page clockwise: the same map as undoing a CCW turn.
         return unrotate(box, self.rotation) if self.rotation else box
 
 
 def _lines(textpage: pdfium.PdfTextPage, raw: str, frame: _Frame) -> list[TextLine]:
+    """One line per generated line break. A line's box spans the loose boxes (font ascent to
+    descent) of its first, middle and last visible characters: they share the baseline, and one
+    lookup per character would cost several times the rest of the parse. Font size and weight
+    are read on the same few characters."""
     lines = []
-    start = 0
-    for end in [*(i for i, ch in enumerate(raw) if ch == "\n"), len(raw)]:
-        segment = range(start, end)
-        start = end + 1
-        visible = [i for i in segment if not raw[i].isspace()]
-        if not visible:
+    offset = 0
+    for segment in raw.split("\n"):
+        start, offset = offset, offset + len(segment) + 1
+        text = " ".join(segment.split())
+        if not text:
             continue
-        text = " ".join(raw[segment.start : segment.stop].split())
-        boxes = [frame.box(*textpage.get_charbox(i)) for i in visible]
-        sample = visible[:: max(1, len(visible) // 4)][:5]
+        first = start + len(segment) - len(segment.lstrip())
+        last = start + len(segment.rstrip()) - 1
+        middle = _visible_near(raw, (first + last) // 2, last)
+        sample = sorted({first, middle, last})
+        boxes = [frame.box(*textpage.get_charbox(i, loose=True)) for i in sample]
         sizes = [pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in sample]
         lines.append(
             TextLine(
@@ -120,11 +131,17 @@ def _lines(textpage: pdfium.PdfTextPage, raw: str, frame: _Frame) -> list[TextLi
                     max(b[2] for b in boxes),
                     max(b[3] for b in boxes),
                 ),
-                float(statistics.median(sizes)) if sizes else 0.0,
-                sum(_bold(textpage, i) for i in sample) * 2 > len(sample),
+                float(statistics.median(sizes)),
+                _bold(textpage, middle),
             )
         )
     return lines
+
+
+def _visible_near(raw: str, index: int, last: int) -> int:
+    while index < last and raw[index].isspace():
+        index += 1
+    return index
 
 
 def _bold(textpage: pdfium.PdfTextPage, index: int) -> bool:

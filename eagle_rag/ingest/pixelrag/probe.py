@@ -8,7 +8,7 @@ neither text nor images is blank and costs nothing.
 
 from __future__ import annotations
 
-import unicodedata
+import re
 from dataclasses import dataclass
 
 # Characters per A4-sized area (595 × 842 pt) below which a page counts as having no text:
@@ -16,6 +16,11 @@ from dataclasses import dataclass
 MIN_CHARS_PER_A4 = 25
 A4_AREA = 595.0 * 842.0
 MAX_GARBAGE = 0.2
+_SPACE = re.compile(r"\s")
+# Replacement characters, controls, surrogates and private-use glyphs (the BMP's and planes 15-16).
+_GARBAGE = re.compile(
+    "[\ufffd\x00-\x08\x0b\x0e-\x1f\x7f\ud800-\udfff\ue000-\uf8ff\U000f0000-\U0010ffff]"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,13 +49,6 @@ class PageProbe:
 
 
 def probe(text: str, width: float, height: float, images: int) -> PageProbe:
-    visible = [ch for ch in text if not ch.isspace()]
-    garbage = sum(1 for ch in visible if _garbage(ch))
-    return PageProbe(len(visible), garbage, max(0.0, width * height), images)
-
-
-def _garbage(ch: str) -> bool:
-    if ch == "\ufffd":
-        return True
-    category = unicodedata.category(ch)
-    return category in ("Co", "Cc", "Cs", "Cn")
+    visible = len(text) - len(_SPACE.findall(text))
+    garbage = len(_GARBAGE.findall(text))
+    return PageProbe(visible, garbage, max(0.0, width * height), images)
