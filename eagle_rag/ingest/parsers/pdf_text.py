@@ -19,6 +19,7 @@ from eagle_rag.ingest.pixelrag.geometry import BBox, unrotate
 _FORCE_BOLD = 1 << 18  # PDF font descriptor flag
 _BOLD_WEIGHT = 600
 UNMAPPED_SAMPLE = 200
+_FONT_NAME_BYTES = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +112,7 @@ def _lines(textpage: pdfium.PdfTextPage, raw: str, frame: _Frame) -> list[TextLi
     are read on the same few characters."""
     lines = []
     offset = 0
+    name = ctypes.create_string_buffer(_FONT_NAME_BYTES)  # one buffer for the page's lines
     for segment in raw.split("\n"):
         start, offset = offset, offset + len(segment) + 1
         text = " ".join(segment.split())
@@ -132,7 +134,7 @@ def _lines(textpage: pdfium.PdfTextPage, raw: str, frame: _Frame) -> list[TextLi
                     max(b[3] for b in boxes),
                 ),
                 float(statistics.median(sizes)),
-                _bold(textpage, middle),
+                _bold(textpage, middle, name),
             )
         )
     return lines
@@ -144,11 +146,12 @@ def _visible_near(raw: str, index: int, last: int) -> int:
     return index
 
 
-def _bold(textpage: pdfium.PdfTextPage, index: int) -> bool:
+def _bold(textpage: pdfium.PdfTextPage, index: int, name: ctypes.Array[ctypes.c_char]) -> bool:
     if pdfium_c.FPDFText_GetFontWeight(textpage.raw, index) >= _BOLD_WEIGHT:
         return True
     flags = ctypes.c_int(0)
-    buffer = ctypes.create_string_buffer(128)
-    length = pdfium_c.FPDFText_GetFontInfo(textpage.raw, index, buffer, 128, ctypes.byref(flags))
-    name = buffer.value.decode("latin-1", "replace").lower() if length else ""
-    return bool(flags.value & _FORCE_BOLD) or "bold" in name or "black" in name
+    length = pdfium_c.FPDFText_GetFontInfo(
+        textpage.raw, index, name, _FONT_NAME_BYTES, ctypes.byref(flags)
+    )
+    font = name.value.decode("latin-1", "replace").lower() if length else ""
+    return bool(flags.value & _FORCE_BOLD) or "bold" in font or "black" in font
