@@ -163,3 +163,37 @@ def test_encrypted_and_hopeless_pdfs_are_still_refused() -> None:
         _parse(docs.encrypted_pdf_bytes())
     with pytest.raises(InvalidInputError, match=r"corrupt or unreadable.*second reader"):
         _parse(docs.pdf_bytes()[:400])
+
+
+@pytest.mark.parametrize("rotation", [0, 90, 180, 270])
+def test_text_layer_boxes_land_where_the_rendered_page_shows_the_ink(rotation: int) -> None:
+    import io
+
+    import numpy as np
+    from pypdf import PdfReader, PdfWriter
+
+    source = scans.text_pdf([("Ink Check", "Boxes must match the pixels on every rotation.")])
+    writer = PdfWriter()
+    for page in PdfReader(io.BytesIO(source)).pages:
+        writer.add_page(page.rotate(rotation) if rotation else page)
+    out = io.BytesIO()
+    writer.write(out)
+    data = out.getvalue()
+    parsed = _parse(data)
+    boxes = [b.bbox for s in parsed.sections for b in s.boxes]
+    ours = (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+    [image] = scans.render(data, dpi=72)
+    ink = np.argwhere(np.asarray(image.convert("L")) < 128)
+    width, height = image.size
+    seen = (
+        ink[:, 1].min() / width,
+        ink[:, 0].min() / height,
+        ink[:, 1].max() / width,
+        ink[:, 0].max() / height,
+    )
+    assert all(abs(a - b) < 0.04 for a, b in zip(ours, seen, strict=True)), (ours, seen)
