@@ -123,7 +123,7 @@ def ocr_pass(folder: Path, ids: list[str], language: str) -> dict[str, Any]:
         pdf = pdfs.parse(
             ParseContext((folder / "pdf" / f"{doc_id}.pdf").read_bytes(), f"{doc_id}.pdf", PDF)
         )
-        raw_text = "\n".join(plain.txts or ())
+        raw_text = "\n".join(getattr(plain, "txts", None) or ())
         for key, text in (("jpg", reading(ours)), ("pdf", reading(pdf)), ("raw", raw_text)):
             errors[key][0] += edit_distance(normalise(text, language), reference)
             errors[key][1] += len(reference)
