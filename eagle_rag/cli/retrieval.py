@@ -144,15 +144,24 @@ def evaluate(
         typer.Option("--data-dir", help="Store to use (default: a temporary one, removed)."),
     ] = None,
     keep: Annotated[bool, typer.Option(help="Keep the evaluation KB.")] = False,
+    files: Annotated[
+        Path | None,
+        typer.Option(
+            "--files",
+            help="A folder of files to use as the corpus (ids = file stems; relative to the "
+            "dataset folder), scored at document level.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Ingest a BEIR dataset into a throw-away KB and report quality and speed per mode."""
+    """Ingest a BEIR dataset (or a folder of files) into a throw-away KB and report quality and
+    speed per mode."""
     chosen = [m.strip() for m in modes.split(",") if m.strip()]
     unknown = sorted(set(chosen) - set(MODES))
     if unknown:
         fail(f"unknown modes: {', '.join(unknown)} (known: {', '.join(MODES)})")
     try:
-        dataset = load_dataset(dataset_dir)
+        dataset = load_dataset(dataset_dir, files=files)
     except InvalidInputError as exc:
         fail(exc)
 

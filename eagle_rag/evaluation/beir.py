@@ -1,4 +1,9 @@
-"""Read a BEIR-format dataset: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/test.tsv``."""
+"""Read a BEIR-format dataset: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/test.tsv``.
+
+A corpus may also be a folder of files (PDFs, scans, Markdown, ...): each file is one document
+whose corpus id is its stem (``10135926.pdf`` → ``10135926``), ingested as the file itself, so
+the same documents can be scored as text, as image-only PDFs and as photos.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ class CorpusDoc:
     id: str
     title: str
     text: str
+    path: Path | None = None  # a file corpus: the file to ingest as it is
 
     @property
     def body(self) -> str:
@@ -32,16 +38,26 @@ class Dataset:
     blank_queries: int = 0  # judged queries with no text: they cannot be searched, so skipped
 
 
-def load_dataset(folder: Path, *, split: str = "test") -> Dataset:
-    """Load and check a dataset; InvalidInputError names the file and line that is wrong."""
+def load_dataset(folder: Path, *, split: str = "test", files: Path | None = None) -> Dataset:
+    """Load and check a dataset; InvalidInputError names the file and line that is wrong.
+
+    ``files``: a folder of files to use as the corpus instead of ``corpus.jsonl`` (relative
+    paths are taken inside ``folder``).
+    """
     if not folder.is_dir():
         raise InvalidInputError(f"{folder} is not a directory")
-    corpus = tuple(
-        CorpusDoc(str(row["_id"]), str(row.get("title") or ""), str(row.get("text") or ""))
-        for row in _jsonl(folder / "corpus.jsonl", required=("_id", "text"))
-    )
-    if not corpus:
-        raise InvalidInputError(f"{folder / 'corpus.jsonl'} has no documents")
+    name = folder.name
+    if files is not None:
+        files = files if files.is_absolute() else folder / files
+        corpus = file_corpus(files)
+        name = f"{folder.name}/{files.name}"
+    else:
+        corpus = tuple(
+            CorpusDoc(str(row["_id"]), str(row.get("title") or ""), str(row.get("text") or ""))
+            for row in _jsonl(folder / "corpus.jsonl", required=("_id", "text"))
+        )
+        if not corpus:
+            raise InvalidInputError(f"{folder / 'corpus.jsonl'} has no documents")
     queries = {
         str(row["_id"]): str(row["text"])
         for row in _jsonl(folder / "queries.jsonl", required=("_id", "text"))
@@ -59,7 +75,25 @@ def load_dataset(folder: Path, *, split: str = "test") -> Dataset:
         del judged[qid]
     if not judged:
         raise InvalidInputError(f"{folder}: no query has a relevant document in the corpus")
-    return Dataset(folder.name, corpus, {q: queries[q] for q in judged}, judged, len(blank))
+    return Dataset(name, corpus, {q: queries[q] for q in judged}, judged, len(blank))
+
+
+def file_corpus(folder: Path) -> tuple[CorpusDoc, ...]:
+    """Every visible file in ``folder`` (not recursive), id = stem; two files with one stem
+    would answer for the same id, so that is refused."""
+    if not folder.is_dir():
+        raise InvalidInputError(f"{folder} is not a directory")
+    paths = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    if not paths:
+        raise InvalidInputError(f"{folder} has no files")
+    seen: dict[str, Path] = {}
+    for path in paths:
+        if path.stem in seen:
+            raise InvalidInputError(
+                f"{seen[path.stem].name} and {path.name} share the corpus id {path.stem!r}"
+            )
+        seen[path.stem] = path
+    return tuple(CorpusDoc(stem, "", "", path) for stem, path in seen.items())
 
 
 def _jsonl(path: Path, *, required: tuple[str, ...]) -> Iterator[dict[str, Any]]:

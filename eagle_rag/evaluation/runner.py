@@ -141,11 +141,16 @@ class Evaluator:
 
         def submit_all() -> None:
             for done, doc in enumerate(dataset.corpus, start=1):
+                if doc.path is not None:  # a file corpus: the file as a user would upload it
+                    filename, data, declared = doc.path.name, doc.path.read_bytes(), None
+                else:
+                    filename, data = f"{doc.id}.txt", doc.body.encode("utf-8")
+                    declared = "text/plain"
                 submission = app.ingest.submit_file(
                     kb_name=kb,
-                    filename=f"{doc.id}.txt",
-                    stream=io.BytesIO(doc.body.encode("utf-8")),
-                    content_type="text/plain",
+                    filename=filename,
+                    stream=io.BytesIO(data),
+                    content_type=declared,
                     metadata={"corpus_id": doc.id},
                 )
                 # Identical texts dedupe to one document, which then answers for both ids.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -25,8 +26,15 @@ MARKDOWN = "text/markdown"
 HTML = "text/html"
 CSV = "text/csv"
 JSON = "application/json"
+PNG = "image/png"
+JPEG = "image/jpeg"
+TIFF = "image/tiff"
+WEBP = "image/webp"
+BMP = "image/bmp"
 
-BINARY_TYPES = frozenset({PDF, DOCX, PPTX, XLSX})
+IMAGE_TYPES = frozenset({PNG, JPEG, TIFF, WEBP, BMP})
+ARCHIVE_TYPES = frozenset({DOCX, PPTX, XLSX})  # zip containers: checked for zip bombs
+BINARY_TYPES = frozenset({PDF, DOCX, PPTX, XLSX}) | IMAGE_TYPES
 TEXT_TYPES = frozenset({TEXT, MARKDOWN, HTML, CSV, JSON})
 
 EXTENSIONS = {
@@ -44,6 +52,14 @@ EXTENSIONS = {
     ".csv": CSV,
     ".tsv": CSV,
     ".json": JSON,
+    ".png": PNG,
+    ".jpg": JPEG,
+    ".jpeg": JPEG,
+    ".jpe": JPEG,
+    ".tif": TIFF,
+    ".tiff": TIFF,
+    ".webp": WEBP,
+    ".bmp": BMP,
 }
 # The short names a query filters on (``filters: {"source_type": "pdf"}``).
 SOURCE_TYPES = {
@@ -56,18 +72,29 @@ SOURCE_TYPES = {
     HTML: "html",
     CSV: "csv",
     JSON: "json",
+    **dict.fromkeys(IMAGE_TYPES, "image"),
 }
 
 MIME_ALIASES = {
     "text/x-markdown": MARKDOWN,
     "application/xhtml+xml": HTML,
     "text/tab-separated-values": CSV,
+    "image/jpg": JPEG,
+    "image/pjpeg": JPEG,
+    "image/x-ms-bmp": BMP,
+    "image/x-bmp": BMP,
 }
 
 _ZIP_MARKERS = {"word/document.xml": DOCX, "ppt/presentation.xml": PPTX, "xl/workbook.xml": XLSX}
+_IMAGE_SIGNATURES = {
+    b"\x89PNG\r\n\x1a\n": PNG,
+    b"\xff\xd8\xff": JPEG,
+    b"II*\x00": TIFF,
+    b"MM\x00*": TIFF,
+}
+# BMP's "BM" is too short to trust alone: the header's DIB size must be one BMP defines.
+_BMP_DIB_SIZES = frozenset({12, 40, 52, 56, 64, 108, 124})
 _OTHER_SIGNATURES = {
-    b"\x89PNG": "image/png",
-    b"\xff\xd8\xff": "image/jpeg",
     b"GIF8": "image/gif",
     b"\xd0\xcf\x11\xe0": "application/msword (legacy OLE format)",
     b"\x1f\x8b": "application/gzip",
@@ -102,6 +129,10 @@ def sniff(data: bytes) -> str:
         return PDF
     if data.startswith(b"PK\x03\x04"):
         return _office_type(data)
+    image = _image_type(data)
+    if image is not None:
+        _check_image(data, image)
+        return image
     for signature, kind in _OTHER_SIGNATURES.items():
         if data.startswith(signature):
             raise UnsupportedMediaTypeError(f"unsupported file type: {kind}", detected=kind)
@@ -110,6 +141,37 @@ def sniff(data: bytes) -> str:
             "unsupported file type: binary data that is not a known format"
         )
     return TEXT
+
+
+def _image_type(data: bytes) -> str | None:
+    for signature, kind in _IMAGE_SIGNATURES.items():
+        if data.startswith(signature):
+            return kind
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return WEBP
+    if (
+        data[:2] == b"BM"
+        and len(data) >= 18
+        and int.from_bytes(data[14:18], "little") in (_BMP_DIB_SIZES)
+    ):
+        return BMP
+    return None
+
+
+def _check_image(data: bytes, kind: str) -> None:
+    """Read the header (no pixels): a file that is not really an image is refused at upload."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                if kind == PNG:
+                    image.verify()  # walks the chunks and their checksums, decodes nothing
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        raise InvalidInputError(f"the image is corrupt: {exc}", detected=kind) from exc
+    except Image.DecompressionBombError:
+        return  # too large to parse: the parser refuses it with the limit spelled out
 
 
 def _office_type(data: bytes) -> str:
@@ -149,7 +211,10 @@ def detect(data: bytes, filename: str, declared: str | None = None) -> Detected:
     family = sniff(data)
     claimed = claimed_type(filename, declared)
     if family in BINARY_TYPES:
-        if claimed is not None and claimed != family:
+        # A photo saved as .jpg that is really a PNG is common and harmless: images are one
+        # family, and the content decides which.
+        same_family = claimed in IMAGE_TYPES and family in IMAGE_TYPES
+        if claimed is not None and claimed != family and not same_family:
             raise InvalidInputError(
                 f"the file claims to be {claimed} but its content is {family}",
                 filename=filename,

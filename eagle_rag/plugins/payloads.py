@@ -19,6 +19,22 @@ SectionKind = Literal["text", "table", "list", "code"]
 
 
 @dataclass(frozen=True, slots=True)
+class PageBox:
+    """Where some text sits on a page: ``bbox`` is ``(x0, y0, x1, y1)`` normalised to [0, 1] with
+    the origin at the page's top-left; ``start``/``end`` are the offsets into the section's
+    content that the box covers (None: all of it)."""
+
+    page: int
+    bbox: tuple[float, float, float, float]
+    start: int | None = None
+    end: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The shared wire shape: ``{"page": 1, "bbox": [x0, y0, x1, y1]}``."""
+        return {"page": self.page, "bbox": [round(v, 4) for v in self.bbox]}
+
+
+@dataclass(frozen=True, slots=True)
 class TextSection:
     """One block a parser found, in reading order.
 
@@ -32,6 +48,7 @@ class TextSection:
     level: int = 0
     page: int | None = None
     kind: SectionKind = "text"
+    boxes: tuple[PageBox, ...] = ()  # paged sources (PDF, image): where the content sits
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ value and the fused ones that ordered it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -33,6 +33,7 @@ def text_source(index: int, passage: Passage, *, max_chars: int | None = None) -
         "level": passage.metadata.get("level"),
         "type": passage.type,
         "page_nums": list(passage.page_nums),
+        "boxes": boxes(passage.metadata),
         "content": content,
         "truncated": len(content) < len(passage.text),
         "score": relevance(passage.scores, passage.metadata),
@@ -59,6 +60,17 @@ def image_source(index: int, passage: Passage) -> dict[str, Any]:
         "score": relevance(passage.scores, passage.metadata),
         "scores": dict(passage.scores),
     }
+
+
+def boxes(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Where the chunk sits on its pages (``[{page, bbox}]``, normalised); [] when unknown."""
+    found = metadata.get("boxes")
+    fields = metadata.get("fields")
+    if found is None and isinstance(fields, Mapping):
+        found = fields.get("boxes")
+    if not isinstance(found, list):
+        return []
+    return [dict(b) for b in found if isinstance(b, Mapping)]
 
 
 def split_sources(

@@ -95,11 +95,12 @@ def test_same_bytes_again_is_a_dedup_hit(client: httpx.Client, solar: dict[str, 
     ("files", "data", "status", "code"),
     [
         (
-            {"file": ("a.png", b"\x89PNG\r\n\x1a\n" + b"0" * 64, "image/png")},
+            {"file": ("a.gif", b"GIF89a" + b"0" * 64, "image/gif")},
             {},
             415,
             "unsupported_media_type",
         ),
+        ({"file": ("a.png", b"\x89PNG\r\n\x1a\n" + b"0" * 64, "image/png")}, {}, 400, None),
         ({"file": ("big.txt", b"a " * 150_000, "text/plain")}, {}, 413, "payload_too_large"),
         ({"file": ("x.pdf", docs.encrypted_pdf_bytes(), "application/pdf")}, {}, 202, None),
         ({"file": ("e.txt", b"", "text/plain")}, {}, 400, "invalid_input"),

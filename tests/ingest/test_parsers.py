@@ -50,7 +50,7 @@ def test_pdf_chinese_text_and_outline() -> None:
     [
         (docs.encrypted_pdf_bytes(), "encrypted"),
         (docs.pdf_bytes()[:400], "corrupt"),
-        (docs.blank_pdf_bytes(), "no text layer"),
+        (docs.blank_pdf_bytes(), "no text"),
     ],
 )
 def test_bad_pdfs_fail_with_a_reason(data: bytes, match: str) -> None:
@@ -166,9 +166,9 @@ def test_corrupt_or_empty_inputs_fail_with_a_reason(
 def test_every_supported_type_has_exactly_one_builtin_parser() -> None:
     parsers = builtin_parsers()
     for mime in sorted(d.BINARY_TYPES | d.TEXT_TYPES):
-        assert parser_for(mime, parsers).supported_mime_types[0] == mime
-    with pytest.raises(InvalidInputError, match="no parser handles image/png"):
-        parser_for("image/png", parsers)
+        assert mime in parser_for(mime, parsers).supported_mime_types
+    with pytest.raises(InvalidInputError, match="no parser handles image/gif"):
+        parser_for("image/gif", parsers)
 
 
 def test_a_plugin_parser_overrides_core_for_its_type() -> None:

@@ -326,7 +326,8 @@ async def test_deleting_a_kb_removes_all_of_it(app: EagleApp, kb: str) -> None:
     [
         (b"", "empty.txt", "empty"),
         (b"just text", "fake.pdf", "claims to be application/pdf"),
-        (b"\x89PNG\r\n\x1a\nxxxx", "photo.png", "unsupported file type: image/png"),
+        (b"\x89PNG\r\n\x1a\nxxxx", "photo.png", "the image is corrupt"),
+        (b"GIF89a" + b"x" * 32, "anim.gif", "unsupported file type: image/gif"),
         (docs.zip_bomb_docx(), "bomb.docx", "zip bomb"),
         (docs.many_entries_xlsx(50), "many.xlsx", "entries"),
     ],

@@ -275,6 +275,7 @@ async def get_chunks(
             "type": r["type"],
             "chunk_index": r["chunk_index"],
             "page_nums": list(r.get("page_nums") or []),
+            "boxes": list((r.get("metadata") or {}).get("boxes") or []),
             "text": r["text"],
             "metadata": r.get("metadata") or {},
         }

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest.knowhere.boxes import chunk_boxes, section_boxes
 from eagle_rag.ingest.knowhere.tree import Block, Section, StructureTree
 from eagle_rag.plugins.payloads import TextChunk
 
@@ -69,6 +70,11 @@ def chunk_tree(
         ordinal = 0
         for group in _groups(section.blocks):
             for text, start, end, kind, pages in _group_chunks(tree, group, options, count_tokens):
+                metadata: dict[str, object] = {"section_title": section.title}
+                boxes = chunk_boxes(group, start, end)
+                if boxes:
+                    metadata["boxes"] = boxes
+                    pages = tuple(sorted({*pages, *(b["page"] for b in boxes)}))
                 own.append(
                     TextChunk(
                         chunk_id=chunk_id(document_id, section.path, f"{ordinal:04d}"),
@@ -82,7 +88,7 @@ def chunk_tree(
                         page_nums=pages,
                         start_offset=start,
                         end_offset=end,
-                        metadata={"section_title": section.title},
+                        metadata=metadata,
                     )
                 )
                 ordinal += 1
@@ -162,6 +168,12 @@ def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: s
     if children:
         parts.append("Sections: " + "; ".join(children))
     pages = sorted({p for s in tree.sections if _within(s.path, section.path) for p in s.pages})
+    metadata: dict[str, object] = {"section_title": section.title, "children": children}
+    boxes = section_boxes(
+        [b for s in tree.sections if _within(s.path, section.path) for b in s.blocks]
+    )
+    if boxes:
+        metadata["boxes"] = boxes
     return TextChunk(
         chunk_id=chunk_id(document_id, section.path, "summary"),
         document_id=document_id,
@@ -174,7 +186,7 @@ def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: s
         page_nums=tuple(pages),
         start_offset=section.start,
         end_offset=tree.subtree_end(section),
-        metadata={"section_title": section.title, "children": children},
+        metadata=metadata,
     )
 
 

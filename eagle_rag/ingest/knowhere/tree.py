@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle_rag.plugins.payloads import ParseResult
+from eagle_rag.plugins.payloads import PageBox, ParseResult
 
 SEPARATOR = "\n\n"
 
@@ -22,6 +22,7 @@ class Block:
     page: int | None
     start: int
     end: int
+    boxes: tuple[PageBox, ...] = ()  # offsets relative to ``text``
 
 
 @dataclass(slots=True)
@@ -135,7 +136,7 @@ def build_tree(parsed: ParseResult, *, title: str) -> StructureTree:
         if item.content.strip():
             start, end = append(item.content)
             current = stack[-1]
-            current.blocks.append(Block(item.content, item.kind, item.page, start, end))
+            current.blocks.append(Block(item.content, item.kind, item.page, start, end, item.boxes))
             if item.page is not None:
                 current.pages.add(item.page)
         elif item.heading and item.page is not None:

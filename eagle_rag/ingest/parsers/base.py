@@ -6,7 +6,7 @@ a parser can be written once and offered to both hosts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -15,12 +15,21 @@ from eagle_rag.plugins.payloads import ParseResult, TextSection
 
 @dataclass(frozen=True, slots=True)
 class ParseContext:
-    """What a parser receives: the bytes, the original name, the detected type and limits."""
+    """What a parser receives: the bytes, the original name, the detected type and limits.
+
+    ``on_page(done, total)``, when given, is called as paged parsers (PDF, images) finish each
+    page, so a long OCR run can show its progress.
+    """
 
     data: bytes
     filename: str
     mime_type: str
     max_pages: int = 2000
+    on_page: Callable[[int, int], None] | None = None
+
+    def page_done(self, done: int, total: int) -> None:
+        if self.on_page is not None:
+            self.on_page(done, total)
 
 
 @runtime_checkable

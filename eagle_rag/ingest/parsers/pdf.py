@@ -1,15 +1,35 @@
-"""PDF: the text layer page by page (pypdfium2); the outline, when present, gives the headings."""
+"""PDF: each page from its text layer (pypdfium2), or from its pixels when it has none.
+
+Pages are probed one by one (characters per page area, share of unreadable glyphs); a page
+without a usable text layer that shows an image is rendered and OCR'd, so a scanned PDF, or
+the scanned pages of a mixed one, read like the rest. The outline, when present, gives the
+headings; without one they come from the text layer's typography (and OCR'd title regions).
+Every block keeps its boxes on its page. A file PDFium cannot open is re-read and rewritten by
+a second reader (pypdf) before it is given up; an encrypted one is refused.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import io
+import math
+from dataclasses import dataclass, replace
 
 import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import PDF
 from eagle_rag.ingest.parsers.base import ParseContext, result
+from eagle_rag.ingest.parsers.pdf_structure import PageLines, sections
+from eagle_rag.ingest.parsers.pdf_text import read_text_layer
+from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from eagle_rag.ingest.pixelrag.probe import probe
+from eagle_rag.ingest.pixelrag.reading import page_blocks, to_sections, with_content
 from eagle_rag.plugins.payloads import ParseResult, TextSection
+
+OCR_DPI = 150
+# A page rendered for OCR is capped at this many pixels (a poster-sized page at 150 dpi).
+MAX_RENDER_PIXELS = 40_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,64 +39,189 @@ class _Bookmark:
     page: int  # 1-based
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What was read from the document before it was closed."""
+
+    text_pages: list[PageLines]
+    ocr_pages: list[tuple[int, list[TextSection]]]
+    bookmarks: list[_Bookmark]
+    title: str
+    pages: int
+
+
 class PdfParser:
     name = "pdf"
     supported_mime_types: tuple[str, ...] = (PDF,)
 
+    def __init__(self, ocr: OcrEngine | None = None) -> None:
+        self._ocr = ocr
+
+    @property
+    def ocr(self) -> OcrEngine:
+        """Created on the first scanned page: a text-only deployment never loads the models."""
+        if self._ocr is None:
+            self._ocr = OcrEngine()
+        return self._ocr
+
     def parse(self, context: ParseContext) -> ParseResult:
-        document = _open(context)
+        data, repaired = _readable(context)
+        read = self._read(data, context)
+        ordered = with_content(_merge(read))
+        if not any(s.content.strip() for s in ordered):
+            raise InvalidInputError(
+                "the PDF has no text: its pages are blank, and no text could be read from "
+                "their images",
+                filename=context.filename,
+            )
+        metadata: dict[str, object] = {
+            "pages": read.pages,
+            "ocr_pages": [number for number, _ in read.ocr_pages],
+        }
+        if read.title:
+            metadata["title"] = read.title
+        if repaired:
+            metadata["repaired"] = True
+        return result(ordered, **metadata)
+
+    def _read(self, data: bytes, context: ParseContext) -> _Read:
+        document = _open(data, context.filename)
         try:
             if len(document) > context.max_pages:
                 raise InvalidInputError(
                     f"the PDF has {len(document)} pages (limit {context.max_pages})",
                     filename=context.filename,
                 )
-            pages = [_page_text(document, i) for i in range(len(document))]
             bookmarks = _outline(document)
-            title = (document.get_metadata_dict().get("Title") or "").strip()
+            text_pages: list[PageLines] = []
+            ocr_pages: list[tuple[int, list[TextSection]]] = []
+            for index in range(len(document)):
+                page = document[index]
+                try:
+                    layer = read_text_layer(page)
+                    width, height = page.get_size()
+                    found = probe(
+                        layer.text + "\ufffd" * layer.unmapped,
+                        width,
+                        height,
+                        images=_image_count(page),
+                    )
+                    if found.needs_ocr:
+                        ocr_pages.append((index + 1, self._ocr_page(page, index + 1)))
+                    else:  # a sparse text layer with nothing to OCR is still the page's text
+                        text_pages.append(PageLines(index + 1, layer.lines))
+                finally:
+                    page.close()
+                context.page_done(index + 1, len(document))
+            title = _title(document, data)
+            count = len(document)
         finally:
             document.close()
-        if not any(p.strip() for p in pages):
-            raise InvalidInputError(
-                "the PDF has no text layer (scanned pages need OCR, which is not enabled)",
-                filename=context.filename,
-            )
-        sections: list[TextSection] = []
-        for number, text in enumerate(pages, start=1):
-            for mark in (b for b in bookmarks if b.page == number):
-                sections.append(TextSection("", heading=mark.title, level=mark.level, page=number))
-            for paragraph in _paragraphs(text):
-                sections.append(TextSection(paragraph, page=number))
-        metadata: dict[str, object] = {"pages": len(pages)}
-        if title:
-            metadata["title"] = title
-        return result(sections, **metadata)
+        return _Read(text_pages, ocr_pages, bookmarks, title, count)
+
+    def _ocr_page(self, page: pdfium.PdfPage, number: int) -> list[TextSection]:
+        width, height = page.get_size()
+        scale = OCR_DPI / 72
+        if width * height * scale * scale > MAX_RENDER_PIXELS:
+            scale = math.sqrt(MAX_RENDER_PIXELS / (width * height))
+        image = page.render(scale=scale).to_pil().convert("RGB")
+        return to_sections([(number, page_blocks(self.ocr.read(image), number))])
 
 
-def _open(context: ParseContext) -> pdfium.PdfDocument:
+def _merge(read: _Read) -> list[TextSection]:
+    """All pages in order; outline titles open their page (and replace OCR'd titles)."""
+    outline = bool(read.bookmarks)
+    by_page: dict[int, list[TextSection]] = {}
+    for section in sections(read.text_pages, detect_headings=not outline):
+        by_page.setdefault(section.page or 0, []).append(section)
+    for number, ocr_sections in read.ocr_pages:
+        if outline:  # the outline is the author's structure: OCR'd titles become text
+            ocr_sections = [
+                replace(s, content=s.heading or "", heading=None, level=0) if s.heading else s
+                for s in ocr_sections
+            ]
+        by_page[number] = ocr_sections
+    ordered: list[TextSection] = []
+    for number in sorted(set(by_page) | {b.page for b in read.bookmarks}):
+        marks = [b for b in read.bookmarks if b.page == number]
+        titles = {_key(b.title) for b in marks}
+        for mark in marks:
+            ordered.append(TextSection("", heading=mark.title, level=mark.level, page=number))
+        # The bookmarked heading's own line is already the section's name.
+        ordered.extend(s for s in by_page.get(number, []) if _key(s.content) not in titles)
+    return ordered
+
+
+def _key(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _image_count(page: pdfium.PdfPage) -> int:
+    return sum(1 for _ in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=3))
+
+
+def _readable(context: ParseContext) -> tuple[bytes, bool]:
+    """The bytes PDFium will open: the original, or pypdf's rewrite of a file it cannot."""
     try:
-        return pdfium.PdfDocument(context.data)
+        pdfium.PdfDocument(context.data).close()
+        return context.data, False
     except pdfium.PdfiumError as exc:
-        message = str(exc).lower()
-        if "password" in message:
-            raise InvalidInputError(
-                "the PDF is encrypted; upload it without a password", filename=context.filename
-            ) from exc
+        if "password" in str(exc).lower():
+            raise _encrypted(context.filename) from exc
+        first = exc
+    try:
+        return _rewrite(context.data), True
+    except InvalidInputError:
+        raise
+    except Exception as exc:  # pypdf raises many types on damaged files
         raise InvalidInputError(
-            f"the PDF is corrupt or unreadable: {exc}", filename=context.filename
+            f"the PDF is corrupt or unreadable: {first} (a second reader also failed: {exc})",
+            filename=context.filename,
         ) from exc
 
 
-def _page_text(document: pdfium.PdfDocument, index: int) -> str:
-    page = document[index]
+def _rewrite(data: bytes) -> bytes:
+    from pypdf import PdfReader, PdfWriter
+
+    reader = PdfReader(io.BytesIO(data), strict=False)
+    if reader.is_encrypted:
+        raise _encrypted(None)
+    if not reader.pages:
+        raise ValueError("no pages found")
+    writer = PdfWriter(clone_from=reader)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def _encrypted(filename: str | None) -> InvalidInputError:
+    return InvalidInputError(
+        "the PDF is encrypted; upload it without a password", filename=filename
+    )
+
+
+def _open(data: bytes, filename: str) -> pdfium.PdfDocument:
     try:
-        textpage = page.get_textpage()
-        try:
-            return str(textpage.get_text_range()).replace("\r\n", "\n").replace("\r", "\n")
-        finally:
-            textpage.close()
-    finally:
-        page.close()
+        return pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        raise InvalidInputError(
+            f"the PDF is corrupt or unreadable: {exc}", filename=filename
+        ) from exc
+
+
+def _title(document: pdfium.PdfDocument, data: bytes) -> str:
+    """The Info dictionary's title; pypdf reads it where PDFium cannot parse the metadata."""
+    try:
+        return str(document.get_metadata_dict().get("Title") or "").strip()
+    except Exception:  # a malformed Info dictionary costs the title, not the document
+        pass
+    try:
+        from pypdf import PdfReader
+
+        info = PdfReader(io.BytesIO(data), strict=False).metadata
+        return str((info.title if info else "") or "").strip()
+    except Exception:
+        return ""
 
 
 def _outline(document: pdfium.PdfDocument) -> list[_Bookmark]:
@@ -88,17 +233,6 @@ def _outline(document: pdfium.PdfDocument) -> list[_Bookmark]:
             index = dest.get_index() if dest is not None else None
             if title and index is not None:
                 marks.append(_Bookmark(title, item.level + 1, index + 1))
-    except pdfium.PdfiumError:
-        return []  # a broken outline costs headings, not the document
+    except Exception:  # a broken outline costs headings, not the document
+        return []
     return marks
-
-
-def _paragraphs(text: str) -> list[str]:
-    """Blank-line separated paragraphs; single line breaks inside a paragraph become spaces."""
-    blocks = [b.strip() for b in text.split("\n\n")]
-    out = []
-    for block in blocks:
-        if not block:
-            continue
-        out.append(" ".join(line.strip() for line in block.split("\n") if line.strip()))
-    return out

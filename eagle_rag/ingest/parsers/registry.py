@@ -9,19 +9,25 @@ from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import TEXT_TYPES
 from eagle_rag.ingest.parsers.base import Parser
 from eagle_rag.ingest.parsers.html import HtmlParser
+from eagle_rag.ingest.parsers.image import ImageParser
 from eagle_rag.ingest.parsers.office import DocxParser, PptxParser
 from eagle_rag.ingest.parsers.pdf import PdfParser
 from eagle_rag.ingest.parsers.sheets import CsvParser, XlsxParser
 from eagle_rag.ingest.parsers.text import JsonParser, MarkdownParser, PlainTextParser
+from eagle_rag.ingest.pixelrag.engine import OcrEngine
 
 
 def builtin_parsers() -> list[Parser]:
+    """One of each; the PDF and image parsers share one OCR engine (its models load once, on
+    the first page that needs them)."""
+    ocr = OcrEngine()
     return [
         PlainTextParser(),
         MarkdownParser(),
         JsonParser(),
         HtmlParser(),
-        PdfParser(),
+        PdfParser(ocr),
+        ImageParser(ocr),
         DocxParser(),
         PptxParser(),
         XlsxParser(),

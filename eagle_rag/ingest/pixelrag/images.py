@@ -1,0 +1,106 @@
+"""Open an image file as upright RGB pages, refusing what cannot be read safely.
+
+Pillow reads only the header on ``open``; the pixel count is checked against the limit before
+any pixel is decoded, so a decompression bomb costs nothing. Every mode a scanner or a phone
+writes (1-bit, 16-bit grey, palette, CMYK, alpha) becomes 8-bit RGB on white.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
+
+from eagle_rag.errors import InvalidInputError
+
+# Pillow's own default limit (about 89 megapixels: a 9,500 × 9,500 page, 600 dpi A1).
+MAX_PIXELS = 89_478_485
+
+
+def page_count(data: bytes, filename: str) -> int:
+    with _opened(data, filename) as image:
+        return int(getattr(image, "n_frames", 1))
+
+
+def pages(
+    data: bytes, filename: str, *, max_pages: int, max_pixels: int = MAX_PIXELS
+) -> Iterator[Image.Image]:
+    """Each frame (multi-page TIFF) as an RGB image; InvalidInputError for bombs, truncated
+    or corrupt files and too many pages."""
+    with _opened(data, filename) as image:
+        frames = int(getattr(image, "n_frames", 1))
+        if frames > max_pages:
+            raise InvalidInputError(
+                f"the image has {frames} pages (limit {max_pages})", filename=filename
+            )
+        for frame in ImageSequence.Iterator(image):
+            width, height = frame.size
+            if width * height > max_pixels:
+                raise InvalidInputError(
+                    f"the image is {width}×{height} pixels, over the limit of {max_pixels} "
+                    "(a decompression bomb, or a scan at a needlessly high resolution)",
+                    filename=filename,
+                    pixels=width * height,
+                    limit=max_pixels,
+                )
+            try:
+                frame.load()
+                yield to_rgb(ImageOps.exif_transpose(frame) or frame)
+            except (OSError, ValueError, SyntaxError) as exc:
+                raise InvalidInputError(
+                    f"the image is truncated or corrupt: {exc}", filename=filename
+                ) from exc
+
+
+@contextlib.contextmanager
+def _opened(data: bytes, filename: str) -> Iterator[Image.Image]:
+    """Pillow's open with our errors; the bomb check is ours, made before decoding."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as exc:
+        raise InvalidInputError(
+            f"the image is over the pixel limit (a decompression bomb): {exc}", filename=filename
+        ) from exc
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        raise InvalidInputError(
+            f"the image is corrupt or not a readable image: {exc}", filename=filename
+        ) from exc
+    try:
+        yield image
+    finally:
+        image.close()
+
+
+def to_rgb(image: Image.Image) -> Image.Image:
+    """8-bit RGB; transparency flattened onto white (transparent black would read as ink)."""
+    mode = image.mode
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+        image = _stretch(image)
+        mode = image.mode
+    if mode == "P" or mode in ("LA", "La", "PA"):
+        image = image.convert("RGBA")
+    elif mode == "CMYK":
+        image = image.convert("RGB")
+    if image.mode in ("RGBA", "RGBa"):
+        white = Image.new("RGB", image.size, "white")
+        white.paste(image, mask=image.getchannel("A"))
+        return white
+    return image.convert("RGB")
+
+
+def _stretch(image: Image.Image) -> Image.Image:
+    """16-bit or float grey → 8-bit over its actual range (Pillow's convert would clip at 255,
+    turning most 16-bit scans white)."""
+    array = np.asarray(image, dtype=np.float64)
+    low, high = float(array.min()), float(array.max())
+    if high <= low:
+        scaled = np.full(array.shape, 255, dtype=np.uint8)
+    else:
+        scaled = ((array - low) * (255.0 / (high - low))).round().astype(np.uint8)
+    return Image.fromarray(scaled, mode="L")

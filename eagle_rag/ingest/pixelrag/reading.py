@@ -1,0 +1,182 @@
+"""An OCR'd page → blocks in reading order: titles become headings, headers and footers go.
+
+Lines are assigned to the layout region that holds their centre; lines outside every region
+form blocks of their own by vertical proximity. Reading order follows columns: between two
+full-width blocks, the left column is read top to bottom before the right one.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from eagle_rag.ingest.pixelrag.engine import OcrPage, Region
+from eagle_rag.ingest.pixelrag.geometry import BBox, center, contains, union, unrotate
+from eagle_rag.ingest.pixelrag.lines import Line, join, rows
+from eagle_rag.plugins.payloads import PageBox, SectionKind, TextSection
+
+DROPPED_REGIONS = frozenset({"header", "footer"})
+# A title region holding more than this is a misread paragraph, not a heading.
+MAX_HEADING_CHARS = 80
+# Blocks wider than this share of the page span both columns.
+FULL_WIDTH = 0.55
+REGION_PAD = 0.01
+# Two stray lines belong to one block when the gap between them is under this many line heights.
+LINE_GAP = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class PageBlock:
+    """A paragraph, heading or table of one page, with its line boxes."""
+
+    kind: str  # "heading" | "text" | "table"
+    text: str
+    boxes: tuple[PageBox, ...]
+    line_height: float
+    bbox: BBox
+
+
+def page_blocks(page: OcrPage, number: int) -> list[PageBlock]:
+    """The page's blocks in reading order; boxes mapped back onto the page as stored."""
+    groups: dict[int, list[Line]] = {}
+    stray: list[Line] = []
+    for ocr_line in page.lines:
+        line = Line(ocr_line.text, ocr_line.bbox, number)
+        index = _region_of(line.bbox, page.regions)
+        if index is None:
+            stray.append(line)
+        else:
+            groups.setdefault(index, []).append(line)
+    blocks = []
+    for index, members in groups.items():
+        kind = page.regions[index].kind
+        if kind in DROPPED_REGIONS:
+            continue
+        blocks.append(_block(kind, members))
+    blocks.extend(_block("text", members) for members in _stray_groups(stray))
+    ordered = reading_order([b for b in blocks if b.text.strip()])
+    if page.rotation:
+        ordered = [_unrotated(b, page.rotation) for b in ordered]
+    return ordered
+
+
+def _region_of(box: BBox, regions: Sequence[Region]) -> int | None:
+    point = center(box)
+    best: int | None = None
+    for index, region in enumerate(regions):
+        if contains(region.bbox, point, REGION_PAD) and (
+            best is None or region.score > regions[best].score
+        ):
+            best = index
+    return best
+
+
+def _block(kind: str, members: list[Line]) -> PageBlock:
+    grouped = rows(members)
+    ordered = [line for row in grouped for line in row]
+    heights = [line.height for line in ordered]
+    if kind == "table":
+        # A table keeps its rows on lines of their own, cells separated by " | ".
+        text, boxes = _table_text(grouped)
+        block_kind = "table"
+    else:
+        text, boxes = join(ordered)
+        block_kind = "heading" if kind == "title" and len(text) <= MAX_HEADING_CHARS else "text"
+    return PageBlock(
+        block_kind,
+        text,
+        boxes,
+        statistics.median(heights) if heights else 0.0,
+        union(line.bbox for line in ordered),
+    )
+
+
+def _table_text(grouped: list[list[Line]]) -> tuple[str, tuple[PageBox, ...]]:
+    text, boxes = "", list[PageBox]()
+    for row in grouped:
+        if text:
+            text += "\n"
+        row_text, row_boxes = join(row, separator=" | ")
+        boxes.extend(
+            PageBox(b.page, b.bbox, (b.start or 0) + len(text), (b.end or 0) + len(text))
+            for b in row_boxes
+        )
+        text += row_text
+    return text, tuple(boxes)
+
+
+def _stray_groups(lines: list[Line]) -> list[list[Line]]:
+    """Lines no region claimed, grouped into paragraphs by vertical gap and horizontal overlap."""
+    groups: list[list[Line]] = []
+    for row in rows(lines):
+        for line in row:
+            target = next((g for g in reversed(groups) if _continues(g[-1], line)), None)
+            if target is None:
+                groups.append([line])
+            else:
+                target.append(line)
+    return groups
+
+
+def _continues(previous: Line, line: Line) -> bool:
+    gap = line.bbox[1] - previous.bbox[3]
+    shared = min(previous.bbox[2], line.bbox[2]) - max(previous.bbox[0], line.bbox[0])
+    return -previous.height < gap < LINE_GAP * max(previous.height, line.height) and shared > 0
+
+
+def reading_order(blocks: list[PageBlock]) -> list[PageBlock]:
+    """Top to bottom; between full-width blocks, column by column (left first)."""
+    out: list[PageBlock] = []
+    band: list[PageBlock] = []
+    for block in sorted(blocks, key=lambda b: (b.bbox[1], b.bbox[0])):
+        if block.bbox[2] - block.bbox[0] >= FULL_WIDTH:
+            out.extend(_columns(band))
+            band = []
+            out.append(block)
+        else:
+            band.append(block)
+    out.extend(_columns(band))
+    return out
+
+
+def _columns(band: list[PageBlock]) -> list[PageBlock]:
+    left = [b for b in band if center(b.bbox)[0] < 0.5]
+    right = [b for b in band if center(b.bbox)[0] >= 0.5]
+    return sorted(left, key=lambda b: b.bbox[1]) + sorted(right, key=lambda b: b.bbox[1])
+
+
+def _unrotated(block: PageBlock, rotation: int) -> PageBlock:
+    boxes = tuple(PageBox(b.page, unrotate(b.bbox, rotation), b.start, b.end) for b in block.boxes)
+    return PageBlock(
+        block.kind, block.text, boxes, block.line_height, unrotate(block.bbox, rotation)
+    )
+
+
+def to_sections(pages: Sequence[tuple[int, Sequence[PageBlock]]]) -> list[TextSection]:
+    """Blocks of every page → sections. Heading levels follow title size across the document:
+    titles within 85% of the tallest are level 1, the rest level 2."""
+    heights = [b.line_height for _, blocks in pages for b in blocks if b.kind == "heading"]
+    tallest = max(heights, default=0.0)
+    sections = []
+    for number, blocks in pages:
+        for block in blocks:
+            if block.kind == "heading":
+                level = 1 if block.line_height >= 0.85 * tallest else 2
+                sections.append(
+                    TextSection("", heading=block.text, level=level, page=number, boxes=block.boxes)
+                )
+            else:
+                kind: SectionKind = "table" if block.kind == "table" else "text"
+                sections.append(TextSection(block.text, page=number, kind=kind, boxes=block.boxes))
+    return sections
+
+
+def with_content(sections: list[TextSection]) -> list[TextSection]:
+    """Headings only (a poster, a cover page): they are the text, or nothing would be indexed."""
+    if any(s.content.strip() for s in sections):
+        return sections
+    return [
+        TextSection(s.heading or "", page=s.page, boxes=s.boxes) if s.heading else s
+        for s in sections
+    ]

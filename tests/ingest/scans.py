@@ -1,0 +1,105 @@
+"""Scanned pages for OCR tests: text set with fpdf2 (the bundled CJK font for Chinese),
+rendered to pixels with PDFium, then saved as the images and image-only PDFs scanners write."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from functools import cache
+
+from PIL import Image
+
+EN_TITLE = "Quarterly Safety Report"
+EN_BODY = (
+    "The plant recorded no lost time injuries this quarter. "
+    "Forklift inspections were completed on schedule."
+)
+ZH_TITLE = "安全生产报告"
+ZH_BODY = "本季度工厂没有发生工伤事故。叉车检查按计划完成。"
+PAGE_MM = (148.0, 105.0)  # A6 landscape: small pages keep OCR fast
+
+
+def text_pdf(
+    pages: Sequence[tuple[str, str]], *, chinese: bool = False, outline: bool = False
+) -> bytes:
+    """Each page: a bold 20 pt title, then a 12 pt paragraph."""
+    from fpdf import FPDF
+
+    pdf = FPDF(orientation="L", format=(105, 148))
+    pdf.set_auto_page_break(True, margin=8)
+    regular, bold = _fonts(pdf, chinese)
+    for title, body in pages:
+        pdf.add_page()
+        if outline:
+            pdf.start_section(title)
+        pdf.set_font(*bold, size=20)
+        pdf.multi_cell(0, 11, title, new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(4)
+        pdf.set_font(*regular, size=12)
+        pdf.multi_cell(0, 7, body, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def _fonts(pdf: object, chinese: bool) -> tuple[tuple[str, str], tuple[str, str]]:
+    if not chinese:
+        return ("helvetica", ""), ("helvetica", "B")
+    import noto_cjk_sans_jp_regular as font
+
+    pdf.add_font("cjk", fname=str(font.FONT_PATH))  # type: ignore[attr-defined]
+    return ("cjk", ""), ("cjk", "")
+
+
+def render(pdf: bytes, *, dpi: int = 150) -> list[Image.Image]:
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument(pdf)
+    try:
+        return [
+            document[i].render(scale=dpi / 72).to_pil().convert("RGB") for i in range(len(document))
+        ]
+    finally:
+        document.close()
+
+
+@cache
+def en_page() -> Image.Image:
+    return render(text_pdf([(EN_TITLE, EN_BODY)]))[0]
+
+
+@cache
+def zh_page() -> Image.Image:
+    return render(text_pdf([(ZH_TITLE, ZH_BODY)], chinese=True))[0]
+
+
+def encode(image: Image.Image, fmt: str, **options: object) -> bytes:
+    # Copies: Pillow leaves a save's encoder options on the image (the pages are cached).
+    if "append_images" in options:
+        options["append_images"] = [i.copy() for i in options["append_images"]]  # type: ignore[attr-defined]
+    out = io.BytesIO()
+    image.copy().save(out, format=fmt, **options)
+    return out.getvalue()
+
+
+def scanned_pdf(images: Sequence[Image.Image], *, text_first: bytes | None = None) -> bytes:
+    """An image-only PDF, one page per image (JPEG inside, as scanners write). With
+    ``text_first``, that PDF's pages come first (a mixed PDF: text pages, then scans)."""
+    from fpdf import FPDF
+
+    pdf = FPDF(orientation="L", format=(105, 148))
+    for image in images:
+        pdf.add_page()
+        pdf.image(
+            io.BytesIO(encode(image, "JPEG", quality=90)), x=0, y=0, w=PAGE_MM[0], h=PAGE_MM[1]
+        )
+    scans = bytes(pdf.output())
+    if text_first is None:
+        return scans
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for source in (text_first, scans):
+        for page in PdfReader(io.BytesIO(source)).pages:
+            writer.add_page(page)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()

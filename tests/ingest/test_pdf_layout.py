@@ -1,0 +1,199 @@
+"""Text-born PDFs: boxes from the text layer, headings from typography, a second reader."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest.detect import PDF
+from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
+from eagle_rag.ingest.knowhere.tree import build_tree
+from eagle_rag.ingest.parsers.base import ParseContext
+from eagle_rag.ingest.parsers.pdf import PdfParser
+from eagle_rag.plugins.payloads import ParseResult
+from tests.ingest import documents as docs
+from tests.ingest import scans
+
+
+def _parse(data: bytes) -> ParseResult:
+    return PdfParser().parse(ParseContext(data, "paper.pdf", PDF))
+
+
+def _paper() -> bytes:
+    """A paper without an outline: a 22 pt title, numbered bold headings, 11 pt body."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 22)
+    pdf.multi_cell(0, 12, "Soil Moisture in Dry Years", new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(4)
+    body = "Measurements were taken weekly at every site. " * 8
+    for heading, text in [
+        ("1 Introduction", body),
+        ("1.1 Study Area", "The sites lie on a chalk plateau. " * 6),
+        ("2 Results", "Moisture fell by a third in July. " * 40),
+    ]:
+        pdf.set_font("helvetica", "B", 13)
+        pdf.multi_cell(0, 8, heading, new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("helvetica", "", 11)
+        pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(3)
+    return bytes(pdf.output())
+
+
+def test_headings_come_from_typography_when_there_is_no_outline() -> None:
+    parsed = _parse(_paper())
+    headings = [(s.heading, s.level) for s in parsed.sections if s.heading]
+    assert headings == [
+        ("Soil Moisture in Dry Years", 1),
+        ("1 Introduction", 2),
+        ("1.1 Study Area", 3),
+        ("2 Results", 2),
+    ]
+    tree = build_tree(parsed, title="paper")
+    paths = [s.path for s in tree.sections]
+    assert paths == [
+        "Soil Moisture in Dry Years",
+        "Soil Moisture in Dry Years/1 Introduction",
+        "Soil Moisture in Dry Years/1 Introduction/1.1 Study Area",
+        "Soil Moisture in Dry Years/2 Results",
+    ]
+
+
+def test_body_text_in_one_font_gets_no_invented_headings() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", "", 11)
+    for n in range(6):
+        text = f"Paragraph {n} says something plain about the weather. " * 3
+        pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(4)
+    parsed = _parse(bytes(pdf.output()))
+    assert not [s for s in parsed.sections if s.heading]
+    assert len([s for s in parsed.sections if s.content]) == 6  # paragraphs split by their gaps
+
+
+def test_text_layer_boxes_cover_each_line_and_reach_chunks_on_every_page() -> None:
+    parsed = _parse(_paper())
+    assert parsed.metadata["ocr_pages"] == []
+    for section in parsed.sections:
+        if section.content:
+            assert section.boxes and {b.page for b in section.boxes} == {section.page}
+            for box in section.boxes:
+                x0, y0, x1, y1 = box.bbox
+                assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
+                # Each box's span is one printed line of the paragraph.
+                assert box.start is not None and box.end is not None
+                assert section.content[box.start : box.end].strip()
+    results = next(s for s in parsed.sections if s.content.startswith("Moisture fell"))
+    assert len(results.boxes) > 5  # a long paragraph: one box per line
+    assert sorted(b.bbox[1] for b in results.boxes) == [b.bbox[1] for b in results.boxes]
+    tree = build_tree(parsed, title="paper")
+    chunks = chunk_tree(
+        tree,
+        document_id="d",
+        kb_name="kb",
+        options=ChunkingOptions(chunk_size=40, chunk_overlap=0),
+        count_tokens=lambda text: len(text.split()),
+    )
+    results_chunks = [c for c in chunks if c.path.endswith("2 Results") and c.type == "text"]
+    assert len(results_chunks) > 2
+    tops = []
+    for chunk in results_chunks:
+        [box] = chunk.metadata["boxes"]  # one paragraph on one page: one box
+        assert box["page"] in chunk.page_nums and len(box["bbox"]) == 4
+        tops.append(box["bbox"][1])
+    assert tops == sorted(tops) and len(set(tops)) == len(tops)  # each chunk its own lines
+
+
+def test_a_chunk_that_crosses_a_page_keeps_a_box_on_each() -> None:
+    long_body = "Every valve is checked before the pump starts. " * 14  # runs onto page 2
+    parsed = _parse(scans.text_pdf([("Valves", long_body), ("Pumps", "Pumps are fine.")]))
+    assert parsed.metadata["pages"] == 3
+    tree = build_tree(parsed, title="two")
+    chunks = chunk_tree(
+        tree,
+        document_id="d",
+        kb_name="kb",
+        options=ChunkingOptions(chunk_size=512, chunk_overlap=0),
+        count_tokens=lambda text: len(text.split()),
+    )
+    valves = next(c for c in chunks if c.path.endswith("Valves") and c.type == "text")
+    assert valves.page_nums == (1, 2)
+    assert [b["page"] for b in valves.metadata["boxes"]] == [1, 2]
+    summary = next(c for c in chunks if c.type == "section_summary")
+    assert [b["page"] for b in summary.metadata["boxes"]] == [1, 2, 3]
+    for chunk in chunks:
+        assert {b["page"] for b in chunk.metadata["boxes"]} == set(chunk.page_nums)
+
+
+def test_outline_headings_still_win_and_their_line_is_not_repeated() -> None:
+    pages = [("Safety", "All staff wear boots."), ("Costs", "Boots cost money.")]
+    data = scans.text_pdf(pages, outline=True)
+    parsed = _parse(data)
+    assert [(s.heading, s.level) for s in parsed.sections if s.heading] == [
+        ("Safety", 1),
+        ("Costs", 1),
+    ]
+    assert [s.content for s in parsed.sections if s.content] == [
+        "All staff wear boots.",
+        "Boots cost money.",
+    ]
+
+
+def test_a_pdf_pdfium_cannot_open_is_reread_by_pypdf() -> None:
+    good = scans.text_pdf([("Repairable", "The catalog reference is broken.")])
+    broken = re.sub(rb"/Root \d+ 0 R", b"/Root 99 0 R", good)
+    import pypdfium2 as pdfium
+
+    with pytest.raises(pdfium.PdfiumError):
+        pdfium.PdfDocument(broken)
+    parsed = _parse(broken)
+    assert parsed.metadata["repaired"] is True
+    assert "catalog reference is broken" in parsed.text
+
+
+def test_encrypted_and_hopeless_pdfs_are_still_refused() -> None:
+    with pytest.raises(InvalidInputError, match="encrypted"):
+        _parse(docs.encrypted_pdf_bytes())
+    with pytest.raises(InvalidInputError, match=r"corrupt or unreadable.*second reader"):
+        _parse(docs.pdf_bytes()[:400])
+
+
+@pytest.mark.parametrize("rotation", [0, 90, 180, 270])
+def test_text_layer_boxes_land_where_the_rendered_page_shows_the_ink(rotation: int) -> None:
+    import io
+
+    import numpy as np
+    from pypdf import PdfReader, PdfWriter
+
+    source = scans.text_pdf([("Ink Check", "Boxes must match the pixels on every rotation.")])
+    writer = PdfWriter()
+    for page in PdfReader(io.BytesIO(source)).pages:
+        writer.add_page(page.rotate(rotation) if rotation else page)
+    out = io.BytesIO()
+    writer.write(out)
+    data = out.getvalue()
+    parsed = _parse(data)
+    boxes = [b.bbox for s in parsed.sections for b in s.boxes]
+    ours = (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+    [image] = scans.render(data, dpi=72)
+    ink = np.argwhere(np.asarray(image.convert("L")) < 128)
+    width, height = image.size
+    seen = (
+        ink[:, 1].min() / width,
+        ink[:, 0].min() / height,
+        ink[:, 1].max() / width,
+        ink[:, 0].max() / height,
+    )
+    assert all(abs(a - b) < 0.04 for a, b in zip(ours, seen, strict=True)), (ours, seen)
