@@ -11,35 +11,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
-from typing import Any, TypeVar
+from typing import Any
 
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord
 from eagle_rag.engines.base import DOC_PARSING, EngineDocument
 from eagle_rag.errors import EagleError, NotFoundError, PluginError
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.detect import SOURCE_TYPES
-from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
-from eagle_rag.ingest.knowhere.tree import build_tree
-from eagle_rag.ingest.parsers.base import ParseContext
-from eagle_rag.ingest.parsers.registry import parser_for
+from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
+from eagle_rag.ingest.knowhere.tree import StructureTree
 from eagle_rag.ingest.progress import ProgressReporter
-from eagle_rag.ingest.safety import ArchiveLimits, check_archive
 from eagle_rag.ingest.summaries import write_summaries
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
-from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator
-from eagle_rag.plugins.payloads import DocumentSource, TextChunk
+from eagle_rag.plugins.hookbus import HookBus
+from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator, IngestOutcome
+from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
-
-DEFAULT_PIPELINE = "knowhere"
-# Plain text this small parses in well under a millisecond, less than a thread hop costs.
-INLINE_TEXT_CHARS = 16 * 1024
-INLINE_TYPES = ("text/plain", "text/markdown")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +58,7 @@ class IngestPipeline:
     def __init__(self, app: Any) -> None:
         # ``app`` is the EagleApp; typed loosely to keep this module free of the bootstrap import.
         self._app = app
+        self._bus: HookBus = app.bus
         self._orchestrator = IngestOrchestrator(app.bus, app.encoders)
 
     async def run(self, task_id: str) -> PipelineResult:
@@ -104,70 +96,29 @@ class IngestPipeline:
         *,
         first_attempt: bool,
     ) -> _Ingested:
-        app = self._app
         ctx = HookContext(
-            plugin_namespace=app.namespace, kb_names=(document.kb_name,), document_id=document.id
-        )
-        data = await asyncio.to_thread(_read_all, app.objects, document.object_key)
-        mime = document.mime_type  # detected from the content when it was submitted
-        engine = app.knowledge.engine(kb.engine)
-        if not getattr(engine, "native", False):
-            return await self._ingest_with_engine(document, data, kb, engine, progress)
-        source = DocumentSource(
-            document.id,
-            document.kb_name,
-            document.filename,
-            mime,
-            document.size,
-            document.sha256,
-            document.object_key,
-            dict(document.extra),
-        )
-        pipeline = (
-            await app.bus.invoke_first(hooks.ingest_route_selectors, ctx=ctx, source=source)
-            or DEFAULT_PIPELINE
-        )
-        progress("parse", 0, 1)
-        if mime.startswith("application/vnd.openxmlformats"):
-            check_archive(data, ArchiveLimits.from_settings(app.settings.ingest))
-        parser = parser_for(mime, [r.component for r in app.registries.parsers])
-        context = ParseContext(data, document.filename, mime, app.settings.ingest.max_pages)
-        parsed = await _cpu_bound(len(data), mime, parser.parse, context)
-        parsed = await app.bus.invoke_transform(hooks.parse, parsed, ctx=ctx, source=source)
-
-        progress("chunk", 0, 1)
-        title = str(parsed.metadata.get("title") or PurePosixPath(document.filename).stem)
-        tree = build_tree(parsed, title=title)
-        options = _chunking(kb.creation_settings, app.settings.ingest)
-        encoder = app.encoders.get(app.text_encoder_name)
-        chunks = await asyncio.to_thread(  # the encoder counts tokens (and may load its model)
-            chunk_tree,
-            tree,
+            plugin_namespace=self._app.namespace,
+            kb_names=(document.kb_name,),
             document_id=document.id,
-            kb_name=document.kb_name,
-            options=options,
-            count_tokens=encoder.count_tokens,
         )
+        data = await asyncio.to_thread(_read_all, self._app.objects, document.object_key)
+        source = document_source(document)
+        pipeline = await self._route(source, ctx)
+        engine = self._app.knowledge.engine(kb.engine)
+        if not getattr(engine, "native", False):
+            return await self._ingest_with_engine(source, data, kb, engine, pipeline, ctx, progress)
+        progress("parse", 0, 1)
+        parsed = await self._parse(source, data, pipeline, ctx)
+        parsed = await self._bus.invoke_transform(hooks.parse, parsed, ctx=ctx, source=source)
+        progress("chunk", 0, 1)
+        tree, chunks = await self._chunk(source, parsed, kb, pipeline, ctx)
         chunks = await self._model_summaries(task_id, chunks, tree.text, progress)
-        enriched = await app.bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
+        enriched = await self._bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
         _check_chunk_hook(chunks, enriched)
-        enriched = with_document_fields(enriched, document, mime, parsed.metadata)
-
-        visuals = await app.bus.invoke_first(
-            hooks.ingest_visual_extract, ctx=ctx, source=source, parsed=parsed
-        )
-        planned = await self._orchestrator.plan(enriched, visuals or (), ctx)
-        if not first_attempt:
-            # Replace, not merge: rows an earlier attempt left (a crashed worker) go first.
-            await asyncio.to_thread(app.vectors.delete_documents, [document.id])
-        outcome = await self._orchestrator.execute(
-            planned,
-            ctx,
-            batch_size=app.settings.ingest.embed_batch,
-            on_progress=lambda done, total: progress("embed", done, total),
-        )
+        enriched = with_document_fields(enriched, document, source.mime_type, parsed.metadata)
+        outcome = await self._write(source, parsed, enriched, ctx, progress, first_attempt)
         pages = parsed.metadata.get("pages")
-        structure = {**tree.to_dict(), "pipeline": pipeline, "mime_type": mime}
+        structure = {**tree.to_dict(), "pipeline": pipeline, "mime_type": source.mime_type}
         return _Ingested(
             outcome.count,
             outcome.collections,
@@ -176,40 +127,126 @@ class IngestPipeline:
             kb.collections_used,
         )
 
+    # --- steps: each dispatches its hook; Core's subscribers do the work unless a plugin does --
+
+    async def _route(self, source: DocumentSource, ctx: HookContext) -> str:
+        """INGEST_ROUTE_SELECTORS names the pipeline whose subscribers parse and chunk."""
+        route = hooks.ingest_route_selectors
+        pipeline = await self._bus.invoke_first(route, ctx=ctx, source=source)
+        if not pipeline:
+            raise PluginError(
+                f"no plugin chose an ingest pipeline for {source.filename!r}",
+                hook=route.name,
+                document_id=source.document_id,
+            )
+        return pipeline
+
+    async def _parse(
+        self, source: DocumentSource, data: bytes, pipeline: str, ctx: HookContext
+    ) -> ParseResult:
+        parsed = await self._bus.invoke_first(
+            hooks.parse_document, ctx=ctx, source=source, data=data, pipeline=pipeline
+        )
+        if parsed is None:
+            raise PluginError(
+                f"no plugin parses {source.mime_type} for the {pipeline!r} pipeline",
+                hook=hooks.parse_document.name,
+                pipeline=pipeline,
+                document_id=source.document_id,
+            )
+        return parsed
+
+    async def _chunk(
+        self,
+        source: DocumentSource,
+        parsed: ParseResult,
+        kb: KnowledgeBaseRecord,
+        pipeline: str,
+        ctx: HookContext,
+    ) -> tuple[StructureTree, tuple[TextChunk, ...]]:
+        """BUILD_STRUCTURE, then CHUNK_DOCUMENT with the KB's chunking options."""
+        bus = self._bus
+        tree = await bus.invoke_first(
+            hooks.build_structure, ctx=ctx, parsed=parsed, source=source, pipeline=pipeline
+        )
+        if tree is None:
+            raise PluginError(
+                f"no plugin built a structure for the {pipeline!r} pipeline",
+                hook=hooks.build_structure.name,
+                pipeline=pipeline,
+            )
+        options = _chunking(kb.creation_settings, self._app.settings.ingest)
+        chunks = await bus.invoke_first(
+            hooks.chunk_document,
+            ctx=ctx,
+            tree=tree,
+            source=source,
+            options=options,
+            pipeline=pipeline,
+        )
+        if chunks is None:
+            raise PluginError(
+                f"no plugin chunked the document for the {pipeline!r} pipeline",
+                hook=hooks.chunk_document.name,
+                pipeline=pipeline,
+            )
+        return tree, tuple(chunks)
+
+    async def _write(
+        self,
+        source: DocumentSource,
+        parsed: ParseResult,
+        chunks: tuple[TextChunk, ...],
+        ctx: HookContext,
+        progress: ProgressReporter,
+        first_attempt: bool,
+    ) -> IngestOutcome:
+        """Visual extraction, then classify (all planned first), embed and upsert."""
+        visuals = await self._bus.invoke_first(
+            hooks.ingest_visual_extract, ctx=ctx, source=source, parsed=parsed
+        )
+        planned = await self._orchestrator.plan(chunks, visuals or (), ctx)
+        if not first_attempt:
+            # Replace, not merge: rows an earlier attempt left (a crashed worker) go first.
+            await asyncio.to_thread(self._app.vectors.delete_documents, [source.document_id])
+        return await self._orchestrator.execute(
+            planned,
+            ctx,
+            batch_size=self._app.settings.ingest.embed_batch,
+            on_progress=lambda done, total: progress("embed", done, total),
+        )
+
     async def _ingest_with_engine(
         self,
-        document: DocumentRecord,
+        source: DocumentSource,
         data: bytes,
         kb: KnowledgeBaseRecord,
         engine: Any,
+        pipeline: str,
+        ctx: HookContext,
         progress: ProgressReporter,
     ) -> _Ingested:
         """A KB bound to another engine: hand it the file (and our parse if it cannot parse)."""
-        app = self._app
         parsed = None
         if DOC_PARSING not in engine.capabilities:
             progress("parse", 0, 1)
-            parser = parser_for(document.mime_type, [r.component for r in app.registries.parsers])
-            context = ParseContext(
-                data, document.filename, document.mime_type, app.settings.ingest.max_pages
-            )
-            parsed = await asyncio.to_thread(parser.parse, context)
+            parsed = await self._parse(source, data, pipeline, ctx)
         progress(f"engine:{engine.name}", 0, 1)
         result = await engine.ingest(
             EngineDocument(
-                document.id,
-                document.kb_name,
-                document.filename,
-                document.mime_type,
+                source.document_id,
+                source.kb_name,
+                source.filename,
+                source.mime_type,
                 data,
                 dict(kb.creation_settings),
                 parsed,
             )
         )
         if result.remote_id:
-            extra = {**document.extra, "remote_document_id": result.remote_id}
-            app.repositories.documents.set_fields(document.id, extra=extra)
-        structure = {"pipeline": f"engine:{engine.name}", "mime_type": document.mime_type}
+            extra = {**source.metadata, "remote_document_id": result.remote_id}
+            self._app.repositories.documents.set_fields(source.document_id, extra=extra)
+        structure = {"pipeline": f"engine:{engine.name}", "mime_type": source.mime_type}
         return _Ingested(result.chunks, (), structure, None, kb.collections_used)
 
     async def _model_summaries(
@@ -276,19 +313,25 @@ class IngestPipeline:
         return PipelineResult(document.id, "failed", error=reason)
 
 
-async def _cpu_bound(size: int, mime: str, func: Callable[..., T], *args: Any, **kw: Any) -> T:
-    """Run a parser in a worker thread, unless the input is small plain text: then the hop to
-    the thread (and back through the event loop) costs more than the parsing itself."""
-    if size <= INLINE_TEXT_CHARS and mime in INLINE_TYPES:
-        return func(*args, **kw)
-    return await asyncio.to_thread(func, *args, **kw)
-
-
 def _chunking(creation_settings: Any, defaults: Any) -> ChunkingOptions:
     """A KB's creation_settings override the instance's chunking defaults."""
     return ChunkingOptions(
         chunk_size=int(creation_settings.get("chunk_size", defaults.chunk_size)),
         chunk_overlap=int(creation_settings.get("chunk_overlap", defaults.chunk_overlap)),
+    )
+
+
+def document_source(document: DocumentRecord) -> DocumentSource:
+    """The document as hooks see it (its type was detected from the content on submission)."""
+    return DocumentSource(
+        document.id,
+        document.kb_name,
+        document.filename,
+        document.mime_type,
+        document.size,
+        document.sha256,
+        document.object_key,
+        dict(document.extra),
     )
 
 

@@ -23,7 +23,6 @@ from eagle_rag.index.collections import BASE_COLLECTIONS
 from eagle_rag.models.rerankers import Reranker
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
-from eagle_rag.plugins.core_defaults import core_route
 from eagle_rag.plugins.payloads import (
     CollectionQueryPlan,
     QueryHints,
@@ -182,8 +181,9 @@ class RetrievalService:
         decision = await app.bus.invoke_first(
             hooks.classify_query, ctx=ctx, query=request, hints=hints
         )
-        if decision is None or not decision.plans:
-            decision = core_route(request, app.text_encoder.name, app.encoders)
+        if decision is None:  # Core answers unless its own subscriber failed (audited)
+            decision = QueryRouteDecision((), classifier="none", reason="no classifier answered")
+            log.add("classify_query", "error", "no CLASSIFY_QUERY subscriber routed the query")
         planned = {p.collection for p in decision.plans}
         forced: list[CollectionQueryPlan] = []
         for collection in sorted(scope.collections - planned - set(BASE_COLLECTIONS)):
