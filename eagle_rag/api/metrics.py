@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.requests import Request
 from starlette.responses import Response
+
+if TYPE_CHECKING:
+    from eagle_rag.runtime import Runtime
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -56,7 +59,7 @@ class Metrics:
         self.requests.labels(*labels).inc()
         return response
 
-    def render(self, app: Any) -> Response:
+    def render(self, app: Runtime) -> Response:
         for status, count in app.repositories.tasks.count_by_status().items():
             self.tasks.labels(status).set(count)
         for category, count in app.audit.stats()["decisions_by_category"].items():

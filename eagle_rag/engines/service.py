@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagle_rag.db.records import KnowledgeBaseRecord
 from eagle_rag.engines.base import KnowledgeEngine, describe
@@ -13,9 +13,14 @@ from eagle_rag.engines.eagle import NAME as EAGLE
 from eagle_rag.engines.schema import public_settings, validate_settings
 from eagle_rag.errors import ComponentError, InvalidInputError
 
+if TYPE_CHECKING:
+    from eagle_rag.runtime import Runtime
+
 
 class KnowledgeBaseService:
-    def __init__(self, app: Any) -> None:
+    """Knowledge bases and the engines they are bound to, for one namespace."""
+
+    def __init__(self, app: Runtime) -> None:
         self._app = app
 
     def engine(self, name: str) -> KnowledgeEngine:

@@ -33,7 +33,8 @@ from eagle_rag.retrieval.pack import ContextPack, Passage
 from eagle_rag.retrieval.wire import is_image, split_sources
 
 if TYPE_CHECKING:
-    from eagle_rag.bootstrap import EagleApp
+    from eagle_rag.retrieval.service import RetrievalService
+    from eagle_rag.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +67,9 @@ class AnswerRequest:
 class AnswerEngine:
     """Grounded, cited answers over the retrieval service; one per app."""
 
-    def __init__(self, app: EagleApp, model: ChatModel) -> None:
+    def __init__(self, app: Runtime, retrieval: RetrievalService, model: ChatModel) -> None:
         self._app = app
+        self._retriever = retrieval
         self.model = model
         self._config = app.settings.generation
 
@@ -96,7 +98,7 @@ class AnswerEngine:
             yield "session", {"session_id": session_id}
 
             started = time.perf_counter()
-            pack = await self._app.retrieval.search(recall, allowed_kbs=allowed_kbs)
+            pack = await self._retriever.search(recall, allowed_kbs=allowed_kbs)
             route = pack.route_dict()
             for step in (
                 _step("route", started, route=route),
@@ -200,7 +202,7 @@ class AnswerEngine:
     def validate(self, request: AnswerRequest) -> QueryRequest:
         """Check what can be checked before a session is created; returns the recall request."""
         recall = self._retrieval(request)
-        self._app.retrieval.validate(recall)
+        self._retriever.validate(recall)
         for name in request.kb_names:  # an unknown KB must not leave an empty session behind
             self._app.repositories.knowledge_bases.get(name)
         if request.session_id is not None:

@@ -13,10 +13,10 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord
-from eagle_rag.engines.base import DOC_PARSING, EngineDocument
+from eagle_rag.engines.base import DOC_PARSING, EngineDocument, KnowledgeEngine
 from eagle_rag.errors import EagleError, NotFoundError, PluginError
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.detect import SOURCE_TYPES
@@ -26,9 +26,13 @@ from eagle_rag.ingest.progress import ProgressReporter
 from eagle_rag.ingest.summaries import write_summaries
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
-from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator, IngestOutcome
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk
+
+if TYPE_CHECKING:
+    from eagle_rag.engines.service import KnowledgeBaseService
+    from eagle_rag.models.chat import ChatModel
+    from eagle_rag.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +59,11 @@ class PipelineResult:
 class IngestPipeline:
     """Runs queued ingest tasks against the application's stores and hook bus."""
 
-    def __init__(self, app: Any) -> None:
-        # ``app`` is the EagleApp; typed loosely to keep this module free of the bootstrap import.
+    def __init__(self, app: Runtime, knowledge: KnowledgeBaseService, chat: ChatModel) -> None:
         self._app = app
-        self._bus: HookBus = app.bus
+        self._knowledge = knowledge
+        self.chat = chat  # public, like AnswerEngine.model: tests point both at one model
+        self._bus = app.bus
         self._orchestrator = IngestOrchestrator(app.bus, app.encoders)
 
     async def run(self, task_id: str) -> PipelineResult:
@@ -104,7 +109,7 @@ class IngestPipeline:
         data = await asyncio.to_thread(_read_all, self._app.objects, document.object_key)
         source = document_source(document)
         pipeline = await self._route(source, ctx)
-        engine = self._app.knowledge.engine(kb.engine)
+        engine = self._knowledge.engine(kb.engine)
         if not getattr(engine, "native", False):
             return await self._ingest_with_engine(source, data, kb, engine, pipeline, ctx, progress)
         progress("parse", 0, 1)
@@ -221,7 +226,7 @@ class IngestPipeline:
         source: DocumentSource,
         data: bytes,
         kb: KnowledgeBaseRecord,
-        engine: Any,
+        engine: KnowledgeEngine,
         pipeline: str,
         ctx: HookContext,
         progress: ProgressReporter,
@@ -254,7 +259,7 @@ class IngestPipeline:
     ) -> tuple[TextChunk, ...]:
         """Let the chat model rewrite section summaries (``ingest.section_summaries``)."""
         config = self._app.settings.ingest
-        model = self._app.answers.model
+        model = self.chat
         wanted = config.section_summaries == "model" or (
             config.section_summaries == "auto" and model.name != "extractive"
         )

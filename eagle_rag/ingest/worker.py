@@ -22,13 +22,12 @@ _app: Any = None
 async def _run(task_id: str) -> str:
     global _app
     from eagle_rag.bootstrap import bootstrap
-    from eagle_rag.ingest.pipeline import IngestPipeline
 
     if _app is None:
         _app = await bootstrap(settings, start_queue=False)
-    result = await IngestPipeline(_app).run(task_id)
+    result = await _app.pipeline.run(task_id)
     await asyncio.to_thread(_app.vectors.flush)
-    return result.status
+    return str(result.status)
 
 
 @celery.task(name=TASK_NAME)  # type: ignore[untyped-decorator]

@@ -37,7 +37,8 @@ from eagle_rag.retrieval.pack import ContextPack, Passage, StepLog, trim_to_budg
 from eagle_rag.retrieval.scope import Scope, resolve_scope
 
 if TYPE_CHECKING:
-    from eagle_rag.bootstrap import EagleApp
+    from eagle_rag.engines.service import KnowledgeBaseService
+    from eagle_rag.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +51,11 @@ FILENAME_CACHE = 50_000
 class RetrievalService:
     """Searches one namespace; built once per app and shared by every surface."""
 
-    def __init__(self, app: EagleApp, reranker: Reranker | None = None) -> None:
+    def __init__(
+        self, app: Runtime, knowledge: KnowledgeBaseService, reranker: Reranker | None = None
+    ) -> None:
         self._app = app
+        self._knowledge = knowledge
         self._config = app.settings.retrieval
         self.reranker = reranker
         self._filename_cache: dict[str, str] = {}
@@ -267,7 +271,7 @@ class RetrievalService:
                     field="retrieval_settings",
                 )
             kb = bridged.get(name)
-            schema = self._app.knowledge.engine(kb.engine).retrieval_schema if kb else ()
+            schema = self._knowledge.engine(kb.engine).retrieval_schema if kb else ()
             given = {k: v for k, v in values.items() if v is not None}
             checked[name] = validate_settings(schema, given, what=f"retrieval_settings.{name}")
             checked[name] = {k: v for k, v in checked[name].items() if k in given}
@@ -278,7 +282,7 @@ class RetrievalService:
     ) -> RankedList | None:
         """A KB bound to another engine contributes its ranked list to the same RRF."""
         started = log.now()
-        engine = self._app.knowledge.engine(kb.engine)
+        engine = self._knowledge.engine(kb.engine)
         try:
             hits = await engine.retrieve(
                 EngineQuery(
