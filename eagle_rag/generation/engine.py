@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from eagle_rag.errors import EagleError, InvalidInputError
+from eagle_rag.errors import EagleError, InvalidInputError, error_body
 from eagle_rag.generation.citations import check_citations
 from eagle_rag.generation.prompt import (
     Attachment,
@@ -192,10 +192,10 @@ class AnswerEngine:
             )
         except EagleError as exc:
             logger.info("answer failed: %s", exc)
-            yield "error", {"code": exc.code, "message": exc.message}
+            yield "error", error_body(exc)
         except Exception as exc:  # never raise to the surface: the stream ends with an error
             logger.exception("answer crashed")
-            yield "error", {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
+            yield "error", error_body(exc)
 
     # --- parts ---------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord
 from eagle_rag.engines.base import DOC_PARSING, EngineDocument, KnowledgeEngine
-from eagle_rag.errors import EagleError, NotFoundError, PluginError
+from eagle_rag.errors import EagleError, NotFoundError, PluginError, describe
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.detect import SOURCE_TYPES
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
@@ -400,6 +400,4 @@ def _check_chunk_hook(before: tuple[TextChunk, ...], after: tuple[TextChunk, ...
 
 
 def _reason(exc: Exception) -> str:
-    if isinstance(exc, EagleError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+    return describe(exc)

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle_rag.errors import EagleError
+from eagle_rag.errors import EagleError, describe
 from eagle_rag.index.collections import VISUAL_COLLECTION
 from eagle_rag.index.filters import Filter, all_of, in_, json_eq
 from eagle_rag.plugins import hooks
@@ -103,7 +103,7 @@ class RetrieverOrchestrator:
             try:
                 result.vector, found, ms = await dense_task
             except Exception as exc:  # one failing half must not cost the other half
-                log.add(f"{label}:dense", "warning", f"dense search failed: {_reason(exc)}")
+                log.add(f"{label}:dense", "warning", f"dense search failed: {describe(exc)}")
             else:
                 lists.append(RankedList("dense", found))
                 log.add(f"{label}:dense", "ok", f"{len(found)} hits", ms=ms)
@@ -111,7 +111,7 @@ class RetrieverOrchestrator:
             try:
                 found, ms = await sparse_task
             except Exception as exc:
-                log.add(f"{label}:sparse", "warning", f"sparse search failed: {_reason(exc)}")
+                log.add(f"{label}:sparse", "warning", f"sparse search failed: {describe(exc)}")
             else:
                 lists.append(RankedList("sparse", found, zero=BM25_NO_MATCH))
                 log.add(f"{label}:sparse", "ok", f"{len(found)} hits", ms=ms)
@@ -181,7 +181,3 @@ def _visual_filter(visual: VisualFilter) -> Filter:
         in_("page", visual.pages) if visual.pages else None,
         *(json_eq("metadata", str(k), v) for k, v in visual.extra.items()),
     )
-
-
-def _reason(exc: Exception) -> str:
-    return exc.message if isinstance(exc, EagleError) else f"{type(exc).__name__}: {exc}"

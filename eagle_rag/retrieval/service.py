@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle_rag.engines.base import EngineQuery
 from eagle_rag.engines.schema import validate_settings
-from eagle_rag.errors import EagleError, InvalidInputError
+from eagle_rag.errors import EagleError, InvalidInputError, describe
 from eagle_rag.index.collections import BASE_COLLECTIONS
 from eagle_rag.models.rerankers import Reranker
 from eagle_rag.plugins import hooks
@@ -220,7 +220,7 @@ class RetrievalService:
                 request, plan, scope.where, ctx, depth=self._depth(request)
             )
         except Exception as exc:  # a failing plan is skipped and audited, never raised
-            reason = exc.message if isinstance(exc, EagleError) else f"{type(exc).__name__}: {exc}"
+            reason = describe(exc)
             result = PlanResult(plan, failed=True)
             log = StepLog()
             log.add(f"{plan.collection}:plan", "error", f"plan skipped: {reason}")
@@ -294,7 +294,7 @@ class RetrievalService:
                 )
             )
         except Exception as exc:  # a failing engine costs its KB's hits, never the search
-            reason = exc.message if isinstance(exc, EagleError) else f"{type(exc).__name__}: {exc}"
+            reason = describe(exc)
             log.add(f"{kb.name}:{kb.engine}", "warning", f"engine failed: {reason}", since=started)
             self._app.audit.log_decision(
                 "retrieval",
@@ -333,7 +333,7 @@ class RetrievalService:
         try:
             scores = await asyncio.to_thread(reranker.rerank, request.text, [h.text for h in pool])
         except Exception as exc:
-            reason = exc.message if isinstance(exc, EagleError) else str(exc)
+            reason = describe(exc)
             log.add("rerank", "warning", f"reranker failed, fused order kept: {reason}")
             return merged
         order = sorted(range(len(pool)), key=lambda i: -scores[i])

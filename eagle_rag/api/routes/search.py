@@ -13,7 +13,7 @@ from sse_starlette import EventSourceResponse
 from eagle_rag.api.deps import App, Who
 from eagle_rag.api.schemas import ERRORS, QueryBody, SearchBody
 from eagle_rag.bootstrap import EagleApp
-from eagle_rag.errors import EagleError
+from eagle_rag.errors import EagleError, error_body
 from eagle_rag.generation.attachments import read_attachment
 from eagle_rag.generation.engine import AnswerRequest
 from eagle_rag.plugins.payloads import QueryRequest
@@ -56,7 +56,7 @@ async def search_stream(body: SearchBody, app: App, who: Who) -> EventSourceResp
         try:
             pack = await app.retrieval.search(_query_request(body), allowed_kbs=who.kb_names)
         except EagleError as exc:
-            yield _event("error", {"code": exc.code, "message": exc.message})
+            yield _event("error", error_body(exc))
             return
         result = search_response(pack)
         for step in result["steps"]:
