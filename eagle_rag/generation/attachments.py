@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import time
 from typing import TYPE_CHECKING
 
 from eagle_rag.errors import InvalidInputError, PayloadTooLargeError
@@ -32,7 +33,8 @@ def read_attachment(
         data = base64.b64decode(content_base64 or "", validate=True)
     except (binascii.Error, ValueError) as exc:
         raise InvalidInputError(f"attachment {name!r} is not valid base64") from exc
+    started = time.perf_counter()
     detected = detect(data, name)
     parsers = [r.component for r in app.registries.parsers]
     parsed = parse_bytes(data, name, detected.mime_type, parsers, app.settings.ingest)
-    return Attachment(name, parsed.text)
+    return Attachment(name, parsed.text, parse_ms=(time.perf_counter() - started) * 1000)

@@ -8,6 +8,7 @@ this instance (Core's and the default namespace's, never another namespace's) is
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 from collections.abc import Callable
@@ -17,16 +18,15 @@ from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_http_headers
 
 from eagle_rag import __version__
+from eagle_rag.api.schemas import RetrievalOptions
 from eagle_rag.api.security import NAMESPACE_HEADER, Caller, Gatekeeper
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.generation.engine import AnswerRequest
-from eagle_rag.plugins.payloads import QueryRequest
+from eagle_rag.retrieval.pack import ContextPack
 from eagle_rag.retrieval.wire import search_response
 
 if TYPE_CHECKING:
     from eagle_rag.bootstrap import EagleApp
-
-MAX_TOP_K = 50
 
 
 def build_mcp(app: EagleApp, gate: Gatekeeper) -> FastMCP:
@@ -135,12 +135,11 @@ class CoreTools:
     ) -> dict[str, Any]:
         who = self._caller()
         who.check_kbs(kb_names or ())
-        request = AnswerRequest(
-            question, kb_names=tuple(kb_names or ()), session_id=session_id, top_n=top_n
-        )
-        self._app.answers.validate(request)
-        result = await self._app.answers.answer(request, allowed_kbs=who.kb_names)
-        return result
+        top_k = self._app.settings.generation.top_k
+        recall = RetrievalOptions.checked(kb_names=kb_names, top_k=top_k).query_request(question)
+        request = AnswerRequest(recall, top_n=top_n, session_id=session_id)
+        await asyncio.to_thread(self._app.answers.validate, request)
+        return await self._app.answers.answer(request, allowed_kbs=who.kb_names)
 
     async def ingest(
         self,
@@ -196,20 +195,15 @@ class CoreTools:
         mode: str,
         *,
         with_images: bool,
-    ) -> Any:
+    ) -> ContextPack:
         who = self._caller()
         who.check_kbs(kb_names or ())
-        if not 1 <= top_k <= MAX_TOP_K:
-            raise InvalidInputError(f"top_k must be between 1 and {MAX_TOP_K}")
-        request = QueryRequest(
-            query,
-            kb_names=tuple(kb_names or ()),
-            top_k=top_k,
-            filters=filters or {},
-            mode=mode,  # type: ignore[arg-type]  # validated by the service
-            with_images=with_images,
+        options = RetrievalOptions.checked(
+            kb_names=kb_names, top_k=top_k, filters=filters, mode=mode, with_images=with_images
         )
-        return await self._app.retrieval.search(request, allowed_kbs=who.kb_names)
+        return await self._app.retrieval.search(
+            options.query_request(query), allowed_kbs=who.kb_names
+        )
 
 
 def _decode(content: str) -> bytes:
