@@ -10,6 +10,7 @@ workers; ``stop()`` undoes it.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -38,6 +39,8 @@ from eagle_rag.runtime import Runtime
 from eagle_rag.settings import Settings
 from eagle_rag.storage.factory import build_object_store
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class EagleApp(Runtime):
@@ -56,6 +59,7 @@ class EagleApp(Runtime):
     async def start(self, *, start_queue: bool = True) -> None:
         await asyncio.to_thread(self.database.migrate)
         await asyncio.to_thread(self.vectors.ensure_collections)
+        logger.info("object store: %s", await asyncio.to_thread(self.objects.ensure_bucket))
         await self.plugins.load_all()
         if start_queue and isinstance(self.queue, InProcessQueue):
             await self.queue.start()

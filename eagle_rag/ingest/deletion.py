@@ -51,7 +51,7 @@ def remove_knowledge_base(app: Runtime, kb_name: str) -> int:
 
 def _delete_remote(app: Runtime, kb_name: str, remote_id: str) -> None:
     kb = app.repositories.knowledge_bases.get(kb_name)
-    engine = KnowledgeBaseService(app).engine(kb.engine)
+    engine = KnowledgeBaseService(app).bridge(kb.engine)
     call = engine.delete_document(kb_name, remote_id, kb.creation_settings)
     try:
         # Deletion is sync (API threads, CLI); the engine is async: run it on a loop of its own.

@@ -110,7 +110,7 @@ class IngestPipeline:
         source = document_source(document)
         pipeline = await self._route(source, ctx)
         engine = self._knowledge.engine(kb.engine)
-        if not getattr(engine, "native", False):
+        if isinstance(engine, KnowledgeEngine):  # bound to another engine: it does the work
             return await self._ingest_with_engine(source, data, kb, engine, pipeline, ctx, progress)
         progress("parse", 0, 1)
         parsed = await self._parse(source, data, pipeline, ctx)

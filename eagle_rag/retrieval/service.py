@@ -282,8 +282,8 @@ class RetrievalService:
     ) -> RankedList | None:
         """A KB bound to another engine contributes its ranked list to the same RRF."""
         started = log.now()
-        engine = self._knowledge.engine(kb.engine)
         try:
+            engine = self._knowledge.bridge(kb.engine)
             hits = await engine.retrieve(
                 EngineQuery(
                     request.text,

@@ -43,3 +43,6 @@ class ObjectStore(Protocol):
 
     def health(self) -> str:
         """Raise if the store cannot be used; return a short description otherwise."""
+
+    def ensure_bucket(self) -> str:
+        """Create the store's bucket (or directory) if missing, at start-up; say which it did."""

@@ -90,6 +90,12 @@ class LocalObjectStore:
             if p.is_file() and not p.name.startswith(".upload-")
         )
 
+    def ensure_bucket(self) -> str:
+        """The local store's "bucket" is its directory."""
+        existed = self.root.is_dir()
+        self.health()
+        return f"local {self.root} {'verified' if existed else 'created'}"
+
     def health(self) -> str:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
