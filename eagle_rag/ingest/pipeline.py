@@ -250,7 +250,8 @@ class IngestPipeline:
         )
         if result.remote_id:
             extra = {**source.metadata, "remote_document_id": result.remote_id}
-            self._app.repositories.documents.set_fields(source.document_id, extra=extra)
+            documents = self._app.repositories.documents
+            await asyncio.to_thread(documents.set_fields, source.document_id, extra=extra)
         structure = {"pipeline": f"engine:{engine.name}", "mime_type": source.mime_type}
         return _Ingested(result.chunks, (), structure, None, kb.collections_used)
 
@@ -272,7 +273,7 @@ class IngestPipeline:
         note = f"section summaries by {model.name}: {written} written"
         if failed:
             note += f", {failed} kept extractive after a model failure"
-        self._app.repositories.tasks.append_log(task_id, note)
+        await asyncio.to_thread(self._app.repositories.tasks.append_log, task_id, note)
         return rewritten
 
     def _succeed(self, task_id: str, document: DocumentRecord, done: _Ingested) -> PipelineResult:

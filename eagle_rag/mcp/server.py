@@ -155,10 +155,13 @@ class CoreTools:
         if sum(given) != 1:
             raise InvalidInputError("send exactly one of text, content_base64 or url")
         if url is not None:
-            submission = self._app.ingest.submit_url(kb_name=kb_name, url=url, tags=tags or ())
+            submission = await asyncio.to_thread(
+                self._app.ingest.submit_url, kb_name=kb_name, url=url, tags=tags or ()
+            )
         else:
             data = text.encode("utf-8") if text is not None else _decode(content_base64 or "")
-            submission = self._app.ingest.submit_file(
+            submission = await asyncio.to_thread(
+                self._app.ingest.submit_file,
                 kb_name=kb_name,
                 filename=filename or ("note.txt" if text is not None else "upload"),
                 stream=io.BytesIO(data),
@@ -169,20 +172,24 @@ class CoreTools:
     async def list_knowledge_bases(self) -> list[dict[str, Any]]:
         who = self._caller()
         repos = self._app.repositories
-        return [
-            {
-                "kb_name": kb.name,
-                "description": kb.description,
-                "documents": repos.documents.count(kb_name=kb.name),
-            }
-            for kb in repos.knowledge_bases.list()
-            if who.kb_names is None or kb.name in who.kb_names
-        ]
+
+        def listing() -> list[dict[str, Any]]:  # database reads: off the event loop
+            return [
+                {
+                    "kb_name": kb.name,
+                    "description": kb.description,
+                    "documents": repos.documents.count(kb_name=kb.name),
+                }
+                for kb in repos.knowledge_bases.list()
+                if who.kb_names is None or kb.name in who.kb_names
+            ]
+
+        return await asyncio.to_thread(listing)
 
     async def get_document(self, document_id: str) -> dict[str, Any]:
         from eagle_rag.api.schemas import document_out
 
-        document = self._app.repositories.documents.get(document_id)
+        document = await asyncio.to_thread(self._app.repositories.documents.get, document_id)
         self._caller().check_kb(document.kb_name)
         return {**document_out(document), "structure": dict(document.structure)}
 

@@ -79,6 +79,8 @@ class RetrievalService:
         allowed_kbs: Iterable[str] | None = None,
         request_id: str | None = None,
     ) -> ContextPack:
+        """scope → QUERY_ASSEMBLE → CLASSIFY_QUERY → plans and bridges → merge → rerank →
+        parent expansion → pack (the module docstring tells the whole path)."""
         self.validate(request)
         app = self._app
         log = StepLog()
@@ -100,6 +102,22 @@ class RetrievalService:
         hints = await self._assemble(request, ctx, log)
         decision = await self._route(request, hints, scope, ctx, log)
 
+        live, bridged = await self._retrieve(request, decision, scope, overrides, ctx, log)
+        merged = await self._merge(request, decision, live, bridged, ctx, log)
+        ranked = await self._rerank(request, merged, ctx, log)
+        final = await self._expand(request, ranked, merged, live, scope, log)
+        return await self._pack(request, final, decision, scope, log)
+
+    async def _retrieve(
+        self,
+        request: QueryRequest,
+        decision: QueryRouteDecision,
+        scope: Scope,
+        overrides: dict[str, dict[str, Any]],
+        ctx: HookContext,
+        log: StepLog,
+    ) -> tuple[list[PlanResult], list[RankedList]]:
+        """Every plan (on native KBs) and every bridged KB, concurrently; failures are skipped."""
         plans = decision.plans if scope.native else ()
         results, bridged = await asyncio.gather(
             asyncio.gather(*(self._run_plan(request, plan, scope, ctx) for plan in plans)),
@@ -113,8 +131,21 @@ class RetrievalService:
         for result in results:
             log.extend(result.steps)
         live = [r for r in results if not r.failed]
+        return live, [ranked for ranked in bridged if ranked is not None]
+
+    async def _merge(
+        self,
+        request: QueryRequest,
+        decision: QueryRouteDecision,
+        live: list[PlanResult],
+        bridged: list[RankedList],
+        ctx: HookContext,
+        log: StepLog,
+    ) -> tuple[RetrievedHit, ...]:
+        """RETRIEVE_SUPPLEMENT, RRF over plans, bridges and supplements, RRF_POST_MERGE."""
+        bus = self._app.bus
         hits_by_plan = {r.plan.collection: r.hits for r in live}
-        supplements = await app.bus.invoke_all(
+        supplements = await bus.invoke_all(
             hooks.retrieve_supplement,
             ctx=ctx,
             query=request,
@@ -123,22 +154,19 @@ class RetrievalService:
         )
         extra = [tuple(s) for s in supplements if s]
         lists = [RankedList(r.plan.collection, r.hits) for r in live]
-        lists += [ranked for ranked in bridged if ranked is not None]
+        lists += bridged
         lists += [RankedList(f"supplement{i + 1}", s) for i, s in enumerate(extra)]
         started = log.now()
         merged = tuple(rrf_fuse(lists, k=self._config.rrf_k, head=self._config.candidates))
         log.add("rrf", "ok", f"{len(lists)} lists, k={self._config.rrf_k}", since=started)
         supplement_hits = tuple(h for s in extra for h in s)
-        adjusted = await app.bus.invoke_first(
+        adjusted = await bus.invoke_first(
             hooks.rrf_post_merge, ctx=ctx, query=request, merged=merged, supplements=supplement_hits
         )
-        if adjusted is not None:
-            merged = tuple(adjusted)
-            log.add("rrf_post_merge", "ok", "a plugin adjusted the merged list")
-
-        ranked = await self._rerank(request, merged, ctx, log)
-        final = await self._expand(request, ranked, merged, live, scope, log)
-        return await self._pack(request, final, decision, scope, log)
+        if adjusted is None:
+            return merged
+        log.add("rrf_post_merge", "ok", "a plugin adjusted the merged list")
+        return tuple(adjusted)
 
     def validate(self, request: QueryRequest) -> None:
         """Reject a malformed request with a message that names the field."""
