@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord
 from eagle_rag.engines.base import DOC_PARSING, EngineDocument, KnowledgeEngine
@@ -26,6 +26,7 @@ from eagle_rag.ingest.progress import ProgressReporter
 from eagle_rag.ingest.summaries import write_summaries
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
+from eagle_rag.plugins.hooks import HookSpec
 from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator, IngestOutcome
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from eagle_rag.runtime import Runtime
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,28 +140,18 @@ class IngestPipeline:
         """INGEST_ROUTE_SELECTORS names the pipeline whose subscribers parse and chunk."""
         route = hooks.ingest_route_selectors
         pipeline = await self._bus.invoke_first(route, ctx=ctx, source=source)
-        if not pipeline:
-            raise PluginError(
-                f"no plugin chose an ingest pipeline for {source.filename!r}",
-                hook=route.name,
-                document_id=source.document_id,
-            )
-        return pipeline
+        what = f"chose an ingest pipeline for {source.filename!r}"
+        return _answered(pipeline or None, route, what, document_id=source.document_id)
 
     async def _parse(
         self, source: DocumentSource, data: bytes, pipeline: str, ctx: HookContext
     ) -> ParseResult:
+        hook = hooks.parse_document
         parsed = await self._bus.invoke_first(
-            hooks.parse_document, ctx=ctx, source=source, data=data, pipeline=pipeline
+            hook, ctx=ctx, source=source, data=data, pipeline=pipeline
         )
-        if parsed is None:
-            raise PluginError(
-                f"no plugin parses {source.mime_type} for the {pipeline!r} pipeline",
-                hook=hooks.parse_document.name,
-                pipeline=pipeline,
-                document_id=source.document_id,
-            )
-        return parsed
+        what = f"parses {source.mime_type} for the {pipeline!r} pipeline"
+        return _answered(parsed, hook, what, pipeline=pipeline, document_id=source.document_id)
 
     async def _chunk(
         self,
@@ -170,32 +162,17 @@ class IngestPipeline:
         ctx: HookContext,
     ) -> tuple[StructureTree, tuple[TextChunk, ...]]:
         """BUILD_STRUCTURE, then CHUNK_DOCUMENT with the KB's chunking options."""
-        bus = self._bus
-        tree = await bus.invoke_first(
-            hooks.build_structure, ctx=ctx, parsed=parsed, source=source, pipeline=pipeline
+        bus, build, cut = self._bus, hooks.build_structure, hooks.chunk_document
+        found = await bus.invoke_first(
+            build, ctx=ctx, parsed=parsed, source=source, pipeline=pipeline
         )
-        if tree is None:
-            raise PluginError(
-                f"no plugin built a structure for the {pipeline!r} pipeline",
-                hook=hooks.build_structure.name,
-                pipeline=pipeline,
-            )
+        tree = _answered(found, build, f"built a structure for the {pipeline!r} pipeline")
         options = _chunking(kb.creation_settings, self._app.settings.ingest)
         chunks = await bus.invoke_first(
-            hooks.chunk_document,
-            ctx=ctx,
-            tree=tree,
-            source=source,
-            options=options,
-            pipeline=pipeline,
+            cut, ctx=ctx, tree=tree, source=source, options=options, pipeline=pipeline
         )
-        if chunks is None:
-            raise PluginError(
-                f"no plugin chunked the document for the {pipeline!r} pipeline",
-                hook=hooks.chunk_document.name,
-                pipeline=pipeline,
-            )
-        return tree, tuple(chunks)
+        what = f"chunked the document for the {pipeline!r} pipeline"
+        return tree, tuple(_answered(chunks, cut, what, pipeline=pipeline))
 
     async def _write(
         self,
@@ -317,6 +294,13 @@ class IngestPipeline:
         repos.tasks.finish(task_id, status="failed", error=reason)
         repos.tasks.append_log(task_id, f"failed: {reason}")
         return PipelineResult(document.id, "failed", error=reason)
+
+
+def _answered(value: T | None, hook: HookSpec[Any], what: str, **fields: Any) -> T:
+    """A FIRST hook's answer, or a PluginError saying no plugin gave one."""
+    if value is None:
+        raise PluginError(f"no plugin {what}", hook=hook.name, **fields)
+    return value
 
 
 def _chunking(creation_settings: Any, defaults: Any) -> ChunkingOptions:
