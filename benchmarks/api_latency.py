@@ -32,7 +32,6 @@ import uvicorn
 from eagle_rag.api.app import create_app
 from eagle_rag.evaluation.beir import load_dataset
 from eagle_rag.evaluation.metrics import percentile
-from eagle_rag.generation.engine import AnswerRequest
 from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.settings import load_settings
 
@@ -121,7 +120,7 @@ def _pairs(eagle: Any, http: httpx.AsyncClient, queries: list[str]) -> list[Any]
         return call
 
     def query_local(q: str) -> Callable[[], Awaitable[Any]]:
-        return lambda: eagle.answers.answer(AnswerRequest(q, kb_names=(KB,)))
+        return lambda: eagle.answers.answer(eagle.answers.request(q, kb_names=(KB,)))
 
     def query_http(q: str) -> Callable[[], Awaitable[Any]]:
         async def call() -> None:

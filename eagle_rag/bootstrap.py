@@ -1,34 +1,28 @@
 """``bootstrap(settings)``: build the application object graph, then start it.
 
-There are no module-level singletons: every service gets what it needs from here. Building does
-no I/O (constructors only); ``start()`` migrates the metadata schema, ensures the base vector
-collections, loads the plugins and starts the in-process ingest workers; ``stop()`` undoes it.
+There are no module-level singletons: every service gets what it needs from here, in dependency
+order (runtime, knowledge bases, ingest pipeline and queue, retrieval, answers), so the graph is
+frozen once built. Building does no I/O (constructors only); ``start()`` migrates the metadata
+schema, ensures the base vector collections, loads the plugins and starts the in-process ingest
+workers; ``stop()`` undoes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from dataclasses import dataclass, field
+import logging
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from eagle_rag.db.database import Database
-from eagle_rag.db.repositories import (
-    DocumentRepository,
-    IngestRunRepository,
-    KnowledgeBaseRepository,
-    McpCallRepository,
-    SessionRepository,
-    TaskRepository,
-)
+from eagle_rag.db.repositories.bundle import Repositories
 from eagle_rag.engines.service import KnowledgeBaseService
 from eagle_rag.errors import SettingsError
 from eagle_rag.generation.engine import AnswerEngine
 from eagle_rag.generation.factory import build_chat_model
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.index.factory import build_pool, build_vector_store
-from eagle_rag.index.milvus_pool import MilvusClientPool
-from eagle_rag.index.vector_store import MilvusVectorStore
 from eagle_rag.ingest.celery_app import CeleryQueue
 from eagle_rag.ingest.durability import Flusher, lost_on_crash
 from eagle_rag.ingest.leases import leases_for
@@ -44,68 +38,31 @@ from eagle_rag.plugins.encoder_registry import EncoderRegistry
 from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.manager import PluginManager
 from eagle_rag.retrieval.service import RetrievalService
+from eagle_rag.runtime import Runtime
 from eagle_rag.settings import Settings
-from eagle_rag.storage.base import ObjectStore
 from eagle_rag.storage.factory import build_object_store
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class Repositories:
-    """The metadata repositories of the instance namespace."""
+class EagleApp(Runtime):
+    """Everything one Eagle-RAG process runs on: the runtime and the services built on it.
 
-    knowledge_bases: KnowledgeBaseRepository
-    documents: DocumentRepository
-    tasks: TaskRepository
-    sessions: SessionRepository
-    mcp_calls: McpCallRepository
-    ingest_runs: IngestRunRepository
+    Frozen: every service is built before the app, from the runtime and the services it uses.
+    """
 
-    @classmethod
-    def for_namespace(cls, db: Database, namespace: str) -> Repositories:
-        return cls(
-            KnowledgeBaseRepository(db, namespace),
-            DocumentRepository(db, namespace),
-            TaskRepository(db, namespace),
-            SessionRepository(db, namespace),
-            McpCallRepository(db, namespace),
-            IngestRunRepository(db, namespace),
-        )
-
-
-@dataclass(slots=True)
-class EagleApp:
-    """Everything one Eagle-RAG process runs on, wired together."""
-
-    settings: Settings
-    audit: PluginAudit
-    bus: HookBus
-    registries: ComponentRegistries
-    plugins: PluginManager
-    database: Database
-    repositories: Repositories
-    milvus: MilvusClientPool
-    vectors: MilvusVectorStore
-    objects: ObjectStore
-    encoders: EncoderRegistry
-    text_encoder: TextEncoder
-    # Set by build_app right after construction: the queue's pipeline needs the app itself.
-    queue: TaskQueue = field(init=False)
-    ingest: IngestService = field(init=False)
-    retrieval: RetrievalService = field(init=False)
-    answers: AnswerEngine = field(init=False)
-    knowledge: KnowledgeBaseService = field(init=False)
-
-    @property
-    def namespace(self) -> str:
-        return self.settings.plugins.default_namespace
-
-    @property
-    def text_encoder_name(self) -> str:
-        return self.text_encoder.name
+    knowledge: KnowledgeBaseService
+    pipeline: IngestPipeline
+    queue: TaskQueue
+    ingest: IngestService
+    retrieval: RetrievalService
+    answers: AnswerEngine
 
     async def start(self, *, start_queue: bool = True) -> None:
         await asyncio.to_thread(self.database.migrate)
         await asyncio.to_thread(self.vectors.ensure_collections)
+        logger.info("object store: %s", await asyncio.to_thread(self.objects.ensure_bucket))
         await self.plugins.load_all()
         if start_queue and isinstance(self.queue, InProcessQueue):
             await self.queue.start()
@@ -116,9 +73,6 @@ class EagleApp:
         self.plugins.unload_all()
         self.database.dispose()
         self.milvus.close()
-
-    async def flush_vectors(self) -> None:
-        await asyncio.to_thread(self.vectors.flush)
 
 
 def build_audit(settings: Settings) -> PluginAudit:
@@ -163,8 +117,8 @@ def build_encoders(
     return encoders, encoder
 
 
-def build_app(settings: Settings) -> EagleApp:
-    """Wire the object graph without touching any backend."""
+def build_runtime(settings: Settings) -> Runtime:
+    """The kernel objects and backends, wired without touching any backend."""
     namespace = settings.plugins.default_namespace
     audit = build_audit(settings)
     bus = HookBus(audit)
@@ -177,13 +131,12 @@ def build_app(settings: Settings) -> EagleApp:
     host = HostServices(
         vectors=vectors, objects=objects, encoders=encoders, text_encoder=text_encoder.name
     )
-    manager = PluginManager(settings, bus=bus, audit=audit, registries=registries, host=host)
-    app = EagleApp(
+    return Runtime(
         settings=settings,
         audit=audit,
         bus=bus,
         registries=registries,
-        plugins=manager,
+        plugins=PluginManager(settings, bus=bus, audit=audit, registries=registries, host=host),
         database=database,
         repositories=Repositories.for_namespace(database, namespace),
         milvus=pool,
@@ -192,24 +145,37 @@ def build_app(settings: Settings) -> EagleApp:
         encoders=encoders,
         text_encoder=text_encoder,
     )
-    app.queue = build_queue(app)
-    app.ingest = IngestService(app, app.queue)
-    app.retrieval = RetrievalService(app, build_reranker(settings.models.rerank))
-    app.answers = AnswerEngine(app, build_chat_model(settings.models.chat))
-    app.knowledge = KnowledgeBaseService(app)
-    return app
 
 
-def build_queue(app: EagleApp) -> TaskQueue:
-    if app.settings.queue.backend == "celery":
-        return CeleryQueue(app.settings.queue.broker_url)
-    pipeline = IngestPipeline(app)
+def build_app(settings: Settings) -> EagleApp:
+    """Wire the object graph without touching any backend: each service gets what it uses."""
+    runtime = build_runtime(settings)
+    knowledge = KnowledgeBaseService(runtime)
+    chat = build_chat_model(settings.models.chat)
+    pipeline = IngestPipeline(runtime, knowledge, chat)
+    queue = build_queue(settings, pipeline, runtime)
+    retrieval = RetrievalService(runtime, knowledge, build_reranker(settings.models.rerank))
+    return EagleApp(
+        **{f.name: getattr(runtime, f.name) for f in fields(Runtime)},
+        knowledge=knowledge,
+        pipeline=pipeline,
+        queue=queue,
+        ingest=IngestService(runtime, queue),
+        retrieval=retrieval,
+        answers=AnswerEngine(runtime, retrieval, chat),
+    )
+
+
+def build_queue(settings: Settings, pipeline: IngestPipeline, runtime: Runtime) -> TaskQueue:
+    """Celery when configured, else in-process workers that flush vectors when idle."""
+    if settings.queue.backend == "celery":
+        return CeleryQueue(settings.queue.broker_url)
     return InProcessQueue(
         pipeline.run,
-        workers=app.settings.ingest.workers,
-        on_idle=Flusher(app),
-        leases=leases_for(app.repositories, app.settings.ingest.lease_s),
-        lost=functools.partial(lost_on_crash, app),
+        workers=settings.ingest.workers,
+        on_idle=Flusher(runtime),
+        leases=leases_for(runtime.repositories, settings.ingest.lease_s),
+        lost=functools.partial(lost_on_crash, runtime),
     )
 
 

@@ -23,13 +23,16 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagle_rag.db.records import DocumentRecord
 from eagle_rag.db.tables import utcnow
 from eagle_rag.errors import NotFoundError
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.storage.keys import validate_prefix
+
+if TYPE_CHECKING:
+    from eagle_rag.runtime import Runtime
 
 DOCUMENT_ID = re.compile(r"^[0-9a-f]{32}$")
 SETTLED = ("completed", "failed")
@@ -66,7 +69,7 @@ class ConsistencyReport:
         return body
 
 
-def check(app: Any, *, repair: bool = False) -> ConsistencyReport:
+def check(app: Runtime, *, repair: bool = False) -> ConsistencyReport:
     """Compare catalog, vectors and objects of ``app``'s namespace (and repair, if asked)."""
     documents = {d.id: d for d in app.repositories.documents.inventory()}
     collections = app.vectors.collections()
@@ -137,7 +140,7 @@ def _object_findings(
     return findings
 
 
-def _repaired(app: Any, finding: Finding, documents: dict[str, DocumentRecord]) -> Finding:
+def _repaired(app: Runtime, finding: Finding, documents: dict[str, DocumentRecord]) -> Finding:
     kind, document_id = finding.kind, finding.document_id or ""
     if kind in ("orphan_vectors", "failed_with_vectors"):
         app.vectors.delete_documents([document_id])
@@ -150,7 +153,7 @@ def _repaired(app: Any, finding: Finding, documents: dict[str, DocumentRecord]) 
     return finding  # missing_object: nothing can bring the original back
 
 
-def _rebuild(app: Any, document: DocumentRecord) -> str:
+def _rebuild(app: Runtime, document: DocumentRecord) -> str:
     if not document.object_key or not app.objects.exists(document.object_key):
         remove_document(app, document.id)
         return "document removed (its original is gone too)"

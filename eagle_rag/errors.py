@@ -58,6 +58,22 @@ class EagleError(Exception):
         return body
 
 
+def describe(exc: BaseException) -> str:
+    """The one-line rendering of any failure, for steps, task errors and logs: an EagleError's
+    message, anything else as ``Type: text``."""
+    if isinstance(exc, EagleError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}"
+
+
+def error_body(exc: BaseException) -> dict[str, Any]:
+    """The wire shape of any failure on every edge (REST, SSE, MCP): ``{code, message,
+    details?}``; an unexpected exception is ``internal_error`` naming its type."""
+    if isinstance(exc, EagleError):
+        return exc.to_dict()
+    return {"code": "internal_error", "message": describe(exc)}
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value

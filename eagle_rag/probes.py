@@ -12,13 +12,16 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from eagle_rag.db.database import Database
 from eagle_rag.index.factory import build_pool
 from eagle_rag.plugins.contract import milvus_database_for
 from eagle_rag.settings import Settings, mask_url_password
 from eagle_rag.storage.factory import build_object_store
+
+if TYPE_CHECKING:
+    from eagle_rag.bootstrap import EagleApp
 
 ProbeStatus = Literal["ok", "down", "disabled"]
 
@@ -130,7 +133,7 @@ def probe_all(settings: Settings) -> list[ProbeResult]:
     ]
 
 
-def probe_running(app: Any) -> list[ProbeResult]:
+def probe_running(app: EagleApp) -> list[ProbeResult]:
     """Probe a running app through its own connections (Milvus Lite admits one opener)."""
     settings = app.settings
     results = [

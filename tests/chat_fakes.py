@@ -28,8 +28,9 @@ def openai_model(app: Any, reply: Callable[[dict[str, Any]], Any]) -> Iterator[R
     ``reply(request_body)``; the previous model comes back afterwards."""
     previous = app.answers.model
     with serve(lambda path, body, headers: reply(body)) as (url, recorded):
-        app.answers.model = OpenAICompatibleChat(base_url=url + "/v1", model="m", max_retries=0)
+        model = OpenAICompatibleChat(base_url=url + "/v1", model="m", max_retries=0)
+        app.answers.model = app.pipeline.chat = model  # answers and section summaries
         try:
             yield recorded
         finally:
-            app.answers.model = previous
+            app.answers.model = app.pipeline.chat = previous

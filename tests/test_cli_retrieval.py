@@ -52,7 +52,7 @@ def test_search_prints_ranked_passages_with_paths_and_pages(
         (["search", "x", "--kb", "nope"], "not found"),
         (["search", "x", "--filter", "{year"], "--filter is not JSON"),
         (["search", "x", "--filter", '{"colour": "red"}'], "unknown filter"),
-        (["search", "x", "--mode", "fuzzy"], "mode must be one of"),
+        (["search", "x", "--mode", "fuzzy"], "mode: Input should be"),
     ],
 )
 def test_search_errors_are_clear(env: dict[str, str], arguments: list[str], message: str) -> None:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from eagle_rag.api.security import NAMESPACE_HEADER, Caller, Gatekeeper
+from eagle_rag.api.security import NAMESPACE_FIELD, NAMESPACE_HEADER, Caller, Gatekeeper
 from eagle_rag.bootstrap import EagleApp
 
 
@@ -15,12 +15,31 @@ def eagle(request: Request) -> EagleApp:
     return app
 
 
-def caller(request: Request) -> Caller:
+async def caller(request: Request) -> Caller:
+    """Authenticate, then check every place a request may name its namespace: the
+    ``X-Eagle-Namespace`` header, and the seeds' ``plugin_namespace`` in the query string or the
+    JSON body (another namespace than the instance's is a 403)."""
     gate: Gatekeeper = request.app.state.gate
     client = request.client.host if request.client else None
-    return gate.admit(
+    who = gate.admit(
         request.headers.get("authorization"), request.headers.get(NAMESPACE_HEADER), client
     )
+    gate.check_namespace(request.query_params.get(NAMESPACE_FIELD))
+    gate.check_namespace(await _body_namespace(request))
+    return who
+
+
+async def _body_namespace(request: Request) -> str | None:
+    """``plugin_namespace`` of a JSON object body (the body is read once and cached: the route
+    parses the same bytes); a body that is not JSON is left to the route to refuse."""
+    if not request.headers.get("content-type", "").startswith("application/json"):
+        return None
+    try:
+        body = await request.json()
+    except ValueError:
+        return None
+    value = body.get(NAMESPACE_FIELD) if isinstance(body, dict) else None
+    return value if isinstance(value, str) else None
 
 
 App = Annotated[EagleApp, Depends(eagle)]

@@ -16,7 +16,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from sqlalchemy import func, select
@@ -26,6 +26,9 @@ from starlette.responses import Response
 from eagle_rag.db.tables import DocumentRow, McpCallRow
 from eagle_rag.logs import bound
 from eagle_rag.plugins.audit import AuditDecision
+
+if TYPE_CHECKING:
+    from eagle_rag.runtime import Runtime
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -157,7 +160,7 @@ class Metrics:
 
     # --- at scrape time -------------------------------------------------------------------------
 
-    def render(self, app: Any) -> Response:
+    def render(self, app: Runtime) -> Response:
         tasks = app.repositories.tasks.count_by_status()
         _set(self.tasks, tasks)
         self.queue_depth.set(tasks.get("queued", 0))
@@ -168,7 +171,7 @@ class Metrics:
         _set(self.audit_sink_errors, stats["sink_errors"])
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE)
 
-    def _catalog(self, app: Any) -> None:
+    def _catalog(self, app: Runtime) -> None:
         namespace = app.namespace
         documents = (
             select(
@@ -196,7 +199,7 @@ class Metrics:
         for tool, status, count in mcp:
             self.mcp_calls.labels(tool, status).set(count)
 
-    def _broker(self, app: Any) -> None:
+    def _broker(self, app: Runtime) -> None:
         if app.settings.queue.backend != "celery":
             return
         import redis

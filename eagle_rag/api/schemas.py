@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord, TaskRecord
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.plugins.payloads import QueryRequest
 
 KB_NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
@@ -23,6 +25,9 @@ class KnowledgeBaseCreate(_Body):
         default_factory=dict, examples=[{"chunk_size": 400, "chunk_overlap": 40}]
     )
     retrieval_settings: dict[str, Any] = Field(default_factory=dict)
+    plugin_namespace: str | None = Field(
+        default=None, max_length=40, description="The instance's namespace (optional)."
+    )
 
 
 class KnowledgeBaseOut(BaseModel):
@@ -81,8 +86,14 @@ class DocumentOut(BaseModel):
     updated_at: str | None = None
 
 
-class SearchBody(_Body):
-    query: str = Field(min_length=1, max_length=4000, examples=["How is the inverter wired?"])
+class RetrievalOptions(_Body):
+    """The retrieval options, declared once: REST bodies (and their SSE variants), MCP tools,
+    the CLI and the answer engine all build their QueryRequest from this model.
+
+    ``plugin_namespace`` is the seeds' request field: accepted like the ``X-Eagle-Namespace``
+    header, and refused (403) when it names another namespace than the instance's.
+    """
+
     kb_name: str | None = Field(default=None, pattern=KB_NAME)
     kb_names: list[str] = Field(default_factory=list, max_length=100)
     document_ids: list[str] = Field(default_factory=list, max_length=1000)
@@ -99,10 +110,49 @@ class SearchBody(_Body):
         description="Per KB bound to another engine: settings from its retrieval_schema.",
         examples=[{"support-docs": {"score_threshold": 0.3}}],
     )
+    plugin_namespace: str | None = Field(
+        default=None, max_length=40, description="The instance's namespace (optional)."
+    )
 
     def scope(self) -> tuple[str, ...]:
         names = [*([self.kb_name] if self.kb_name else []), *self.kb_names]
         return tuple(dict.fromkeys(names))
+
+    def query_request(self, text: str) -> QueryRequest:
+        """The kernel's request for ``text`` with these options."""
+        return QueryRequest(
+            text,
+            kb_names=self.scope(),
+            document_ids=tuple(self.document_ids),
+            tags=tuple(self.tags),
+            filters=self.filters,
+            top_k=self.top_k,
+            mode=self.mode,
+            with_images=self.with_images,
+            rerank=self.rerank,
+            expand_parents=self.expand_parents,
+            token_budget=self.token_budget,
+            retrieval_settings=self.retrieval_settings,
+        )
+
+    @classmethod
+    def checked(cls, **values: Any) -> Self:
+        """Build from plain arguments (MCP tools, the CLI): a bad value is an InvalidInputError
+        naming the field, as a REST body's would be a 422 naming it."""
+        given = {k: v for k, v in values.items() if v is not None}
+        try:
+            return cls(**given)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "request"
+            raise InvalidInputError(f"{where}: {first['msg']}", field=where) from None
+
+
+class SearchBody(RetrievalOptions):
+    query: str = Field(min_length=1, max_length=4000, examples=["How is the inverter wired?"])
+
+    def query_request(self, text: str | None = None) -> QueryRequest:
+        return super().query_request(self.query if text is None else text)
 
 
 class SearchOnlyBody(SearchBody):

@@ -20,6 +20,7 @@ from eagle_rag.errors import AuthenticationError, PermissionDeniedError, RateLim
 from eagle_rag.settings import Settings
 
 NAMESPACE_HEADER = "x-eagle-namespace"
+NAMESPACE_FIELD = "plugin_namespace"  # the seeds' name, in query strings and JSON bodies
 MAX_BUCKETS = 10_000
 
 
@@ -98,6 +99,10 @@ class Gatekeeper:
         resolve_namespace(namespace, self._settings.plugins)
         self._limiter.check(caller.name if caller.name != "anonymous" else f"ip:{client}")
         return caller
+
+    def check_namespace(self, requested: str | None) -> None:
+        """Refuse (NamespaceError, a 403) a request that names another namespace."""
+        resolve_namespace(requested, self._settings.plugins)
 
     def authenticate(self, authorization: str | None) -> Caller:
         """The caller a bearer key names (no namespace or rate checks: see ``admit``)."""

@@ -12,13 +12,16 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
 from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import EagleError
 from eagle_rag.settings import Settings
+
+if TYPE_CHECKING:
+    from eagle_rag.bootstrap import EagleApp
 
 
 class RemoteError(EagleError):
@@ -162,7 +165,7 @@ class RemoteCatalog:
 
 
 class LocalCatalog:
-    def __init__(self, application: Any) -> None:
+    def __init__(self, application: EagleApp) -> None:
         self._app = application
         self.where = f"embedded store {application.settings.data_dir}"
 

@@ -15,12 +15,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from eagle_rag.api.schemas import SearchBody
 from eagle_rag.cli.catalog import RemoteError, api_key, server_url
 from eagle_rag.cli.common import JsonOption, app, fail, running_app, settings_from_env
 from eagle_rag.errors import EagleError, InvalidInputError
 from eagle_rag.evaluation.beir import load_dataset
 from eagle_rag.evaluation.runner import MODES, EvalReport, Evaluator
-from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.retrieval.wire import search_response
 from eagle_rag.settings import load_settings
 
@@ -55,21 +55,22 @@ def search(
         parsed = json.loads(filters) if filters else {}
     except json.JSONDecodeError as exc:
         fail(f"--filter is not JSON: {exc.msg}")
-    body = {
-        "query": query,
-        "kb_names": kb or [],
-        "document_ids": document or [],
-        "tags": tag or [],
-        "filters": parsed,
-        "top_k": top_k,
-        "mode": mode,
-        "rerank": rerank,
-        "expand_parents": expand,
-        "token_budget": budget,
-    }
     settings = settings_from_env()
     url = server_url(settings, server)
     try:
+        # The REST body's model: the same checks and options whether the search is local or not.
+        body = SearchBody.checked(
+            query=query,
+            kb_names=kb or [],
+            document_ids=document or [],
+            tags=tag or [],
+            filters=parsed,
+            top_k=top_k,
+            mode=mode,
+            rerank=rerank,
+            expand_parents=expand,
+            token_budget=budget,
+        )
         result = _remote_search(url, body, settings) if url else asyncio.run(_local_search(body))
     except EagleError as exc:
         fail(exc)
@@ -79,28 +80,17 @@ def search(
     _print_sources(result)
 
 
-async def _local_search(body: dict[str, Any]) -> dict[str, Any]:
-    request = QueryRequest(
-        body["query"],
-        kb_names=tuple(body["kb_names"]),
-        document_ids=tuple(body["document_ids"]),
-        tags=tuple(body["tags"]),
-        filters=body["filters"],
-        top_k=body["top_k"],
-        mode=body["mode"],
-        rerank=body["rerank"],
-        expand_parents=body["expand_parents"],
-        token_budget=body["token_budget"],
-    )
+async def _local_search(body: SearchBody) -> dict[str, Any]:
     async with running_app() as application:
-        return search_response(await application.retrieval.search(request))
+        return search_response(await application.retrieval.search(body.query_request()))
 
 
-def _remote_search(url: str, body: dict[str, Any], settings: Any) -> dict[str, Any]:
+def _remote_search(url: str, body: SearchBody, settings: Any) -> dict[str, Any]:
     key = api_key(settings)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        response = httpx.post(url + "/search", json=body, headers=headers, timeout=120)
+        payload = body.model_dump(mode="json", exclude_defaults=True)
+        response = httpx.post(url + "/search", json=payload, headers=headers, timeout=120)
     except httpx.HTTPError as exc:
         raise RemoteError("unreachable", f"{url} did not answer: {exc}", 0) from exc
     if response.status_code >= 400:

@@ -13,7 +13,6 @@ from rich.console import Console
 from eagle_rag.cli.catalog import api_key, server_url
 from eagle_rag.cli.common import app, fail, running_app, settings_from_env
 from eagle_rag.errors import EagleError
-from eagle_rag.generation.engine import AnswerRequest
 from eagle_rag.settings import Settings
 
 
@@ -135,15 +134,14 @@ def _remote_events(url: str, body: dict[str, Any], settings: Settings) -> Any:
 
 
 def _local_events(body: dict[str, Any]) -> Any:
-    request = AnswerRequest(
-        body["query"],
-        kb_names=tuple(body["kb_names"]),
-        session_id=body.get("session_id"),
-        top_n=body.get("top_n"),
-    )
-
     async def collect() -> list[tuple[str, dict[str, Any]]]:
         async with running_app() as application:
+            request = application.answers.request(
+                body["query"],
+                kb_names=tuple(body["kb_names"]),
+                session_id=body.get("session_id"),
+                top_n=body.get("top_n"),
+            )
             return [event async for event in application.answers.stream(request)]
 
     return asyncio.run(collect())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.plugins.payloads import ParseResult, RetrievedHit
@@ -48,7 +48,10 @@ class EngineQuery:
     retrieval_settings: Mapping[str, Any]
 
 
-class KnowledgeEngine(Protocol):
+class EngineDescription(Protocol):
+    """What every engine declares: capabilities, schemas and the KB lifecycle callbacks. The
+    built-in engine is only this: its documents go through Eagle-RAG's own pipeline."""
+
     name: str
     description: str
     capabilities: tuple[str, ...]
@@ -60,6 +63,12 @@ class KnowledgeEngine(Protocol):
 
     async def on_knowledge_base_delete(self, kb_name: str, settings: Mapping[str, Any]) -> None: ...
 
+
+@runtime_checkable
+class KnowledgeEngine(EngineDescription, Protocol):
+    """An engine Eagle-RAG drives through the port: it ingests, deletes and retrieves itself
+    (the bridges, and plugin engines)."""
+
     async def ingest(self, document: EngineDocument) -> EngineIngestResult: ...
 
     async def delete_document(
@@ -69,7 +78,7 @@ class KnowledgeEngine(Protocol):
     async def retrieve(self, query: EngineQuery) -> list[RetrievedHit]: ...
 
 
-def describe(engine: KnowledgeEngine) -> dict[str, Any]:
+def describe(engine: EngineDescription) -> dict[str, Any]:
     """``GET /engines``: an engine and its schemas."""
     return {
         "name": engine.name,

@@ -1,7 +1,8 @@
 """The built-in engine: the whole Eagle-RAG pipeline (Knowhere, hybrid search, RRF, rerank).
 
-It runs natively — ingest is the IngestPipeline and retrieval the RetrievalService — so the
-port's methods are never called for it; it exists to declare its capabilities and schemas.
+It runs natively — ingest is the IngestPipeline and retrieval the RetrievalService — so it has
+no port methods (it is an EngineDescription, not a KnowledgeEngine): it declares its
+capabilities and schemas, and checks a new KB's chunking settings.
 """
 
 from __future__ import annotations
@@ -9,23 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from eagle_rag.engines.base import (
-    DOC_INGESTION,
-    DOC_PARSING,
-    EngineDocument,
-    EngineIngestResult,
-    EngineQuery,
-)
+from eagle_rag.engines.base import DOC_INGESTION, DOC_PARSING
 from eagle_rag.engines.schema import SchemaItem
-from eagle_rag.errors import InvalidInputError, PluginError
-from eagle_rag.plugins.payloads import RetrievedHit
+from eagle_rag.errors import InvalidInputError
 
 NAME = "eagle"
 
 
 class EagleEngine:
     name = NAME
-    native = True
     description = (
         "Eagle-RAG's own pipeline: structure-aware chunking, dense + BM25 retrieval, RRF, "
         "reranking and parent-document expansion."
@@ -63,14 +56,3 @@ class EagleEngine:
 
     async def on_knowledge_base_delete(self, kb_name: str, settings: Mapping[str, Any]) -> None:
         """Vectors, files and rows go through the deletion service."""
-
-    async def ingest(self, document: EngineDocument) -> EngineIngestResult:
-        raise PluginError("the eagle engine ingests through the pipeline, not the port")
-
-    async def delete_document(
-        self, kb_name: str, remote_id: str, settings: Mapping[str, Any]
-    ) -> bool:
-        raise PluginError("the eagle engine deletes through the deletion service")
-
-    async def retrieve(self, query: EngineQuery) -> list[RetrievedHit]:
-        raise PluginError("the eagle engine retrieves through the retrieval service")

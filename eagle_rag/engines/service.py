@@ -5,27 +5,43 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagle_rag.db.records import KnowledgeBaseRecord
-from eagle_rag.engines.base import KnowledgeEngine, describe
+from eagle_rag.engines.base import EngineDescription, KnowledgeEngine, describe
 from eagle_rag.engines.eagle import NAME as EAGLE
 from eagle_rag.engines.schema import public_settings, validate_settings
 from eagle_rag.errors import ComponentError, InvalidInputError
 
+if TYPE_CHECKING:
+    from eagle_rag.runtime import Runtime
+
 
 class KnowledgeBaseService:
-    def __init__(self, app: Any) -> None:
+    """Knowledge bases and the engines they are bound to, for one namespace."""
+
+    def __init__(self, app: Runtime) -> None:
         self._app = app
 
-    def engine(self, name: str) -> KnowledgeEngine:
+    def engine(self, name: str) -> EngineDescription:
         try:
-            engine: KnowledgeEngine = self._app.registries.knowledge_engines.get(name)
+            engine: EngineDescription = self._app.registries.knowledge_engines.get(name)
         except ComponentError:
             known = ", ".join(self._app.registries.knowledge_engines.names())
             raise InvalidInputError(
                 f"unknown engine {name!r} (available: {known})", field="engine"
             ) from None
+        return engine
+
+    def bridge(self, name: str) -> KnowledgeEngine:
+        """The engine ``name`` as a port (ingest, delete, retrieve); the built-in engine is not
+        one: its knowledge bases live in this instance's own stores."""
+        engine = self.engine(name)
+        if not isinstance(engine, KnowledgeEngine):
+            raise InvalidInputError(
+                f"engine {name!r} has no ingest/retrieve port (its data is in this instance)",
+                field="engine",
+            )
         return engine
 
     def engines(self) -> list[dict[str, Any]]:

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+import time
+from typing import TYPE_CHECKING
 
 from eagle_rag.errors import InvalidInputError, PayloadTooLargeError
 from eagle_rag.generation.prompt import Attachment
-from eagle_rag.ingest.detect import BINARY_TYPES, detect
-from eagle_rag.ingest.parsers.base import ParseContext
-from eagle_rag.ingest.parsers.registry import parser_for
-from eagle_rag.ingest.safety import ArchiveLimits, check_archive
+from eagle_rag.ingest.core_steps import parse_bytes
+from eagle_rag.ingest.detect import detect
+
+if TYPE_CHECKING:
+    from eagle_rag.runtime import Runtime
 
 
 def read_attachment(
-    app: Any, name: str, *, text: str | None, content_base64: str | None
+    app: Runtime, name: str, *, text: str | None, content_base64: str | None
 ) -> Attachment:
     """The attachment's text; a file is type-checked and parsed exactly like an upload."""
     if (text is None) == (content_base64 is None):
@@ -31,11 +33,8 @@ def read_attachment(
         data = base64.b64decode(content_base64 or "", validate=True)
     except (binascii.Error, ValueError) as exc:
         raise InvalidInputError(f"attachment {name!r} is not valid base64") from exc
+    started = time.perf_counter()
     detected = detect(data, name)
-    if detected.mime_type in BINARY_TYPES and detected.mime_type != "application/pdf":
-        check_archive(data, ArchiveLimits.from_settings(app.settings.ingest))
-    parser = parser_for(detected.mime_type, [r.component for r in app.registries.parsers])
-    parsed = parser.parse(
-        ParseContext(data, name, detected.mime_type, app.settings.ingest.max_pages)
-    )
-    return Attachment(name, parsed.text)
+    parsers = [r.component for r in app.registries.parsers]
+    parsed = parse_bytes(data, name, detected.mime_type, parsers, app.settings.ingest)
+    return Attachment(name, parsed.text, parse_ms=(time.perf_counter() - started) * 1000)

@@ -10,13 +10,14 @@ the sources and steps.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eagle_rag.errors import EagleError, InvalidInputError
+from eagle_rag.errors import EagleError, InvalidInputError, error_body
 from eagle_rag.generation.citations import check_citations
 from eagle_rag.generation.prompt import (
     Attachment,
@@ -28,12 +29,13 @@ from eagle_rag.generation.prompt import (
     detect_language,
 )
 from eagle_rag.models.chat import ChatModel, GenerationInput
-from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
+from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.retrieval.pack import ContextPack, Passage
 from eagle_rag.retrieval.wire import is_image, split_sources
 
 if TYPE_CHECKING:
-    from eagle_rag.bootstrap import EagleApp
+    from eagle_rag.retrieval.service import RetrievalService
+    from eagle_rag.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -43,31 +45,26 @@ MAX_ATTACHMENTS = 10
 
 @dataclass(frozen=True, slots=True)
 class AnswerRequest:
-    """``POST /query``: a question with a retrieval scope, and what the answer should use."""
+    """``POST /query``: a question with its retrieval options (``recall``, the same
+    QueryRequest a search takes), and what the answer should use."""
 
-    query: str
-    kb_names: tuple[str, ...] = ()
-    document_ids: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    filters: dict[str, Any] = field(default_factory=dict)
-    mode: RetrievalMode = "hybrid"
-    top_k: int | None = None
+    recall: QueryRequest
     top_n: int | None = None
     language: Language | None = None
     session_id: str | None = None
     attachments: tuple[Attachment, ...] = ()
-    with_images: bool = False
-    retrieval_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
-    rerank: bool | None = None
-    expand_parents: bool | None = None
-    token_budget: int | None = None
+
+    @property
+    def query(self) -> str:
+        return self.recall.text
 
 
 class AnswerEngine:
     """Grounded, cited answers over the retrieval service; one per app."""
 
-    def __init__(self, app: EagleApp, model: ChatModel) -> None:
+    def __init__(self, app: Runtime, retrieval: RetrievalService, model: ChatModel) -> None:
         self._app = app
+        self._retriever = retrieval
         self.model = model
         self._config = app.settings.generation
 
@@ -88,120 +85,131 @@ class AnswerEngine:
     async def stream(
         self, request: AnswerRequest, *, allowed_kbs: Iterable[str] | None = None
     ) -> AsyncIterator[Event]:
-        steps: list[dict[str, Any]] = []
         try:
-            recall = self.validate(request)
-            language = request.language or detect_language(request.query)
-            session_id, history = self._session(request)
-            yield "session", {"session_id": session_id}
-
-            started = time.perf_counter()
-            pack = await self._app.retrieval.search(recall, allowed_kbs=allowed_kbs)
-            route = pack.route_dict()
-            for step in (
-                _step("route", started, route=route),
-                _step(
-                    "recall",
-                    started,
-                    passages=len(pack.passages),
-                    trace=[s.name for s in pack.steps],
-                ),
-            ):
-                steps.append(step)
-                yield "step", step
-            if request.attachments:
-                step = _step(
-                    "attach_parse", time.perf_counter(), files=[a.name for a in request.attachments]
-                )
-                steps.append(step)
-                yield "step", step
-
-            texts, images = self._select(pack, request)
-            rerank = next((s for s in pack.steps if s.name == "rerank"), None)
-            step = {
-                "name": "rerank",
-                "reranker": rerank.detail if rerank else "none",
-                "status": rerank.status if rerank else "skipped",
-                "text_top": [p.chunk_id for p in texts],
-                "visual_top": [p.chunk_id for p in images],
-                "ms": rerank.ms if rerank else 0.0,
-            }
-            steps.append(step)
-            yield "step", step
-
-            sources = split_sources([*texts, *images], max_chars=self._config.source_max_chars)
-            yield "sources", sources
-
-            references = [
-                Reference(n, p.path, p.text, p.filename, p.page_nums)
-                for n, p in enumerate(texts, start=1)
-            ]
-            captions = [
-                ImageCaption(n, str(p.metadata.get("image_id", "")), _page(p), p.path, p.text)
-                for n, p in enumerate(images, start=1)
-            ]
-            attachments = [
-                Attachment(a.name, a.text[: self._config.attachment_max_chars])
-                for a in request.attachments
-            ]
-            messages = build_messages(
-                request.query,
-                references,
-                language=language,
-                attachments=attachments,
-                images=captions,
-                history=history,
-            )
-            job = GenerationInput(request.query, language, messages, references)
-            started = time.perf_counter()
-            parts: list[str] = []
-            async for delta in self.model.stream(job):
-                parts.append(delta)
-                yield "token", {"delta": delta}
-            answer = "".join(parts)
-            report = check_citations(answer, len(references))
-            warnings = []
-            if report.out_of_range:
-                warnings.append(
-                    f"the answer cites sources that were not sent: {list(report.out_of_range)}"
-                )
-            steps.append(
-                _step(
-                    "generate",
-                    started,
-                    model=self.model.name,
-                    language=language,
-                    cited=list(report.cited),
-                    out_of_range=list(report.out_of_range),
-                    status="warning" if warnings else "ok",
-                )
-            )
-            self._store(session_id, request.query, answer, sources, steps)
-            yield (
-                "done",
-                {
-                    "session_id": session_id,
-                    "answer": answer,
-                    "sources": sources,
-                    "route": route,
-                    "steps": steps,
-                    "warnings": warnings,
-                },
-            )
+            async for event in self._events(request, allowed_kbs):
+                yield event
         except EagleError as exc:
             logger.info("answer failed: %s", exc)
-            yield "error", {"code": exc.code, "message": exc.message}
+            yield "error", error_body(exc)
         except Exception as exc:  # never raise to the surface: the stream ends with an error
             logger.exception("answer crashed")
-            yield "error", {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
+            yield "error", error_body(exc)
+
+    async def _events(
+        self, request: AnswerRequest, allowed_kbs: Iterable[str] | None
+    ) -> AsyncIterator[Event]:
+        """session → step (route, recall, attach_parse, rerank) → sources → token* → done."""
+        recall = await asyncio.to_thread(self.validate, request)
+        language = request.language or detect_language(request.query)
+        session_id, history = await asyncio.to_thread(self._session, request)
+        yield "session", {"session_id": session_id}
+
+        started = time.perf_counter()
+        pack = await self._retriever.search(recall, allowed_kbs=allowed_kbs)
+        texts, images = self._select(pack, request)
+        steps = _recall_steps(pack, started, request.attachments)
+        steps.append(_rerank_step(pack, texts, images))
+        for step in steps:
+            yield "step", step
+        sources = split_sources([*texts, *images], max_chars=self._config.source_max_chars)
+        yield "sources", sources
+
+        job = self._generation_input(request, texts, images, language, history)
+        started = time.perf_counter()
+        parts: list[str] = []
+        async for delta in self.model.stream(job):
+            parts.append(delta)
+            yield "token", {"delta": delta}
+        answer = "".join(parts)
+        generate, warnings = self._generate_step(answer, len(job.references), language, started)
+        steps.append(generate)
+        await asyncio.to_thread(self._store, session_id, request.query, answer, sources, steps)
+        yield (
+            "done",
+            {
+                "session_id": session_id,
+                "answer": answer,
+                "sources": sources,
+                "route": pack.route_dict(),
+                "steps": steps,
+                "warnings": warnings,
+            },
+        )
+
+    def _generation_input(
+        self,
+        request: AnswerRequest,
+        texts: list[Passage],
+        images: list[Passage],
+        language: Language,
+        history: list[Turn],
+    ) -> GenerationInput:
+        """The prompt: numbered text references, image captions, attachments and history."""
+        references = [
+            Reference(n, p.path, p.text, p.filename, p.page_nums)
+            for n, p in enumerate(texts, start=1)
+        ]
+        captions = [
+            ImageCaption(n, str(p.metadata.get("image_id", "")), _page(p), p.path, p.text)
+            for n, p in enumerate(images, start=1)
+        ]
+        attachments = [
+            Attachment(a.name, a.text[: self._config.attachment_max_chars])
+            for a in request.attachments
+        ]
+        messages = build_messages(
+            request.query,
+            references,
+            language=language,
+            attachments=attachments,
+            images=captions,
+            history=history,
+        )
+        return GenerationInput(request.query, language, messages, references)
+
+    def _generate_step(
+        self, answer: str, references: int, language: str, started: float
+    ) -> tuple[dict[str, Any], list[str]]:
+        report = check_citations(answer, references)
+        warnings = []
+        if report.out_of_range:
+            warnings.append(
+                f"the answer cites sources that were not sent: {list(report.out_of_range)}"
+            )
+        step = _step(
+            "generate",
+            started,
+            model=self.model.name,
+            language=language,
+            cited=list(report.cited),
+            out_of_range=list(report.out_of_range),
+            status="warning" if warnings else "ok",
+        )
+        return step, warnings
 
     # --- parts ---------------------------------------------------------------------------------
 
+    def request(
+        self,
+        query: str,
+        *,
+        top_n: int | None = None,
+        language: Language | None = None,
+        session_id: str | None = None,
+        attachments: tuple[Attachment, ...] = (),
+        **retrieval: Any,
+    ) -> AnswerRequest:
+        """An AnswerRequest whose recall depth defaults to ``generation.top_k`` (surfaces that
+        take no top_k: MCP, the CLI)."""
+        retrieval.setdefault("top_k", self._config.top_k)
+        recall = QueryRequest(query, **retrieval)
+        return AnswerRequest(recall, top_n, language, session_id, attachments)
+
     def validate(self, request: AnswerRequest) -> QueryRequest:
         """Check what can be checked before a session is created; returns the recall request."""
-        recall = self._retrieval(request)
-        self._app.retrieval.validate(recall)
-        for name in request.kb_names:  # an unknown KB must not leave an empty session behind
+        recall = request.recall
+        self._retriever.validate(recall)
+        for name in recall.kb_names:  # an unknown KB must not leave an empty session behind
             self._app.repositories.knowledge_bases.get(name)
         if request.session_id is not None:
             self._app.repositories.sessions.get(request.session_id)
@@ -212,22 +220,6 @@ class AnswerEngine:
         if len(request.attachments) > MAX_ATTACHMENTS:
             raise InvalidInputError(f"at most {MAX_ATTACHMENTS} attachments", field="attachments")
         return recall
-
-    def _retrieval(self, request: AnswerRequest) -> QueryRequest:
-        return QueryRequest(
-            request.query,
-            kb_names=request.kb_names,
-            document_ids=request.document_ids,
-            tags=request.tags,
-            filters=request.filters,
-            top_k=request.top_k or self._config.top_k,
-            mode=request.mode,
-            with_images=request.with_images,
-            retrieval_settings=request.retrieval_settings,
-            rerank=request.rerank,
-            expand_parents=request.expand_parents,
-            token_budget=request.token_budget,
-        )
 
     def _select(
         self, pack: ContextPack, request: AnswerRequest
@@ -241,7 +233,7 @@ class AnswerEngine:
     def _session(self, request: AnswerRequest) -> tuple[str, list[Turn]]:
         sessions = self._app.repositories.sessions
         if request.session_id is None:
-            record = sessions.create(title=request.query[:80], kb_names=request.kb_names)
+            record = sessions.create(title=request.query[:80], kb_names=request.recall.kb_names)
             return record.id, []
         messages = sessions.messages(request.session_id, last=self._config.history_turns)
         history = [
@@ -264,6 +256,34 @@ class AnswerEngine:
         sessions.add_message(
             session_id, role="assistant", content=answer, sources=sources, steps=steps
         )
+
+
+def _recall_steps(
+    pack: ContextPack, started: float, attachments: tuple[Attachment, ...]
+) -> list[dict[str, Any]]:
+    """route and recall (timed from the search's start) and, with files, attach_parse (the
+    time their parsing took when the request was read)."""
+    route = _step("route", started, route=pack.route_dict())
+    trace = [s.name for s in pack.steps]
+    steps = [route, _step("recall", started, passages=len(pack.passages), trace=trace)]
+    if attachments:
+        parse_ms = round(sum(a.parse_ms for a in attachments), 2)
+        names = [a.name for a in attachments]
+        steps.append({"name": "attach_parse", "files": names, "status": "ok", "ms": parse_ms})
+    return steps
+
+
+def _rerank_step(pack: ContextPack, texts: list[Passage], images: list[Passage]) -> dict[str, Any]:
+    """What the retrieval service's rerank did, with the evidence kept for the prompt."""
+    rerank = next((s for s in pack.steps if s.name == "rerank"), None)
+    return {
+        "name": "rerank",
+        "reranker": rerank.detail if rerank else "none",
+        "status": rerank.status if rerank else "skipped",
+        "text_top": [p.chunk_id for p in texts],
+        "visual_top": [p.chunk_id for p in images],
+        "ms": rerank.ms if rerank else 0.0,
+    }
 
 
 def _step(name: str, started: float, **details: Any) -> dict[str, Any]:

@@ -37,6 +37,7 @@ class Attachment:
 
     name: str
     text: str
+    parse_ms: float = 0.0  # how long parsing the file took (0 for plain text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +106,11 @@ def build_messages(
     attachments: Sequence[Attachment] = (),
     images: Sequence[ImageCaption] = (),
     history: Sequence[Turn] = (),
-    image_urls: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """OpenAI-style chat messages: system, the earlier turns, then the grounded question.
 
-    ``image_urls`` (http(s) or ``data:`` URLs) become image content parts of the question, for
-    vision models; the captions above stay in the text so a text-only model can still use them.
+    Visual evidence reaches the model as captions (image id, page, section, summary), so a
+    text-only model can use it too.
     """
     t = _TEMPLATES[language]
     parts = [t["references"]]
@@ -137,10 +137,5 @@ def build_messages(
     parts += [t["question"], question]
     messages: list[dict[str, Any]] = [{"role": "system", "content": t["system"]}]
     messages += [{"role": turn.role, "content": turn.content} for turn in history]
-    text = "\n\n".join(parts)
-    content: str | list[dict[str, Any]] = text
-    if image_urls:
-        content = [{"type": "text", "text": text}]
-        content += [{"type": "image_url", "image_url": {"url": url}} for url in image_urls]
-    messages.append({"role": "user", "content": content})
+    messages.append({"role": "user", "content": "\n\n".join(parts)})
     return messages

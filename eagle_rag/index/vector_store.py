@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pymilvus import AnnSearchRequest, MilvusClient, RRFRanker
+from pymilvus import MilvusClient
 
 from eagle_rag.errors import (
     BackendUnavailableError,
@@ -85,18 +85,6 @@ class VectorStore(Protocol):
         where: Filter | None = None,
         output_fields: Sequence[str] | None = None,
     ) -> list[list[VectorHit]]: ...
-
-    def search_hybrid(
-        self,
-        collection: str,
-        vector: Sequence[float],
-        text: str,
-        *,
-        top_k: int,
-        where: Filter | None = None,
-        rrf_k: int = 60,
-        output_fields: Sequence[str] | None = None,
-    ) -> list[VectorHit]: ...
 
     def query(
         self,
@@ -317,54 +305,6 @@ class MilvusVectorStore:
             # BM25 is non-negative by definition; Lite reports it negated, a server does not.
             output[index] = [_hit(h, absolute=True) for h in hits]
         return output
-
-    def search_hybrid(
-        self,
-        collection: str,
-        vector: Sequence[float],
-        text: str,
-        *,
-        top_k: int,
-        where: Filter | None = None,
-        rrf_k: int = 60,
-        output_fields: Sequence[str] | None = None,
-    ) -> list[VectorHit]:
-        """Dense and BM25 in one call, fused by Milvus's RRF ranker."""
-        spec = self.spec(collection)
-        _check_top_k(top_k)
-        encoded = encode_for_bm25(text, query=True)
-        if not encoded:
-            return self.search_dense(
-                collection, [vector], top_k=top_k, where=where, output_fields=output_fields
-            )[0]
-        expression = where.expression if where else ""
-        requests = [
-            AnnSearchRequest(
-                data=[list(map(float, vector))],
-                anns_field=DENSE_FIELD,
-                param={"params": self._index.search_params(top_k)},
-                limit=top_k,
-                expr=expression or None,
-            ),
-            AnnSearchRequest(
-                data=[encoded],
-                anns_field=SPARSE_FIELD,
-                param={},
-                limit=top_k,
-                expr=expression or None,
-            ),
-        ]
-        results = self._guard(
-            lambda: self._client.hybrid_search(
-                collection,
-                requests,
-                RRFRanker(rrf_k),
-                limit=top_k,
-                output_fields=list(output_fields or self._fields(spec)),
-            ),
-            "hybrid_search",
-        )
-        return [_hit(h) for h in results[0]]
 
     def query(
         self,

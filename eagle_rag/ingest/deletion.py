@@ -7,14 +7,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
+from eagle_rag.engines.service import KnowledgeBaseService
 from eagle_rag.storage.keys import validate_prefix
+
+if TYPE_CHECKING:
+    from eagle_rag.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
 
-def remove_document(app: Any, document_id: str) -> None:
+def remove_document(app: Runtime, document_id: str) -> None:
     """Vectors first: if a later step fails, nothing of the document can still be retrieved.
 
     A document of a KB bound to another engine is deleted there too (best effort: a remote
@@ -32,7 +36,7 @@ def remove_document(app: Any, document_id: str) -> None:
     repos.knowledge_bases.set_collections(document.kb_name, remaining)
 
 
-def remove_knowledge_base(app: Any, kb_name: str) -> int:
+def remove_knowledge_base(app: Runtime, kb_name: str) -> int:
     """Remove a KB and all its documents; returns how many documents went with it."""
     repos = app.repositories
     repos.knowledge_bases.get(kb_name)
@@ -45,9 +49,9 @@ def remove_knowledge_base(app: Any, kb_name: str) -> int:
     return len(ids)
 
 
-def _delete_remote(app: Any, kb_name: str, remote_id: str) -> None:
+def _delete_remote(app: Runtime, kb_name: str, remote_id: str) -> None:
     kb = app.repositories.knowledge_bases.get(kb_name)
-    engine = app.knowledge.engine(kb.engine)
+    engine = KnowledgeBaseService(app).bridge(kb.engine)
     call = engine.delete_document(kb_name, remote_id, kb.creation_settings)
     try:
         # Deletion is sync (API threads, CLI); the engine is async: run it on a loop of its own.

@@ -13,12 +13,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from eagle_rag.db.tables import utcnow
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.index.filters import eq
 from eagle_rag.ingest.leases import Leases
+
+if TYPE_CHECKING:
+    from eagle_rag.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +30,7 @@ logger = logging.getLogger(__name__)
 class Flusher:
     """The queue's idle hook: flush the vector store, then record which tasks it covered."""
 
-    app: Any
+    app: Runtime
 
     async def __call__(self) -> None:
         started = utcnow()
@@ -35,7 +38,7 @@ class Flusher:
         await asyncio.to_thread(self.app.repositories.tasks.mark_flushed, before=started)
 
 
-def stored_vectors(app: Any, document_id: str, collections: tuple[str, ...]) -> int:
+def stored_vectors(app: Runtime, document_id: str, collections: tuple[str, ...]) -> int:
     total = 0
     for collection in collections:
         try:
@@ -45,7 +48,7 @@ def stored_vectors(app: Any, document_id: str, collections: tuple[str, ...]) -> 
     return total
 
 
-def lost_on_crash(app: Any, leases: Leases) -> list[str]:
+def lost_on_crash(app: Runtime, leases: Leases) -> list[str]:
     """Re-queue (held by ``leases``) the completed tasks whose vectors a crash lost."""
     repos, lost, intact = app.repositories, [], []
     for task in repos.tasks.unflushed():

@@ -11,39 +11,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from pathlib import PurePosixPath
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord
 from eagle_rag.db.repositories.ingest_runs import Attempt
 from eagle_rag.db.tables import utcnow
-from eagle_rag.engines.base import DOC_PARSING, EngineDocument
-from eagle_rag.errors import EagleError, NotFoundError, PluginError
+from eagle_rag.engines.base import DOC_PARSING, EngineDocument, KnowledgeEngine
+from eagle_rag.errors import NotFoundError, PluginError, describe
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.detect import SOURCE_TYPES
-from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
-from eagle_rag.ingest.knowhere.tree import build_tree
+from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
+from eagle_rag.ingest.knowhere.tree import StructureTree
 from eagle_rag.ingest.leases import process_owner, transient
-from eagle_rag.ingest.parsers.base import ParseContext
-from eagle_rag.ingest.parsers.registry import parser_for
 from eagle_rag.ingest.progress import ProgressReporter
-from eagle_rag.ingest.safety import ArchiveLimits, check_archive
 from eagle_rag.ingest.summaries import write_summaries
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
-from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator
-from eagle_rag.plugins.payloads import DocumentSource, TextChunk
+from eagle_rag.plugins.hooks import HookSpec
+from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator, IngestOutcome
+from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk
+
+if TYPE_CHECKING:
+    from eagle_rag.engines.service import KnowledgeBaseService
+    from eagle_rag.models.chat import ChatModel
+    from eagle_rag.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-DEFAULT_PIPELINE = "knowhere"
-# Plain text this small parses in well under a millisecond, less than a thread hop costs.
-INLINE_TEXT_CHARS = 16 * 1024
-INLINE_TYPES = ("text/plain", "text/markdown")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +65,11 @@ class PipelineResult:
 class IngestPipeline:
     """Runs queued ingest tasks against the application's stores and hook bus."""
 
-    def __init__(self, app: Any) -> None:
-        # ``app`` is the EagleApp; typed loosely to keep this module free of the bootstrap import.
+    def __init__(self, app: Runtime, knowledge: KnowledgeBaseService, chat: ChatModel) -> None:
         self._app = app
+        self._knowledge = knowledge
+        self.chat = chat  # public, like AnswerEngine.model: tests point both at one model
+        self._bus = app.bus
         self._orchestrator = IngestOrchestrator(app.bus, app.encoders)
 
     async def run(self, task_id: str, owner: str | None = None) -> PipelineResult:
@@ -118,71 +117,29 @@ class IngestPipeline:
         *,
         first_attempt: bool,
     ) -> _Ingested:
-        app = self._app
         ctx = HookContext(
-            plugin_namespace=app.namespace, kb_names=(document.kb_name,), document_id=document.id
-        )
-        data = await asyncio.to_thread(_read_all, app.objects, document.object_key)
-        mime = document.mime_type  # detected from the content when it was submitted
-        engine = app.knowledge.engine(kb.engine)
-        if not getattr(engine, "native", False):
-            return await self._ingest_with_engine(document, data, kb, engine, progress)
-        source = DocumentSource(
-            document.id,
-            document.kb_name,
-            document.filename,
-            mime,
-            document.size,
-            document.sha256,
-            document.object_key,
-            dict(document.extra),
-        )
-        pipeline = (
-            await app.bus.invoke_first(hooks.ingest_route_selectors, ctx=ctx, source=source)
-            or DEFAULT_PIPELINE
-        )
-        progress("parse", 0, 1)
-        if mime.startswith("application/vnd.openxmlformats"):
-            check_archive(data, ArchiveLimits.from_settings(app.settings.ingest))
-        parsers = [r.component for r in app.registries.parsers]
-        parser = parser_for(mime, parsers, filename=document.filename, data=data)
-        context = ParseContext(data, document.filename, mime, app.settings.ingest.max_pages)
-        parsed = await _cpu_bound(len(data), mime, parser.parse, context)
-        parsed = await app.bus.invoke_transform(hooks.parse, parsed, ctx=ctx, source=source)
-
-        progress("chunk", 0, 1)
-        title = str(parsed.metadata.get("title") or PurePosixPath(document.filename).stem)
-        tree = build_tree(parsed, title=title)
-        options = _chunking(kb.creation_settings, app.settings.ingest)
-        encoder = app.encoders.get(app.text_encoder_name)
-        chunks = await asyncio.to_thread(  # the encoder counts tokens (and may load its model)
-            chunk_tree,
-            tree,
+            plugin_namespace=self._app.namespace,
+            kb_names=(document.kb_name,),
             document_id=document.id,
-            kb_name=document.kb_name,
-            options=options,
-            count_tokens=encoder.count_tokens,
         )
+        data = await asyncio.to_thread(_read_all, self._app.objects, document.object_key)
+        source = document_source(document)
+        pipeline = await self._route(source, ctx)
+        engine = self._knowledge.engine(kb.engine)
+        if isinstance(engine, KnowledgeEngine):  # bound to another engine: it does the work
+            return await self._ingest_with_engine(source, data, kb, engine, pipeline, ctx, progress)
+        progress("parse", 0, 1)
+        parsed = await self._parse(source, data, pipeline, ctx)
+        parsed = await self._bus.invoke_transform(hooks.parse, parsed, ctx=ctx, source=source)
+        progress("chunk", 0, 1)
+        tree, chunks = await self._chunk(source, parsed, kb, pipeline, ctx)
         chunks = await self._model_summaries(task_id, chunks, tree.text, progress)
-        enriched = await app.bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
+        enriched = await self._bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
         _check_chunk_hook(chunks, enriched)
-        enriched = with_document_fields(enriched, document, mime, parsed.metadata)
-
-        visuals = await app.bus.invoke_first(
-            hooks.ingest_visual_extract, ctx=ctx, source=source, parsed=parsed
-        )
-        planned = await self._orchestrator.plan(enriched, visuals or (), ctx)
-        if not first_attempt:
-            # Replace, not merge: rows an earlier attempt left (a crashed worker) go first.
-            await asyncio.to_thread(app.vectors.delete_documents, [document.id])
-        outcome = await self._orchestrator.execute(
-            planned,
-            ctx,
-            batch_size=app.settings.ingest.embed_batch,
-            on_progress=lambda done, total: progress("embed", done, total),
-        )
+        enriched = with_document_fields(enriched, document, source.mime_type, parsed.metadata)
+        outcome = await self._write(source, parsed, enriched, ctx, progress, first_attempt)
         pages = parsed.metadata.get("pages")
-        structure = {**tree.to_dict(), "pipeline": pipeline, "mime_type": mime}
+        structure = {**tree.to_dict(), "pipeline": pipeline, "mime_type": source.mime_type}
         return _Ingested(
             outcome.count,
             outcome.collections,
@@ -191,41 +148,102 @@ class IngestPipeline:
             kb.collections_used,
         )
 
+    # --- steps: each dispatches its hook; Core's subscribers do the work unless a plugin does --
+
+    async def _route(self, source: DocumentSource, ctx: HookContext) -> str:
+        """INGEST_ROUTE_SELECTORS names the pipeline whose subscribers parse and chunk."""
+        route = hooks.ingest_route_selectors
+        pipeline = await self._bus.invoke_first(route, ctx=ctx, source=source)
+        what = f"chose an ingest pipeline for {source.filename!r}"
+        return _answered(pipeline or None, route, what, document_id=source.document_id)
+
+    async def _parse(
+        self, source: DocumentSource, data: bytes, pipeline: str, ctx: HookContext
+    ) -> ParseResult:
+        hook = hooks.parse_document
+        parsed = await self._bus.invoke_first(
+            hook, ctx=ctx, source=source, data=data, pipeline=pipeline
+        )
+        what = f"parses {source.mime_type} for the {pipeline!r} pipeline"
+        return _answered(parsed, hook, what, pipeline=pipeline, document_id=source.document_id)
+
+    async def _chunk(
+        self,
+        source: DocumentSource,
+        parsed: ParseResult,
+        kb: KnowledgeBaseRecord,
+        pipeline: str,
+        ctx: HookContext,
+    ) -> tuple[StructureTree, tuple[TextChunk, ...]]:
+        """BUILD_STRUCTURE, then CHUNK_DOCUMENT with the KB's chunking options."""
+        bus, build, cut = self._bus, hooks.build_structure, hooks.chunk_document
+        found = await bus.invoke_first(
+            build, ctx=ctx, parsed=parsed, source=source, pipeline=pipeline
+        )
+        tree = _answered(found, build, f"built a structure for the {pipeline!r} pipeline")
+        options = _chunking(kb.creation_settings, self._app.settings.ingest)
+        chunks = await bus.invoke_first(
+            cut, ctx=ctx, tree=tree, source=source, options=options, pipeline=pipeline
+        )
+        what = f"chunked the document for the {pipeline!r} pipeline"
+        return tree, tuple(_answered(chunks, cut, what, pipeline=pipeline))
+
+    async def _write(
+        self,
+        source: DocumentSource,
+        parsed: ParseResult,
+        chunks: tuple[TextChunk, ...],
+        ctx: HookContext,
+        progress: ProgressReporter,
+        first_attempt: bool,
+    ) -> IngestOutcome:
+        """Visual extraction, then classify (all planned first), embed and upsert."""
+        visuals = await self._bus.invoke_first(
+            hooks.ingest_visual_extract, ctx=ctx, source=source, parsed=parsed
+        )
+        planned = await self._orchestrator.plan(chunks, visuals or (), ctx)
+        if not first_attempt:
+            # Replace, not merge: rows an earlier attempt left (a crashed worker) go first.
+            await asyncio.to_thread(self._app.vectors.delete_documents, [source.document_id])
+        return await self._orchestrator.execute(
+            planned,
+            ctx,
+            batch_size=self._app.settings.ingest.embed_batch,
+            on_progress=lambda done, total: progress("embed", done, total),
+        )
+
     async def _ingest_with_engine(
         self,
-        document: DocumentRecord,
+        source: DocumentSource,
         data: bytes,
         kb: KnowledgeBaseRecord,
-        engine: Any,
+        engine: KnowledgeEngine,
+        pipeline: str,
+        ctx: HookContext,
         progress: ProgressReporter,
     ) -> _Ingested:
         """A KB bound to another engine: hand it the file (and our parse if it cannot parse)."""
-        app = self._app
         parsed = None
         if DOC_PARSING not in engine.capabilities:
             progress("parse", 0, 1)
-            parsers = [r.component for r in app.registries.parsers]
-            parser = parser_for(document.mime_type, parsers, filename=document.filename, data=data)
-            context = ParseContext(
-                data, document.filename, document.mime_type, app.settings.ingest.max_pages
-            )
-            parsed = await asyncio.to_thread(parser.parse, context)
+            parsed = await self._parse(source, data, pipeline, ctx)
         progress(f"engine:{engine.name}", 0, 1)
         result = await engine.ingest(
             EngineDocument(
-                document.id,
-                document.kb_name,
-                document.filename,
-                document.mime_type,
+                source.document_id,
+                source.kb_name,
+                source.filename,
+                source.mime_type,
                 data,
                 dict(kb.creation_settings),
                 parsed,
             )
         )
         if result.remote_id:
-            extra = {**document.extra, "remote_document_id": result.remote_id}
-            app.repositories.documents.set_fields(document.id, extra=extra)
-        structure = {"pipeline": f"engine:{engine.name}", "mime_type": document.mime_type}
+            extra = {**source.metadata, "remote_document_id": result.remote_id}
+            documents = self._app.repositories.documents
+            await asyncio.to_thread(documents.set_fields, source.document_id, extra=extra)
+        structure = {"pipeline": f"engine:{engine.name}", "mime_type": source.mime_type}
         return _Ingested(result.chunks, (), structure, None, kb.collections_used)
 
     async def _model_summaries(
@@ -233,7 +251,7 @@ class IngestPipeline:
     ) -> tuple[TextChunk, ...]:
         """Let the chat model rewrite section summaries (``ingest.section_summaries``)."""
         config = self._app.settings.ingest
-        model = self._app.answers.model
+        model = self.chat
         wanted = config.section_summaries == "model" or (
             config.section_summaries == "auto" and model.name != "extractive"
         )
@@ -246,7 +264,7 @@ class IngestPipeline:
         note = f"section summaries by {model.name}: {written} written"
         if failed:
             note += f", {failed} kept extractive after a model failure"
-        self._app.repositories.tasks.append_log(task_id, note)
+        await asyncio.to_thread(self._app.repositories.tasks.append_log, task_id, note)
         return rewritten
 
     def _succeed(self, task_id: str, document: DocumentRecord, done: _Ingested) -> PipelineResult:
@@ -317,12 +335,11 @@ class IngestPipeline:
         return PipelineResult(document.id, "failed", error=reason)
 
 
-async def _cpu_bound(size: int, mime: str, func: Callable[..., T], *args: Any, **kw: Any) -> T:
-    """Run a parser in a worker thread, unless the input is small plain text: then the hop to
-    the thread (and back through the event loop) costs more than the parsing itself."""
-    if size <= INLINE_TEXT_CHARS and mime in INLINE_TYPES:
-        return func(*args, **kw)
-    return await asyncio.to_thread(func, *args, **kw)
+def _answered(value: T | None, hook: HookSpec[Any], what: str, **fields: Any) -> T:
+    """A FIRST hook's answer, or a PluginError saying no plugin gave one."""
+    if value is None:
+        raise PluginError(f"no plugin {what}", hook=hook.name, **fields)
+    return value
 
 
 def _chunking(creation_settings: Any, defaults: Any) -> ChunkingOptions:
@@ -330,6 +347,20 @@ def _chunking(creation_settings: Any, defaults: Any) -> ChunkingOptions:
     return ChunkingOptions(
         chunk_size=int(creation_settings.get("chunk_size", defaults.chunk_size)),
         chunk_overlap=int(creation_settings.get("chunk_overlap", defaults.chunk_overlap)),
+    )
+
+
+def document_source(document: DocumentRecord) -> DocumentSource:
+    """The document as hooks see it (its type was detected from the content on submission)."""
+    return DocumentSource(
+        document.id,
+        document.kb_name,
+        document.filename,
+        document.mime_type,
+        document.size,
+        document.sha256,
+        document.object_key,
+        dict(document.extra),
     )
 
 
@@ -393,6 +424,4 @@ def _check_chunk_hook(before: tuple[TextChunk, ...], after: tuple[TextChunk, ...
 
 
 def _reason(exc: Exception) -> str:
-    if isinstance(exc, EagleError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+    return describe(exc)

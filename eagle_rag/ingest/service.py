@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import PurePosixPath
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from eagle_rag.db.records import validate_kb_name
 from eagle_rag.db.repositories.base import new_id
@@ -25,6 +25,9 @@ from eagle_rag.ingest.fetch import UrlFetcher
 from eagle_rag.ingest.leases import stranded
 from eagle_rag.ingest.safety import ArchiveLimits, check_archive
 from eagle_rag.storage.keys import MAX_PART_LENGTH, object_key
+
+if TYPE_CHECKING:
+    from eagle_rag.runtime import Runtime
 
 READ_CHUNK = 1024 * 1024
 HEAD_BYTES = 1024 * 1024  # what type detection sees of a large file
@@ -66,7 +69,7 @@ class Submission:
 
 
 class IngestService:
-    def __init__(self, app: Any, queue: TaskQueue) -> None:
+    def __init__(self, app: Runtime, queue: TaskQueue) -> None:
         self._app = app
         self._queue = queue
 

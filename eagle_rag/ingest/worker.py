@@ -43,14 +43,13 @@ def _leases(repos: Any) -> Leases:
 async def _run(task_id: str) -> str:
     global _app
     from eagle_rag.bootstrap import bootstrap
-    from eagle_rag.ingest.pipeline import IngestPipeline
 
     if _app is None:
         _app = await bootstrap(settings, start_queue=False)
     async with heartbeat(_leases(_app.repositories), task_id):
-        result = await IngestPipeline(_app).run(task_id, owner=OWNER)
+        result = await _app.pipeline.run(task_id, owner=OWNER)
         await Flusher(_app)()  # after each task: a worker never knows when the broker drains
-    return result.status
+    return str(result.status)
 
 
 @celery.task(name=TASK_NAME)  # type: ignore[untyped-decorator]
@@ -60,8 +59,8 @@ def run_ingest(task_id: str) -> str:
 
 def _recovery_loop() -> None:
     """Re-send stranded tasks to the broker, at start and every third of a lease."""
-    from eagle_rag.bootstrap import Repositories
     from eagle_rag.db.database import Database
+    from eagle_rag.db.repositories.bundle import Repositories
 
     database = Database(settings.database.url)
     repos = Repositories.for_namespace(database, settings.plugins.default_namespace)

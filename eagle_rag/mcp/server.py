@@ -8,10 +8,10 @@ this instance (Core's and the default namespace's, never another namespace's) is
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastmcp import FastMCP
@@ -19,19 +19,18 @@ from fastmcp.server.dependencies import get_http_headers
 from pydantic import Field
 
 from eagle_rag import __version__
+from eagle_rag.api.schemas import RetrievalOptions
 from eagle_rag.api.security import NAMESPACE_HEADER, Caller, Gatekeeper
 from eagle_rag.client.errors import error_from_event
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.generation.engine import AnswerRequest
 from eagle_rag.mcp.resources import register_resources
 from eagle_rag.mcp.schemas import ANNOTATIONS, OUTPUT_SCHEMAS
-from eagle_rag.plugins.payloads import QueryRequest
+from eagle_rag.retrieval.pack import ContextPack
 from eagle_rag.retrieval.wire import search_response
 
 if TYPE_CHECKING:
     from eagle_rag.bootstrap import EagleApp
-
-MAX_TOP_K = 50
 
 # The scope arguments, as REST takes them: one KB or several (both may be given).
 KbName = Annotated[str | None, Field(description="One knowledge base to search.")]
@@ -147,8 +146,16 @@ class CoreTools:
             float | None, Field(ge=0, le=1, description="Drop passages of lower relevance.")
         ] = None,
     ) -> dict[str, Any]:
-        scope = _scope(kb_name, kb_names, tags, document_ids)
-        pack = await self._search(query, scope, top_k, filters, mode, with_images=False)
+        options = RetrievalOptions.checked(
+            kb_name=kb_name,
+            kb_names=kb_names,
+            tags=tags,
+            document_ids=document_ids,
+            filters=filters,
+            top_k=top_k,
+            mode=mode,
+        )
+        pack = await self._search(query, options)
         result = search_response(pack, score_threshold=score_threshold)
         return {"sources": result["sources"]["text"], "route": result["route"]}
 
@@ -161,8 +168,15 @@ class CoreTools:
         tags: Tags = None,
         document_ids: DocumentIds = None,
     ) -> dict[str, Any]:
-        scope = _scope(kb_name, kb_names, tags, document_ids)
-        pack = await self._search(query, scope, top_k, None, "hybrid", with_images=True)
+        options = RetrievalOptions.checked(
+            kb_name=kb_name,
+            kb_names=kb_names,
+            tags=tags,
+            document_ids=document_ids,
+            top_k=top_k,
+            with_images=True,
+        )
+        pack = await self._search(query, options)
         return {"sources": search_response(pack)["sources"]["image"]}
 
     async def query(
@@ -177,18 +191,17 @@ class CoreTools:
         document_ids: DocumentIds = None,
     ) -> dict[str, Any]:
         who = self.caller()
-        scope = _scope(kb_name, kb_names, tags, document_ids)
-        who.check_kbs(scope.kb_names)
-        request = AnswerRequest(
-            question,
-            kb_names=scope.kb_names,
-            document_ids=scope.document_ids,
-            tags=scope.tags,
-            filters=filters or {},
-            session_id=session_id,
-            top_n=top_n,
+        options = RetrievalOptions.checked(
+            kb_name=kb_name,
+            kb_names=kb_names,
+            tags=tags,
+            document_ids=document_ids,
+            filters=filters,
+            top_k=self._app.settings.generation.top_k,
         )
-        self._app.answers.validate(request)
+        who.check_kbs(options.scope())
+        request = AnswerRequest(options.query_request(question), top_n=top_n, session_id=session_id)
+        await asyncio.to_thread(self._app.answers.validate, request)
         result = await self._app.answers.answer(request, allowed_kbs=who.kb_names)
         if "answer" not in result:  # the model failed after the request was accepted
             raise error_from_event(result.get("error") or {})
@@ -208,10 +221,13 @@ class CoreTools:
         if sum(given) != 1:
             raise InvalidInputError("send exactly one of text, content_base64 or url")
         if url is not None:
-            submission = self._app.ingest.submit_url(kb_name=kb_name, url=url, tags=tags or ())
+            submission = await asyncio.to_thread(
+                self._app.ingest.submit_url, kb_name=kb_name, url=url, tags=tags or ()
+            )
         else:
             data = text.encode("utf-8") if text is not None else _decode(content_base64 or "")
-            submission = self._app.ingest.submit_file(
+            submission = await asyncio.to_thread(
+                self._app.ingest.submit_file,
                 kb_name=kb_name,
                 filename=filename or ("note.txt" if text is not None else "upload"),
                 stream=io.BytesIO(data),
@@ -222,66 +238,33 @@ class CoreTools:
     async def list_knowledge_bases(self) -> list[dict[str, Any]]:
         who = self.caller()
         repos = self._app.repositories
-        return [
-            {
-                "kb_name": kb.name,
-                "description": kb.description,
-                "documents": repos.documents.count(kb_name=kb.name),
-            }
-            for kb in repos.knowledge_bases.list()
-            if who.kb_names is None or kb.name in who.kb_names
-        ]
+
+        def listing() -> list[dict[str, Any]]:  # database reads: off the event loop
+            return [
+                {
+                    "kb_name": kb.name,
+                    "description": kb.description,
+                    "documents": repos.documents.count(kb_name=kb.name),
+                }
+                for kb in repos.knowledge_bases.list()
+                if who.kb_names is None or kb.name in who.kb_names
+            ]
+
+        return await asyncio.to_thread(listing)
 
     async def get_document(self, document_id: str) -> dict[str, Any]:
         from eagle_rag.api.schemas import document_out
 
-        document = self._app.repositories.documents.get(document_id)
+        document = await asyncio.to_thread(self._app.repositories.documents.get, document_id)
         self.caller().check_kb(document.kb_name)
         return {**document_out(document), "structure": dict(document.structure)}
 
-    async def _search(
-        self,
-        query: str,
-        scope: _Scope,
-        top_k: int,
-        filters: dict[str, Any] | None,
-        mode: str,
-        *,
-        with_images: bool,
-    ) -> Any:
+    async def _search(self, query: str, options: RetrievalOptions) -> ContextPack:
         who = self.caller()
-        who.check_kbs(scope.kb_names)
-        if not 1 <= top_k <= MAX_TOP_K:
-            raise InvalidInputError(f"top_k must be between 1 and {MAX_TOP_K}")
-        request = QueryRequest(
-            query,
-            kb_names=scope.kb_names,
-            document_ids=scope.document_ids,
-            tags=scope.tags,
-            top_k=top_k,
-            filters=filters or {},
-            mode=mode,  # type: ignore[arg-type]  # validated by the service
-            with_images=with_images,
+        who.check_kbs(options.scope())
+        return await self._app.retrieval.search(
+            options.query_request(query), allowed_kbs=who.kb_names
         )
-        return await self._app.retrieval.search(request, allowed_kbs=who.kb_names)
-
-
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    kb_names: tuple[str, ...]
-    tags: tuple[str, ...]
-    document_ids: tuple[str, ...]
-
-
-def _scope(
-    kb_name: str | None,
-    kb_names: list[str] | None,
-    tags: list[str] | None,
-    document_ids: list[str] | None,
-) -> _Scope:
-    """``kb_name`` and ``kb_names`` together, as ``SearchBody.scope`` joins them for REST."""
-    names = [*([kb_name] if kb_name else []), *(kb_names or [])]
-    return _Scope(tuple(dict.fromkeys(names)), tuple(tags or ()), tuple(document_ids or ()))
 
 
 def _decode(content: str) -> bytes:

@@ -135,7 +135,7 @@ def _import_member(
             raise InvalidInputError("an object of another namespace in the export", key=rest)
         copied = 0
         if not (target.objects.exists(rest) and target.objects.size(rest) == member.size):
-            target.objects.put(rest, handle)  # type: ignore[arg-type]
+            target.objects.put(rest, handle)
             copied = 1
         _tally(report, "objects", copied, progress, "objects")
     elif member.name == SUMMARY:

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 import httpx
 
-from eagle_rag.errors import BackendUnavailableError, ModelProviderError
-from eagle_rag.models.http_json import RETRY_STATUS, retry_after_s
+from eagle_rag.errors import ModelProviderError
+from eagle_rag.models.http_json import RetryPolicy, retry_after_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +55,7 @@ class OpenAICompatibleChat:
         self.name = f"openai:{model}"
         self.model = model
         self._url = base_url.rstrip("/") + "/chat/completions"
-        self._max_retries = max(0, max_retries)
-        self._backoff_s = backoff_s
+        self._policy = RetryPolicy("chat", model, max_retries, backoff_s)
         self._options = {"temperature": temperature, "max_tokens": max_tokens}
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = httpx.Timeout(timeout_s)
@@ -66,50 +65,26 @@ class OpenAICompatibleChat:
     async def stream(self, job: GenerationInput) -> AsyncIterator[str]:
         payload = {"model": self.model, "messages": list(job.messages), "stream": True}
         payload.update(self._options)
+        policy = self._policy
         yielded = False
         async with httpx.AsyncClient(
             timeout=self._timeout, headers=self._headers, transport=self._transport
         ) as client:
-            for attempt in range(self._max_retries + 1):
-                last = attempt == self._max_retries
+            for attempt in policy.attempts():
                 try:
                     async with client.stream("POST", self._url, json=payload) as response:
                         if response.status_code >= 400:
-                            delay = await self._refused(response, attempt, last)
-                            await asyncio.sleep(delay)
+                            body = (await response.aread()).decode("utf-8", "replace")
+                            status, wait = response.status_code, retry_after_s(response)
+                            await asyncio.sleep(policy.refused(status, body, wait, attempt))
                             continue
                         async for delta in _deltas(response, self.model):
                             yielded = True
                             yield delta
                         return
-                except httpx.TimeoutException as exc:
-                    if yielded or last:
-                        raise BackendUnavailableError(
-                            "chat endpoint timed out", backend="chat", model=self.model
-                        ) from exc
                 except httpx.TransportError as exc:
-                    if yielded or last:
-                        raise BackendUnavailableError(
-                            f"chat endpoint unreachable: {exc}", backend="chat"
-                        ) from exc
-                await asyncio.sleep(self._backoff_s * 2**attempt)
-
-    async def _refused(self, response: httpx.Response, attempt: int, last: bool) -> float:
-        """Raise for a final or non-retryable status; else the delay before the next attempt."""
-        body = (await response.aread()).decode("utf-8", "replace")[:300]
-        status = response.status_code
-        if status not in RETRY_STATUS:
-            raise ModelProviderError(
-                f"chat endpoint refused the request ({status}): {body}",
-                model=self.model,
-                status=status,
-            )
-        if last:
-            raise BackendUnavailableError(
-                f"chat endpoint kept failing ({status})", backend="chat", status=status
-            )
-        retry_after = retry_after_s(response)
-        return retry_after if retry_after is not None else self._backoff_s * 2**attempt
+                    # Never after the first token: a retry would repeat text already sent.
+                    await asyncio.sleep(policy.failed(exc, attempt, final=yielded))
 
 
 async def _deltas(response: httpx.Response, model: str) -> AsyncIterator[str]:

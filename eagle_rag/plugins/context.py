@@ -6,9 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagle_rag.ingest.core_steps import parse_bytes
 from eagle_rag.ingest.detect import detect
-from eagle_rag.ingest.parsers.base import ParseContext
-from eagle_rag.ingest.parsers.registry import parser_for
 from eagle_rag.plugins.mcp_registry import McpToolRegistry
 from eagle_rag.plugins.payloads import ParseResult
 from eagle_rag.plugins.registries import ComponentRegistry
@@ -101,10 +100,7 @@ class PluginContext:
         """
         detected = detect(data, filename, mime_type)
         parsers = [r.component for r in self._registries.parsers]
-        parser = parser_for(detected.mime_type, parsers, filename=filename, data=data)
-        context = ParseContext(data, filename, detected.mime_type, self.settings.ingest.max_pages)
-        result: ParseResult = parser.parse(context)
-        return result
+        return parse_bytes(data, filename, detected.mime_type, parsers, self.settings.ingest)
 
     def register_knowledge_engine(self, name: str, engine: Any) -> None:
         self._registries.knowledge_engines.register(name, engine, owner=self.namespace)

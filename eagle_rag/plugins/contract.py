@@ -35,7 +35,6 @@ class PluginManifest(BaseModel):
 
     namespace: str
     version: str
-    milvus_db_name: str | None = None
     depends_on: tuple[str, ...] = ()
     provides_pipelines: tuple[str, ...] = ()
     provides_specialized_collections: tuple[str, ...] = ()
@@ -64,13 +63,6 @@ class PluginManifest(BaseModel):
             if not _COLLECTION.match(name):
                 raise ValueError(f"collection name {name!r} is not a valid Milvus name")
         return value
-
-    @property
-    def database_name(self) -> str:
-        """The Milvus Database of this namespace (ADR-001): ``core`` maps to ``default``."""
-        if self.milvus_db_name:
-            return self.milvus_db_name
-        return milvus_database_for(self.namespace)
 
 
 def milvus_database_for(namespace: str) -> str:

@@ -21,6 +21,9 @@ from eagle_rag.engines.fastgpt import FastgptEngine
 from eagle_rag.engines.ragflow import RagflowEngine
 from eagle_rag.errors import PluginError
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
+from eagle_rag.ingest import core_steps
+from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
+from eagle_rag.ingest.knowhere.tree import StructureTree
 from eagle_rag.ingest.parsers.registry import builtin_parsers
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import PluginContext
@@ -29,13 +32,17 @@ from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.payloads import (
     ClassificationDecision,
     CollectionQueryPlan,
+    DocumentSource,
     EmbeddingBatch,
     EmbedRequest,
+    ParseResult,
     QueryRequest,
     QueryRouteDecision,
     TextChunk,
     UpsertBatch,
 )
+
+KNOWHERE = "knowhere"
 
 
 class CorePlugin:
@@ -44,7 +51,7 @@ class CorePlugin:
     manifest = PluginManifest(
         namespace=CORE_NAMESPACE,
         version=__version__,
-        provides_pipelines=("knowhere", "pixelrag"),
+        provides_pipelines=(KNOWHERE, "pixelrag"),
         description="Domain-agnostic Core: structure-aware text and visual retrieval.",
     )
 
@@ -69,6 +76,10 @@ class CorePlugin:
 
     def register_hooks(self, bus: HookBus) -> None:
         for hook, handler in (
+            (hooks.ingest_route_selectors, self.route),
+            (hooks.parse_document, self.parse_document),
+            (hooks.build_structure, self.build_structure),
+            (hooks.chunk_document, self.chunk_document),
             (hooks.classify_chunk, self.classify_chunk),
             (hooks.embed_text, self.embed_text),
             (hooks.upsert_vectors, self.upsert_vectors),
@@ -79,7 +90,38 @@ class CorePlugin:
     def on_unload(self) -> None:
         self._ctx = None
 
-    # --- subscribers ----------------------------------------------------------------------------
+    # --- subscribers: ingest --------------------------------------------------------------------
+
+    def route(self, source: DocumentSource) -> str:
+        """Every format goes through Knowhere (structure-aware text)."""
+        return KNOWHERE
+
+    async def parse_document(
+        self, source: DocumentSource, data: bytes, pipeline: str
+    ) -> ParseResult | None:
+        """Parse with the registered Parser that declares the document's type."""
+        if pipeline not in self.manifest.provides_pipelines:
+            return None
+        ctx = self._context()
+        parsers = [r.component for r in ctx.registries.parsers]
+        return await core_steps.parse_document(source, data, parsers, ctx.settings.ingest)
+
+    def build_structure(
+        self, parsed: ParseResult, source: DocumentSource, pipeline: str
+    ) -> StructureTree | None:
+        if pipeline not in self.manifest.provides_pipelines:
+            return None
+        return core_steps.build_structure(parsed, source)
+
+    async def chunk_document(
+        self, tree: StructureTree, source: DocumentSource, options: ChunkingOptions, pipeline: str
+    ) -> tuple[TextChunk, ...] | None:
+        if pipeline not in self.manifest.provides_pipelines:
+            return None
+        encoder = self._host("encoders").get(self.text_encoder)
+        return await core_steps.chunk_document(tree, source, options, encoder.count_tokens)
+
+    # --- subscribers: classify, embed, write, route queries ------------------------------------
 
     def classify_chunk(self, chunk: TextChunk) -> tuple[ClassificationDecision, ...]:
         """Every chunk goes to eagle_text with the configured encoder (never a specialized one)."""
@@ -102,6 +144,11 @@ class CorePlugin:
     def classify_query(self, query: QueryRequest) -> QueryRouteDecision:
         """Text queries search eagle_text; image or hybrid requests add eagle_visual."""
         return core_route(query, self.text_encoder, self._host("encoders"))
+
+    def _context(self) -> PluginContext:
+        if self._ctx is None:
+            raise PluginError("Core is not loaded", plugin=CORE_NAMESPACE)
+        return self._ctx
 
     def _host(self, name: str) -> Any:
         service = getattr(self._ctx.host, name, None) if self._ctx else None

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
+from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
+from eagle_rag.ingest.knowhere.tree import StructureTree
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.payloads import (
     ClassificationDecision,
@@ -86,9 +88,43 @@ def hookspec(mode: HookMode, policy: FailurePolicy) -> Callable[[Callable[..., R
 # --- ingest path: fail fast, so a half-processed document is never marked complete -------------
 
 
+@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
+def ingest_route_selectors(source: DocumentSource, ctx: HookContext) -> str | None:
+    """Choose the ingest pipeline for a document (Core: knowhere); later steps run for it."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
+def parse_document(
+    source: DocumentSource, data: bytes, pipeline: str, ctx: HookContext
+) -> ParseResult | None:
+    """Parse a document's bytes into a ParseResult (Core: the registered Parser of its type)."""
+    raise NotImplementedError
+
+
 @hookspec(HookMode.TRANSFORM, FailurePolicy.FAIL_FAST)
 def parse(result: ParseResult, source: DocumentSource, ctx: HookContext) -> ParseResult:
     """Enrich a parser's ParseResult before the Knowhere structure tree is built."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
+def build_structure(
+    parsed: ParseResult, source: DocumentSource, pipeline: str, ctx: HookContext
+) -> StructureTree | None:
+    """Build the document's section tree from its ParseResult (Core: the Knowhere tree)."""
+    raise NotImplementedError
+
+
+@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
+def chunk_document(
+    tree: StructureTree,
+    source: DocumentSource,
+    options: ChunkingOptions,
+    pipeline: str,
+    ctx: HookContext,
+) -> tuple[TextChunk, ...] | None:
+    """Cut the section tree into text chunks (Core: Knowhere's structure-aware chunker)."""
     raise NotImplementedError
 
 
@@ -137,12 +173,6 @@ def embed_visual(request: VisualEmbedRequest, ctx: HookContext) -> EmbeddingBatc
 @hookspec(HookMode.TRANSFORM, FailurePolicy.FAIL_FAST)
 def upsert_vectors(batch: UpsertBatch, ctx: HookContext) -> UpsertBatch:
     """Persist a batch of vector rows; Core's subscriber writes them to Milvus."""
-    raise NotImplementedError
-
-
-@hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
-def ingest_route_selectors(source: DocumentSource, ctx: HookContext) -> str | None:
-    """Choose an ingest pipeline for a document's format (None: let Core's router decide)."""
     raise NotImplementedError
 
 
@@ -227,7 +257,11 @@ def retrieve_visual_filter(
 
 
 CATALOG: tuple[HookSpec[Any], ...] = (
+    ingest_route_selectors,
+    parse_document,
     parse,
+    build_structure,
+    chunk_document,
     chunk,
     ingest_visual_extract,
     classify_chunk,
@@ -235,7 +269,6 @@ CATALOG: tuple[HookSpec[Any], ...] = (
     embed_text,
     embed_visual,
     upsert_vectors,
-    ingest_route_selectors,
     celery_tasks,
     query_assemble,
     classify_query,

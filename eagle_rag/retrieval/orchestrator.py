@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle_rag.errors import EagleError
+from eagle_rag.errors import EagleError, describe
 from eagle_rag.index.collections import VISUAL_COLLECTION
 from eagle_rag.index.filters import Filter, all_of, in_, json_eq
 from eagle_rag.plugins import hooks
@@ -73,18 +73,39 @@ class RetrieverOrchestrator:
     ) -> PlanResult:
         """``depth`` is how many hits each of the plan's searches returns (at least top_k)."""
         log = StepLog()
-        label = plan.collection
         result = PlanResult(plan)
         expansion = await self._bus.invoke_first(
             hooks.query_dense_expand, ctx=ctx, query=request, plan=plan
         )
         dense_text = (expansion.dense_text if expansion else None) or request.text
         sparse_terms = expansion.sparse_terms if expansion else ()
-        sparse_text = " ".join((request.text, *sparse_terms))
-        result.sparse_text = sparse_text
+        result.sparse_text = " ".join((request.text, *sparse_terms))
         result.where = all_of(where, await self._plan_filter(request, plan, ctx))
-        depth = max(plan.top_k, depth)
+        lists = await self._search(
+            request, plan, dense_text, max(plan.top_k, depth), ctx, result, log
+        )
+        if not lists:
+            detail = "plan skipped: every search of the plan failed"
+            log.add(f"{plan.collection}:plan", "error", detail)
+            result.failed = True
+        else:
+            result.hits = await self._fuse_and_rerank(request, plan, lists, ctx, log)
+        result.steps = log.items
+        return result
 
+    async def _search(
+        self,
+        request: QueryRequest,
+        plan: CollectionQueryPlan,
+        dense_text: str,
+        depth: int,
+        ctx: HookContext,
+        result: PlanResult,
+        log: StepLog,
+    ) -> list[RankedList]:
+        """Dense and BM25 side by side (BM25 runs while the query embeds); a failing half
+        leaves the other half's list with a warning. Sets the query vector on ``result``."""
+        label = plan.collection
         want_dense = request.mode in ("dense", "hybrid") and bool(plan.encoder)
         want_sparse = request.mode == "sparse" or (request.mode == "hybrid" and plan.hybrid)
         if not plan.encoder and request.mode != "sparse":
@@ -96,14 +117,15 @@ class RetrieverOrchestrator:
                 self._dense(plan, dense_text, depth, result.where, ctx)
             )
         if want_sparse:
-            sparse_task = asyncio.create_task(self._sparse(plan, sparse_text, depth, result.where))
-
+            sparse_task = asyncio.create_task(
+                self._sparse(plan, result.sparse_text, depth, result.where)
+            )
         lists: list[RankedList] = []
         if dense_task is not None:
             try:
                 result.vector, found, ms = await dense_task
             except Exception as exc:  # one failing half must not cost the other half
-                log.add(f"{label}:dense", "warning", f"dense search failed: {_reason(exc)}")
+                log.add(f"{label}:dense", "warning", f"dense search failed: {describe(exc)}")
             else:
                 lists.append(RankedList("dense", found))
                 log.add(f"{label}:dense", "ok", f"{len(found)} hits", ms=ms)
@@ -111,16 +133,21 @@ class RetrieverOrchestrator:
             try:
                 found, ms = await sparse_task
             except Exception as exc:
-                log.add(f"{label}:sparse", "warning", f"sparse search failed: {_reason(exc)}")
+                log.add(f"{label}:sparse", "warning", f"sparse search failed: {describe(exc)}")
             else:
                 lists.append(RankedList("sparse", found, zero=BM25_NO_MATCH))
                 log.add(f"{label}:sparse", "ok", f"{len(found)} hits", ms=ms)
-        if not lists:
-            log.add(f"{label}:plan", "error", "plan skipped: every search of the plan failed")
-            result.failed = True
-            result.steps = log.items
-            return result
+        return lists
 
+    async def _fuse_and_rerank(
+        self,
+        request: QueryRequest,
+        plan: CollectionQueryPlan,
+        lists: list[RankedList],
+        ctx: HookContext,
+        log: StepLog,
+    ) -> tuple[RetrievedHit, ...]:
+        """The plan's lists fused (rescaled scores, or RRF), then the plan's RERANK hook."""
         if self._fusion == "rrf":
             fused = rrf_fuse(lists, k=self._rrf_k, head=self._head, score_name="plan_fused")
         else:
@@ -130,11 +157,9 @@ class RetrieverOrchestrator:
             hooks.rerank, ctx=ctx, query=request, plan=plan, hits=hits
         )
         if reranked is not None:
-            hits = tuple(reranked)
-            log.add(f"{label}:rerank", "ok", "a plugin reranked this plan")
-        result.hits = hits
-        result.steps = log.items
-        return result
+            log.add(f"{plan.collection}:rerank", "ok", "a plugin reranked this plan")
+            return tuple(reranked)
+        return hits
 
     async def _dense(
         self, plan: CollectionQueryPlan, text: str, depth: int, where: Filter, ctx: HookContext
@@ -181,7 +206,3 @@ def _visual_filter(visual: VisualFilter) -> Filter:
         in_("page", visual.pages) if visual.pages else None,
         *(json_eq("metadata", str(k), v) for k, v in visual.extra.items()),
     )
-
-
-def _reason(exc: Exception) -> str:
-    return exc.message if isinstance(exc, EagleError) else f"{type(exc).__name__}: {exc}"

@@ -17,7 +17,7 @@ from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.retrieval.filters import build_metadata_filter
 
 if TYPE_CHECKING:
-    from eagle_rag.bootstrap import Repositories
+    from eagle_rag.db.repositories.bundle import Repositories
 
 MAX_SCOPE_DOCUMENTS = 1000
 NATIVE_ENGINE = "eagle"

@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from eagle_rag.engines.base import EngineQuery
 from eagle_rag.engines.schema import validate_settings
-from eagle_rag.errors import EagleError, InvalidInputError
+from eagle_rag.errors import EagleError, InvalidInputError, describe
 from eagle_rag.index.collections import BASE_COLLECTIONS
 from eagle_rag.models.rerankers import Reranker
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
-from eagle_rag.plugins.core_defaults import core_route
 from eagle_rag.plugins.payloads import (
     CollectionQueryPlan,
     QueryHints,
@@ -38,7 +37,8 @@ from eagle_rag.retrieval.pack import ContextPack, Passage, StepLog, trim_to_budg
 from eagle_rag.retrieval.scope import Scope, resolve_scope
 
 if TYPE_CHECKING:
-    from eagle_rag.bootstrap import EagleApp
+    from eagle_rag.engines.service import KnowledgeBaseService
+    from eagle_rag.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +51,11 @@ FILENAME_CACHE = 50_000
 class RetrievalService:
     """Searches one namespace; built once per app and shared by every surface."""
 
-    def __init__(self, app: EagleApp, reranker: Reranker | None = None) -> None:
+    def __init__(
+        self, app: Runtime, knowledge: KnowledgeBaseService, reranker: Reranker | None = None
+    ) -> None:
         self._app = app
+        self._knowledge = knowledge
         self._config = app.settings.retrieval
         self.reranker = reranker
         self._filename_cache: dict[str, str] = {}
@@ -76,6 +79,8 @@ class RetrievalService:
         allowed_kbs: Iterable[str] | None = None,
         request_id: str | None = None,
     ) -> ContextPack:
+        """scope → QUERY_ASSEMBLE → CLASSIFY_QUERY → plans and bridges → merge → rerank →
+        parent expansion → pack (the module docstring tells the whole path)."""
         self.validate(request)
         app = self._app
         log = StepLog()
@@ -97,6 +102,22 @@ class RetrievalService:
         hints = await self._assemble(request, ctx, log)
         decision = await self._route(request, hints, scope, ctx, log)
 
+        live, bridged = await self._retrieve(request, decision, scope, overrides, ctx, log)
+        merged = await self._merge(request, decision, live, bridged, ctx, log)
+        ranked = await self._rerank(request, merged, ctx, log)
+        final = await self._expand(request, ranked, merged, live, scope, log)
+        return await self._pack(request, final, decision, scope, log)
+
+    async def _retrieve(
+        self,
+        request: QueryRequest,
+        decision: QueryRouteDecision,
+        scope: Scope,
+        overrides: dict[str, dict[str, Any]],
+        ctx: HookContext,
+        log: StepLog,
+    ) -> tuple[list[PlanResult], list[RankedList]]:
+        """Every plan (on native KBs) and every bridged KB, concurrently; failures are skipped."""
         plans = decision.plans if scope.native else ()
         results, bridged = await asyncio.gather(
             asyncio.gather(*(self._run_plan(request, plan, scope, ctx) for plan in plans)),
@@ -110,8 +131,21 @@ class RetrievalService:
         for result in results:
             log.extend(result.steps)
         live = [r for r in results if not r.failed]
+        return live, [ranked for ranked in bridged if ranked is not None]
+
+    async def _merge(
+        self,
+        request: QueryRequest,
+        decision: QueryRouteDecision,
+        live: list[PlanResult],
+        bridged: list[RankedList],
+        ctx: HookContext,
+        log: StepLog,
+    ) -> tuple[RetrievedHit, ...]:
+        """RETRIEVE_SUPPLEMENT, RRF over plans, bridges and supplements, RRF_POST_MERGE."""
+        bus = self._app.bus
         hits_by_plan = {r.plan.collection: r.hits for r in live}
-        supplements = await app.bus.invoke_all(
+        supplements = await bus.invoke_all(
             hooks.retrieve_supplement,
             ctx=ctx,
             query=request,
@@ -120,22 +154,19 @@ class RetrievalService:
         )
         extra = [tuple(s) for s in supplements if s]
         lists = [RankedList(r.plan.collection, r.hits) for r in live]
-        lists += [ranked for ranked in bridged if ranked is not None]
+        lists += bridged
         lists += [RankedList(f"supplement{i + 1}", s) for i, s in enumerate(extra)]
         started = log.now()
         merged = tuple(rrf_fuse(lists, k=self._config.rrf_k, head=self._config.candidates))
         log.add("rrf", "ok", f"{len(lists)} lists, k={self._config.rrf_k}", since=started)
         supplement_hits = tuple(h for s in extra for h in s)
-        adjusted = await app.bus.invoke_first(
+        adjusted = await bus.invoke_first(
             hooks.rrf_post_merge, ctx=ctx, query=request, merged=merged, supplements=supplement_hits
         )
-        if adjusted is not None:
-            merged = tuple(adjusted)
-            log.add("rrf_post_merge", "ok", "a plugin adjusted the merged list")
-
-        ranked = await self._rerank(request, merged, ctx, log)
-        final = await self._expand(request, ranked, merged, live, scope, log)
-        return await self._pack(request, final, decision, scope, log)
+        if adjusted is None:
+            return merged
+        log.add("rrf_post_merge", "ok", "a plugin adjusted the merged list")
+        return tuple(adjusted)
 
     def validate(self, request: QueryRequest) -> None:
         """Reject a malformed request with a message that names the field."""
@@ -182,8 +213,9 @@ class RetrievalService:
         decision = await app.bus.invoke_first(
             hooks.classify_query, ctx=ctx, query=request, hints=hints
         )
-        if decision is None or not decision.plans:
-            decision = core_route(request, app.text_encoder.name, app.encoders)
+        if decision is None:  # Core answers unless its own subscriber failed (audited)
+            decision = QueryRouteDecision((), classifier="none", reason="no classifier answered")
+            log.add("classify_query", "error", "no CLASSIFY_QUERY subscriber routed the query")
         planned = {p.collection for p in decision.plans}
         forced: list[CollectionQueryPlan] = []
         for collection in sorted(scope.collections - planned - set(BASE_COLLECTIONS)):
@@ -216,7 +248,7 @@ class RetrievalService:
                 request, plan, scope.where, ctx, depth=self._depth(request)
             )
         except Exception as exc:  # a failing plan is skipped and audited, never raised
-            reason = exc.message if isinstance(exc, EagleError) else f"{type(exc).__name__}: {exc}"
+            reason = describe(exc)
             result = PlanResult(plan, failed=True)
             log = StepLog()
             log.add(f"{plan.collection}:plan", "error", f"plan skipped: {reason}")
@@ -267,7 +299,7 @@ class RetrievalService:
                     field="retrieval_settings",
                 )
             kb = bridged.get(name)
-            schema = self._app.knowledge.engine(kb.engine).retrieval_schema if kb else ()
+            schema = self._knowledge.engine(kb.engine).retrieval_schema if kb else ()
             given = {k: v for k, v in values.items() if v is not None}
             checked[name] = validate_settings(schema, given, what=f"retrieval_settings.{name}")
             checked[name] = {k: v for k, v in checked[name].items() if k in given}
@@ -278,8 +310,8 @@ class RetrievalService:
     ) -> RankedList | None:
         """A KB bound to another engine contributes its ranked list to the same RRF."""
         started = log.now()
-        engine = self._app.knowledge.engine(kb.engine)
         try:
+            engine = self._knowledge.bridge(kb.engine)
             hits = await engine.retrieve(
                 EngineQuery(
                     request.text,
@@ -290,7 +322,7 @@ class RetrievalService:
                 )
             )
         except Exception as exc:  # a failing engine costs its KB's hits, never the search
-            reason = exc.message if isinstance(exc, EagleError) else f"{type(exc).__name__}: {exc}"
+            reason = describe(exc)
             log.add(f"{kb.name}:{kb.engine}", "warning", f"engine failed: {reason}", since=started)
             self._app.audit.log_decision(
                 "retrieval",
@@ -329,7 +361,7 @@ class RetrievalService:
         try:
             scores = await asyncio.to_thread(reranker.rerank, request.text, [h.text for h in pool])
         except Exception as exc:
-            reason = exc.message if isinstance(exc, EagleError) else str(exc)
+            reason = describe(exc)
             log.add("rerank", "warning", f"reranker failed, fused order kept: {reason}")
             return merged
         order = sorted(range(len(pool)), key=lambda i: -scores[i])

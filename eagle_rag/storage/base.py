@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import Protocol
 
 CHUNK_SIZE = 1024 * 1024
 
@@ -18,12 +18,19 @@ class StoredObject:
     sha256: str
 
 
+class Readable(Protocol):
+    """What ``put`` reads from: any binary stream (a file, an upload, a capped or hashing
+    wrapper around one)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class ObjectStore(Protocol):
     """Stores bytes under namespaced keys; reads and writes stream, never buffer whole files."""
 
     name: str
 
-    def put(self, key: str, stream: BinaryIO, *, content_type: str = ...) -> StoredObject:
+    def put(self, key: str, stream: Readable, *, content_type: str = ...) -> StoredObject:
         """Write ``stream`` to ``key`` (replacing it) and return its size and SHA-256."""
 
     def open(self, key: str) -> Iterator[bytes]:
@@ -43,3 +50,6 @@ class ObjectStore(Protocol):
 
     def health(self) -> str:
         """Raise if the store cannot be used; return a short description otherwise."""
+
+    def ensure_bucket(self) -> str:
+        """Create the store's bucket (or directory) if missing, at start-up; say which it did."""

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from typing import BinaryIO
 
-from eagle_rag.storage.base import CHUNK_SIZE
+from eagle_rag.storage.base import CHUNK_SIZE, Readable
 
 
 class HashingReader:
     """Wraps a binary stream, counting and hashing the bytes as a consumer reads them."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: Readable) -> None:
         self._stream = stream
         self._digest = hashlib.sha256()
         self.size = 0

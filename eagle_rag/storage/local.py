@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from eagle_rag.errors import BackendUnavailableError, InvalidInputError, NotFoundError
-from eagle_rag.storage.base import CHUNK_SIZE, StoredObject
+from eagle_rag.storage.base import CHUNK_SIZE, Readable, StoredObject
 from eagle_rag.storage.hashing import HashingReader
 from eagle_rag.storage.keys import validate_key
 
@@ -32,7 +32,7 @@ class LocalObjectStore:
         return path
 
     def put(
-        self, key: str, stream: BinaryIO, *, content_type: str = "application/octet-stream"
+        self, key: str, stream: Readable, *, content_type: str = "application/octet-stream"
     ) -> StoredObject:
         path = self._path(key)
         reader = HashingReader(stream)
@@ -89,6 +89,12 @@ class LocalObjectStore:
             for p in base.rglob("*")
             if p.is_file() and not p.name.startswith(".upload-")
         )
+
+    def ensure_bucket(self) -> str:
+        """The local store's "bucket" is its directory."""
+        existed = self.root.is_dir()
+        self.health()
+        return f"local {self.root} {'verified' if existed else 'created'}"
 
     def health(self) -> str:
         try:

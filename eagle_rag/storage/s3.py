@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
 from eagle_rag.errors import BackendUnavailableError, NotFoundError
-from eagle_rag.storage.base import CHUNK_SIZE, StoredObject
+from eagle_rag.storage.base import CHUNK_SIZE, Readable, StoredObject
 from eagle_rag.storage.hashing import HashingReader
 from eagle_rag.storage.keys import validate_key
 
@@ -23,7 +23,7 @@ class S3ObjectStore:
         self.bucket = bucket
 
     def put(
-        self, key: str, stream: BinaryIO, *, content_type: str = "application/octet-stream"
+        self, key: str, stream: Readable, *, content_type: str = "application/octet-stream"
     ) -> StoredObject:
         validate_key(key)
         reader = HashingReader(stream)
@@ -78,16 +78,30 @@ class S3ObjectStore:
             raise BackendUnavailableError(f"S3 list failed: {exc}", backend="s3") from exc
         return sorted(keys)
 
-    def ensure_bucket(self) -> None:
-        """Create the bucket if it does not exist (embedded S3 servers and first deployments)."""
-        try:
-            self._client.head_bucket(Bucket=self.bucket)
-        except Exception:
-            self._call(self._client.create_bucket, Bucket=self.bucket)
+    def ensure_bucket(self) -> str:
+        """Create the bucket if it does not exist (first deployments); called at start-up."""
+        if self._bucket_exists():
+            return f"s3 bucket {self.bucket} verified"
+        self._call(self._client.create_bucket, Bucket=self.bucket)
+        return f"s3 bucket {self.bucket} created"
 
     def health(self) -> str:
-        self._call(self._client.head_bucket, Bucket=self.bucket)
-        return f"s3 bucket {self.bucket}"
+        if self._bucket_exists():
+            return f"s3 bucket {self.bucket} exists"
+        return f"s3 bucket {self.bucket} does not exist yet: start-up creates it"
+
+    def _bucket_exists(self) -> bool:
+        """True or False; anything but a missing bucket (denied, unreachable) raises."""
+        try:
+            self._client.head_bucket(Bucket=self.bucket)
+        except Exception as exc:
+            code = str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+            if code in (*_MISSING, "NoSuchBucket"):
+                return False
+            raise BackendUnavailableError(
+                f"S3 head_bucket failed: {exc}", backend="s3", bucket=self.bucket
+            ) from exc
+        return True
 
     def _call(self, method: Any, *args: Any, missing: str | None = None, **kwargs: Any) -> Any:
         try:

@@ -42,7 +42,6 @@ class BiomedPlugin:
     manifest = PluginManifest(
         namespace=NAMESPACE,
         version="0.1.0",
-        milvus_db_name="biomed",
         depends_on=("core",),
         provides_specialized_collections=(COLLECTION,),
         provides_mcp_tools=("query_entities", "retrieve_compounds"),

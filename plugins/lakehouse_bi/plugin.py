@@ -56,7 +56,6 @@ class LakehouseBiPlugin:
     manifest = PluginManifest(
         namespace=NAMESPACE,
         version="0.1.0",
-        milvus_db_name="lakehouse_bi",
         provides_mcp_tools=("query_semantic_context", "retrieve_historical_analysis"),
         description=(
             "Semantic-layer metadata (dbt, MetricFlow, LookML, Cube, SQL DDL) as typed chunks "

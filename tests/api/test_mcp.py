@@ -106,7 +106,7 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
     ("tool", "arguments", "message"),
     [
         ("core_retrieve_text", {"query": "x", "kb_names": ["nope"]}, "not found"),
-        ("core_retrieve_text", {"query": "x", "top_k": 500}, "top_k must be"),
+        ("core_retrieve_text", {"query": "x", "top_k": 500}, "top_k: Input should be less"),
         ("core_ingest", {"kb_name": "mcp", "url": "file:///etc/passwd"}, "http"),
         ("core_ingest", {"kb_name": "mcp", "url": "http://127.0.0.1:22/"}, "refusing to fetch"),
         ("core_ingest", {"kb_name": "mcp"}, "exactly one"),

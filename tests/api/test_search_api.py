@@ -183,6 +183,29 @@ def test_another_namespace_is_forbidden(client: httpx.Client) -> None:
     assert same.status_code == 200
 
 
+@pytest.mark.parametrize("path", ["/search", "/search/stream", "/query", "/query/stream"])
+def test_the_seeds_plugin_namespace_field_is_accepted_and_checked(
+    client: httpx.Client, path: str
+) -> None:
+    body = {"query": "inverter", "kb_name": "docs", "plugin_namespace": "core"}
+    assert client.post(path, json=body).status_code == 200
+    refused = client.post(path, json={**body, "plugin_namespace": "biomed"})
+    assert refused.status_code == 403 and refused.json()["code"] == "namespace_forbidden"
+    in_query = client.post(path, params={"plugin_namespace": "biomed"}, json={"query": "x"})
+    assert in_query.status_code == 403
+
+
+def test_plugin_namespace_in_query_strings_and_other_bodies(client: httpx.Client) -> None:
+    assert client.get("/knowledge_bases", params={"plugin_namespace": "core"}).status_code == 200
+    refused = client.get("/knowledge_bases", params={"plugin_namespace": "biomed"})
+    assert refused.status_code == 403 and refused.json()["details"]["namespace"] == "biomed"
+    created = client.post("/knowledge_bases", json={"kb_name": "ns-ok", "plugin_namespace": "core"})
+    assert created.status_code in (200, 201)
+    foreign = client.post("/knowledge_bases", json={"kb_name": "ns-no", "plugin_namespace": "x-y"})
+    assert foreign.status_code == 403
+    assert client.get("/knowledge_bases/ns-no").status_code == 404  # nothing was created
+
+
 def test_tokens_reach_the_client_while_the_model_is_still_writing(
     server: RunningServer, client: httpx.Client
 ) -> None:

@@ -149,3 +149,27 @@ def test_unreachable_s3_is_a_backend_error() -> None:
     dead = _s3_store(f"http://127.0.0.1:{free_port()}", "bucket")
     with pytest.raises(BackendUnavailableError, match="S3"):
         dead.put(object_key("core", "kb", "d", "f"), io.BytesIO(b"x"))
+
+
+@pytest.mark.integration
+def test_start_up_creates_a_missing_s3_bucket_and_says_which(s3_endpoint: str) -> None:
+    store = _s3_store(s3_endpoint, f"new-{uuid.uuid4().hex[:12]}")
+    assert store.health().endswith("does not exist yet: start-up creates it")
+    assert store.ensure_bucket().endswith("created")
+    assert store.ensure_bucket().endswith("verified")
+    assert store.health().endswith("exists")
+    stored = store.put(object_key("core", "kb", "d", "f"), io.BytesIO(b"x"))
+    assert stored.size == 1
+
+
+def test_start_up_creates_the_local_directory_and_says_which(tmp_path: Path) -> None:
+    store = LocalObjectStore(tmp_path / "fresh")
+    assert store.ensure_bucket().endswith("created") and (tmp_path / "fresh").is_dir()
+    assert store.ensure_bucket().endswith("verified")
+
+
+@pytest.mark.integration
+def test_an_s3_bucket_that_cannot_be_checked_is_a_backend_error() -> None:
+    dead = _s3_store(f"http://127.0.0.1:{free_port()}", "bucket")
+    with pytest.raises(BackendUnavailableError, match="head_bucket"):
+        dead.ensure_bucket()

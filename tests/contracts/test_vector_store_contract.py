@@ -220,12 +220,6 @@ def test_bm25_queries_skip_function_words_unless_nothing_else_is_left(
     assert {h.id for h in only_function_words} == {f"{kb}:d1:0", f"{kb}:d1:4"}
 
 
-def test_hybrid_search_fuses_dense_and_bm25(store: MilvusVectorStore, kb: str) -> None:
-    _fill(store, kb)
-    hits = store.search_hybrid(TEXT_COLLECTION, _vec(1), "北京大学", top_k=5, where=_in(kb))
-    assert {h.id for h in hits[:2]} == {f"{kb}:d1:1", f"{kb}:d1:2"}  # dense best, BM25 best
-
-
 def test_scalar_json_and_array_filters(store: MilvusVectorStore, kb: str) -> None:
     _fill(store, kb)
 

@@ -24,7 +24,9 @@ async def events(app: EagleApp, request: AnswerRequest) -> list[tuple[str, dict[
 async def test_events_follow_the_grammar_and_citations_resolve(
     app: EagleApp, corpus: Corpus
 ) -> None:
-    stream = await events(app, AnswerRequest("how do I connect the inverter", kb_names=("alpha",)))
+    stream = await events(
+        app, app.answers.request("how do I connect the inverter", kb_names=("alpha",))
+    )
     names = [name for name, _ in stream]
     tokens = names.count("token")
     assert tokens > 1
@@ -44,13 +46,13 @@ async def test_events_follow_the_grammar_and_citations_resolve(
 
 
 async def test_the_answer_language_follows_the_query(app: EagleApp, corpus: Corpus) -> None:
-    done = await app.answers.answer(AnswerRequest("逆变器怎么连接", kb_names=("zh",)))
+    done = await app.answers.answer(app.answers.request("逆变器怎么连接", kb_names=("zh",)))
     assert done["answer"].startswith("逆变器需要用铜线连接")
     assert done["steps"][-1]["language"] == "zh"
 
 
 async def test_attachments_get_a_step_and_reach_the_prompt(app: EagleApp, corpus: Corpus) -> None:
-    request = AnswerRequest(
+    request = app.answers.request(
         "what do the notes say about gloves",
         kb_names=("alpha",),
         attachments=(Attachment("notes.txt", "Always wear gloves on the roof."),),
@@ -73,10 +75,10 @@ async def test_sessions_carry_earlier_turns_and_store_messages(
     replies = iter([sse("Use copper cables [1]."), sse("Twice a year [1].")])
     with openai_model(app, lambda body: next(replies)) as recorded:
         first = await app.answers.answer(
-            AnswerRequest("how do I wire the inverter", kb_names=("alpha",))
+            app.answers.request("how do I wire the inverter", kb_names=("alpha",))
         )
         second = await app.answers.answer(
-            AnswerRequest(
+            app.answers.request(
                 "and how often do I clean it", kb_names=("alpha",), session_id=first["session_id"]
             )
         )
@@ -98,7 +100,9 @@ async def test_sessions_carry_earlier_turns_and_store_messages(
 
 async def test_out_of_range_citations_are_reported(app: EagleApp, corpus: Corpus) -> None:
     with openai_model(app, lambda body: sse("It says so [1] and [9].")):
-        done = await app.answers.answer(AnswerRequest("inverter", kb_names=("alpha",), top_n=2))
+        done = await app.answers.answer(
+            app.answers.request("inverter", kb_names=("alpha",), top_n=2)
+        )
     assert done["warnings"] == ["the answer cites sources that were not sent: [9]"]
     assert done["steps"][-1]["out_of_range"] == [9]
     assert done["steps"][-1]["status"] == "warning"
@@ -108,7 +112,7 @@ async def test_a_failing_model_ends_the_stream_with_an_error_event(
     app: EagleApp, corpus: Corpus
 ) -> None:
     with openai_model(app, lambda body: json_answer(503, {"error": "down"})):
-        stream = await events(app, AnswerRequest("inverter", kb_names=("alpha",)))
+        stream = await events(app, app.answers.request("inverter", kb_names=("alpha",)))
     assert [n for n, _ in stream][-2:] == ["sources", "error"]
     assert stream[-1][1]["code"] == "backend_unavailable"
 
@@ -127,7 +131,7 @@ async def test_bad_requests_become_one_error_event(
 ) -> None:
     before = len(app.repositories.sessions.list())
     options = {"query": "inverter", **request_options}
-    stream = await events(app, AnswerRequest(**options))
+    stream = await events(app, app.answers.request(**options))
     assert [n for n, _ in stream] == ["error"]
     assert stream[0][1]["code"] == code
     assert len(app.repositories.sessions.list()) == before  # no empty session left behind

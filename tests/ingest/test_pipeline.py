@@ -171,12 +171,11 @@ async def test_a_completed_task_is_not_retried(app: EagleApp, kb: str) -> None:
 
 
 async def test_running_a_task_twice_leaves_the_same_rows(app: EagleApp, kb: str) -> None:
-    from eagle_rag.ingest.pipeline import IngestPipeline
 
     submission = await _ingest(app, kb, docs.MARKDOWN.encode(), "guide.md")
     before = sorted(r["id"] for r in app.vectors.query(TEXT_COLLECTION, f.eq("kb_name", kb)))
     # At-least-once: a duplicate delivery of a finished task is skipped, not run again.
-    result = await IngestPipeline(app).run(submission.job_id)
+    result = await app.pipeline.run(submission.job_id)
     after = sorted(r["id"] for r in app.vectors.query(TEXT_COLLECTION, f.eq("kb_name", kb)))
     assert result.status == "skipped" and before == after
     assert app.repositories.tasks.get(submission.job_id).attempts == 1
@@ -411,17 +410,16 @@ async def test_url_ingest_end_to_end(app: EagleApp, kb: str) -> None:
 async def test_a_failed_store_write_leaves_no_document_behind(
     app: EagleApp, kb: str, tmp_path: Any
 ) -> None:
+    from dataclasses import replace
+
+    from eagle_rag.ingest.service import IngestService
     from eagle_rag.storage.local import LocalObjectStore
 
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the store expects a folder")
-    working = app.objects
-    app.objects = LocalObjectStore(blocker)
-    try:
-        with pytest.raises(BackendUnavailableError, match="local object store write failed"):
-            app.ingest.submit_file(kb_name=kb, filename="a.txt", stream=io.BytesIO(b"keep me"))
-    finally:
-        app.objects = working
+    broken = IngestService(replace(app, objects=LocalObjectStore(blocker)), app.queue)
+    with pytest.raises(BackendUnavailableError, match="local object store write failed"):
+        broken.submit_file(kb_name=kb, filename="a.txt", stream=io.BytesIO(b"keep me"))
     assert app.repositories.documents.count(kb_name=kb) == 0
     retried = await _ingest(app, kb, b"keep me", "a.txt")
     assert not retried.dedup_hit

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
+from eagle_rag.ingest.knowhere.tree import build_tree
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hookbus import HookBus
@@ -39,9 +41,23 @@ HIT = RetrievedHit("c1", "eagle_text", "d1", "kb", "text", "doc/a", 0.5)
 QUERY = QueryRequest("what is eagle")
 CHUNK = TextChunk("c1", "d1", "kb", "text", "doc/a", 1, 0)
 VISUAL = VisualChunk("v1", "d1", "kb", "img1", 1, "tile")
+TREE = build_tree(ParseResult("t"), title="a")
+OPTIONS = ChunkingOptions(64, 8)
 
 # For each hook: the arguments a caller passes, and a result a subscriber returns.
 SAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
+    "PARSE_DOCUMENT": (
+        {"source": SOURCE, "data": b"%PDF", "pipeline": "knowhere"},
+        ParseResult("parsed"),
+    ),
+    "BUILD_STRUCTURE": (
+        {"parsed": ParseResult("t"), "source": SOURCE, "pipeline": "knowhere"},
+        TREE,
+    ),
+    "CHUNK_DOCUMENT": (
+        {"tree": TREE, "source": SOURCE, "options": OPTIONS, "pipeline": "knowhere"},
+        (CHUNK,),
+    ),
     "PARSE": ({"result": ParseResult("t"), "source": SOURCE}, ParseResult("enriched")),
     "CHUNK": ({"chunks": (CHUNK,), "source": SOURCE}, (CHUNK, CHUNK)),
     "INGEST_VISUAL_EXTRACT": ({"source": SOURCE, "parsed": ParseResult("t")}, (VISUAL,)),

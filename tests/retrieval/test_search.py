@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from eagle_rag.bootstrap import EagleApp, Repositories
+from eagle_rag.bootstrap import EagleApp
+from eagle_rag.db.repositories.bundle import Repositories
 from eagle_rag.errors import InvalidInputError, NotFoundError, PermissionDeniedError
 from eagle_rag.index.filters import eq
 from eagle_rag.ingest.deletion import remove_document
@@ -44,21 +45,20 @@ async def test_hybrid_search_cites_the_section_that_answers(app: EagleApp, corpu
 
 
 async def test_the_plans_dense_and_bm25_lists_fuse_as_configured(
-    app: EagleApp, corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+    app: EagleApp, corpus: Corpus
 ) -> None:
     request = QueryRequest(
         "connect the inverter copper cables", kb_names=("alpha",), top_k=3, expand_parents=False
     )
     normalized = (await app.retrieval.search(request)).passages[0].scores
     retrieval = app.settings.retrieval.model_copy(update={"hybrid_fusion": "rrf"})
-    monkeypatch.setattr(app, "settings", app.settings.model_copy(update={"retrieval": retrieval}))
-    by_rank = (await RetrievalService(app).search(request)).passages[0].scores
+    rrf_app = replace(app, settings=app.settings.model_copy(update={"retrieval": retrieval}))
+    by_rank = (await RetrievalService(rrf_app, app.knowledge).search(request)).passages[0].scores
 
     def rrf(scores: Mapping[str, float]) -> float:
         return sum(1 / (60 + scores[f"{name}_rank"]) for name in ("dense", "sparse"))
 
     assert by_rank["plan_fused"] == pytest.approx(rrf(by_rank))
-    monkeypatch.undo()
     # BM25 is rescaled from its true zero: each hit's share of the best BM25 score.
     words = replace(request, text="panels brackets inverter", top_k=5, mode="sparse")
     bm25 = (await app.retrieval.search(words)).passages

@@ -80,7 +80,7 @@ class ChatCompletionBody(BaseModel):
 async def list_models(request: Request) -> JSONResponse:
     """``eagle:<kb>`` for each knowledge base the caller may use."""
     try:
-        who = caller(request)
+        who = await caller(request)
         app: EagleApp = request.app.state.eagle
         kbs = await asyncio.to_thread(app.repositories.knowledge_bases.list)
     except EagleError as exc:
@@ -92,7 +92,7 @@ async def list_models(request: Request) -> JSONResponse:
 @router.get("/models/{model}")
 async def get_model(model: str, request: Request) -> JSONResponse:
     try:
-        who = caller(request)
+        who = await caller(request)
         app: EagleApp = request.app.state.eagle
         names = kb_names_of(model)
         who.check_kbs(names)
@@ -107,7 +107,7 @@ async def get_model(model: str, request: Request) -> JSONResponse:
 async def chat_completions(request: Request) -> Any:
     """A grounded, cited answer to the last user message, plain or streamed."""
     try:
-        who = caller(request)
+        who = await caller(request)
         body = _parse(await request.body())
         app: EagleApp = request.app.state.eagle
         names = kb_names_of(body.model)
@@ -215,7 +215,7 @@ def _answer_request(app: EagleApp, body: ChatCompletionBody, names: tuple[str, .
         session_id = sessions.create(title=turns[-1].text()[:80], kb_names=names).id
         for turn in history:
             sessions.add_message(session_id, role=turn.role, content=turn.text())
-    return AnswerRequest(
+    return app.answers.request(
         turns[-1].text(),
         kb_names=names,
         document_ids=tuple(options.document_ids),

@@ -11,39 +11,21 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse
 
 from eagle_rag.api.deps import App, Who
-from eagle_rag.api.schemas import ERRORS, QueryBody, SearchBody, SearchOnlyBody
+from eagle_rag.api.schemas import ERRORS, QueryBody, SearchOnlyBody
 from eagle_rag.bootstrap import EagleApp
-from eagle_rag.errors import EagleError
+from eagle_rag.errors import EagleError, error_body
 from eagle_rag.generation.attachments import read_attachment
 from eagle_rag.generation.engine import AnswerRequest
-from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.retrieval.wire import search_response
 
 router = APIRouter(responses=ERRORS)
-
-
-def _query_request(body: SearchBody) -> QueryRequest:
-    return QueryRequest(
-        body.query,
-        kb_names=body.scope(),
-        document_ids=tuple(body.document_ids),
-        tags=tuple(body.tags),
-        filters=body.filters,
-        top_k=body.top_k,
-        mode=body.mode,
-        with_images=body.with_images,
-        rerank=body.rerank,
-        expand_parents=body.expand_parents,
-        token_budget=body.token_budget,
-        retrieval_settings=body.retrieval_settings,
-    )
 
 
 @router.post("/search", tags=["search"])
 async def search(body: SearchOnlyBody, app: App, who: Who) -> dict[str, Any]:
     """Ranked evidence: ``{sources: {text, image}, route, steps}``."""
     who.check_kbs(body.scope())
-    pack = await app.retrieval.search(_query_request(body), allowed_kbs=who.kb_names)
+    pack = await app.retrieval.search(body.query_request(), allowed_kbs=who.kb_names)
     return search_response(pack, score_threshold=body.score_threshold)
 
 
@@ -54,9 +36,9 @@ async def search_stream(body: SearchOnlyBody, app: App, who: Who) -> EventSource
 
     async def events() -> AsyncIterator[dict[str, str]]:
         try:
-            pack = await app.retrieval.search(_query_request(body), allowed_kbs=who.kb_names)
+            pack = await app.retrieval.search(body.query_request(), allowed_kbs=who.kb_names)
         except EagleError as exc:
-            yield _event("error", {"code": exc.code, "message": exc.message})
+            yield _event("error", error_body(exc))
             return
         result = search_response(pack, score_threshold=body.score_threshold)
         for step in result["steps"]:
@@ -75,22 +57,11 @@ async def _answer_request(app: EagleApp, body: QueryBody) -> AnswerRequest:
         for a in body.attachments
     ]
     return AnswerRequest(
-        body.query,
-        kb_names=body.scope(),
-        document_ids=tuple(body.document_ids),
-        tags=tuple(body.tags),
-        filters=body.filters,
-        mode=body.mode,
-        top_k=body.top_k,
+        body.query_request(),
         top_n=body.top_n,
         language=body.language,
         session_id=body.session_id,
         attachments=tuple(attachments),
-        with_images=body.with_images,
-        retrieval_settings=body.retrieval_settings,
-        rerank=body.rerank,
-        expand_parents=body.expand_parents,
-        token_budget=body.token_budget,
     )
 
 
