@@ -201,7 +201,8 @@ class AnswerEngine:
     ) -> AnswerRequest:
         """An AnswerRequest whose recall depth defaults to ``generation.top_k`` (surfaces that
         take no top_k: MCP, the CLI)."""
-        retrieval.setdefault("top_k", self._config.top_k)
+        if retrieval.get("top_k") is None:
+            retrieval["top_k"] = self._config.top_k
         recall = QueryRequest(query, **retrieval)
         return AnswerRequest(recall, top_n, language, session_id, attachments)
 
