@@ -41,6 +41,19 @@ class Caller:
         for name in kb_names:
             self.check_kb(name)
 
+    def scope(self, requested: Iterable[str]) -> tuple[str, ...] | None:
+        """The KBs a search may read: those requested (each checked), else the key's own, else
+        None for every KB of the namespace. A key restricted to no KB at all is refused."""
+        names = tuple(dict.fromkeys(requested))
+        self.check_kbs(names)
+        if names:
+            return names
+        if self.kb_names is None:
+            return None
+        if not self.kb_names:
+            raise PermissionDeniedError("this API key may use no knowledge base")
+        return tuple(sorted(self.kb_names))
+
 
 class RateLimiter:
     """A token bucket per caller: ``per_minute`` requests, refilled continuously."""

@@ -15,15 +15,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastmcp import FastMCP
-from fastmcp.server.dependencies import get_http_headers
 from pydantic import Field
 
 from eagle_rag import __version__
 from eagle_rag.api.schemas import RetrievalOptions
-from eagle_rag.api.security import NAMESPACE_HEADER, Caller, Gatekeeper
+from eagle_rag.api.security import Caller, Gatekeeper
 from eagle_rag.client.errors import error_from_event
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.generation.engine import AnswerRequest
+from eagle_rag.mcp.caller import mcp_caller
 from eagle_rag.mcp.resources import register_resources
 from eagle_rag.mcp.schemas import ANNOTATIONS, OUTPUT_SCHEMAS
 from eagle_rag.retrieval.pack import ContextPack
@@ -125,12 +125,8 @@ class CoreTools:
         ]
 
     def caller(self) -> Caller:
-        """The MCP caller: over HTTP the key's caller (checked again here for scope, namespace
-        and rate), over stdio the local user."""
-        headers = get_http_headers(include_all=True)  # empty over stdio
-        if not headers:
-            return Caller("stdio")
-        return self._gate.admit(headers.get("authorization"), headers.get(NAMESPACE_HEADER), None)
+        """The MCP caller, checked again here for scope, namespace and rate (see mcp_caller)."""
+        return mcp_caller(self._gate)
 
     async def retrieve_text(
         self,

@@ -39,6 +39,7 @@ CSP = (
 )
 KB_PAGE = 25
 DOC_PAGE = 50
+MAX_PAGE = 100_000  # larger page numbers would overflow the database offset
 CHUNK_LIMIT = 2000
 
 router = APIRouter(include_in_schema=False)
@@ -122,7 +123,7 @@ async def ask_page(request: Request) -> HTMLResponse:
 
 @router.get("/ui/fragments/kbs", response_class=HTMLResponse)
 async def kb_rows(
-    request: Request, app: App, who: Who, page: Annotated[int, Query(ge=1)] = 1
+    request: Request, app: App, who: Who, page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1
 ) -> HTMLResponse:
     """One page of the KB list with counts (documents, chunks, by status)."""
 
@@ -175,7 +176,7 @@ async def document_rows(
     app: App,
     who: Who,
     kb_name: str,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
     """One page of a KB's documents (never the whole KB: a KB may hold many thousands)."""
     who.check_kb(kb_name)

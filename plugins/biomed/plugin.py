@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from eagle_rag.api.security import Gatekeeper
 from eagle_rag.errors import SettingsError
 from eagle_rag.models.factory import build_text_encoder
 from eagle_rag.models.rerankers import build_reranker
@@ -107,7 +108,7 @@ class BiomedPlugin:
             )
 
     def register_mcp_tools(self, ctx: PluginContext) -> None:
-        tools = BiomedTools(self._require())
+        tools = BiomedTools(self._require(), Gatekeeper(ctx.settings))
         ctx.register_mcp_tool(
             "query_entities",
             tools.query_entities,

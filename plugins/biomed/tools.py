@@ -6,8 +6,10 @@ import asyncio
 from collections import OrderedDict
 from typing import Any
 
+from eagle_rag.api.security import Gatekeeper
 from eagle_rag.errors import InvalidInputError
-from eagle_rag.index.filters import all_of, eq
+from eagle_rag.index.filters import all_of, in_
+from eagle_rag.mcp.caller import mcp_caller
 from eagle_rag.plugins.payloads import RetrievedHit
 from eagle_rag.retrieval.fusion import RankedList, normalized_fuse
 from eagle_rag.retrieval.hits import to_hit
@@ -23,8 +25,9 @@ MAX_TOP_K = 50
 class BiomedTools:
     """Handlers registered as ``biomed_query_entities`` and ``biomed_retrieve_compounds``."""
 
-    def __init__(self, runtime: BiomedRuntime) -> None:
+    def __init__(self, runtime: BiomedRuntime, gate: Gatekeeper) -> None:
         self._rt = runtime
+        self._gate = gate  # admits each caller as Core's tools do (API key, its KBs)
 
     def query_entities(self, text: str) -> dict[str, Any]:
         """Entities a text names (lexicon ids, names, synonyms, mentions), its abbreviations
@@ -63,6 +66,7 @@ class BiomedTools:
     ) -> dict[str, Any]:
         """Evidence passages about a named drug or compound: chunks that name it, best first."""
         _check_text(compound, "compound")
+        scope = mcp_caller(self._gate).scope([kb_name] if kb_name else ())
         if not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInputError(f"top_k must be between 1 and {MAX_TOP_K}", field="top_k")
         rt = self._rt
@@ -71,7 +75,7 @@ class BiomedTools:
             raise InvalidInputError(
                 f"{compound!r} names no entity of the biomedical lexicon", field="compound"
             )
-        where = all_of(eq("kb_name", kb_name) if kb_name else None, entity_filter(ids))
+        where = all_of(in_("kb_name", scope) if scope else None, entity_filter(ids))
         names = [name for i in ids for name in rt.finder.synonyms_of(i)[:5]]
         hits = await self._search(" ".join([compound, *names]), where, max(top_k, rt.candidates))
         return {

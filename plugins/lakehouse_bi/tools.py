@@ -12,12 +12,11 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fastmcp.server.dependencies import get_http_headers
-
-from eagle_rag.api.security import NAMESPACE_HEADER, Caller, Gatekeeper
+from eagle_rag.api.security import Gatekeeper
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import Filter, all_of, in_, json_in
+from eagle_rag.mcp.caller import mcp_caller
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.payloads import CollectionQueryPlan, QueryRequest, RetrievedHit
@@ -155,17 +154,9 @@ class LakehouseTools:
         return list(exact_first(result.hits, exact))[:top_k]
 
     def _admit(self, kb_names: list[str] | None) -> list[str]:
-        caller = self._caller()
-        caller.check_kbs(kb_names or ())
-        if kb_names:
-            return list(kb_names)
-        return sorted(caller.kb_names) if caller.kb_names is not None else []
-
-    def _caller(self) -> Caller:
-        headers = get_http_headers(include_all=True)  # empty over stdio: the local user
-        if not headers:
-            return Caller("stdio")
-        return self._gate.admit(headers.get("authorization"), headers.get(NAMESPACE_HEADER), None)
+        """The KBs to read (empty: all of the namespace), admitted as Core's tools admit them."""
+        scope = mcp_caller(self._gate).scope(kb_names or ())
+        return list(scope) if scope is not None else []
 
 
 def _kbs(kbs: Sequence[str]) -> Filter | None:

@@ -185,3 +185,11 @@ def test_unknown_ids_are_404(client: httpx.Client) -> None:
         answer = client.get(path)
         assert answer.status_code == 404 and answer.json()["code"] == "not_found"
     assert client.get("/no/such/route").status_code == 404
+
+
+def test_paging_beyond_any_catalog_is_a_clear_422(client: httpx.Client) -> None:
+    # Schemathesis found offsets past 2**63 overflowing the database (a 500).
+    for path in ("/knowledge_bases", "/documents"):
+        response = client.get(path, params={"offset": 87707679727087194466156544})
+        assert response.status_code == 422, (path, response.text)
+        assert response.json()["code"] == "invalid_request"

@@ -120,3 +120,17 @@ def test_the_rate_limiter_forgets_idle_callers() -> None:
     limiter.check("ip:new")
     limiter.check("ip:newer")  # the map overflowed again and was pruned of the idle callers
     assert len(limiter._buckets) <= 2
+
+
+def test_a_callers_scope_is_what_it_asked_for_or_all_it_may_read() -> None:
+    from eagle_rag.api.security import Caller
+    from eagle_rag.errors import PermissionDeniedError
+
+    assert Caller("open").scope(()) is None  # every KB of the namespace
+    restricted = Caller("k", frozenset({"b", "a"}))
+    assert restricted.scope(()) == ("a", "b")
+    assert restricted.scope(["b", "b"]) == ("b",)
+    with pytest.raises(PermissionDeniedError, match="may not use knowledge base 'c'"):
+        restricted.scope(["c"])
+    with pytest.raises(PermissionDeniedError, match="may use no knowledge base"):
+        Caller("none", frozenset()).scope(())

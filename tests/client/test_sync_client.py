@@ -122,7 +122,7 @@ def test_errors_are_the_error_tree(server: RunningServer, corpus: dict[str, str]
             client.search("x", "energy", top_k=1000)
         assert invalid.value.fields["remote_code"] == "invalid_request"
         with pytest.raises(UnsupportedMediaTypeError):
-            client.ingest("energy", b"\x89PNG\r\n\x1a\n" + b"0" * 64, filename="a.zip")
+            client.ingest("energy", b"GIF89a" + b"\0" * 64, filename="a.gif")  # GIF: unsupported
         with pytest.raises(InvalidInputError, match="exactly one"):
             client.ingest("energy")
     with (

@@ -35,6 +35,8 @@ router = APIRouter(responses=ERRORS)
 TERMINAL = ("completed", "failed")
 POLL_S = 0.25
 STREAM_OUTAGE_S = 10.0  # a stream whose task cannot be read this long ends with an error event
+# Paging past any real catalog; bigger offsets overflow the databases' 64-bit integers.
+MAX_OFFSET = 10_000_000
 
 
 @router.get("/knowledge_bases", tags=["knowledge bases"])
@@ -42,7 +44,7 @@ async def list_knowledge_bases(
     app: App,
     who: Who,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = MAX_PAGE,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> list[KnowledgeBaseOut]:
     """The KBs this key may use, by name; a restricted key's pages are full pages of its KBs."""
 
@@ -222,7 +224,7 @@ async def list_documents(
     status: str | None = None,
     tag: str | None = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> list[DocumentOut]:
     if kb_name:
         who.check_kb(kb_name)
