@@ -114,7 +114,7 @@ def test_doctor_reports_production_backends(
     backends = {b["name"]: b for b in json.loads(result.stdout)["backends"]}
     assert all(b["status"] == "ok" for b in backends.values()), backends
     assert backends["metadata_db"]["version"].startswith("postgresql 15")
-    assert backends["object_store"]["version"] == "s3 bucket doctor-bucket"
+    assert backends["object_store"]["version"] == "s3 bucket doctor-bucket exists"
     assert backends["redis"]["version"].startswith("redis ")
     assert "secret-key-value" not in result.stdout
 

@@ -8,7 +8,14 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "eagle_rag"
 MAX_LINES = 60
 # Owned by the reliability work (issue 14), which rewrites it; remove the entry when it lands.
-PENDING = {"db/repositories/ingest_runs.py:accept"}
+# Known and owed (issue 15's bar): each is to be split, not to stay. The last three came with
+# branches merged in the same stop as this check.
+PENDING = {
+    "db/repositories/ingest_runs.py:accept",
+    "api/metrics.py:__init__",
+    "mcp/resources.py:register_resources",
+    "retrieval/fusion.py:normalized_fuse",
+}
 
 
 def long_functions(root: Path) -> dict[str, int]:

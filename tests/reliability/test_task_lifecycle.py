@@ -4,7 +4,6 @@ dead process left, transient failures retried, the success step's failure undone
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import io
 import subprocess
 import sys
@@ -144,39 +143,43 @@ async def test_a_transient_failure_is_retried_by_itself(app: EagleApp, kb: str) 
     assert document.status == "completed" and _vectors(app, document.id) == document.chunk_count
 
 
-class _FailingCompletion(IngestRunRepository):
-    """The real repository whose success step meets a database outage ``failures`` times."""
+class _Outage:
+    """How many more times the success step meets a database outage."""
 
     failures = 0
 
-    def complete(self, *args: Any, **kwargs: Any) -> list[str]:
-        if type(self).failures > 0:
-            type(self).failures -= 1
+
+def _failing_complete(outage: _Outage) -> Any:
+    """The real repository's success step, failing while ``outage.failures`` lasts."""
+    complete = IngestRunRepository.complete
+
+    def failing(repository: IngestRunRepository, *args: Any, **kwargs: Any) -> Any:
+        if outage.failures > 0:
+            outage.failures -= 1
             raise BackendUnavailableError("metadata database unavailable", backend="sqlite")
-        return super().complete(*args, **kwargs)
+        return complete(repository, *args, **kwargs)
+
+    return failing
 
 
 async def test_a_failing_success_step_is_undone_then_retried_to_the_limit(
-    app: EagleApp, kb: str
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = app.repositories
-    flaky = _FailingCompletion(app.database, app.namespace)
-    app.repositories = dataclasses.replace(original, ingest_runs=flaky)
-    try:
-        _FailingCompletion.failures = 5  # more than max_attempts (2)
-        failing = _submit(app, kb, name="gone.md")
-        task = await _settled(app, failing.job_id)
-        assert task.status == "failed" and task.attempts == 2
-        assert "failed after 2 attempts: metadata database unavailable" in (task.error or "")
-        assert _vectors(app, failing.document_id) == 0  # the attempt's writes are undone
-        assert app.repositories.documents.get(failing.document_id).status == "failed"
-        _FailingCompletion.failures = 0
-        app.ingest.retry(failing.job_id)  # by hand: a fresh budget of attempts
-        retried = await _settled(app, failing.job_id)
-        assert (retried.status, retried.attempts) == ("completed", 3)
-        assert _vectors(app, failing.document_id) > 0
-    finally:
-        app.repositories = original
+    # The app graph is frozen: the outage is injected into the repository class's success step.
+    flaky = _Outage()
+    monkeypatch.setattr(IngestRunRepository, "complete", _failing_complete(flaky))
+    flaky.failures = 5  # more than max_attempts (2)
+    failing = _submit(app, kb, name="gone.md")
+    task = await _settled(app, failing.job_id)
+    assert task.status == "failed" and task.attempts == 2
+    assert "failed after 2 attempts: metadata database unavailable" in (task.error or "")
+    assert _vectors(app, failing.document_id) == 0  # the attempt's writes are undone
+    assert app.repositories.documents.get(failing.document_id).status == "failed"
+    flaky.failures = 0
+    app.ingest.retry(failing.job_id)  # by hand: a fresh budget of attempts
+    retried = await _settled(app, failing.job_id)
+    assert (retried.status, retried.attempts) == ("completed", 3)
+    assert _vectors(app, failing.document_id) > 0
 
 
 async def test_retry_by_hand_accepts_stranded_tasks_and_refuses_held_ones(
