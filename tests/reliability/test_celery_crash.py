@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ from eagle_rag.consistency import check
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.settings import load_settings
+from tests.databases import postgres_database
+from tests.servers import milvus_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 BROKER = "redis://127.0.0.1:6379/12"
@@ -53,9 +56,18 @@ async def _wait(app: EagleApp, ids: list[str], want: str, limit_s: float) -> dic
     return statuses
 
 
+@pytest.fixture
+def own_stores(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A database and a Milvus server of this test's own: the consistency check reads every
+    row and vector of the namespace, and the session's shared ones hold other tests' documents."""
+    with postgres_database() as url, milvus_server(tmp_path / "milvus", tmp_path) as uri:
+        yield url, uri
+
+
 async def test_a_killed_worker_s_task_is_taken_over_and_everything_completes(
-    tmp_path: Path, postgres_url: str, milvus_uri: str
+    tmp_path: Path, own_stores: tuple[str, str]
 ) -> None:
+    postgres_url, milvus_uri = own_stores
     redis.Redis.from_url(BROKER).flushdb()
     env = {
         "EAGLE_DATA_DIR": str(tmp_path / "data"),
