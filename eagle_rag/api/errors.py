@@ -8,6 +8,8 @@ Every 503 carries ``Retry-After``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -70,6 +72,16 @@ def error_response(error: EagleError) -> JSONResponse:
     if status in RETRY_AFTER_S:
         headers["Retry-After"] = str(error.fields.get("retry_after", RETRY_AFTER_S[status]))
     return JSONResponse(error.to_dict(), status_code=status, headers=headers)
+
+
+def outage_in(body: Mapping[str, Any] | None) -> BackendUnavailableError | None:
+    """The outage an answer's ``error`` body reports (``backend_unavailable``), rebuilt as the
+    error it was, so the edge can answer 503 + Retry-After; None for any other body."""
+    if not body or body.get("code") != BackendUnavailableError.code:
+        return None
+    details = body.get("details")
+    fields = dict(details) if isinstance(details, Mapping) else {}
+    return BackendUnavailableError(str(body.get("message") or "a backend is unavailable"), **fields)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -4,7 +4,8 @@ Per plan: QUERY_DENSE_EXPAND, then dense ANN and BM25 sparse search (the sparse 
 while the query is being embedded), fused inside the plan (by rescaled scores, or by RRF when
 configured), then the plan's RERANK hook.
 A failing half (say the embedder) leaves the other half's list with a warning; a plan whose
-every search fails is reported and contributes nothing.
+every search fails is reported and contributes nothing, and keeps its failures so the service
+can tell an outage (every plan failed because a backend is down: a 503) from a partial one.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class PlanResult:
     where: Filter = field(default_factory=lambda: Filter(""))
     steps: list[Step] = field(default_factory=list)
     failed: bool = False
+    # Why each failed search of the plan failed (kept whole: the outage check reads causes).
+    failures: list[Exception] = field(default_factory=list)
 
 
 class RetrieverOrchestrator:
@@ -125,6 +128,7 @@ class RetrieverOrchestrator:
             try:
                 result.vector, found, ms = await dense_task
             except Exception as exc:  # one failing half must not cost the other half
+                result.failures.append(exc)
                 log.add(f"{label}:dense", "warning", f"dense search failed: {describe(exc)}")
             else:
                 lists.append(RankedList("dense", found))
@@ -133,6 +137,7 @@ class RetrieverOrchestrator:
             try:
                 found, ms = await sparse_task
             except Exception as exc:
+                result.failures.append(exc)
                 log.add(f"{label}:sparse", "warning", f"sparse search failed: {describe(exc)}")
             else:
                 lists.append(RankedList("sparse", found, zero=BM25_NO_MATCH))

@@ -5,7 +5,9 @@ QUERY_ASSEMBLE → CLASSIFY_QUERY → scope union → RetrieverOrchestrator per 
 reranker → parent-document expansion → passages with citations, trimmed to a token budget.
 
 Caller mistakes (an unknown KB, a bad filter) raise; partial failures never do: a failing plan,
-hook or reranker is skipped or falls back, and the pack's ``steps`` say what happened.
+hook or reranker is skipped or falls back, and the pack's ``steps`` say what happened. When
+every plan and bridge failed because a backend is down, the search raises that outage
+(``BackendUnavailableError`` naming the backends: a 503 with Retry-After at the edges).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from eagle_rag.plugins.payloads import (
 from eagle_rag.retrieval.expansion import ParentExpander
 from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
 from eagle_rag.retrieval.orchestrator import PlanResult, RetrieverOrchestrator
+from eagle_rag.retrieval.outage import total_outage
 from eagle_rag.retrieval.pack import ContextPack, Passage, StepLog, trim_to_budget
 from eagle_rag.retrieval.scope import Scope, resolve_scope
 
@@ -117,13 +120,15 @@ class RetrievalService:
         ctx: HookContext,
         log: StepLog,
     ) -> tuple[list[PlanResult], list[RankedList]]:
-        """Every plan (on native KBs) and every bridged KB, concurrently; failures are skipped."""
+        """Every plan (on native KBs) and every bridged KB, concurrently; failures are skipped,
+        unless every source failed because a backend is down: that raises the outage (503)."""
         plans = decision.plans if scope.native else ()
+        bridge_failures: list[Exception] = []
         results, bridged = await asyncio.gather(
             asyncio.gather(*(self._run_plan(request, plan, scope, ctx) for plan in plans)),
             asyncio.gather(
                 *(
-                    self._run_bridge(request, kb, overrides.get(kb.name, {}), log)
+                    self._run_bridge(request, kb, overrides.get(kb.name, {}), log, bridge_failures)
                     for kb in scope.bridged
                 )
             ),
@@ -131,7 +136,14 @@ class RetrievalService:
         for result in results:
             log.extend(result.steps)
         live = [r for r in results if not r.failed]
-        return live, [ranked for ranked in bridged if ranked is not None]
+        answered = [ranked for ranked in bridged if ranked is not None]
+        if not live and not answered:
+            failures = [f for r in results for f in r.failures] + bridge_failures
+            outage = total_outage(failures)
+            if outage is not None:
+                logger.warning("search failed, every source is down: %s", outage.message)
+                raise outage
+        return live, answered
 
     async def _merge(
         self,
@@ -249,7 +261,7 @@ class RetrievalService:
             )
         except Exception as exc:  # a failing plan is skipped and audited, never raised
             reason = describe(exc)
-            result = PlanResult(plan, failed=True)
+            result = PlanResult(plan, failed=True, failures=[exc])
             log = StepLog()
             log.add(f"{plan.collection}:plan", "error", f"plan skipped: {reason}")
             result.steps = log.items
@@ -306,9 +318,15 @@ class RetrievalService:
         return checked
 
     async def _run_bridge(
-        self, request: QueryRequest, kb: Any, overrides: dict[str, Any], log: StepLog
+        self,
+        request: QueryRequest,
+        kb: Any,
+        overrides: dict[str, Any],
+        log: StepLog,
+        failures: list[Exception],
     ) -> RankedList | None:
-        """A KB bound to another engine contributes its ranked list to the same RRF."""
+        """A KB bound to another engine contributes its ranked list to the same RRF; a failure
+        is logged, and kept in ``failures`` for the outage check."""
         started = log.now()
         try:
             engine = self._knowledge.bridge(kb.engine)
@@ -322,6 +340,7 @@ class RetrievalService:
                 )
             )
         except Exception as exc:  # a failing engine costs its KB's hits, never the search
+            failures.append(exc)
             reason = describe(exc)
             log.add(f"{kb.name}:{kb.engine}", "warning", f"engine failed: {reason}", since=started)
             self._app.audit.log_decision(

@@ -11,6 +11,7 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse
 
 from eagle_rag.api.deps import App, Who
+from eagle_rag.api.errors import outage_in
 from eagle_rag.api.schemas import ERRORS, QueryBody, SearchOnlyBody
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.errors import EagleError, error_body
@@ -69,13 +70,18 @@ async def _answer_request(app: EagleApp, body: QueryBody) -> AnswerRequest:
 async def query(body: QueryBody, app: App, who: Who) -> dict[str, Any]:
     """A grounded answer with ``[n]`` citations: ``{session_id, answer, sources, route, steps}``.
 
-    A failure after the request was accepted (the model is down) is returned in ``error`` with
-    whatever was known, never as a 5xx.
+    A failure after the request was accepted is returned in ``error`` with whatever was known;
+    an outage (retrieval's backends or the chat model do not answer) is a 503 + Retry-After
+    naming the backend.
     """
     who.check_kbs(body.scope())
     request = await _answer_request(app, body)
     await asyncio.to_thread(app.answers.validate, request)  # caller mistakes: a 4xx, not a body
-    return await app.answers.answer(request, allowed_kbs=who.kb_names)
+    result = await app.answers.answer(request, allowed_kbs=who.kb_names)
+    outage = outage_in(result.get("error"))
+    if outage is not None:
+        raise outage
+    return result
 
 
 @router.post("/query/stream", tags=["answers"], response_class=EventSourceResponse)

@@ -1,0 +1,241 @@
+"""Load soak: N concurrent clients mixing ``/search``, ``/query`` and uploads for a duration.
+
+A real ``eagle-rag serve`` process on a temp data dir, seeded with documents; then ``--clients``
+threads, each with its own HTTP client, pick an operation by weight (search, query, upload) and
+send it back to back until ``--duration`` seconds have passed. Meanwhile the server's RSS is
+sampled. Figures are ratios against baselines of the same run: ``/search`` p95 against its own
+p50, and the RSS at the end against the RSS after the first minute (the warm-up's end).
+Issue 14's bar: 8 clients for 10 minutes, zero 5xx, p95 /search <= 3 x p50, end RSS within 10%.
+
+    PYTHONPATH=$PWD nice -n 10 .venv/bin/python -m benchmarks.load_soak --clients 8 --duration 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.crash_recovery import WORDS, free_port, marker, serve, server_env
+from benchmarks.upload_memory import rss_bytes
+
+KB = "soak"
+MIB = 1024 * 1024
+REQUEST_TIMEOUT_S = 60.0
+RSS_EVERY_S = 5.0
+
+
+@dataclass
+class Sample:
+    op: str
+    status: int  # 0: no HTTP answer (timeout, connection reset)
+    ms: float
+    at_s: float  # since the load began
+
+
+@dataclass
+class Soak:
+    """What every client recorded, and the server's RSS over time."""
+
+    samples: list[Sample] = field(default_factory=list)
+    rss: list[tuple[float, int]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, sample: Sample) -> None:
+        with self.lock:
+            self.samples.append(sample)
+
+
+def text_for(rng: random.Random, word: str) -> str:
+    paragraphs = [" ".join(rng.choice(WORDS) for _ in range(50)) + "." for _ in range(6)]
+    paragraphs[3] += f" The code word is {word}."
+    return "# Soak report\n\n" + "\n\n".join(paragraphs)
+
+
+def upload(client: httpx.Client, rng: random.Random) -> httpx.Response:
+    word = marker(rng)
+    files = {"file": (f"{word}.md", text_for(rng, word).encode(), "text/markdown")}
+    return client.post("/ingest", data={"kb_name": KB}, files=files)
+
+
+def operation(client: httpx.Client, op: str, rng: random.Random) -> httpx.Response:
+    query = " ".join(rng.sample(WORDS, 3))
+    if op == "search":
+        return client.post("/search", json={"query": query, "kb_name": KB, "top_k": 5})
+    if op == "query":
+        return client.post("/query", json={"query": query, "kb_name": KB, "top_k": 5})
+    return upload(client, rng)
+
+
+def client_loop(
+    url: str, seed: int, weights: dict[str, int], window: tuple[float, float], soak: Soak
+) -> None:
+    """One client: operations back to back inside ``window`` (monotonic began, until)."""
+    rng = random.Random(seed)
+    ops, cumulative = list(weights), list(weights.values())
+    began, until = window
+    with httpx.Client(base_url=url, timeout=REQUEST_TIMEOUT_S) as client:
+        while time.monotonic() < until:
+            op = rng.choices(ops, weights=cumulative)[0]
+            started = time.monotonic()
+            try:
+                status = operation(client, op, rng).status_code
+            except httpx.HTTPError:
+                status = 0
+            ms = (time.monotonic() - started) * 1000
+            soak.add(Sample(op, status, ms, started - began))
+
+
+def sample_rss(pid: int, began: float, until: float, soak: Soak) -> None:
+    while time.monotonic() < until:
+        soak.rss.append((time.monotonic() - began, rss_bytes(pid)))
+        time.sleep(RSS_EVERY_S)
+    soak.rss.append((time.monotonic() - began, rss_bytes(pid)))
+
+
+def seed(client: httpx.Client, documents: int, rng: random.Random) -> None:
+    if client.post("/knowledge_bases", json={"kb_name": KB}).status_code != 201:
+        raise RuntimeError("could not create the soak knowledge base")
+    jobs = [upload(client, rng).json()["job_id"] for _ in range(documents)]
+    wait_tasks(client, jobs, timeout=600)
+
+
+def wait_tasks(client: httpx.Client, jobs: list[str], timeout: float) -> Counter[str]:
+    deadline = time.monotonic() + timeout
+    statuses: Counter[str] = Counter()
+    for job in jobs:
+        while True:
+            status = client.get(f"/tasks/{job}").json()["status"]
+            if status in ("completed", "failed") or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        statuses[status] += 1
+    return statuses
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def latency(samples: list[Sample]) -> dict[str, Any]:
+    ms = [s.ms for s in samples]
+    p50 = percentile(ms, 0.50)
+    return {
+        "count": len(ms),
+        "p50_ms": round(p50, 1),
+        "p95_ms": round(percentile(ms, 0.95), 1),
+        "p99_ms": round(percentile(ms, 0.99), 1),
+        "mean_ms": round(statistics.fmean(ms), 1) if ms else 0.0,
+        "p95_over_p50": round(percentile(ms, 0.95) / p50, 2) if p50 else 0.0,
+    }
+
+
+def rss_after(rss: list[tuple[float, int]], at_s: float) -> int:
+    """The first RSS sample taken at or after ``at_s`` (the last one if the run was shorter)."""
+    return next((value for t, value in rss if t >= at_s), rss[-1][1])
+
+
+def report(soak: Soak, warmup_s: float, tasks: Counter[str]) -> dict[str, Any]:
+    by_op = {op: [s for s in soak.samples if s.op == op] for op in ("search", "query", "upload")}
+    statuses = Counter(str(s.status) for s in soak.samples)
+    server_errors = sum(n for code, n in statuses.items() if code.startswith("5"))
+    no_answer = statuses.get("0", 0)
+    rss_first = rss_after(soak.rss, warmup_s)
+    rss_end = soak.rss[-1][1]
+    search = latency(by_op["search"])
+    result = {
+        "requests": len(soak.samples),
+        "statuses": dict(statuses),
+        "server_errors_5xx": server_errors,
+        "no_answer": no_answer,
+        "latency": {op: latency(samples) for op, samples in by_op.items()},
+        "uploaded_tasks": dict(tasks),
+        "rss_after_warmup_mib": round(rss_first / MIB, 1),
+        "rss_end_mib": round(rss_end / MIB, 1),
+        "rss_end_over_warmup": round(rss_end / rss_first, 3),
+        "rss_peak_mib": round(max(v for _, v in soak.rss) / MIB, 1),
+    }
+    result["bars"] = {
+        "zero_5xx": server_errors == 0 and no_answer == 0,
+        "search_p95_le_3x_p50": 0 < search["p95_over_p50"] <= 3.0,
+        "rss_within_10pct": abs(result["rss_end_over_warmup"] - 1.0) <= 0.10,
+        "uploads_completed": set(tasks) <= {"completed"},
+    }
+    return result
+
+
+def drive(url: str, pid: int, clients: int, weights: dict[str, int], duration_s: float) -> Soak:
+    """The load itself: ``clients`` threads and an RSS sampler, for ``duration_s`` seconds."""
+    soak = Soak()
+    began = time.monotonic()
+    window = (began, began + duration_s)
+    threads = [
+        threading.Thread(target=client_loop, args=(url, i, weights, window, soak))
+        for i in range(clients)
+    ]
+    threads.append(threading.Thread(target=sample_rss, args=(pid, began, window[1], soak)))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return soak
+
+
+def run(
+    clients: int, duration_s: float, weights: dict[str, int], documents: int, warmup_s: float
+) -> dict[str, Any]:
+    rng = random.Random(14)
+    with tempfile.TemporaryDirectory(prefix="eagle-soak-") as tmp:
+        data_dir, port = Path(tmp) / "data", free_port()
+        url = f"http://127.0.0.1:{port}"
+        with (
+            serve(data_dir, port, Path(tmp) / "server.log", server_env(data_dir)) as process,
+            httpx.Client(base_url=url, timeout=REQUEST_TIMEOUT_S) as admin,
+        ):
+            seed(admin, documents, rng)
+            soak = drive(url, process.pid, clients, weights, duration_s)
+            jobs = [j["job_id"] for j in admin.get("/tasks", params={"limit": 1000}).json()]
+            tasks = wait_tasks(admin, jobs, timeout=300)
+        result = report(soak, warmup_s, tasks)
+    result.update(clients=clients, duration_s=duration_s, weights=weights, seed_documents=documents)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--duration", type=float, default=600.0, help="seconds of load")
+    parser.add_argument("--warmup", type=float, default=60.0, help="RSS baseline after (s)")
+    parser.add_argument("--documents", type=int, default=20, help="documents seeded first")
+    parser.add_argument("--search", type=int, default=6, help="weight of /search")
+    parser.add_argument("--query", type=int, default=3, help="weight of /query")
+    parser.add_argument("--upload", type=int, default=1, help="weight of uploads")
+    parser.add_argument("--json", type=Path, help="also write the result here")
+    args = parser.parse_args()
+    if args.clients < 1 or args.duration <= 0 or args.warmup >= args.duration:
+        parser.error("need --clients >= 1 and 0 < --warmup < --duration")
+    weights = {"search": args.search, "query": args.query, "upload": args.upload}
+    if any(w < 0 for w in weights.values()) or not any(weights.values()):
+        parser.error("weights must be >= 0 and not all 0")
+    result = run(args.clients, args.duration, weights, args.documents, args.warmup)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

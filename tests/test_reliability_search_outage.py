@@ -1,0 +1,132 @@
+"""Searches and answers when retrieval's backends are down (issue 14).
+
+Every source of hits failing because a backend does not answer is an outage: ``/search``,
+``/query`` and ``/search/stream`` say so with a 503 (an ``error`` event on the stream) naming
+the backend, with Retry-After. A partial failure (the embedder down, BM25 still answering) stays
+200 and reports the failed half in ``steps``. Both recover by themselves within 10 s of the
+backend's return. The backends are real servers behind a TCP proxy the test cuts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api.server import running_server, sse_events, wait_for_task
+from tests.http_fakes import embeddings_body, json_answer, serve
+from tests.outage_proxy import CuttableProxy
+
+pytestmark = [pytest.mark.integration]
+
+DIM = 16
+RECOVERY_S = 10.0
+
+
+def _ingest(client: httpx.Client, kb: str, text: str) -> None:
+    assert client.post("/knowledge_bases", json={"kb_name": kb}).status_code == 201
+    upload = client.post(
+        "/ingest", data={"kb_name": kb}, files={"file": ("a.md", text.encode(), "text/markdown")}
+    )
+    assert upload.status_code == 202, upload.text
+    assert wait_for_task(client, upload.json()["job_id"])["status"] == "completed"
+
+
+def _assert_outage(answer: httpx.Response, backend: str) -> None:
+    assert answer.status_code == 503, answer.text
+    body = answer.json()
+    assert body["code"] == "backend_unavailable"
+    assert body["details"]["backend"] == backend
+    assert answer.headers["retry-after"].isdigit()
+
+
+def _recovers(call: Callable[[], httpx.Response]) -> tuple[httpx.Response, float]:
+    """Poll until the call answers 200; each failure on the way must be a documented 503."""
+    back = time.monotonic()
+    while True:
+        answer = call()
+        if answer.status_code == 200:
+            return answer, time.monotonic() - back
+        assert answer.status_code == 503, answer.text
+        assert time.monotonic() - back < RECOVERY_S * 3, answer.text
+        time.sleep(0.25)
+
+
+def _stream_error(client: httpx.Client, query: dict[str, Any]) -> dict[str, Any]:
+    with client.stream("POST", "/search/stream", json=query) as response:
+        events = list(sse_events(response))
+    assert events[-1][0] == "error", events
+    found: dict[str, Any] = json.loads(events[-1][1])
+    return found
+
+
+def test_milvus_down_is_a_503_for_search_and_answers_and_they_recover(
+    tmp_path: Path, milvus_uri: str
+) -> None:
+    with (
+        CuttableProxy.for_url(milvus_uri) as proxy,
+        running_server(
+            tmp_path / "data", milvus={"uri": proxy.url(milvus_uri), "timeout_s": 3}
+        ) as server,
+    ):
+        client = server.client()
+        _ingest(client, "outage-search", "# Numbat\n\nThe numbat survives every outage.")
+        query = {"query": "numbat", "kb_name": "outage-search"}
+        assert client.post("/search", json=query).json()["sources"]["text"]
+
+        proxy.cut()
+        started = time.monotonic()
+        _assert_outage(client.post("/search", json=query), "milvus")
+        assert time.monotonic() - started < 15  # the client timeout, never a hang
+        _assert_outage(client.post("/search", json={**query, "mode": "sparse"}), "milvus")
+        _assert_outage(client.post("/query", json=query), "milvus")
+        error = _stream_error(client, query)
+        assert error["code"] == "backend_unavailable" and error["details"]["backend"] == "milvus"
+
+        proxy.restore()
+        answer, recovered_s = _recovers(lambda: client.post("/search", json=query))
+        assert answer.json()["sources"]["text"]
+        assert recovered_s < RECOVERY_S, recovered_s
+        assert client.post("/query", json=query).status_code == 200
+
+
+def _embedder(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+    return json_answer(200, embeddings_body(list(body["input"]), DIM))
+
+
+def test_embedder_down_degrades_hybrid_to_bm25_and_fails_dense_with_503(tmp_path: Path) -> None:
+    with serve(_embedder) as (endpoint, _), CuttableProxy.for_url(endpoint) as proxy:
+        embedding = {
+            "provider": "openai",
+            "base_url": proxy.url(endpoint),
+            "model": "m",
+            "dim": DIM,
+            "timeout_s": 2,
+            "max_retries": 1,
+        }
+        with running_server(
+            tmp_path / "data", models={"embedding": embedding}, milvus={"text_dim": DIM}
+        ) as server:
+            client = server.client()
+            _ingest(client, "outage-embed", "# Quokka\n\nThe quokka smiles through outages.")
+            hybrid = {"query": "quokka", "kb_name": "outage-embed", "mode": "hybrid"}
+            dense = {**hybrid, "mode": "dense"}
+            assert client.post("/search", json=dense).json()["sources"]["text"]
+
+            proxy.cut()
+            partial = client.post("/search", json=hybrid)
+            assert partial.status_code == 200, partial.text
+            assert partial.json()["sources"]["text"]  # BM25 still answered
+            failed = [s for s in partial.json()["steps"] if s["status"] == "warning"]
+            assert any(s["name"].endswith(":dense") and "embedding" in s["detail"] for s in failed)
+            _assert_outage(client.post("/search", json=dense), "embedding")
+
+            proxy.restore()
+            answer, recovered_s = _recovers(lambda: client.post("/search", json=dense))
+            assert answer.json()["sources"]["text"]
+            assert recovered_s < RECOVERY_S, recovered_s
