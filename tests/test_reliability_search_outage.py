@@ -2,9 +2,10 @@
 
 Every source of hits failing because a backend does not answer is an outage: ``/search``,
 ``/query`` and ``/search/stream`` say so with a 503 (an ``error`` event on the stream) naming
-the backend, with Retry-After. A partial failure (the embedder down, BM25 still answering) stays
-200 and reports the failed half in ``steps``. Both recover by themselves within 10 s of the
-backend's return. The backends are real servers behind a TCP proxy the test cuts.
+the backend, with Retry-After, and recover by themselves within 10 s of the backend's return.
+A partial failure (one of several sources down) stays 200 and reports the failed source in
+``steps``; tests/test_outage_matrix.py covers the embedder-down half. The backends are real
+servers behind a TCP proxy the test cuts.
 """
 
 from __future__ import annotations
@@ -19,12 +20,10 @@ import httpx
 import pytest
 
 from tests.api.server import running_server, sse_events, wait_for_task
-from tests.http_fakes import embeddings_body, json_answer, serve
 from tests.outage_proxy import CuttableProxy
 
 pytestmark = [pytest.mark.integration]
 
-DIM = 16
 RECOVERY_S = 10.0
 
 
@@ -93,40 +92,3 @@ def test_milvus_down_is_a_503_for_search_and_answers_and_they_recover(
         assert answer.json()["sources"]["text"]
         assert recovered_s < RECOVERY_S, recovered_s
         assert client.post("/query", json=query).status_code == 200
-
-
-def _embedder(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
-    return json_answer(200, embeddings_body(list(body["input"]), DIM))
-
-
-def test_embedder_down_degrades_hybrid_to_bm25_and_fails_dense_with_503(tmp_path: Path) -> None:
-    with serve(_embedder) as (endpoint, _), CuttableProxy.for_url(endpoint) as proxy:
-        embedding = {
-            "provider": "openai",
-            "base_url": proxy.url(endpoint),
-            "model": "m",
-            "dim": DIM,
-            "timeout_s": 2,
-            "max_retries": 1,
-        }
-        with running_server(
-            tmp_path / "data", models={"embedding": embedding}, milvus={"text_dim": DIM}
-        ) as server:
-            client = server.client()
-            _ingest(client, "outage-embed", "# Quokka\n\nThe quokka smiles through outages.")
-            hybrid = {"query": "quokka", "kb_name": "outage-embed", "mode": "hybrid"}
-            dense = {**hybrid, "mode": "dense"}
-            assert client.post("/search", json=dense).json()["sources"]["text"]
-
-            proxy.cut()
-            partial = client.post("/search", json=hybrid)
-            assert partial.status_code == 200, partial.text
-            assert partial.json()["sources"]["text"]  # BM25 still answered
-            failed = [s for s in partial.json()["steps"] if s["status"] == "warning"]
-            assert any(s["name"].endswith(":dense") and "embedding" in s["detail"] for s in failed)
-            _assert_outage(client.post("/search", json=dense), "embedding")
-
-            proxy.restore()
-            answer, recovered_s = _recovers(lambda: client.post("/search", json=dense))
-            assert answer.json()["sources"]["text"]
-            assert recovered_s < RECOVERY_S, recovered_s
