@@ -169,7 +169,11 @@ def build_app(settings: Settings) -> EagleApp:
 def build_queue(settings: Settings, pipeline: IngestPipeline, runtime: Runtime) -> TaskQueue:
     """Celery when configured, else in-process workers that flush vectors when idle."""
     if settings.queue.backend == "celery":
-        return CeleryQueue(settings.queue.broker_url)
+        return CeleryQueue(
+            settings.queue.broker_url,
+            tasks=runtime.repositories.tasks,
+            send_grace_s=settings.ingest.lease_s,
+        )
     return InProcessQueue(
         pipeline.run,
         workers=settings.ingest.workers,

@@ -3,8 +3,10 @@
 Every queued or processing task row names its holder (``lease_owner``) and an expiry. A holder
 renews its leases every third of ``ingest.lease_s``; a task whose lease expired, or whose holder
 is a process of this host that no longer runs (a ``kill -9``, an OOM kill), is stranded and the
-next recovery pass re-queues it. A broker's task (Celery) has no expiry: the broker holds it,
-and only a worker that claimed it puts a lease on it.
+next recovery pass re-queues it. A broker's task (Celery) is recorded with a *send lease* (no
+owner, an expiry): once the broker took the message the expiry is dropped and the broker holds
+it; a send lease that expired means the message never reached the broker (the API died in
+between, or the broker was down), and recovery sends it again (celery_app.py).
 
 Owner ids are ``host:pid:random``: the host and pid let a restarted process on the same machine
 see at once that the previous one is gone, without waiting out its lease.
@@ -125,7 +127,8 @@ class Leases:
         """Re-queue the stranded tasks; returns their ids, for the caller to submit.
 
         ``hold``: take them under this holder's lease (an in-process queue that will run them);
-        otherwise hand them back without expiry (a broker will hold them).
+        otherwise give them a fresh send lease (no owner), which the caller's send to the
+        broker drops, and which brings them back here if that send fails too.
         """
         now = utcnow()
         recovered = []
@@ -140,7 +143,7 @@ class Leases:
                 state.task_id,
                 note=f"re-queued: {why} (was {state.status}, held by {state.owner or 'nobody'})",
                 lease_owner=self.owner if hold else None,
-                lease_until=self.until() if hold else None,
+                lease_until=self.until(),
                 expect=(state.owner, state.expires_at),
             )
             if taken:

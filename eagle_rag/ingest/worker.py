@@ -21,7 +21,7 @@ from typing import Any
 
 from celery.signals import worker_ready, worker_shutting_down
 
-from eagle_rag.ingest.celery_app import TASK_NAME, make_celery
+from eagle_rag.ingest.celery_app import TASK_NAME, CeleryQueue, make_celery
 from eagle_rag.ingest.durability import Flusher
 from eagle_rag.ingest.leases import Leases, heartbeat, process_owner
 from eagle_rag.logs import install_celery_logging
@@ -65,11 +65,16 @@ def _recovery_loop() -> None:
     database = Database(settings.database.url)
     repos = Repositories.for_namespace(database, settings.plugins.default_namespace)
     leases = _leases(repos)
+    # Sends like the API does: a task the broker did not take keeps its send lease and comes
+    # back on a later round; one it took is handed over (no second delivery).
+    sender = CeleryQueue(
+        settings.queue.broker_url, tasks=repos.tasks, send_grace_s=settings.ingest.lease_s
+    )
     try:
         while not _stop.is_set():
             try:
                 for task_id in leases.recover(hold=False):
-                    celery.send_task(TASK_NAME, args=[task_id])
+                    sender.submit(task_id)
             except Exception:  # the database or broker may be down: try on the next round
                 logger.exception("recovery of stranded ingest tasks failed")
             _stop.wait(leases.interval_s)

@@ -177,7 +177,10 @@ def test_a_clean_release_makes_the_tasks_recoverable_at_once(
     successor = Leases(tasks, runs, process_owner(), lease_s=30)
     assert successor.recover(hold=False) == [task_id]
     task = tasks.get(task_id)
-    assert (task.lease_owner, task.lease_expires_at) == (None, None)
+    # A send lease (no owner, an expiry) until the broker takes the message: hand_to_broker.
+    assert task.lease_owner is None and task.lease_expires_at is not None
+    assert tasks.hand_to_broker(task_id)
+    assert (tasks.get(task_id).lease_owner, tasks.get(task_id).lease_expires_at) == (None, None)
 
 
 def test_restricted_pages_are_filtered_before_limit_and_offset(

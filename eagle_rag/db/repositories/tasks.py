@@ -202,6 +202,24 @@ class TaskRepository(NamespacedRepository):
                     .execution_options(synchronize_session=False)
                 )
 
+    def hand_to_broker(self, task_id: str) -> bool:
+        """A queued task the broker now holds: drop the send lease it was recorded with
+        (no owner, an expiry), so recovery no longer re-sends it. A worker that claimed it
+        meanwhile holds its own lease, which is left alone. Returns whether it changed."""
+        with self._db.session() as session:
+            result = session.execute(
+                update(TaskRow)
+                .where(
+                    TaskRow.plugin_namespace == self.namespace,
+                    TaskRow.id == task_id,
+                    TaskRow.status == "queued",
+                    TaskRow.lease_owner.is_(None),
+                )
+                .values(lease_expires_at=None, updated_at=TaskRow.updated_at)
+                .execution_options(synchronize_session=False)
+            )
+            return bool(getattr(result, "rowcount", 0))
+
     def lease_candidates(
         self, *, now: datetime, host_prefix: str, own: str
     ) -> builtins.list[LeaseState]:
