@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,23 +78,56 @@ def operation(client: httpx.Client, op: str, rng: random.Random) -> httpx.Respon
     return upload(client, rng)
 
 
+def timed(client: httpx.Client, op: str, rng: random.Random) -> tuple[int, float, Any]:
+    """(status, milliseconds, JSON body or None) of one operation; status 0: no answer."""
+    started = time.monotonic()
+    try:
+        answer = operation(client, op, rng)
+    except httpx.HTTPError:
+        return 0, (time.monotonic() - started) * 1000, None
+    ms = (time.monotonic() - started) * 1000
+    return answer.status_code, ms, answer.json() if op == "upload" else None
+
+
 def client_loop(
-    url: str, seed: int, weights: dict[str, int], window: tuple[float, float], soak: Soak
+    url: str,
+    seed: int,
+    options: tuple[dict[str, int], int],
+    window: tuple[float, float],
+    soak: Soak,
 ) -> None:
-    """One client: operations back to back inside ``window`` (monotonic began, until)."""
+    """One client: operations back to back inside ``window`` (monotonic began, until).
+
+    ``options`` is (weights, keep): with keep > 0 the client deletes its oldest upload once it
+    has more than ``keep`` (a bounded corpus with churn, as a service at steady state sees);
+    0 lets the corpus grow.
+    """
+    weights, keep = options
     rng = random.Random(seed)
     ops, cumulative = list(weights), list(weights.values())
     began, until = window
+    mine: deque[str] = deque()
     with httpx.Client(base_url=url, timeout=REQUEST_TIMEOUT_S) as client:
         while time.monotonic() < until:
             op = rng.choices(ops, weights=cumulative)[0]
-            started = time.monotonic()
-            try:
-                status = operation(client, op, rng).status_code
-            except httpx.HTTPError:
-                status = 0
-            ms = (time.monotonic() - started) * 1000
-            soak.add(Sample(op, status, ms, started - began))
+            at = time.monotonic() - began
+            status, ms, body = timed(client, op, rng)
+            soak.add(Sample(op, status, ms, at))
+            if body and status == 202:
+                mine.append(str(body["document_id"]))
+            if keep and len(mine) > keep:
+                at = time.monotonic() - began
+                status, ms = delete(client, mine.popleft())
+                soak.add(Sample("delete", status, ms, at))
+
+
+def delete(client: httpx.Client, document_id: str) -> tuple[int, float]:
+    started = time.monotonic()
+    try:
+        status = client.delete(f"/documents/{document_id}").status_code
+    except httpx.HTTPError:
+        status = 0
+    return status, (time.monotonic() - started) * 1000
 
 
 def sample_rss(pid: int, began: float, until: float, soak: Soak) -> None:
@@ -115,8 +149,9 @@ def wait_tasks(client: httpx.Client, jobs: list[str], timeout: float) -> Counter
     statuses: Counter[str] = Counter()
     for job in jobs:
         while True:
-            status = client.get(f"/tasks/{job}").json()["status"]
-            if status in ("completed", "failed") or time.monotonic() > deadline:
+            answer = client.get(f"/tasks/{job}")
+            status = "gone" if answer.status_code == 404 else answer.json()["status"]
+            if status in ("completed", "failed", "gone") or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         statuses[status] += 1
@@ -149,7 +184,8 @@ def rss_after(rss: list[tuple[float, int]], at_s: float) -> int:
 
 
 def report(soak: Soak, warmup_s: float, tasks: Counter[str]) -> dict[str, Any]:
-    by_op = {op: [s for s in soak.samples if s.op == op] for op in ("search", "query", "upload")}
+    ops = ("search", "query", "upload", "delete")
+    by_op = {op: [s for s in soak.samples if s.op == op] for op in ops}
     statuses = Counter(str(s.status) for s in soak.samples)
     server_errors = sum(n for code, n in statuses.items() if code.startswith("5"))
     no_answer = statuses.get("0", 0)
@@ -172,18 +208,20 @@ def report(soak: Soak, warmup_s: float, tasks: Counter[str]) -> dict[str, Any]:
         "zero_5xx": server_errors == 0 and no_answer == 0,
         "search_p95_le_3x_p50": 0 < search["p95_over_p50"] <= 3.0,
         "rss_within_10pct": abs(result["rss_end_over_warmup"] - 1.0) <= 0.10,
-        "uploads_completed": set(tasks) <= {"completed"},
+        "uploads_completed": set(tasks) <= {"completed", "gone"},
     }
     return result
 
 
-def drive(url: str, pid: int, clients: int, weights: dict[str, int], duration_s: float) -> Soak:
+def drive(
+    url: str, pid: int, clients: int, options: tuple[dict[str, int], int], duration_s: float
+) -> Soak:
     """The load itself: ``clients`` threads and an RSS sampler, for ``duration_s`` seconds."""
     soak = Soak()
     began = time.monotonic()
     window = (began, began + duration_s)
     threads = [
-        threading.Thread(target=client_loop, args=(url, i, weights, window, soak))
+        threading.Thread(target=client_loop, args=(url, i, options, window, soak))
         for i in range(clients)
     ]
     threads.append(threading.Thread(target=sample_rss, args=(pid, began, window[1], soak)))
@@ -195,7 +233,11 @@ def drive(url: str, pid: int, clients: int, weights: dict[str, int], duration_s:
 
 
 def run(
-    clients: int, duration_s: float, weights: dict[str, int], documents: int, warmup_s: float
+    clients: int,
+    duration_s: float,
+    options: tuple[dict[str, int], int],
+    documents: int,
+    warmup_s: float,
 ) -> dict[str, Any]:
     rng = random.Random(14)
     with tempfile.TemporaryDirectory(prefix="eagle-soak-") as tmp:
@@ -206,11 +248,12 @@ def run(
             httpx.Client(base_url=url, timeout=REQUEST_TIMEOUT_S) as admin,
         ):
             seed(admin, documents, rng)
-            soak = drive(url, process.pid, clients, weights, duration_s)
+            soak = drive(url, process.pid, clients, options, duration_s)
             jobs = [j["job_id"] for j in admin.get("/tasks", params={"limit": 1000}).json()]
             tasks = wait_tasks(admin, jobs, timeout=300)
         result = report(soak, warmup_s, tasks)
-    result.update(clients=clients, duration_s=duration_s, weights=weights, seed_documents=documents)
+    result.update(clients=clients, duration_s=duration_s, weights=options[0], keep=options[1])
+    result.update(seed_documents=documents, load_average=os.getloadavg())
     return result
 
 
@@ -223,6 +266,9 @@ def main() -> None:
     parser.add_argument("--search", type=int, default=6, help="weight of /search")
     parser.add_argument("--query", type=int, default=3, help="weight of /query")
     parser.add_argument("--upload", type=int, default=1, help="weight of uploads")
+    parser.add_argument(
+        "--keep", type=int, default=0, help="per client: delete the oldest upload beyond this"
+    )
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args()
     if args.clients < 1 or args.duration <= 0 or args.warmup >= args.duration:
@@ -230,7 +276,7 @@ def main() -> None:
     weights = {"search": args.search, "query": args.query, "upload": args.upload}
     if any(w < 0 for w in weights.values()) or not any(weights.values()):
         parser.error("weights must be >= 0 and not all 0")
-    result = run(args.clients, args.duration, weights, args.documents, args.warmup)
+    result = run(args.clients, args.duration, (weights, args.keep), args.documents, args.warmup)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

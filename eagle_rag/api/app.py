@@ -17,6 +17,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from eagle_rag import __version__
 from eagle_rag.api.errors import install_error_handlers
+from eagle_rag.api.links import install_links
 from eagle_rag.api.metrics import Metrics
 from eagle_rag.api.routes import dify, knowledge, openai_compat, pages, search, system
 from eagle_rag.api.security import Gatekeeper
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
     install_error_handlers(api)
     for module in (system, knowledge, pages, search, openai_compat, dify):
         api.include_router(module.router)
+    install_links(api)  # OpenAPI links: create → get/delete, for clients and stateful tests
     mount_web(api)  # the built-in UI at / and /ui/... (before the MCP catch-all mount)
     api.middleware("http")(metrics.middleware)
     if server.cors_origins:
