@@ -20,6 +20,8 @@ import httpx
 import pytest
 
 from tests.api.server import running_server, sse_events, wait_for_task
+from tests.engines.dify_fake import DATASET, KEY, dify
+from tests.http_fakes import serve
 from tests.outage_proxy import CuttableProxy
 
 pytestmark = [pytest.mark.integration]
@@ -92,3 +94,41 @@ def test_milvus_down_is_a_503_for_search_and_answers_and_they_recover(
         assert answer.json()["sources"]["text"]
         assert recovered_s < RECOVERY_S, recovered_s
         assert client.post("/query", json=query).status_code == 200
+
+
+def test_a_bridged_engine_down_is_a_503_alone_and_a_warning_beside_a_live_kb(
+    tmp_path: Path,
+) -> None:
+    """One source of several down stays 200 with the failed source in ``steps``; the same
+    source down when it is the only one is the search's outage."""
+    with (
+        serve(dify) as (endpoint, _),
+        CuttableProxy.for_url(endpoint) as proxy,
+        running_server(tmp_path / "data") as server,
+    ):
+        client = server.client()
+        _ingest(client, "local", "# Inverter\n\nThe inverter feeds the grid.")
+        server.eagle.repositories.knowledge_bases.create(
+            "remote",
+            engine="dify",
+            creation_settings={
+                "base_url": proxy.url(endpoint),
+                "api_key": KEY,
+                "dataset_id": DATASET,
+            },
+        )
+        both = {"query": "inverter grid", "kb_names": ["local", "remote"]}
+        remote = {"query": "inverter grid", "kb_name": "remote"}
+        assert client.post("/search", json=remote).json()["sources"]["text"]
+
+        proxy.cut()
+        partial = client.post("/search", json=both)
+        assert partial.status_code == 200, partial.text
+        assert partial.json()["sources"]["text"]  # the live KB's hits
+        step = next(s for s in partial.json()["steps"] if s["name"] == "remote:dify")
+        assert step["status"] == "warning" and "unreachable" in step["detail"]
+        _assert_outage(client.post("/search", json=remote), "Dify")
+
+        proxy.restore()
+        answer, recovered_s = _recovers(lambda: client.post("/search", json=remote))
+        assert answer.json()["sources"]["text"] and recovered_s < RECOVERY_S

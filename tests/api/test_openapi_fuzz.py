@@ -1,5 +1,7 @@
 """Schemathesis against the OpenAPI document of a real server: generated requests for every
-operation (examples, coverage and fuzzing phases), and not one may be answered with a 5xx.
+operation (examples, coverage and fuzzing phases), then the stateful phase, which chains calls
+through the document's OpenAPI links (create → get/delete, eagle_rag/api/links.py) and those it
+infers; not one request may be answered with a 5xx.
 
 The schemathesis CLI runs it (its pytest plugin does not follow pytest 9 yet); the test fails
 with the CLI's report when any operation answers 5xx.
@@ -39,6 +41,8 @@ async def test_no_operation_answers_with_a_server_error(tmp_path: Path) -> None:
             "--max-examples",
             "15",
             "--generation-deterministic",
+            "--phases",
+            "examples,coverage,fuzzing,stateful",
             "--suppress-health-check",
             "all",
         ]
@@ -57,3 +61,4 @@ async def test_no_operation_answers_with_a_server_error(tmp_path: Path) -> None:
     if process.returncode != 0:
         pytest.fail(f"schemathesis found server errors:\n{report[-6000:]}")
     assert " passed" in report and "API Operations" in report
+    assert "Stateful" in report and "API Links:" in report, report[-3000:]
