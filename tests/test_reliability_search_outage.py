@@ -2,7 +2,8 @@
 
 Every source of hits failing because a backend does not answer is an outage: ``/search``,
 ``/query`` and ``/search/stream`` say so with a 503 (an ``error`` event on the stream) naming
-the backend, with Retry-After, and recover by themselves within 10 s of the backend's return.
+the backend, with Retry-After (MCP retrieve: a tool error that says so), and recover by
+themselves within 10 s of the backend's return.
 A partial failure (one of several sources down) stays 200 and reports the failed source in
 ``steps``; tests/test_outage_matrix.py covers the embedder-down half. The backends are real
 servers behind a TCP proxy the test cuts.
@@ -10,6 +11,7 @@ servers behind a TCP proxy the test cuts.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -18,6 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.exceptions import ToolError
 
 from tests.api.server import running_server, sse_events, wait_for_task
 from tests.engines.dify_fake import DATASET, KEY, dify
@@ -66,6 +71,11 @@ def _stream_error(client: httpx.Client, query: dict[str, Any]) -> dict[str, Any]
     return found
 
 
+async def _mcp_retrieve(url: str, query: str, kb: str) -> Any:
+    async with Client(StreamableHttpTransport(url + "/mcp")) as client:
+        return await client.call_tool("core_retrieve_text", {"query": query, "kb_names": [kb]})
+
+
 def test_milvus_down_is_a_503_for_search_and_answers_and_they_recover(
     tmp_path: Path, milvus_uri: str
 ) -> None:
@@ -88,6 +98,8 @@ def test_milvus_down_is_a_503_for_search_and_answers_and_they_recover(
         _assert_outage(client.post("/query", json=query), "milvus")
         error = _stream_error(client, query)
         assert error["code"] == "backend_unavailable" and error["details"]["backend"] == "milvus"
+        with pytest.raises(ToolError, match=r"retrieval is unavailable.*Milvus"):
+            asyncio.run(_mcp_retrieve(server.url, "numbat", "outage-search"))
 
         proxy.restore()
         answer, recovered_s = _recovers(lambda: client.post("/search", json=query))
