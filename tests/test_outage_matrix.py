@@ -1,13 +1,14 @@
-"""The outage matrix of issue 14 beyond Milvus: the metadata database (PostgreSQL), the
-embedder endpoint, the reranker endpoint and the chat model, each taken down and brought back
-while a client keeps sending requests.
+"""The outage matrix of issue 14: the metadata database (PostgreSQL), Milvus, the embedder
+endpoint, the reranker endpoint and the chat model, each taken down and brought back while a
+client keeps sending requests.
 
-Each backend is a real server (a throw-away PostgreSQL database, local HTTP servers speaking
-the providers' protocols) behind a TCP proxy the test cuts: connections are refused and open
-ones reset, as when the backend's process dies. While it is down every request answers within
-its timeout with either a 200 (where a fallback exists: BM25 without the embedder, fused order
-without the reranker) or a 503 + Retry-After naming the backend; no other 5xx, no hang. After
-the backend returns the service answers normally within 10 s, with no restart.
+Each backend is a real server (a throw-away PostgreSQL database, the session's Milvus server,
+local HTTP servers speaking the providers' protocols) behind a TCP proxy the test cuts:
+connections are refused and open ones reset, as when the backend's process dies. While it is
+down every request answers within its timeout with either a 200 (where a fallback exists: BM25
+without the embedder, fused order without the reranker) or a 503 + Retry-After naming the
+backend; no other 5xx, no hang. After the backend returns the service answers normally within
+10 s, with no restart.
 """
 
 from __future__ import annotations
@@ -281,3 +282,28 @@ def test_chat_model_down_is_a_503_naming_it_and_recovers(tmp_path: Path) -> None
                 lambda: recovery_s(answer, lambda a: "wombat" in a.json().get("answer", "")),
                 {200, 503},
             )
+
+
+def test_milvus_down_under_load_is_a_503_naming_it_and_recovers(
+    tmp_path: Path, milvus_uri: str
+) -> None:
+    with (
+        CuttableProxy.for_url(milvus_uri) as proxy,
+        running_server(
+            tmp_path / "data", milvus={"uri": proxy.url(milvus_uri), "timeout_s": 3}
+        ) as server,
+    ):
+        client = seeded(server, "milvus-outage")
+        query = {"query": "wombat", "kb_name": "milvus-outage"}
+
+        def search() -> httpx.Response:
+            return client.post("/search", json=query)
+
+        cycle(
+            "milvus",
+            proxy,
+            search,
+            lambda: assert_outage(search(), "milvus"),
+            lambda: recovery_s(search, lambda a: bool(a.json()["sources"]["text"])),
+            {200, 503},
+        )
