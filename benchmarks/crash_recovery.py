@@ -95,7 +95,7 @@ def server_env(data_dir: Path, extra: dict[str, str] | None = None) -> dict[str,
 
 @contextmanager
 def serve(
-    data_dir: Path, port: int, log: Path, env: dict[str, str]
+    data_dir: Path, port: int, log: Path, env: dict[str, str], *, startup_s: float = 120
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``eagle-rag serve`` as its own process; yields once /health answers."""
     data_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +107,7 @@ def serve(
             command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=data_dir.parent
         )
     try:
-        wait_healthy(f"http://127.0.0.1:{port}", process, log)
+        wait_healthy(f"http://127.0.0.1:{port}", process, log, startup_s)
         yield process
     finally:
         if process.poll() is None:
@@ -119,8 +119,10 @@ def serve(
                 process.wait()
 
 
-def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 120
+def wait_healthy(
+    url: str, process: subprocess.Popen[bytes], log: Path, startup_s: float = 120
+) -> None:
+    deadline = time.monotonic() + startup_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the server exited: {log.read_text()[-3000:]}")
@@ -130,7 +132,7 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
-    raise RuntimeError("the server did not become healthy within 120 s")
+    raise RuntimeError(f"the server did not become healthy within {startup_s:g} s")
 
 
 def upload_all(client: httpx.Client, texts: list[str]) -> list[dict[str, Any]]:

@@ -34,6 +34,8 @@ KB = "soak"
 MIB = 1024 * 1024
 REQUEST_TIMEOUT_S = 60.0
 RSS_EVERY_S = 5.0
+# A niced server on a loaded machine can take minutes to start (models, Milvus Lite).
+STARTUP_S = 600.0
 
 
 @dataclass
@@ -242,9 +244,9 @@ def run(
     rng = random.Random(14)
     with tempfile.TemporaryDirectory(prefix="eagle-soak-") as tmp:
         data_dir, port = Path(tmp) / "data", free_port()
-        url = f"http://127.0.0.1:{port}"
+        url, log = f"http://127.0.0.1:{port}", Path(tmp) / "server.log"
         with (
-            serve(data_dir, port, Path(tmp) / "server.log", server_env(data_dir)) as process,
+            serve(data_dir, port, log, server_env(data_dir), startup_s=STARTUP_S) as process,
             httpx.Client(base_url=url, timeout=REQUEST_TIMEOUT_S) as admin,
         ):
             seed(admin, documents, rng)
