@@ -3,6 +3,7 @@ of a generated project, each against the core profile ingesting the same files a
 
     python -m benchmarks.lakehouse_bi quality
     python -m benchmarks.lakehouse_bi ingest --models 350 --columns 4000
+    python -m benchmarks.lakehouse_bi embed-cost --models 350 --columns 4000
 
 Quality: nDCG@10 over the judged (file, object) pairs of benchmarks/data/lakehouse/questions.jsonl
 (a hit counts for a pair when it comes from that file and its text names the object as a whole
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.lakehouse_embed_cost import embed_cost_bench
 from benchmarks.lakehouse_project import generate
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.plugins.payloads import QueryRequest
@@ -210,52 +212,55 @@ def _coverage(app: EagleApp, args: argparse.Namespace) -> str:
     )
 
 
-def chunks_bench(args: argparse.Namespace) -> None:
-    """Parse, build the tree, chunk and type a generated project in process (no embedder, no
-    stores): every model and column must be its own chunk with its lineage; Core's parsers on
-    the same files give the plain-text baseline for the CPU these steps cost."""
+def chunk_project(
+    files: list[tuple[str, bytes]], profile: str, count_tokens: Any, chunk_size: int = 400
+) -> tuple[list[tuple[str, Any]], list[Any]]:
+    """Parse, build the tree and chunk every file as ``profile`` would, in process: the
+    (document, chunks) pairs and the lakehouse files' lineage entries."""
     from eagle_rag.ingest.detect import detect
     from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
     from eagle_rag.ingest.knowhere.tree import build_tree
     from eagle_rag.ingest.parsers.base import ParseContext
     from eagle_rag.ingest.parsers.registry import builtin_parsers, parser_for
-    from plugins.lakehouse_bi.enrich import enrich_chunks
-    from plugins.lakehouse_bi.lineage import Entry, LineageIndex
+    from plugins.lakehouse_bi.lineage import Entry
     from plugins.lakehouse_bi.model import SemanticObject
     from plugins.lakehouse_bi.parser import LakehouseParser
     from plugins.lakehouse_bi.render import META_KEY
 
-    count = len  # a stand-in token counter: the same for both profiles
-    options = ChunkingOptions(chunk_size=400, chunk_overlap=40)
+    options = ChunkingOptions(chunk_size=chunk_size, chunk_overlap=chunk_size // 10)
+    parsers = [*builtin_parsers(), *([LakehouseParser()] if profile == "lakehouse-bi" else [])]
+    entries, chunked = [], []
+    for i, (name, data) in enumerate(files):
+        mime = detect(data, name).mime_type
+        parser = parser_for(mime, parsers, filename=name, data=data)
+        parsed = parser.parse(ParseContext(data, name, mime))
+        found = parsed.metadata.get(META_KEY)
+        if found:
+            objects = tuple(SemanticObject.from_dict(o) for o in found["objects"])
+            entries.append(Entry(str(i), name, "big", found["kind"], objects))
+        tree = build_tree(parsed, title="big")
+        chunks = chunk_tree(
+            tree, document_id=str(i), kb_name="big", options=options, count_tokens=count_tokens
+        )
+        chunked.append((str(i), chunks))
+    return chunked, entries
+
+
+def chunks_bench(args: argparse.Namespace) -> None:
+    """Parse, build the tree, chunk and type a generated project in process (no embedder, no
+    stores): every model and column must be its own chunk with its lineage; Core's parsers on
+    the same files give the plain-text baseline for the CPU these steps cost."""
+    from plugins.lakehouse_bi.enrich import enrich_chunks
+    from plugins.lakehouse_bi.lineage import LineageIndex
+
     with tempfile.TemporaryDirectory() as tmp:
         root = generate(Path(tmp) / "project", models=args.models, columns=args.columns)
         files = [(p.name, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()]
     results = {}
     for profile in PROFILES:
-        parsers = [*builtin_parsers(), *([LakehouseParser()] if profile == "lakehouse-bi" else [])]
         started = time.perf_counter()
-        entries, chunked = [], []
-        for i, (name, data) in enumerate(files):
-            mime = detect(data, name).mime_type
-            parser = parser_for(mime, parsers, filename=name, data=data)
-            parsed = parser.parse(ParseContext(data, name, mime))
-            found = parsed.metadata.get(META_KEY)
-            if found:
-                objects = tuple(SemanticObject.from_dict(o) for o in found["objects"])
-                entries.append(Entry(str(i), name, "big", found["kind"], objects))
-            tree = build_tree(parsed, title="big")
-            chunked.append(
-                (
-                    str(i),
-                    chunk_tree(
-                        tree,
-                        document_id=str(i),
-                        kb_name="big",
-                        options=options,
-                        count_tokens=lambda t: count(t.split()),
-                    ),
-                )
-            )
+        # a stand-in token counter: the same for both profiles
+        chunked, entries = chunk_project(files, profile, lambda t: len(t.split()))
         typed = []
         if entries:
             graph = LineageIndex.graph_of(entries)
@@ -267,9 +272,11 @@ def chunks_bench(args: argparse.Namespace) -> None:
                 for c in enrich_chunks(cs, by_id[doc], graph)
             ]
         results[profile] = (time.perf_counter() - started, sum(len(cs) for _, cs in chunked), typed)
-    print(
-        f"generated dbt project: {args.models} models, {args.columns} columns, {len(files)} files"
-    )
+    _print_chunks(args, len(files), results)
+
+
+def _print_chunks(args: argparse.Namespace, files: int, results: dict[str, Any]) -> None:
+    print(f"generated dbt project: {args.models} models, {args.columns} columns, {files} files")
     for profile, (seconds, n, typed) in results.items():
         line = f"{profile:14} parse+tree+chunk(+type) {seconds:6.2f} s  {n:6d} chunks"
         if typed:
@@ -317,14 +324,22 @@ def main() -> None:
     i.add_argument("--models", type=int, default=350)
     i.add_argument("--columns", type=int, default=4000)
     i.add_argument(
-        "--encoder-mode", default="auto", help="auto (the configured embedder) or deterministic"
+        "--encoder-mode",
+        default="auto",
+        help="auto (the configured embedder), require_native (the model or fail), deterministic",
     )
     c = sub.add_parser("chunks")
     c.add_argument("--models", type=int, default=350)
     c.add_argument("--columns", type=int, default=4000)
+    e = sub.add_parser("embed-cost", help="the ingest bar with the real embedder's cost sampled")
+    e.add_argument("--models", type=int, default=350)
+    e.add_argument("--columns", type=int, default=4000)
     args = parser.parse_args()
     if args.command == "chunks":
         chunks_bench(args)
+        return
+    if args.command == "embed-cost":
+        asyncio.run(embed_cost_bench(args))
         return
     asyncio.run(quality(args) if args.command == "quality" else ingest_bench(args))
 
