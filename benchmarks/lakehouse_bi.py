@@ -107,35 +107,46 @@ async def quality(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             app = await _app(profile, Path(tmp))
             try:
-                seconds, failed = await ingest(app, "warehouse", DATA / "jaffle_shop")
-                scores, firsts, latencies, misses = [], [], [], []
-                for q in questions:
-                    started = time.perf_counter()
-                    pack = await app.retrieval.search(
-                        QueryRequest(q["question"], kb_names=("warehouse",), top_k=TOP_K)
-                    )
-                    latencies.append((time.perf_counter() - started) * 1000)
-                    passages = list(pack.passages)
-                    scores.append(ndcg(passages, q["judged"]))
-                    if q.get("exact"):
-                        ok = exact_first(passages, q["exact"])
-                        firsts.append(ok)
-                        if not ok:
-                            misses.append((q["id"], passages[0].path if passages else ""))
-                zh = [s for s, q in zip(scores, questions, strict=True) if q.get("lang") == "zh"]
-                results[profile] = {
-                    "ingest_s": seconds,
-                    "failed": failed,
-                    "ndcg": statistics.mean(scores),
-                    "ndcg_zh": statistics.mean(zh) if zh else 0.0,
-                    "exact_first": sum(firsts) / len(firsts) if firsts else 0.0,
-                    "exact_n": len(firsts),
-                    "p50_ms": statistics.median(latencies),
-                    "misses": misses,
-                    "per_question": scores,
-                }
+                results[profile] = await _profile_quality(app, questions)
             finally:
                 await app.stop()
+    _print_quality(args, questions, results)
+
+
+async def _profile_quality(app: EagleApp, questions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ingest the dev project into ``app`` and score every question."""
+    seconds, failed = await ingest(app, "warehouse", DATA / "jaffle_shop")
+    scores, firsts, latencies, misses = [], [], [], []
+    for q in questions:
+        started = time.perf_counter()
+        pack = await app.retrieval.search(
+            QueryRequest(q["question"], kb_names=("warehouse",), top_k=TOP_K)
+        )
+        latencies.append((time.perf_counter() - started) * 1000)
+        passages = list(pack.passages)
+        scores.append(ndcg(passages, q["judged"]))
+        if q.get("exact"):
+            ok = exact_first(passages, q["exact"])
+            firsts.append(ok)
+            if not ok:
+                misses.append((q["id"], passages[0].path if passages else ""))
+    zh = [s for s, q in zip(scores, questions, strict=True) if q.get("lang") == "zh"]
+    return {
+        "ingest_s": seconds,
+        "failed": failed,
+        "ndcg": statistics.mean(scores),
+        "ndcg_zh": statistics.mean(zh) if zh else 0.0,
+        "exact_first": sum(firsts) / len(firsts) if firsts else 0.0,
+        "exact_n": len(firsts),
+        "p50_ms": statistics.median(latencies),
+        "misses": misses,
+        "per_question": scores,
+    }
+
+
+def _print_quality(
+    args: argparse.Namespace, questions: list[dict[str, Any]], results: dict[str, dict[str, Any]]
+) -> None:
     print(
         f"dev set: {len(questions)} questions, "
         f"{sum(1 for q in questions if q.get('exact'))} name a column, "
