@@ -16,7 +16,7 @@ from eagle_rag.plugins.audit import PluginAudit
 from eagle_rag.plugins.context import ComponentRegistries, PluginContext
 from eagle_rag.settings import load_settings
 from tests.api.server import RunningServer, running_server, wait_for_task
-from tests.inrepo_plugins.lakehouse.conftest import PROJECT
+from tests.inrepo_plugins.lakehouse.conftest import PROJECT, make_app
 
 FILES = (
     "models/marts/_marts__models.yml",
@@ -141,3 +141,12 @@ def test_a_plugin_cannot_redefine_cores_filters(tmp_path: Path) -> None:
         ctx.register_filter_field("owner", "range")
     with pytest.raises(ComponentError, match="already registered"):
         context("other", registries, tmp_path).register_filter_field("object_type")
+
+
+async def test_the_fields_go_when_the_plugin_unloads(tmp_path: Path) -> None:
+    app = await make_app(tmp_path)
+    declared = app.registries.filter_field_kinds()
+    assert declared["object_type"] == "scalar" and declared["tags"] == "list"
+    app.plugins.unload_all()
+    assert app.registries.filter_field_kinds() == {}
+    await app.stop()
