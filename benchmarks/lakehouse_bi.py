@@ -345,6 +345,7 @@ def main() -> None:
     e = sub.add_parser("embed-cost", help="the ingest bar with the real embedder's cost sampled")
     e.add_argument("--models", type=int, default=350)
     e.add_argument("--columns", type=int, default=4000)
+    e.add_argument("--embedding-only", action="store_true", help="skip the hashing pipeline run")
     args = parser.parse_args()
     if args.command == "chunks":
         chunks_bench(args)
