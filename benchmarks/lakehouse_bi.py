@@ -3,6 +3,7 @@ of a generated project, each against the core profile ingesting the same files a
 
     python -m benchmarks.lakehouse_bi quality
     python -m benchmarks.lakehouse_bi ingest --models 350 --columns 4000
+    python -m benchmarks.lakehouse_bi embed-cost --models 350 --columns 4000
 
 Quality: nDCG@10 over the judged (file, object) pairs of benchmarks/data/lakehouse/questions.jsonl
 (a hit counts for a pair when it comes from that file and its text names the object as a whole
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.lakehouse_embed_cost import embed_cost_bench
 from benchmarks.lakehouse_project import generate
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.plugins.payloads import QueryRequest
@@ -105,35 +107,46 @@ async def quality(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             app = await _app(profile, Path(tmp))
             try:
-                seconds, failed = await ingest(app, "warehouse", DATA / "jaffle_shop")
-                scores, firsts, latencies, misses = [], [], [], []
-                for q in questions:
-                    started = time.perf_counter()
-                    pack = await app.retrieval.search(
-                        QueryRequest(q["question"], kb_names=("warehouse",), top_k=TOP_K)
-                    )
-                    latencies.append((time.perf_counter() - started) * 1000)
-                    passages = list(pack.passages)
-                    scores.append(ndcg(passages, q["judged"]))
-                    if q.get("exact"):
-                        ok = exact_first(passages, q["exact"])
-                        firsts.append(ok)
-                        if not ok:
-                            misses.append((q["id"], passages[0].path if passages else ""))
-                zh = [s for s, q in zip(scores, questions, strict=True) if q.get("lang") == "zh"]
-                results[profile] = {
-                    "ingest_s": seconds,
-                    "failed": failed,
-                    "ndcg": statistics.mean(scores),
-                    "ndcg_zh": statistics.mean(zh) if zh else 0.0,
-                    "exact_first": sum(firsts) / len(firsts) if firsts else 0.0,
-                    "exact_n": len(firsts),
-                    "p50_ms": statistics.median(latencies),
-                    "misses": misses,
-                    "per_question": scores,
-                }
+                results[profile] = await _profile_quality(app, questions)
             finally:
                 await app.stop()
+    _print_quality(args, questions, results)
+
+
+async def _profile_quality(app: EagleApp, questions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ingest the dev project into ``app`` and score every question."""
+    seconds, failed = await ingest(app, "warehouse", DATA / "jaffle_shop")
+    scores, firsts, latencies, misses = [], [], [], []
+    for q in questions:
+        started = time.perf_counter()
+        pack = await app.retrieval.search(
+            QueryRequest(q["question"], kb_names=("warehouse",), top_k=TOP_K)
+        )
+        latencies.append((time.perf_counter() - started) * 1000)
+        passages = list(pack.passages)
+        scores.append(ndcg(passages, q["judged"]))
+        if q.get("exact"):
+            ok = exact_first(passages, q["exact"])
+            firsts.append(ok)
+            if not ok:
+                misses.append((q["id"], passages[0].path if passages else ""))
+    zh = [s for s, q in zip(scores, questions, strict=True) if q.get("lang") == "zh"]
+    return {
+        "ingest_s": seconds,
+        "failed": failed,
+        "ndcg": statistics.mean(scores),
+        "ndcg_zh": statistics.mean(zh) if zh else 0.0,
+        "exact_first": sum(firsts) / len(firsts) if firsts else 0.0,
+        "exact_n": len(firsts),
+        "p50_ms": statistics.median(latencies),
+        "misses": misses,
+        "per_question": scores,
+    }
+
+
+def _print_quality(
+    args: argparse.Namespace, questions: list[dict[str, Any]], results: dict[str, dict[str, Any]]
+) -> None:
     print(
         f"dev set: {len(questions)} questions, "
         f"{sum(1 for q in questions if q.get('exact'))} name a column, "
@@ -210,52 +223,55 @@ def _coverage(app: EagleApp, args: argparse.Namespace) -> str:
     )
 
 
-def chunks_bench(args: argparse.Namespace) -> None:
-    """Parse, build the tree, chunk and type a generated project in process (no embedder, no
-    stores): every model and column must be its own chunk with its lineage; Core's parsers on
-    the same files give the plain-text baseline for the CPU these steps cost."""
+def chunk_project(
+    files: list[tuple[str, bytes]], profile: str, count_tokens: Any, chunk_size: int = 400
+) -> tuple[list[tuple[str, Any]], list[Any]]:
+    """Parse, build the tree and chunk every file as ``profile`` would, in process: the
+    (document, chunks) pairs and the lakehouse files' lineage entries."""
     from eagle_rag.ingest.detect import detect
     from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
     from eagle_rag.ingest.knowhere.tree import build_tree
     from eagle_rag.ingest.parsers.base import ParseContext
     from eagle_rag.ingest.parsers.registry import builtin_parsers, parser_for
-    from plugins.lakehouse_bi.enrich import enrich_chunks
-    from plugins.lakehouse_bi.lineage import Entry, LineageIndex
+    from plugins.lakehouse_bi.lineage import Entry
     from plugins.lakehouse_bi.model import SemanticObject
     from plugins.lakehouse_bi.parser import LakehouseParser
     from plugins.lakehouse_bi.render import META_KEY
 
-    count = len  # a stand-in token counter: the same for both profiles
-    options = ChunkingOptions(chunk_size=400, chunk_overlap=40)
+    options = ChunkingOptions(chunk_size=chunk_size, chunk_overlap=chunk_size // 10)
+    parsers = [*builtin_parsers(), *([LakehouseParser()] if profile == "lakehouse-bi" else [])]
+    entries, chunked = [], []
+    for i, (name, data) in enumerate(files):
+        mime = detect(data, name).mime_type
+        parser = parser_for(mime, parsers, filename=name, data=data)
+        parsed = parser.parse(ParseContext(data, name, mime))
+        found = parsed.metadata.get(META_KEY)
+        if found:
+            objects = tuple(SemanticObject.from_dict(o) for o in found["objects"])
+            entries.append(Entry(str(i), name, "big", found["kind"], objects))
+        tree = build_tree(parsed, title="big")
+        chunks = chunk_tree(
+            tree, document_id=str(i), kb_name="big", options=options, count_tokens=count_tokens
+        )
+        chunked.append((str(i), chunks))
+    return chunked, entries
+
+
+def chunks_bench(args: argparse.Namespace) -> None:
+    """Parse, build the tree, chunk and type a generated project in process (no embedder, no
+    stores): every model and column must be its own chunk with its lineage; Core's parsers on
+    the same files give the plain-text baseline for the CPU these steps cost."""
+    from plugins.lakehouse_bi.enrich import enrich_chunks
+    from plugins.lakehouse_bi.lineage import LineageIndex
+
     with tempfile.TemporaryDirectory() as tmp:
         root = generate(Path(tmp) / "project", models=args.models, columns=args.columns)
         files = [(p.name, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()]
     results = {}
     for profile in PROFILES:
-        parsers = [*builtin_parsers(), *([LakehouseParser()] if profile == "lakehouse-bi" else [])]
         started = time.perf_counter()
-        entries, chunked = [], []
-        for i, (name, data) in enumerate(files):
-            mime = detect(data, name).mime_type
-            parser = parser_for(mime, parsers, filename=name, data=data)
-            parsed = parser.parse(ParseContext(data, name, mime))
-            found = parsed.metadata.get(META_KEY)
-            if found:
-                objects = tuple(SemanticObject.from_dict(o) for o in found["objects"])
-                entries.append(Entry(str(i), name, "big", found["kind"], objects))
-            tree = build_tree(parsed, title="big")
-            chunked.append(
-                (
-                    str(i),
-                    chunk_tree(
-                        tree,
-                        document_id=str(i),
-                        kb_name="big",
-                        options=options,
-                        count_tokens=lambda t: count(t.split()),
-                    ),
-                )
-            )
+        # a stand-in token counter: the same for both profiles
+        chunked, entries = chunk_project(files, profile, lambda t: len(t.split()))
         typed = []
         if entries:
             graph = LineageIndex.graph_of(entries)
@@ -267,9 +283,11 @@ def chunks_bench(args: argparse.Namespace) -> None:
                 for c in enrich_chunks(cs, by_id[doc], graph)
             ]
         results[profile] = (time.perf_counter() - started, sum(len(cs) for _, cs in chunked), typed)
-    print(
-        f"generated dbt project: {args.models} models, {args.columns} columns, {len(files)} files"
-    )
+    _print_chunks(args, len(files), results)
+
+
+def _print_chunks(args: argparse.Namespace, files: int, results: dict[str, Any]) -> None:
+    print(f"generated dbt project: {args.models} models, {args.columns} columns, {files} files")
     for profile, (seconds, n, typed) in results.items():
         line = f"{profile:14} parse+tree+chunk(+type) {seconds:6.2f} s  {n:6d} chunks"
         if typed:
@@ -317,14 +335,25 @@ def main() -> None:
     i.add_argument("--models", type=int, default=350)
     i.add_argument("--columns", type=int, default=4000)
     i.add_argument(
-        "--encoder-mode", default="auto", help="auto (the configured embedder) or deterministic"
+        "--encoder-mode",
+        default="auto",
+        help="auto (the configured embedder), require_native (the model or fail), deterministic",
     )
     c = sub.add_parser("chunks")
     c.add_argument("--models", type=int, default=350)
     c.add_argument("--columns", type=int, default=4000)
+    e = sub.add_parser("embed-cost", help="the ingest bar with the real embedder's cost sampled")
+    e.add_argument("--models", type=int, default=350)
+    e.add_argument("--columns", type=int, default=4000)
+    e.add_argument("--embedding-only", action="store_true", help="skip the hashing pipeline run")
+    e.add_argument("--strata", type=int, default=6)
+    e.add_argument("--per-stratum", type=int, default=4)
     args = parser.parse_args()
     if args.command == "chunks":
         chunks_bench(args)
+        return
+    if args.command == "embed-cost":
+        asyncio.run(embed_cost_bench(args))
         return
     asyncio.run(quality(args) if args.command == "quality" else ingest_bench(args))
 

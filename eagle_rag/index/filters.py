@@ -126,6 +126,12 @@ def json_between(
     return Filter(" and ".join(parts))
 
 
+def json_contains_any(field: str, key: str, values: Iterable[Scalar]) -> Filter:
+    """``field[key]`` is a JSON list holding at least one of ``values``."""
+    rendered = ", ".join(literal(v) for v in _values(values))
+    return Filter(f"json_contains_any({_json_path(field, key)}, [{rendered}])")
+
+
 def array_contains(field: str, value: Scalar) -> Filter:
     return Filter(f"array_contains({_field(field)}, {literal(value)})")
 

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagle_rag.errors import ComponentError
 from eagle_rag.ingest.core_steps import parse_bytes
 from eagle_rag.ingest.detect import detect
 from eagle_rag.plugins.mcp_registry import McpToolRegistry
 from eagle_rag.plugins.payloads import ParseResult
 from eagle_rag.plugins.registries import ComponentRegistry
+from eagle_rag.retrieval.filters import FIELD_KINDS, SCALAR_FIELD, is_core_filter
 
 if TYPE_CHECKING:
     from eagle_rag.plugins.audit import PluginAudit
     from eagle_rag.settings import Settings
+
+
+_FILTER_FIELD = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +55,14 @@ class ComponentRegistries:
         default_factory=lambda: ComponentRegistry("knowledge engine")
     )
     mcp_tools: McpToolRegistry = field(default_factory=McpToolRegistry)
+    # chunk metadata keys requests may filter on at the top level -> "scalar" | "list"
+    filter_fields: ComponentRegistry[str] = field(
+        default_factory=lambda: ComponentRegistry("filter field")
+    )
+
+    def filter_field_kinds(self) -> dict[str, str]:
+        """The declared filter fields, as :func:`build_metadata_filter` takes them."""
+        return {r.name: r.component for r in self.filter_fields}
 
 
 class PluginContext:
@@ -101,6 +115,22 @@ class PluginContext:
         detected = detect(data, filename, mime_type)
         parsers = [r.component for r in self._registries.parsers]
         return parse_bytes(data, filename, detected.mime_type, parsers, self.settings.ingest)
+
+    def register_filter_field(self, name: str, kind: str = SCALAR_FIELD) -> None:
+        """Let requests filter on chunk metadata ``name`` at the top level of ``filters``
+        (``{"object_type": "column"}``), not only under ``{"metadata": {...}}``."""
+        if not isinstance(name, str) or not _FILTER_FIELD.match(name) or is_core_filter(name):
+            raise ComponentError(
+                f"filter field {name!r} must be a lower-case identifier and not one of Core's "
+                "filters (source_type, year, pages, type, metadata)",
+                plugin=self.namespace,
+            )
+        if kind not in FIELD_KINDS:
+            raise ComponentError(
+                f"filter field {name!r} kind must be one of {', '.join(FIELD_KINDS)}",
+                plugin=self.namespace,
+            )
+        self._registries.filter_fields.register(name, kind, owner=self.namespace)
 
     def register_knowledge_engine(self, name: str, engine: Any) -> None:
         self._registries.knowledge_engines.register(name, engine, owner=self.namespace)

@@ -117,6 +117,7 @@ class PluginManager:
             self._registries.encoders.remove_owner(namespace)
             self._registries.parsers.remove_owner(namespace)
             self._registries.knowledge_engines.remove_owner(namespace)
+            self._registries.filter_fields.remove_owner(namespace)
             self._registries.mcp_tools.remove_namespace(namespace)
             try:
                 loaded.plugin.on_unload()

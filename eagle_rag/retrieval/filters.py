@@ -8,6 +8,12 @@ builder of :mod:`eagle_rag.index.filters`, so no user value ever becomes express
 - ``pages``: a range ``{"gte": 3, "lte": 5}`` or ``[3, 5]``: chunks on any of those pages
 - ``type``: the chunk type (``text``, ``table``, ``list``, ``code``, ``section_summary``)
 - ``metadata``: ``{key: value | [values] | {"gte", "lte"}}`` on the document's custom metadata
+
+Plugins may declare *filter fields* (``PluginContext.register_filter_field``): chunk metadata keys
+a request can then name at the top level, ``{"object_type": "column"}`` meaning exactly
+``{"metadata": {"object_type": "column"}}``. A ``list`` field holds a JSON list on each chunk
+(tags, tests): ``{"tags": "finance"}`` or ``{"tags": ["a", "b"]}`` selects chunks whose list holds
+any of the values. Core's own keys above cannot be declared, so they always mean the same.
 """
 
 from __future__ import annotations
@@ -24,26 +30,54 @@ from eagle_rag.index.filters import (
     eq,
     in_,
     json_between,
+    json_contains_any,
     json_eq,
     json_in,
 )
 
 MAX_PAGE_SPAN = 1000
 _RANGE_KEYS = frozenset({"gte", "lte"})
+SCALAR_FIELD = "scalar"
+LIST_FIELD = "list"
+FIELD_KINDS = (SCALAR_FIELD, LIST_FIELD)
 
 
-def build_metadata_filter(filters: Mapping[str, Any]) -> Filter:
-    """One Filter for all of ``filters`` (AND); InvalidInputError names a bad key or value."""
+def build_metadata_filter(
+    filters: Mapping[str, Any], fields: Mapping[str, str] | None = None
+) -> Filter:
+    """One Filter for all of ``filters`` (AND); InvalidInputError names a bad key or value.
+
+    ``fields`` are the plugins' declared filter fields (name -> ``scalar`` or ``list``)."""
     if not isinstance(filters, Mapping):
         raise InvalidInputError("filters must be an object")
+    declared = fields or {}
     parts: list[Filter] = []
     for key, value in filters.items():
         builder = _BUILDERS.get(key)
-        if builder is None:
-            known = ", ".join(sorted(_BUILDERS))
+        if builder is not None:
+            parts.append(builder(value))
+        elif key in declared:
+            parts.append(_declared_field(str(key), declared[key], value))
+        else:
+            known = ", ".join(sorted({*_BUILDERS, *declared}))
             raise InvalidInputError(f"unknown filter {key!r}; known filters: {known}", filter=key)
-        parts.append(builder(value))
     return all_of(*parts)
+
+
+def is_core_filter(name: str) -> bool:
+    """Core's own filter keys: no plugin may declare a field of that name."""
+    return name in _BUILDERS
+
+
+def _declared_field(key: str, kind: str, value: Any) -> Filter:
+    """A plugin field written at the top level: the same condition as under ``metadata``, or
+    for a list field, "holds any of these values"."""
+    if kind != LIST_FIELD:
+        return _json_condition(key, value)
+    values = value if isinstance(value, list | tuple) else [value]
+    if not values:
+        raise InvalidInputError(f"filter {key!r} needs at least one value", filter=key)
+    return json_contains_any("metadata", key, [_scalar(v, key) for v in values])
 
 
 def _json_condition(key: str, value: Any) -> Filter:

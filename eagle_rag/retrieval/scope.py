@@ -7,7 +7,7 @@ documents were written to, which lets routing add a specialized collection's pla
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -45,14 +45,19 @@ class Scope:
 
 
 def resolve_scope(
-    repos: Repositories, request: QueryRequest, *, allowed_kbs: Iterable[str] | None = None
+    repos: Repositories,
+    request: QueryRequest,
+    *,
+    allowed_kbs: Iterable[str] | None = None,
+    filter_fields: Mapping[str, str] | None = None,
 ) -> Scope:
     """Resolve ``request``'s scope; NotFoundError for an unknown KB or document id.
 
-    ``allowed_kbs`` (an API key's KBs) narrows the default scope and rejects others.
+    ``allowed_kbs`` (an API key's KBs) narrows the default scope and rejects others;
+    ``filter_fields`` are the plugins' top-level filter fields.
     """
     allowed = None if allowed_kbs is None else set(allowed_kbs)
-    metadata_filter = build_metadata_filter(request.filters)
+    metadata_filter = build_metadata_filter(request.filters, filter_fields)
     kbs = {name: repos.knowledge_bases.get(name) for name in dict.fromkeys(request.kb_names)}
     documents = [repos.documents.get(i) for i in dict.fromkeys(request.document_ids)]
     if kbs:

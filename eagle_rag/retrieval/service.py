@@ -89,7 +89,11 @@ class RetrievalService:
         log = StepLog()
         started = log.now()
         scope = await asyncio.to_thread(
-            resolve_scope, app.repositories, request, allowed_kbs=allowed_kbs
+            resolve_scope,
+            app.repositories,
+            request,
+            allowed_kbs=allowed_kbs,
+            filter_fields=app.registries.filter_field_kinds(),
         )
         log.add("scope", "ok", _describe_scope(scope), since=started)
         overrides = self._retrieval_settings(request, scope)

@@ -8,6 +8,7 @@ Claims (asked only for text files, see ``eagle_rag.ingest.parsers.registry.parse
   ``dbt_project.yml``;
 - ``.sql`` (a dbt model, or DDL);
 - ``.lkml``;
+- ``.js`` that calls Cube's ``cube()`` / ``view()`` (a Cube JavaScript model);
 - ``.json`` that is a dbt manifest (``metadata.dbt_schema_version``);
 - ``.md`` with dbt ``{% docs %}`` blocks.
 
@@ -28,6 +29,7 @@ from eagle_rag.plugins.payloads import ParseResult
 from plugins.lakehouse_bi.model import FileCatalog, SemanticObject, as_list, clean
 from plugins.lakehouse_bi.parsers.common import load_yaml
 from plugins.lakehouse_bi.parsers.cube import is_cube_yaml, read_cube_yaml
+from plugins.lakehouse_bi.parsers.cube_js import is_cube_js, read_cube_js
 from plugins.lakehouse_bi.parsers.dbt_yaml import DBT_KEYS, is_dbt_yaml, read_dbt_yaml
 from plugins.lakehouse_bi.parsers.docs import has_docs_blocks, read_docs
 from plugins.lakehouse_bi.parsers.lookml import read_lookml
@@ -43,7 +45,7 @@ PROJECT = "project"
 
 
 class LakehouseParser:
-    """dbt, MetricFlow, LookML, Cube and SQL DDL files → one typed section per object."""
+    """dbt, MetricFlow, LookML, Cube (YAML, JS) and SQL DDL files → one typed section each."""
 
     name = "lakehouse-bi"
     # Nothing by MIME alone: these files are all text/plain; ``claims`` picks them.
@@ -58,6 +60,8 @@ class LakehouseParser:
             return bool(_TOP_KEYS & set(_TOP_KEY.findall(head)))
         if suffix == ".json":
             return "dbt_schema_version" in head
+        if suffix == ".js":
+            return is_cube_js(head)
         if suffix in (".md", ".markdown"):
             return has_docs_blocks(decode_text(data) or "")
         return False
@@ -82,6 +86,8 @@ def read_file(text: str, filename: str) -> FileCatalog:
         return read_sql(text, filename)
     if suffix == ".lkml":
         return read_lookml(text, filename)
+    if suffix == ".js":
+        return read_cube_js(text, filename)
     if suffix in (".md", ".markdown"):
         return read_docs(text)
     if suffix == ".json":

@@ -48,6 +48,14 @@ from plugins.lakehouse_bi.render import META_KEY
 from plugins.lakehouse_bi.tools import LakehouseTools
 
 NAMESPACE = "lakehouse-bi"
+# Chunk metadata a request may filter on at the top level ({"object_type": "column"}).
+# Lineage (upstream / downstream) is not among them: a chunk stores only its own file's refs,
+# the whole lineage is laid over hits at query time.
+_SCALAR_FIELDS = (
+    "object_type", "name", "name_lower", "model", "grain", "data_type", "owner", "project",
+    "framework",
+)  # fmt: skip
+FILTER_FIELDS = dict.fromkeys(_SCALAR_FIELDS, "scalar") | {"tests": "list", "tags": "list"}
 
 
 class LakehouseBiPlugin:
@@ -86,6 +94,8 @@ class LakehouseBiPlugin:
             raise PluginError("lakehouse-bi needs the host's object store", plugin=NAMESPACE)
         self._index = LineageIndex(ctx.host.objects, ctx.default_namespace)
         ctx.register_parser("lakehouse-bi", LakehouseParser())
+        for name, kind in FILTER_FIELDS.items():
+            ctx.register_filter_field(name, kind)
 
     def ensure_collections(self, ctx: PluginContext) -> None:
         """Base collections only (``eagle_text``): semantic chunks are text chunks."""
@@ -211,8 +221,10 @@ class LakehouseBiPlugin:
         terms = self.terms(query.text)
         if not (terms.identifiers or terms.grain) or not ctx.kb_names:
             return None
-        where = scope_filter(query, ctx.kb_names, hits_by_plan)
-        vectors = self._require(self._ctx.host.vectors if self._ctx else None, "vector store")
+        plugin_ctx = self._require(self._ctx, "plugin context")
+        fields = plugin_ctx.registries.filter_field_kinds()
+        where = scope_filter(query, ctx.kb_names, hits_by_plan, fields)
+        vectors = self._require(plugin_ctx.host.vectors, "vector store")
         prior = [h for hits in hits_by_plan.values() for h in hits]
         found = await asyncio.to_thread(named_hits, vectors, terms, where, prior)
         return tuple(found) or None
@@ -255,6 +267,7 @@ def scope_filter(
     query: QueryRequest,
     kb_names: tuple[str, ...],
     hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]],
+    fields: Mapping[str, str] | None = None,
 ) -> Filter:
     """The request's scope for a scalar query: its KBs, documents and filters; with tags (which
     only the catalog resolves) the documents the scoped searches already returned."""
@@ -267,5 +280,5 @@ def scope_filter(
     return all_of(
         in_("kb_name", kb_names),
         in_("document_id", documents) if documents else None,
-        build_metadata_filter(query.filters) if query.filters else None,
+        build_metadata_filter(query.filters, fields) if query.filters else None,
     )

@@ -6,7 +6,14 @@ from __future__ import annotations
 import importlib.util
 
 # module name -> the package that provides it
-REQUIRED = {"sqlglot": "sqlglot", "lkml": "lkml", "jinja2": "Jinja2", "yaml": "PyYAML"}
+REQUIRED = {
+    "sqlglot": "sqlglot",
+    "lkml": "lkml",
+    "jinja2": "Jinja2",
+    "yaml": "PyYAML",
+    "tree_sitter": "tree-sitter",
+    "tree_sitter_javascript": "tree-sitter-javascript",
+}
 
 
 def missing() -> list[str]:

@@ -1,0 +1,152 @@
+"""Top-level filters on the plugin's fields (``{"object_type": "column"}``), through the real
+HTTP app and a real MCP client; the same keys stay unknown where the plugin is not loaded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+
+from eagle_rag.errors import ComponentError
+from eagle_rag.plugins.audit import PluginAudit
+from eagle_rag.plugins.context import ComponentRegistries, PluginContext
+from eagle_rag.settings import load_settings
+from tests.api.server import RunningServer, running_server, wait_for_task
+from tests.inrepo_plugins.lakehouse.conftest import PROJECT, make_app
+
+FILES = (
+    "models/marts/_marts__models.yml",
+    "models/marts/orders.sql",
+    "models/staging/_stg__models.yml",
+    "models/staging/stg_orders.sql",
+)
+LAKEHOUSE = {
+    "enabled": ["eagle_rag.plugins.core_defaults", "plugins.lakehouse_bi"],
+    "default_namespace": "lakehouse-bi",
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with running_server(tmp_path_factory.mktemp("lakehouse-filters"), plugins=LAKEHOUSE) as running:
+        client = running.client()
+        assert client.post("/knowledge_bases", json={"kb_name": "warehouse"}).status_code < 300
+        for relative in FILES:
+            path = PROJECT / relative
+            response = client.post(
+                "/ingest",
+                data={"kb_name": "warehouse"},
+                files={"file": (path.name, path.read_bytes())},
+            )
+            assert response.status_code < 300, response.text
+            assert wait_for_task(client, response.json()["job_id"])["status"] == "completed"
+        yield running
+
+
+def search(server: RunningServer, filters: dict[str, Any], query: str = "order amount") -> Any:
+    body = {"query": query, "kb_names": ["warehouse"], "top_k": 20, "filters": filters}
+    return server.client().post("/search", json=body)
+
+
+def fields_of(response: Any) -> list[dict[str, Any]]:
+    assert response.status_code == 200, response.text
+    sources = response.json()["sources"]["text"]
+    assert sources, "the filter selected nothing"
+    return [s["metadata"] for s in sources]
+
+
+def test_top_level_fields_mean_the_same_as_under_metadata(server: RunningServer) -> None:
+    wanted = {"object_type": "column", "model": "orders"}
+    top = fields_of(search(server, wanted))
+    nested = fields_of(search(server, {"metadata": wanted}))
+    assert all((f["object_type"], f["model"]) == ("column", "orders") for f in top)
+    assert [f["name"] for f in top] == [f["name"] for f in nested]
+    # and they combine with Core's own filters and with the metadata form
+    mixed = fields_of(
+        search(server, {"object_type": "column", "metadata": {"model": "stg_orders"}})
+    )
+    assert {(f["object_type"], f["model"]) for f in mixed} == {("column", "stg_orders")}
+    models = fields_of(search(server, {"object_type": ["model", "source_table"]}))
+    assert {f["object_type"] for f in models} <= {"model", "source_table"}
+
+
+def test_list_fields_select_chunks_holding_a_value(server: RunningServer) -> None:
+    tagged = fields_of(search(server, {"tags": "finance", "object_type": "model"}, "orders"))
+    assert tagged and all("finance" in f["tags"] for f in tagged)
+    assert {f["name"] for f in tagged} == {"orders"}  # stg_orders is tagged "staging" only
+    either = fields_of(search(server, {"tags": ["staging", "finance"], "object_type": "model"}))
+    assert {f["name"] for f in either} == {"orders", "stg_orders"}
+    unique = fields_of(search(server, {"tests": "unique", "object_type": "column"}))
+    assert all("unique" in f["tests"] for f in unique)
+    assert "order_id" in {f["name"] for f in unique}
+    # the metadata form compares whole values, so a list never equals one of its items
+    nested = search(server, {"metadata": {"tags": "finance"}})
+    assert nested.status_code == 200 and nested.json()["sources"]["text"] == []
+
+
+def test_bad_top_level_filters_name_the_key(server: RunningServer) -> None:
+    unknown = search(server, {"objecttype": "column"})
+    assert unknown.status_code in (400, 422)
+    assert "objecttype" in unknown.text and "object_type" in unknown.text  # known ones listed
+    nested_value = search(server, {"tags": {"gte": 1}})
+    assert nested_value.status_code in (400, 422) and "tags" in nested_value.text
+    empty = search(server, {"tests": []})
+    assert empty.status_code in (400, 422) and "tests" in empty.text
+
+
+async def test_mcp_retrieve_takes_top_level_fields(server: RunningServer) -> None:
+    async with Client(StreamableHttpTransport(server.url + "/mcp")) as client:
+        result = await client.call_tool(
+            "core_retrieve_text",
+            {"query": "order amount", "kb_names": ["warehouse"], "top_k": 10,
+             "filters": {"object_type": "column", "model": "orders"}},
+        )  # fmt: skip
+    sources = result.structured_content["sources"]
+    assert sources and all(
+        (s["metadata"]["object_type"], s["metadata"]["model"]) == ("column", "orders")
+        for s in sources
+    )
+
+
+def test_without_the_plugin_the_fields_are_unknown(tmp_path: Path) -> None:
+    with running_server(tmp_path) as core:
+        client = core.client()
+        assert client.post("/knowledge_bases", json={"kb_name": "plain"}).status_code < 300
+        response = client.post(
+            "/search", json={"query": "x", "kb_names": ["plain"], "filters": {"object_type": "c"}}
+        )
+    assert response.status_code in (400, 422) and "unknown filter 'object_type'" in response.text
+
+
+def context(namespace: str, registries: ComponentRegistries, data: Path) -> PluginContext:
+    settings = load_settings({"EAGLE_DATA_DIR": str(data)})
+    audit = PluginAudit(ring_cap=10)
+    return PluginContext(namespace=namespace, settings=settings, audit=audit, registries=registries)
+
+
+def test_a_plugin_cannot_redefine_cores_filters(tmp_path: Path) -> None:
+    registries = ComponentRegistries()
+    ctx = context("demo", registries, tmp_path)
+    ctx.register_filter_field("object_type")
+    ctx.register_filter_field("labels", "list")
+    assert registries.filter_field_kinds() == {"object_type": "scalar", "labels": "list"}
+    for name, kind in (("year", "scalar"), ("metadata", "scalar"), ("Bad-Name", "scalar")):
+        with pytest.raises(ComponentError, match="filter field"):
+            ctx.register_filter_field(name, kind)
+    with pytest.raises(ComponentError, match="kind"):
+        ctx.register_filter_field("owner", "range")
+    with pytest.raises(ComponentError, match="already registered"):
+        context("other", registries, tmp_path).register_filter_field("object_type")
+
+
+async def test_the_fields_go_when_the_plugin_unloads(tmp_path: Path) -> None:
+    app = await make_app(tmp_path)
+    declared = app.registries.filter_field_kinds()
+    assert declared["object_type"] == "scalar" and declared["tags"] == "list"
+    app.plugins.unload_all()
+    assert app.registries.filter_field_kinds() == {}
+    await app.stop()
