@@ -385,6 +385,14 @@ async def test_eval_reports_the_core_table_on_the_biomed_profile(
     assert report.chunks >= 3  # both text collections counted
     [hybrid] = report.modes
     assert hybrid.metrics["ndcg@10"] > 0.5
+    # Per-hook timings, per phase: the plugin's ingest and query subscribers, each timed.
+    ingest, queries = report.hook_ms["ingest"], report.hook_ms["hybrid"]
+    assert ingest["CHUNK biomed"]["calls"] == 3 and ingest["CHUNK biomed"]["mean_ms"] > 0
+    assert "CLASSIFY_CHUNK biomed" in ingest and "CLASSIFY_QUERY biomed" not in ingest
+    assert queries["CLASSIFY_QUERY biomed"]["calls"] == 2  # each query once
+    assert queries["RRF_POST_MERGE biomed"]["calls"] == 2
+    assert not any(k.startswith("RERANK_MERGED") for k in queries)  # hybrid: rerank off
+    assert report.to_dict()["hook_ms"]["hybrid"] == queries
 
 
 @pytest.mark.asyncio(loop_scope="module")
