@@ -15,7 +15,10 @@ worse than core - 0.005; msmarco queries without entities routed as in core; que
         ../shared/datasets/pubmedqa-dev ../shared/datasets/msmarco --docs 500 --queries 200
 
 ``--docs N`` keeps every document judged for the kept queries plus seeded random others up to
-N (a subset is easier than the full corpus: compare the two profiles, not absolute numbers).
+N, or a seeded sample of N judged ones when there are more (a subset is easier than the full
+corpus: compare the two profiles, not absolute numbers). ``--store DIR`` keeps both ingests
+and reuses them on the next run; passage vectors are shared between the two profiles unless
+``--no-shared-embeddings`` (then the ingest-time ratio is measured too).
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ def subset(dataset: Dataset, docs: int | None, queries: int | None, seed: int = 
     if docs is None or docs >= len(dataset.corpus):
         return replace(dataset, queries=kept, qrels=qrels)
     judged = {d for rel in qrels.values() for d in rel}
+    if len(judged) > docs:  # msmarco judges ~80 passages a query: a seeded sample of them
+        judged = set(random.Random(seed).sample(sorted(judged), docs))
     rest = [d for d in dataset.corpus if d.id not in judged]
     random.Random(seed).shuffle(rest)
     chosen = [d for d in dataset.corpus if d.id in judged]
@@ -211,6 +216,7 @@ async def score_both(
         for label, run, options in passes(runs, shipped, variants):
             runtime.options = options
             for form, rerank in (("hybrid", False), ("default", None)):
+                runtime.query_embeddings.clear()  # every search embeds its query: fair p50
                 ids, ms, route = await ranked(run, text, rerank)
                 lists.setdefault(f"{label}/{form}", {})[qid] = ids
                 timings.setdefault(f"{label}/{form}", []).append(ms)
@@ -222,8 +228,25 @@ async def score_both(
         "metrics": {
             k: {m: round(v, 4) for m, v in score_run(r, qrels).items()} for k, r in lists.items()
         },
+        "split_ndcg": split_ndcg(lists, qrels),
         "p50_ms": {k: round(percentile(v, 50), 2) for k, v in timings.items()},
         "biomed_routed_queries": routed,
+    }
+
+
+def split_ndcg(
+    lists: dict[str, dict[str, list[str]]], qrels: dict[str, Any]
+) -> dict[str, dict[str, float]]:
+    """nDCG@10 on the dev half (even positions of the kept queries: choose options there) and
+    the held-out half (odd positions: report there), so a choice is never scored where made."""
+    ids = list(qrels)
+    halves = {"dev": ids[0::2], "held_out": ids[1::2]}
+    return {
+        key: {
+            half: round(score_run(run, {q: qrels[q] for q in chosen})["ndcg@10"], 4)
+            for half, chosen in halves.items()
+        }
+        for key, run in lists.items()
     }
 
 
@@ -250,11 +273,14 @@ def summarize(result: dict[str, Any]) -> None:
         f"\n{result['dataset']}: {result['documents']} docs, {result['queries']} queries; "
         f"biomed routed {result['biomed_routed_queries']} queries to eagle_text_biomed"
     )
-    print(f"{'run':44} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8}")
+    print(
+        f"{'run':44} {'nDCG@10':>8} {'dev':>7} {'held':>7} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8}"
+    )
     for key, metrics in result["metrics"].items():
+        halves = result["split_ndcg"][key]
         print(
-            f"{key:44} {metrics['ndcg@10']:8.4f} {metrics['recall@100']:7.4f} "
-            f"{metrics['mrr@10']:7.4f} {result['p50_ms'][key]:8.1f}"
+            f"{key:44} {metrics['ndcg@10']:8.4f} {halves['dev']:7.4f} {halves['held_out']:7.4f} "
+            f"{metrics['recall@100']:7.4f} {metrics['mrr@10']:7.4f} {result['p50_ms'][key]:8.1f}"
         )
     ndcg = {k: m["ndcg@10"] for k, m in result["metrics"].items()}
     p50 = result["p50_ms"]
