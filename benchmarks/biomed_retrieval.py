@@ -209,7 +209,7 @@ async def score_both(
     query-time options (an ablation over one ingest), labelled ``biomed[key=value]``."""
     lists: dict[str, dict[str, list[str]]] = {}
     timings: dict[str, list[float]] = {}
-    routed = 0
+    routed: set[str] = set()
     runtime = biomed_runtime(runs["biomed"].app)
     shipped = runtime.options
     for qid, text in dataset.queries.items():
@@ -221,7 +221,7 @@ async def score_both(
                 lists.setdefault(f"{label}/{form}", {})[qid] = ids
                 timings.setdefault(f"{label}/{form}", []).append(ms)
                 if label == "biomed" and form == "default" and route.classifier == "biomed":
-                    routed += 1
+                    routed.add(qid)
         runtime.options = shipped
     qrels = dict(dataset.qrels)
     return {
@@ -230,8 +230,21 @@ async def score_both(
         },
         "split_ndcg": split_ndcg(lists, qrels),
         "p50_ms": {k: round(percentile(v, 50), 2) for k, v in timings.items()},
-        "biomed_routed_queries": routed,
+        "biomed_routed_queries": len(routed),
+        "same_top10_as_core": same_top10(lists, routed),
     }
+
+
+def same_top10(lists: dict[str, dict[str, list[str]]], routed: set[str]) -> dict[str, list[int]]:
+    """[queries, of which biomed/hybrid's top 10 equals core/hybrid's], for the queries biomed
+    routed (named entities) and for the others (which should run as in Core)."""
+    core, biomed = lists["core/hybrid"], lists["biomed/hybrid"]
+    out = {"routed": [0, 0], "not_routed": [0, 0]}
+    for qid, ids in core.items():
+        entry = out["routed" if qid in routed else "not_routed"]
+        entry[0] += 1
+        entry[1] += int(biomed.get(qid, [])[:10] == ids[:10])
+    return out
 
 
 def split_ndcg(
@@ -272,6 +285,11 @@ def summarize(result: dict[str, Any]) -> None:
     print(
         f"\n{result['dataset']}: {result['documents']} docs, {result['queries']} queries; "
         f"biomed routed {result['biomed_routed_queries']} queries to eagle_text_biomed"
+    )
+    same = result["same_top10_as_core"]
+    print(
+        "top 10 (hybrid) identical to core: "
+        + "; ".join(f"{k} {v[1]} of {v[0]}" for k, v in same.items())
     )
     print(
         f"{'run':44} {'nDCG@10':>8} {'dev':>7} {'held':>7} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8}"
