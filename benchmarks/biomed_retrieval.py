@@ -230,6 +230,23 @@ async def score_both(
         },
         "split_ndcg": split_ndcg(lists, qrels),
         "p50_ms": {k: round(percentile(v, 50), 2) for k, v in timings.items()},
+        # Median over queries of biomed's time / core's for the same query, run side by side:
+        # steadier than a ratio of p50s when the machine's load drifts during the run.
+        "paired_ratio": {
+            form: round(
+                percentile(
+                    [
+                        b / max(c, 1e-9)
+                        for b, c in zip(
+                            timings[f"biomed/{form}"], timings[f"core/{form}"], strict=True
+                        )
+                    ],
+                    50,
+                ),
+                3,
+            )
+            for form in ("hybrid", "default")
+        },
         "biomed_routed_queries": len(routed),
         "same_top10_as_core": same_top10(lists, routed),
     }
@@ -305,7 +322,11 @@ def summarize(result: dict[str, Any]) -> None:
     for form in ("hybrid", "default"):
         ratio = ndcg[f"biomed/{form}"] / max(ndcg[f"core/{form}"], 1e-9)
         latency = p50[f"biomed/{form}"] / max(p50[f"core/{form}"], 1e-9)
-        print(f"{form}: nDCG@10 biomed / core = {ratio:.3f}; query p50 ratio = {latency:.2f}")
+        paired = result["paired_ratio"][form]
+        print(
+            f"{form}: nDCG@10 biomed / core = {ratio:.3f}; query p50 ratio = {latency:.2f}; "
+            f"median per-query time ratio = {paired:.2f}"
+        )
     for phase, hooks in result.get("biomed_hook_ms", {}).items():
         parts = ", ".join(f"{h} {v['mean_ms']:.2f} ms x{int(v['calls'])}" for h, v in hooks.items())
         print(f"biomed hooks ({phase}): {parts}")
