@@ -230,26 +230,20 @@ async def score_both(
         },
         "split_ndcg": split_ndcg(lists, qrels),
         "p50_ms": {k: round(percentile(v, 50), 2) for k, v in timings.items()},
-        # Median over queries of biomed's time / core's for the same query, run side by side:
-        # steadier than a ratio of p50s when the machine's load drifts during the run.
-        "paired_ratio": {
-            form: round(
-                percentile(
-                    [
-                        b / max(c, 1e-9)
-                        for b, c in zip(
-                            timings[f"biomed/{form}"], timings[f"core/{form}"], strict=True
-                        )
-                    ],
-                    50,
-                ),
-                3,
-            )
-            for form in ("hybrid", "default")
-        },
+        "paired_ratio": paired_ratio(timings),
         "biomed_routed_queries": len(routed),
         "same_top10_as_core": same_top10(lists, routed),
     }
+
+
+def paired_ratio(timings: dict[str, list[float]]) -> dict[str, float]:
+    """Median over queries of biomed's time / core's for the same query, run side by side:
+    steadier than a ratio of p50s when the machine's load drifts during the run."""
+    out = {}
+    for form in ("hybrid", "default"):
+        pairs = zip(timings[f"biomed/{form}"], timings[f"core/{form}"], strict=True)
+        out[form] = round(percentile([b / max(c, 1e-9) for b, c in pairs], 50), 3)
+    return out
 
 
 def same_top10(lists: dict[str, dict[str, list[str]]], routed: set[str]) -> dict[str, list[int]]:
