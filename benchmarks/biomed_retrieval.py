@@ -15,7 +15,10 @@ worse than core - 0.005; msmarco queries without entities routed as in core; que
         ../shared/datasets/pubmedqa-dev ../shared/datasets/msmarco --docs 500 --queries 200
 
 ``--docs N`` keeps every document judged for the kept queries plus seeded random others up to
-N (a subset is easier than the full corpus: compare the two profiles, not absolute numbers).
+N, or a seeded sample of N judged ones when there are more (a subset is easier than the full
+corpus: compare the two profiles, not absolute numbers). ``--store DIR`` keeps both ingests
+and reuses them on the next run; passage vectors are shared between the two profiles unless
+``--no-shared-embeddings`` (then the ingest-time ratio is measured too).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.evaluation.beir import Dataset, load_dataset
@@ -60,6 +65,8 @@ def subset(dataset: Dataset, docs: int | None, queries: int | None, seed: int = 
     if docs is None or docs >= len(dataset.corpus):
         return replace(dataset, queries=kept, qrels=qrels)
     judged = {d for rel in qrels.values() for d in rel}
+    if len(judged) > docs:  # msmarco judges ~80 passages a query: a seeded sample of them
+        judged = set(random.Random(seed).sample(sorted(judged), docs))
     rest = [d for d in dataset.corpus if d.id not in judged]
     random.Random(seed).shuffle(rest)
     chosen = [d for d in dataset.corpus if d.id in judged]
@@ -70,6 +77,34 @@ def subset(dataset: Dataset, docs: int | None, queries: int | None, seed: int = 
 async def start(profile: str, data: str) -> ProfileRun:
     settings = load_settings({**os.environ, "EAGLE_DATA_DIR": data, "EAGLE_RAG_PROFILE": profile})
     return ProfileRun(await bootstrap(settings))
+
+
+class SharedPassageVectors:
+    """One passage embedding per text for both apps (same model, same text: same vector).
+
+    The two ingests of one corpus embed the same chunks; on a loaded 2-core machine that is
+    most of a full-corpus run. With sharing the second ingest reuses the first's vectors, so
+    the ingest-time ratio is not measured (run with ``--no-shared-embeddings`` for it).
+    Queries are never shared: each profile embeds its own, so query latency stays fair.
+    """
+
+    def __init__(self) -> None:
+        self._vectors: dict[str, Any] = {}
+
+    def attach(self, app: EagleApp) -> None:
+        encoder = app.text_encoder
+        embed = encoder.embed_passages
+
+        def shared(texts: Sequence[str]) -> Any:
+            if not texts:
+                return embed(texts)
+            missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+            if missing:
+                for text, vector in zip(missing, embed(missing), strict=True):
+                    self._vectors[text] = vector
+            return np.stack([self._vectors[t] for t in texts])
+
+        encoder.embed_passages = shared  # type: ignore[method-assign]
 
 
 def hook_timings(app: EagleApp) -> dict[str, dict[str, float]]:
@@ -116,16 +151,31 @@ async def ranked(run: ProfileRun, text: str, rerank: bool | None) -> tuple[list[
 
 
 async def compare(
-    folder: Path, docs: int | None, queries: int | None, variants: Sequence[dict[str, Any]] = ()
+    folder: Path,
+    docs: int | None,
+    queries: int | None,
+    variants: Sequence[dict[str, Any]] = (),
+    *,
+    share_embeddings: bool = True,
+    store: Path | None = None,
+    ingest_only: bool = False,
 ) -> dict[str, Any]:
+    """``store``: keep both profiles' data there and reuse an ingest already completed in it
+    (a full corpus ingests once; the queries then run on the code under test)."""
     dataset = subset(load_dataset(folder), docs, queries)
-    with tempfile.TemporaryDirectory(prefix="eagle-biomed-") as root:
-        runs = {p: await start(p, f"{root}/{p}") for p in PROFILES}
-        try:
+    with tempfile.TemporaryDirectory(prefix="eagle-biomed-") as scratch:
+        root = Path(store or scratch)
+        await asyncio.to_thread(root.mkdir, parents=True, exist_ok=True)
+        runs = {p: await start(p, str(root / p)) for p in PROFILES}
+        if share_embeddings:
+            shared = SharedPassageVectors()
             for run in runs.values():
-                await ingest(run, dataset)
+                shared.attach(run.app)
+        try:
+            for profile, run in runs.items():
+                await ingest_once(run, dataset, root / f"{profile}.ingested.json")
             ingest_hooks = hook_timings(runs["biomed"].app)
-            result = await score_both(runs, dataset, variants)
+            result = {} if ingest_only else await score_both(runs, dataset, variants)
             result["biomed_hook_ms"] = {
                 "ingest": ingest_hooks,
                 "query": hook_timings(runs["biomed"].app),
@@ -135,7 +185,21 @@ async def compare(
                 await run.app.stop()
     result.update(dataset=folder.name, documents=len(dataset.corpus), queries=len(dataset.queries))
     result["ingest_s"] = {p: round(r.ingest_s, 2) for p, r in runs.items()}
+    result["shared_embeddings"] = share_embeddings
     return result
+
+
+async def ingest_once(run: ProfileRun, dataset: Dataset, marker: Path) -> None:
+    """Ingest, and record it in ``marker``; a marker for the same corpus skips the ingest."""
+    if await asyncio.to_thread(marker.exists):
+        done = json.loads(await asyncio.to_thread(marker.read_text))
+        if done["documents"] == len(dataset.corpus):
+            run.owners, run.ingest_s = done["owners"], done["ingest_s"]
+            return
+        raise SystemExit(f"{marker} records another corpus: use a fresh --store")
+    await ingest(run, dataset)
+    record = {"documents": len(dataset.corpus), "ingest_s": run.ingest_s, "owners": run.owners}
+    await asyncio.to_thread(marker.write_text, json.dumps(record))
 
 
 async def score_both(
@@ -145,26 +209,68 @@ async def score_both(
     query-time options (an ablation over one ingest), labelled ``biomed[key=value]``."""
     lists: dict[str, dict[str, list[str]]] = {}
     timings: dict[str, list[float]] = {}
-    routed = 0
+    routed: set[str] = set()
     runtime = biomed_runtime(runs["biomed"].app)
     shipped = runtime.options
     for qid, text in dataset.queries.items():
         for label, run, options in passes(runs, shipped, variants):
             runtime.options = options
             for form, rerank in (("hybrid", False), ("default", None)):
+                runtime.query_embeddings.clear()  # every search embeds its query: fair p50
                 ids, ms, route = await ranked(run, text, rerank)
                 lists.setdefault(f"{label}/{form}", {})[qid] = ids
                 timings.setdefault(f"{label}/{form}", []).append(ms)
                 if label == "biomed" and form == "default" and route.classifier == "biomed":
-                    routed += 1
+                    routed.add(qid)
         runtime.options = shipped
     qrels = dict(dataset.qrels)
     return {
         "metrics": {
             k: {m: round(v, 4) for m, v in score_run(r, qrels).items()} for k, r in lists.items()
         },
+        "split_ndcg": split_ndcg(lists, qrels),
         "p50_ms": {k: round(percentile(v, 50), 2) for k, v in timings.items()},
-        "biomed_routed_queries": routed,
+        "paired_ratio": paired_ratio(timings),
+        "biomed_routed_queries": len(routed),
+        "same_top10_as_core": same_top10(lists, routed),
+    }
+
+
+def paired_ratio(timings: dict[str, list[float]]) -> dict[str, float]:
+    """Median over queries of biomed's time / core's for the same query, run side by side:
+    steadier than a ratio of p50s when the machine's load drifts during the run."""
+    out = {}
+    for form in ("hybrid", "default"):
+        pairs = zip(timings[f"biomed/{form}"], timings[f"core/{form}"], strict=True)
+        out[form] = round(percentile([b / max(c, 1e-9) for b, c in pairs], 50), 3)
+    return out
+
+
+def same_top10(lists: dict[str, dict[str, list[str]]], routed: set[str]) -> dict[str, list[int]]:
+    """[queries, of which biomed/hybrid's top 10 equals core/hybrid's], for the queries biomed
+    routed (named entities) and for the others (which should run as in Core)."""
+    core, biomed = lists["core/hybrid"], lists["biomed/hybrid"]
+    out = {"routed": [0, 0], "not_routed": [0, 0]}
+    for qid, ids in core.items():
+        entry = out["routed" if qid in routed else "not_routed"]
+        entry[0] += 1
+        entry[1] += int(biomed.get(qid, [])[:10] == ids[:10])
+    return out
+
+
+def split_ndcg(
+    lists: dict[str, dict[str, list[str]]], qrels: dict[str, Any]
+) -> dict[str, dict[str, float]]:
+    """nDCG@10 on the dev half (even positions of the kept queries: choose options there) and
+    the held-out half (odd positions: report there), so a choice is never scored where made."""
+    ids = list(qrels)
+    halves = {"dev": ids[0::2], "held_out": ids[1::2]}
+    return {
+        key: {
+            half: round(score_run(run, {q: qrels[q] for q in chosen})["ndcg@10"], 4)
+            for half, chosen in halves.items()
+        }
+        for key, run in lists.items()
     }
 
 
@@ -191,26 +297,38 @@ def summarize(result: dict[str, Any]) -> None:
         f"\n{result['dataset']}: {result['documents']} docs, {result['queries']} queries; "
         f"biomed routed {result['biomed_routed_queries']} queries to eagle_text_biomed"
     )
-    print(f"{'run':44} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8}")
+    same = result["same_top10_as_core"]
+    print(
+        "top 10 (hybrid) identical to core: "
+        + "; ".join(f"{k} {v[1]} of {v[0]}" for k, v in same.items())
+    )
+    print(
+        f"{'run':44} {'nDCG@10':>8} {'dev':>7} {'held':>7} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8}"
+    )
     for key, metrics in result["metrics"].items():
+        halves = result["split_ndcg"][key]
         print(
-            f"{key:44} {metrics['ndcg@10']:8.4f} {metrics['recall@100']:7.4f} "
-            f"{metrics['mrr@10']:7.4f} {result['p50_ms'][key]:8.1f}"
+            f"{key:44} {metrics['ndcg@10']:8.4f} {halves['dev']:7.4f} {halves['held_out']:7.4f} "
+            f"{metrics['recall@100']:7.4f} {metrics['mrr@10']:7.4f} {result['p50_ms'][key]:8.1f}"
         )
     ndcg = {k: m["ndcg@10"] for k, m in result["metrics"].items()}
     p50 = result["p50_ms"]
     for form in ("hybrid", "default"):
         ratio = ndcg[f"biomed/{form}"] / max(ndcg[f"core/{form}"], 1e-9)
         latency = p50[f"biomed/{form}"] / max(p50[f"core/{form}"], 1e-9)
-        print(f"{form}: nDCG@10 biomed / core = {ratio:.3f}; query p50 ratio = {latency:.2f}")
+        paired = result["paired_ratio"][form]
+        print(
+            f"{form}: nDCG@10 biomed / core = {ratio:.3f}; query p50 ratio = {latency:.2f}; "
+            f"median per-query time ratio = {paired:.2f}"
+        )
     for phase, hooks in result.get("biomed_hook_ms", {}).items():
         parts = ", ".join(f"{h} {v['mean_ms']:.2f} ms x{int(v['calls'])}" for h, v in hooks.items())
         print(f"biomed hooks ({phase}): {parts}")
     ingest = result["ingest_s"]
-    print(
-        f"ingest seconds core {ingest['core']} / biomed {ingest['biomed']} = "
-        f"{ingest['biomed'] / max(ingest['core'], 1e-9):.2f}"
-    )
+    ratio = f"{ingest['biomed'] / max(ingest['core'], 1e-9):.2f}"
+    if result.get("shared_embeddings"):
+        ratio = "not measured (biomed reused core's passage vectors)"
+    print(f"ingest seconds core {ingest['core']} / biomed {ingest['biomed']}: {ratio}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -226,6 +344,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         type=json.loads,
         help="query-time biomed options to ablate, as JSON, e.g. '{\"supplement\": false}'",
     )
+    parser.add_argument(
+        "--no-shared-embeddings",
+        action="store_true",
+        help="each profile embeds its own passages (measures the ingest-time ratio)",
+    )
+    parser.add_argument("--store", type=Path, default=None, help="keep/reuse the ingests here")
+    parser.add_argument("--ingest-only", action="store_true", help="ingest into --store, stop")
     args = parser.parse_args(argv)
     print(
         f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC  machine: "
@@ -233,7 +358,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     results = []
     for folder in args.datasets:
-        result = asyncio.run(compare(folder, args.docs, args.queries, args.variant))
+        result = asyncio.run(
+            compare(
+                folder,
+                args.docs,
+                args.queries,
+                args.variant,
+                share_embeddings=not args.no_shared_embeddings,
+                store=args.store,
+                ingest_only=args.ingest_only,
+            )
+        )
+        if args.ingest_only:
+            print(json.dumps(result["ingest_s"]))
+            continue
         summarize(result)
         results.append(result)
     if args.json:

@@ -84,6 +84,9 @@ def test_eval_runs_and_reports_the_configured_hybrid_fusion(
     result = runner.invoke(app, ["eval", str(dataset), "--modes", "hybrid"], env=by_rank)
     assert result.exit_code == 0, result.output
     assert "hybrid fusion rrf" in " ".join(result.output.split())
+    # The per-hook timings table: Core's subscribers of the query hooks, timed per phase.
+    assert "hook timings" in result.output
+    assert "CLASSIFY_QUERY" in result.output and "core" in result.output
 
 
 def test_eval_refuses_unknown_modes_and_bad_folders(env: dict[str, str], tmp_path: Path) -> None:

@@ -233,3 +233,22 @@ def _print_report(report: EvalReport) -> None:
     )
     if report.reranker is None:
         console.print("[dim]hybrid+rerank skipped: no reranker is configured[/dim]")
+    _print_hook_timings(console, report)
+
+
+def _print_hook_timings(console: Console, report: EvalReport) -> None:
+    """Per-hook cost of each phase: mean ms per call of each plugin's subscriber."""
+    table = Table("phase", "hook", "plugin", "calls", "mean ms", "total ms", title="hook timings")
+    for phase, hooks in report.hook_ms.items():
+        for key, timing in hooks.items():
+            hook, plugin = key.split(" ", 1)
+            table.add_row(
+                phase,
+                hook,
+                plugin,
+                str(int(timing["calls"])),
+                f"{timing['mean_ms']:.2f}",
+                f"{timing['total_ms']:.1f}",
+            )
+    if table.row_count:
+        console.print(table)

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eagle_rag.evaluation.beir import Dataset
+from eagle_rag.evaluation.hook_timings import HookCallTimes, PhaseTimings
 from eagle_rag.evaluation.metrics import percentile, score_run
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
@@ -54,6 +55,8 @@ class EvalReport:
     modes: list[ModeReport] = field(default_factory=list)
     failed_documents: int = 0
     blank_queries: int = 0
+    # Phase ("ingest", then each mode) → "HOOK plugin" → calls, total_ms, mean_ms.
+    hook_ms: dict[str, PhaseTimings] = field(default_factory=dict)
 
     @property
     def ingest_docs_per_s(self) -> float:
@@ -91,8 +94,11 @@ class Evaluator:
         app = self._app
         kb = f"eval-{uuid.uuid4().hex[:10]}"
         app.repositories.knowledge_bases.create(kb, description=f"eagle-rag eval {dataset.name}")
+        times = HookCallTimes()
+        app.bus.observe(times.record)
         try:
             owners, seconds, failed = await self._ingest(kb, dataset)
+            ingest_hooks = times.take()
             # Text chunks in every text collection (a plugin's specialized ones too).
             specialized = [
                 c for p in app.plugins.loaded for c in p.manifest.provides_specialized_collections
@@ -117,19 +123,23 @@ class Evaluator:
                 hybrid_fusion=app.settings.retrieval.hybrid_fusion,
                 failed_documents=failed,
                 blank_queries=dataset.blank_queries,
+                hook_ms={"ingest": ingest_hooks},
             )
             queries = list(dataset.queries.items())[:max_queries]
             report.queries = len(queries)
             qrels = {qid: dataset.qrels[qid] for qid, _ in queries}
             baseline = await self._baseline(kb, [text for _, text in queries])
+            times.take()  # the baseline calls no hook; drop anything in flight meanwhile
             report.baseline_p50_ms = round(percentile(baseline, 50), 2)
             report.baseline_p95_ms = round(percentile(baseline, 95), 2)
             for mode in modes:
                 if mode == "hybrid+rerank" and app.retrieval.reranker is None:
                     continue
                 report.modes.append(await self._mode(kb, mode, queries, qrels, owners))
+                report.hook_ms[mode] = times.take()
             return report
         finally:
+            app.bus.observe(None)
             if not self._keep:
                 await asyncio.to_thread(remove_knowledge_base, app, kb)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,6 +24,8 @@ from eagle_rag.plugins.hooks import CATALOG, FailurePolicy, HookMode, HookSpec
 logger = logging.getLogger(__name__)
 
 R = TypeVar("R")
+# Told (hook name, plugin, milliseconds) after each subscriber call, e.g. by `eagle-rag eval`.
+CallObserver = Callable[[str, str, float], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,11 @@ class HookBus:
         self._audit = audit
         self._subscriptions: dict[str, list[Subscription]] = {spec.name: [] for spec in CATALOG}
         self._sequence = itertools.count()
+        self._observer: CallObserver | None = None
+
+    def observe(self, observer: CallObserver | None) -> None:
+        """Report every subscriber call's wall time to ``observer`` (None: stop reporting)."""
+        self._observer = observer
 
     # --- registration ---------------------------------------------------------------------------
 
@@ -143,6 +151,7 @@ class HookBus:
     ) -> tuple[bool, Any]:
         """Run one subscriber under the hook's failure policy; ``(False, None)`` if it degraded."""
         arguments = {"ctx": ctx, **kwargs}
+        started = time.perf_counter()
         try:
             result = sub.handler(**{name: arguments[name] for name in sub.params})
             if inspect.isawaitable(result):
@@ -165,6 +174,9 @@ class HookBus:
                 error=f"{type(exc).__name__}: {exc}",
             )
             return False, None
+        finally:
+            if self._observer is not None:
+                self._observer(sub.hook.name, sub.plugin, (time.perf_counter() - started) * 1000)
         return True, result
 
 

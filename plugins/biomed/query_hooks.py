@@ -24,6 +24,7 @@ from eagle_rag.plugins.payloads import (
 )
 from eagle_rag.retrieval.hits import to_hit
 from plugins.biomed.collection import entity_filter
+from plugins.biomed.early_supplement import discard
 from plugins.biomed.runtime import BiomedRuntime
 from plugins.biomed.scoring import refuse_text_collections, rerank_with_signals
 from plugins.biomed.sections import INTENT_SECTIONS, query_intents
@@ -43,12 +44,14 @@ class QueryHooks:
     def _text_collections(self) -> tuple[str, str]:
         return (TEXT_COLLECTION, self._rt.collection)
 
-    def classify_query(self, query: QueryRequest) -> QueryRouteDecision | None:
-        """CLASSIFY_QUERY: Core's plans plus the specialized one when the query names entities."""
+    def classify_query(self, query: QueryRequest, ctx: object) -> QueryRouteDecision | None:
+        """CLASSIFY_QUERY: Core's plans plus the specialized one when the query names entities
+        (and the entity-anchored supplement search started, to run beside the plans)."""
         rt = self._rt
         entities = rt.query_entities(query.text)
         if not entities and not rt.options.default_dual_text_search:
             return None  # abstain: Core routes
+        self._start_supplement(query, entities, getattr(ctx, "kb_names", ()))
         core = core_route(query, rt.text_encoder, rt.encoders)
         names = ", ".join(rt.finder.name_of(e) for e in entities[:5]) or "dual text search"
         extra = tuple(
@@ -91,11 +94,38 @@ class QueryHooks:
         """RETRIEVE_SUPPLEMENT: chunks that name the query's entities, ranked by BM25."""
         rt = self._rt
         entities = rt.query_entities(query.text)
+        kb_names = tuple(getattr(ctx, "kb_names", ()))
+        started = rt.early_supplements.take(_supplement_key(query, entities, kb_names))
         if not entities or not rt.options.supplement or rt.collection not in hits_by_plan:
+            if started is not None:
+                discard(started)
             return None
-        scope = _scope_filter(query, hits_by_plan, getattr(ctx, "kb_names", ()))
+        if started is not None:
+            return tuple(await started)
+        scope = _scope_filter(query, hits_by_plan, kb_names)
         if scope is None:
             return None
+        return await self._supplement_search(query, entities, scope)
+
+    def _start_supplement(
+        self, query: QueryRequest, entities: list[str], kb_names: tuple[str, ...]
+    ) -> None:
+        """Start the supplement of a KB-scoped entity query now (see early_supplement.py); a
+        query narrowed by documents, tags or filters waits for its plans' hits instead."""
+        rt = self._rt
+        narrowed = query.document_ids or query.tags or query.filters
+        if not entities or not rt.options.supplement or not kb_names or narrowed:
+            return
+        scope = in_("kb_name", list(kb_names))
+        rt.early_supplements.start(
+            _supplement_key(query, entities, tuple(kb_names)),
+            lambda: self._supplement_search(query, entities, scope),
+        )
+
+    async def _supplement_search(
+        self, query: QueryRequest, entities: list[str], scope: Filter
+    ) -> tuple[RetrievedHit, ...]:
+        rt = self._rt
         names = [name for e in entities for name in rt.finder.synonyms_of(e)[:3]]
         text = " ".join([query.text, *names])
         where = all_of(scope, entity_filter(entities))
@@ -163,6 +193,12 @@ async def _cross_encoder_scores(
         logger.warning("biomed cross-encoder failed, signals only: %s", exc.message)
         return None
     return {i: float(s) for i, s in enumerate(scores) if math.isfinite(s)}
+
+
+def _supplement_key(
+    query: QueryRequest, entities: list[str], kb_names: tuple[str, ...]
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    return (query.text, tuple(kb_names), tuple(entities))
 
 
 def _word_norms(name: str) -> list[tuple[str, str]]:

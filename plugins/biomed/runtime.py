@@ -6,6 +6,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from plugins.biomed.early_supplement import EarlySupplements
 from plugins.biomed.entities import EntityFinder, Mention
 from plugins.biomed.options import BiomedOptions
 from plugins.biomed.timings import HookTimings
@@ -28,6 +29,7 @@ class BiomedRuntime:
     reranker: Any = None  # an optional cross-encoder endpoint (HttpReranker)
     timings: HookTimings = field(default_factory=HookTimings)
     query_embeddings: Any = None  # SharedQueryEmbeddings (EMBED_TEXT for queries)
+    early_supplements: EarlySupplements = field(default_factory=EarlySupplements)
     _queries: OrderedDict[str, tuple[Mention, ...]] = field(default_factory=OrderedDict)
 
     @property

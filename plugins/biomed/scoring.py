@@ -17,7 +17,6 @@ Both functions are pure: they take hits and return hits, so they are tested with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 
 from eagle_rag.plugins.payloads import RetrievedHit
 from eagle_rag.retrieval.fusion import RankedList, normalized_fuse
@@ -59,7 +58,26 @@ def _by_score(hits: Sequence[RetrievedHit], stage: str) -> list[RetrievedHit]:
 
 def _scored(hits: Sequence[RetrievedHit], stage: str) -> list[RetrievedHit]:
     """The hits with ``score`` set to their ``stage`` score (what the fusion rescales)."""
-    return [replace(h, score=float(h.scores[stage])) for h in hits if stage in h.scores]
+    return [with_score(h, float(h.scores[stage])) for h in hits if stage in h.scores]
+
+
+def with_score(
+    hit: RetrievedHit, score: float, scores: Mapping[str, float] | None = None
+) -> RetrievedHit:
+    """``hit`` with a new score (and scores): ``dataclasses.replace`` without its field-by-field
+    introspection, which was most of RRF_POST_MERGE's time (measured: 340 copies a query)."""
+    return RetrievedHit(
+        hit.chunk_id,
+        hit.collection,
+        hit.document_id,
+        hit.kb_name,
+        hit.text,
+        hit.path,
+        score,
+        hit.scores if scores is None else scores,
+        hit.source_chunk_id,
+        hit.metadata,
+    )
 
 
 def entity_overlap(
@@ -97,7 +115,7 @@ def rerank_with_signals(
             final += weights.cross_encoder * ce[index]
             parts["cross_encoder"] = ce[index]
         scores = {**hit.scores, **parts, "rerank": final}
-        rescored.append((final, index, replace(hit, score=final, scores=scores)))
+        rescored.append((final, index, with_score(hit, final, scores)))
     rescored.sort(key=lambda item: (-item[0], item[1]))
     return [hit for _, _, hit in rescored]
 

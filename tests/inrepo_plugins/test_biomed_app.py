@@ -280,6 +280,32 @@ async def test_supplement_returns_only_chunks_naming_the_entities(app: EagleApp)
     assert all("supplement" in h.scores for h in found)
 
 
+@pytest.mark.asyncio(loop_scope="module")
+async def test_supplement_search_starts_at_routing_and_is_collected_once(app: EagleApp) -> None:
+    early = plugin_of(app).runtime.early_supplements
+    before = len(early)  # hook tests above route queries without collecting a supplement
+    query = QueryRequest("atorvastatin and LDL")
+    decision = await app.bus.invoke_first(hooks.classify_query, ctx=ctx(), query=query, hints=())
+    assert len(early) == before + 1  # started beside the plans, not after them
+
+    async def supplement() -> list[Any]:
+        return await app.bus.invoke_all(
+            hooks.retrieve_supplement,
+            ctx=ctx(),
+            query=query,
+            decision=decision,
+            hits_by_plan={COLLECTION: ()},
+        )
+
+    [started] = await supplement()
+    assert len(early) == before  # collected
+    [late] = await supplement()  # nothing started: searched after the plans, same hits
+    assert started and [h.chunk_id for h in started] == [h.chunk_id for h in late]
+    narrowed = replace(query, document_ids=(started[0].document_id,))
+    await app.bus.invoke_first(hooks.classify_query, ctx=ctx(), query=narrowed, hints=())
+    assert len(early) == before  # a document-scoped query waits for its plans' hits
+
+
 def _hit(chunk: str, collection: str, entities: list[str], **scores: float) -> RetrievedHit:
     fields = {"biomed_entities": entities, "biomed_section": "results"}
     return RetrievedHit(
@@ -385,6 +411,14 @@ async def test_eval_reports_the_core_table_on_the_biomed_profile(
     assert report.chunks >= 3  # both text collections counted
     [hybrid] = report.modes
     assert hybrid.metrics["ndcg@10"] > 0.5
+    # Per-hook timings, per phase: the plugin's ingest and query subscribers, each timed.
+    ingest, queries = report.hook_ms["ingest"], report.hook_ms["hybrid"]
+    assert ingest["CHUNK biomed"]["calls"] == 3 and ingest["CHUNK biomed"]["mean_ms"] > 0
+    assert "CLASSIFY_CHUNK biomed" in ingest and "CLASSIFY_QUERY biomed" not in ingest
+    assert queries["CLASSIFY_QUERY biomed"]["calls"] == 2  # each query once
+    assert queries["RRF_POST_MERGE biomed"]["calls"] == 2
+    assert not any(k.startswith("RERANK_MERGED") for k in queries)  # hybrid: rerank off
+    assert report.to_dict()["hook_ms"]["hybrid"] == queries
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -3,6 +3,7 @@ scoring."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from eagle_rag.plugins.payloads import RetrievedHit
 from plugins.biomed.abbreviations import AbbreviationBook, find_pairs
+from plugins.biomed.early_supplement import EarlySupplements
 from plugins.biomed.entities import EntityFinder
 from plugins.biomed.lexicon import (
     Lexicon,
@@ -220,3 +222,30 @@ def test_generic_headings_and_short_names_are_not_indexed() -> None:
     finder = finder_for(lexicon)
     assert [m.concept_id for m in finder.mentions("Humans took aspirin, ab")] == ["mesh:2"]
     assert json.dumps(lexicon.sources) == '["t"]'
+
+
+async def test_early_supplements_share_a_key_and_cancel_the_oldest_past_their_size() -> None:
+    early = EarlySupplements(size=2)
+    gate = asyncio.Event()
+    calls: list[str] = []
+
+    async def search(name: str) -> str:
+        calls.append(name)
+        await gate.wait()
+        return name
+
+    def key(text: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        return (text, ("kb",), ("mesh:D1",))
+
+    early.start(key("a"), lambda: search("a"))
+    early.start(key("a"), lambda: search("a again"))  # same search already running: shared
+    early.start(key("b"), lambda: search("b"))
+    first = early.take(key("a"))
+    early.start(key("a"), lambda: search("a2"))
+    early.start(key("c"), lambda: search("c"))  # over size: the oldest ("b") is cancelled
+    await asyncio.sleep(0)
+    assert first is not None and len(early) == 2 and early.take(key("b")) is None
+    gate.set()
+    assert await first == "a"
+    assert sorted(calls) == ["a", "a2", "c"]  # "b" was cancelled before it ran
+    assert early.take(key("x")) is None

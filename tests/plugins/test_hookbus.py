@@ -200,3 +200,26 @@ async def test_unsubscribe_plugin_removes_all_its_subscriptions(bus: HookBus) ->
     results = await bus.invoke_all(hooks.query_assemble, ctx=CORE_CTX, query=QueryRequest("q"))
     assert [r.source for r in results] == ["b"]
     assert bus.subscribers(hooks.classify_chunk) == []
+
+
+async def test_observer_hears_every_subscriber_call_with_its_time(bus: HookBus) -> None:
+    heard: list[tuple[str, str, float]] = []
+
+    async def slow(chunk: TextChunk) -> None:
+        await asyncio.sleep(0.02)
+
+    def abstains(chunk: TextChunk) -> None:
+        return None
+
+    bus.subscribe(hooks.classify_chunk, slow, plugin="slow", priority=10)
+    bus.subscribe(hooks.classify_chunk, abstains, plugin="quick")
+    bus.observe(lambda hook, plugin, ms: heard.append((hook, plugin, ms)))
+    assert await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk()) is None
+    assert [(h, p) for h, p, _ in heard] == [
+        ("CLASSIFY_CHUNK", "slow"),
+        ("CLASSIFY_CHUNK", "quick"),
+    ]
+    assert heard[0][2] >= 15 and heard[1][2] < heard[0][2]  # each subscriber's own wall time
+    bus.observe(None)
+    await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk())
+    assert len(heard) == 2
