@@ -31,6 +31,12 @@ class ImageParser:
         return self._ocr
 
     def parse(self, context: ParseContext) -> ParseResult:
+        if not context.ocr:
+            raise InvalidInputError(
+                "an image is read by OCR, and this ingest pipeline does not OCR (the pixelrag "
+                "pipeline does)",
+                filename=context.filename,
+            )
         read: list[tuple[int, list[PageBlock]]] = []
         total = images.page_count(context.data, context.filename)
         for number, page in enumerate(

@@ -71,7 +71,10 @@ class PdfParser:
         if not any(s.content.strip() for s in ordered):
             raise InvalidInputError(
                 "the PDF has no text: its pages are blank, and no text could be read from "
-                "their images",
+                "their images"
+                if context.ocr
+                else "the PDF has no text layer, and its ingest pipeline does not OCR pages "
+                "(the pixelrag pipeline does)",
                 filename=context.filename,
             )
         metadata: dict[str, object] = {
@@ -106,7 +109,7 @@ class PdfParser:
                         height,
                         images=_image_count(page),
                     )
-                    if found.needs_ocr:
+                    if found.needs_ocr and context.ocr:
                         ocr_pages.append((index + 1, self._ocr_page(page, index + 1)))
                     else:  # a sparse text layer with nothing to OCR is still the page's text
                         text_pages.append(PageLines(index + 1, layer.lines))
