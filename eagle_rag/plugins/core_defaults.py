@@ -26,7 +26,9 @@ from eagle_rag.ingest.detect import IMAGE_TYPES, PDF
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
 from eagle_rag.ingest.knowhere.tree import StructureTree
 from eagle_rag.ingest.parsers.registry import builtin_parsers
+from eagle_rag.ingest.pixelrag.engine import OcrEngine
 from eagle_rag.ingest.progress import page_callback
+from eagle_rag.models.core_budget import CoreBudget
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext, PluginContext
 from eagle_rag.plugins.contract import CORE_NAMESPACE, CORE_PRIORITY, PluginManifest
@@ -66,7 +68,9 @@ class CorePlugin:
 
     def on_load(self, ctx: PluginContext) -> None:
         self._ctx = ctx
-        for parser in builtin_parsers():
+        # OCR takes its cores from the text embedder's budget (when it has one).
+        ocr = OcrEngine(cores=_core_budget(ctx))
+        for parser in builtin_parsers(ocr):
             ctx.register_parser(parser.name, parser)
         ingest = ctx.settings.ingest
         ctx.register_knowledge_engine(
@@ -169,6 +173,15 @@ class CorePlugin:
         if service is None:
             raise PluginError(f"Core needs the host's {name} service", plugin=CORE_NAMESPACE)
         return service
+
+
+def _core_budget(ctx: PluginContext) -> CoreBudget | None:
+    """The host text encoder's CoreBudget, if it is an in-process model that has one."""
+    encoders = ctx.host.encoders
+    if encoders is None or not ctx.host.text_encoder:
+        return None
+    budget = getattr(encoders.get(ctx.host.text_encoder), "core_budget", None)
+    return budget if isinstance(budget, CoreBudget) else None
 
 
 def core_route(query: QueryRequest, text_encoder: str, encoders: Any) -> QueryRouteDecision:

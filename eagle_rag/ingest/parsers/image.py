@@ -30,6 +30,10 @@ class ImageParser:
             self._ocr = OcrEngine()
         return self._ocr
 
+    def warm(self) -> None:
+        """Load the OCR models now (a worker at start), not on the first scanned page."""
+        self.ocr.warm()
+
     def parse(self, context: ParseContext) -> ParseResult:
         if not context.ocr:
             raise InvalidInputError(

@@ -64,6 +64,10 @@ class PdfParser:
             self._ocr = OcrEngine()
         return self._ocr
 
+    def warm(self) -> None:
+        """Load the OCR models now (a worker at start), not on the first scanned page."""
+        self.ocr.warm()
+
     def parse(self, context: ParseContext) -> ParseResult:
         data, repaired = _readable(context)
         read = self._read(data, context)
