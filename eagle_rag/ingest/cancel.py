@@ -56,11 +56,14 @@ class CancelWatch:
         self._interval = interval_s
         self._clock = clock
         self._last = clock()
+        self._cancelled = False  # once seen, every later check raises too
 
     def __call__(self) -> None:
         now = self._clock()
-        if self._interval and now - self._last < self._interval:
+        if not self._cancelled and self._interval and now - self._last < self._interval:
             return
         self._last = now
-        if self._read() == "failed":  # what cancel_task wrote; a running task is "processing"
+        # "failed" is what cancel_task wrote; the task of a running attempt is "processing".
+        self._cancelled = self._cancelled or self._read() == "failed"
+        if self._cancelled:
             raise IngestCancelledError(f"the ingest was {CANCELLED}")
