@@ -3,11 +3,9 @@ on the task and its SSE stream, and cancelling it while OCR runs (nothing it wro
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from collections.abc import Iterator
-from functools import cache
 from pathlib import Path
 
 import httpx
@@ -19,22 +17,7 @@ from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.ingest.parsers.pdf import PdfParser
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
 from tests.api.server import RunningServer, running_server, sse_events, wait_for_task
-from tests.ingest import scans
-
-PAGES = 500
-
-
-@cache
-def long_scan() -> bytes:
-    """500 scanned pages (one JPEG, stored once and shown on every page: 0.2 MB)."""
-    from fpdf import FPDF
-
-    jpeg = scans.encode(scans.en_page(), "JPEG", quality=90)
-    pdf = FPDF(orientation="L", format=(105, 148))
-    for _ in range(PAGES):
-        pdf.add_page()
-        pdf.image(io.BytesIO(jpeg), x=0, y=0, w=scans.PAGE_MM[0], h=scans.PAGE_MM[1])
-    return bytes(pdf.output())
+from tests.ingest.long_scan import PAGES, long_scan
 
 
 def test_the_page_limit_refuses_a_long_scan_before_any_page_is_read() -> None:
@@ -46,7 +29,7 @@ def test_the_page_limit_refuses_a_long_scan_before_any_page_is_read() -> None:
     with pytest.raises(InvalidInputError, match=f"{PAGES} pages \\(limit {PAGES - 1}\\)"):
         parser.parse(context)
     assert seen == []
-    assert parser._ocr is not None and parser._ocr._models is None  # no model was even loaded
+    assert not parser.ocr.loaded  # no model was even loaded
 
 
 @pytest.fixture(scope="module")
