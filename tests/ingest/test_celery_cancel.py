@@ -1,5 +1,6 @@
 """Cancel across processes: a real Celery worker (Redis, PostgreSQL, a Milvus server) reading a
-500-page scan stops within a few pages of a cancel written by the submitting process."""
+500-page scan stops within a few pages of a cancel written by the submitting process. The worker
+runs with ``ingest.ocr_warm`` and warms its OCR models when it bootstraps."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def environment(tmp_path: Path, postgres_url: str, milvus_uri: str) -> dict[str,
         "EAGLE_ENCODER_MODE": "deterministic",
         "PLUGIN_NAMESPACE": "core",
         "EAGLE_RAG_INGEST__PROGRESS_INTERVAL_S": "0.2",
+        "EAGLE_RAG_INGEST__OCR_WARM": "true",
     }
 
 
@@ -99,5 +101,7 @@ async def test_a_celery_worker_stops_a_long_scan_when_it_is_cancelled(
         assert document.status == "failed"
         assert app.vectors.count(TEXT_COLLECTION, f.eq("document_id", document.id)) == 0
         assert worker.poll() is None  # the worker lives on for the next task
+        output = await asyncio.to_thread(log.read_text)
+        assert "warmed the pdf parser" in output  # ingest.ocr_warm: loaded when work began
     finally:
         await app.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -49,10 +50,13 @@ def warm_in_background(parsers: Iterable[Any]) -> threading.Thread:
             warm = getattr(parser, "warm", None)
             if not callable(warm):
                 continue
+            name, started = getattr(parser, "name", parser), time.monotonic()
             try:
                 warm()
             except Exception:
-                logger.exception("could not warm the %s parser", getattr(parser, "name", parser))
+                logger.exception("could not warm the %s parser", name)
+            else:
+                logger.info("warmed the %s parser in %.1f s", name, time.monotonic() - started)
 
     thread = threading.Thread(target=warm_all, name="eagle-parser-warm", daemon=True)
     thread.start()
