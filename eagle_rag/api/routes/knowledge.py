@@ -17,6 +17,7 @@ from eagle_rag.api.deps import App, Who
 from eagle_rag.api.schemas import (
     ERRORS,
     DocumentOut,
+    ErrorOut,
     KnowledgeBaseCreate,
     KnowledgeBaseOut,
     SubmissionOut,
@@ -214,7 +215,12 @@ async def retry_task(job_id: str, app: App, who: Who) -> SubmissionOut:
     return SubmissionOut(**submission.to_dict())
 
 
-@router.post("/tasks/{job_id}/cancel", status_code=202, tags=["tasks"])
+@router.post(
+    "/tasks/{job_id}/cancel",
+    status_code=202,
+    tags=["tasks"],
+    responses={409: {"model": ErrorOut, "description": "The task has finished already"}},
+)
 async def cancel_task(job_id: str, app: App, who: Who) -> TaskOut:
     """Cancel a queued or running task (a long scan stops within a page): the task and its
     document fail with "cancelled by request" and nothing it wrote is kept; a finished task is
