@@ -26,6 +26,7 @@ from eagle_rag.index.factory import build_pool, build_vector_store
 from eagle_rag.ingest.celery_app import CeleryQueue
 from eagle_rag.ingest.durability import Flusher, lost_on_crash
 from eagle_rag.ingest.leases import leases_for
+from eagle_rag.ingest.parsers.registry import warm_in_background
 from eagle_rag.ingest.pipeline import IngestPipeline
 from eagle_rag.ingest.queue import InProcessQueue
 from eagle_rag.ingest.service import IngestService, TaskQueue
@@ -66,6 +67,8 @@ class EagleApp(Runtime):
         await self.plugins.load_all()
         if start_queue and isinstance(self.queue, InProcessQueue):
             await self.queue.start()
+            if self.settings.ingest.ocr_warm:  # this process reads scans: load OCR now
+                warm_in_background([r.component for r in self.registries.parsers])
 
     async def stop(self) -> None:
         if isinstance(self.queue, InProcessQueue):

@@ -198,6 +198,9 @@ class IngestSettings(_Section):
     # A task's phase and progress are written at most this often (0: every step). A document
     # that finishes sooner shows queued -> completed and costs no progress writes.
     progress_interval_s: float = Field(default=0.5, ge=0)
+    # Load and run the OCR models once when this process's ingest workers start (in the
+    # background), so the first scanned page pays no model load; off: on the first such page.
+    ocr_warm: bool = False
     # Task leases: a holder renews its lease every third of lease_s; a task whose lease has
     # expired (or whose holder's process is gone) is re-queued. After max_attempts starts (a
     # transient failure, or a worker lost mid-task, counts) a task fails for good.

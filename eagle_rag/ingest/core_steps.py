@@ -7,6 +7,7 @@ plugin would, and ``PluginContext.parse`` parses with the very same code.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk
 from eagle_rag.settings import IngestSettings
 
 T = TypeVar("T")
+PageCallback = Callable[[int, int], None]
 
 # Plain text this small parses in well under a millisecond, less than a thread hop costs.
 INLINE_TEXT_CHARS = 16 * 1024
@@ -28,24 +30,42 @@ OFFICE_PREFIX = "application/vnd.openxmlformats"
 
 
 def parse_bytes(
-    data: bytes, filename: str, mime_type: str, parsers: Iterable[Any], config: IngestSettings
+    data: bytes,
+    filename: str,
+    mime_type: str,
+    parsers: Iterable[Any],
+    config: IngestSettings,
+    *,
+    ocr: bool = True,
+    on_page: PageCallback | None = None,
 ) -> ParseResult:
-    """Parse with the last registered Parser that declares ``mime_type`` (a plugin's wins)."""
+    """Parse with the last registered Parser that declares ``mime_type`` (a plugin's wins).
+
+    ``ocr``: pages may be read from their pixels; ``on_page(done, total)`` hears of each page.
+    """
     if mime_type.startswith(OFFICE_PREFIX):
         check_archive(data, ArchiveLimits.from_settings(config))
     # The filename and content let a parser claim text files it recognises (a dbt schema.yml).
     parser = parser_for(mime_type, parsers, filename=filename, data=data)
-    result: ParseResult = parser.parse(ParseContext(data, filename, mime_type, config.max_pages))
+    context = ParseContext(data, filename, mime_type, config.max_pages, on_page=on_page, ocr=ocr)
+    result: ParseResult = parser.parse(context)
     return result
 
 
 async def parse_document(
-    source: DocumentSource, data: bytes, parsers: Iterable[Any], config: IngestSettings
+    source: DocumentSource,
+    data: bytes,
+    parsers: Iterable[Any],
+    config: IngestSettings,
+    *,
+    ocr: bool = True,
+    on_page: PageCallback | None = None,
 ) -> ParseResult:
     """:func:`parse_bytes` off the event loop, except for small plain text (see below)."""
     mime = source.mime_type
+    parse = functools.partial(parse_bytes, ocr=ocr, on_page=on_page)
     args = (data, source.filename, mime, list(parsers), config)
-    return await cpu_bound(len(data), mime, parse_bytes, *args)
+    return await cpu_bound(len(data), mime, parse, *args)
 
 
 def build_structure(parsed: ParseResult, source: DocumentSource) -> StructureTree:

@@ -21,12 +21,13 @@ from eagle_rag.db.repositories.ingest_runs import Attempt
 from eagle_rag.db.tables import utcnow
 from eagle_rag.engines.base import DOC_PARSING, EngineDocument, KnowledgeEngine
 from eagle_rag.errors import NotFoundError, PluginError, describe
+from eagle_rag.ingest.cancel import CancelWatch
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.detect import SOURCE_TYPES
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
 from eagle_rag.ingest.knowhere.tree import StructureTree
 from eagle_rag.ingest.leases import process_owner, transient
-from eagle_rag.ingest.progress import ProgressReporter
+from eagle_rag.ingest.progress import PAGE_CALLBACK, ProgressReporter
 from eagle_rag.ingest.summaries import write_summaries
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
@@ -99,11 +100,13 @@ class IngestPipeline:
                 task_id, phase=phase, current=current, total=total
             ),
             config.progress_interval_s,
+            check=CancelWatch(lambda: repos.tasks.get(task_id).status, config.progress_interval_s),
         )
         try:
             ingested = await self._ingest(
                 task_id, document, attempt.kb, progress, first_attempt=attempt.attempts == 1
             )
+            progress.check()  # a cancel that came while the last batch was written
             return self._succeed(task_id, document, ingested)
         except Exception as exc:  # the success step included: its writes are undone too
             return await self._fail(task_id, document, exc, attempt)
@@ -121,6 +124,7 @@ class IngestPipeline:
             plugin_namespace=self._app.namespace,
             kb_names=(document.kb_name,),
             document_id=document.id,
+            extra={PAGE_CALLBACK: progress.pages("parse")},  # a long scan's pages, as progress
         )
         data = await asyncio.to_thread(_read_all, self._app.objects, document.object_key)
         source = document_source(document)
@@ -140,6 +144,8 @@ class IngestPipeline:
         outcome = await self._write(source, parsed, enriched, ctx, progress, first_attempt)
         pages = parsed.metadata.get("pages")
         structure = {**tree.to_dict(), "pipeline": pipeline, "mime_type": source.mime_type}
+        if "ocr_pages" in parsed.metadata:  # the per-page route: pages read from their pixels
+            structure["ocr_pages"] = list(parsed.metadata["ocr_pages"])
         return _Ingested(
             outcome.count,
             outcome.collections,

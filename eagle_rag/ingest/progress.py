@@ -1,11 +1,19 @@
-"""Throttled task progress: the catalog sees a running task's phase without paying per step."""
+"""Throttled task progress: the catalog sees a running task's phase without paying per step.
+
+The same calls are where a running task notices it was cancelled: a long scan reports every
+page, so it stops within a page of the request.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 ProgressWriter = Callable[[str, int, int], None]
+PageCallback = Callable[[int, int], None]
+# The HookContext.extra key under which the pipeline hands PARSE_DOCUMENT its page callback.
+PAGE_CALLBACK = "on_page"
 
 
 class ProgressReporter:
@@ -15,6 +23,9 @@ class ProgressReporter:
     within it costs no progress writes at all (its task goes processing -> completed); a long one
     shows its phase and batch counts with at most ``interval_s`` of lag. Completion and failure
     are written by the pipeline, never throttled.
+
+    ``check``, when given, runs on every report (it throttles itself) and may raise to stop the
+    task (see ``cancel.CancelWatch``).
     """
 
     def __init__(
@@ -23,15 +34,33 @@ class ProgressReporter:
         interval_s: float,
         *,
         clock: Callable[[], float] = time.monotonic,
+        check: Callable[[], None] | None = None,
     ) -> None:
         self._write = write
         self._interval = interval_s
         self._clock = clock
         self._last = clock()
+        self._check = check
 
     def __call__(self, phase: str, current: int, total: int) -> None:
+        self.check()
         now = self._clock()
         if self._interval and now - self._last < self._interval:
             return
         self._last = now
         self._write(phase, current, total)
+
+    def check(self) -> None:
+        """Raise if the task should stop (it was cancelled); a no-op without a check."""
+        if self._check is not None:
+            self._check()
+
+    def pages(self, phase: str) -> PageCallback:
+        """A parser's ``on_page(done, total)`` reporting pages as ``phase`` progress."""
+        return lambda done, total: self(phase, done, total)
+
+
+def page_callback(extra: Mapping[str, Any]) -> PageCallback | None:
+    """The page callback the pipeline put in a HookContext's ``extra``, if any."""
+    found = extra.get(PAGE_CALLBACK)
+    return found if callable(found) else None

@@ -24,6 +24,7 @@ from celery.signals import worker_ready, worker_shutting_down
 from eagle_rag.ingest.celery_app import TASK_NAME, CeleryQueue, make_celery
 from eagle_rag.ingest.durability import Flusher
 from eagle_rag.ingest.leases import Leases, heartbeat, process_owner
+from eagle_rag.ingest.parsers.registry import warm_in_background
 from eagle_rag.logs import install_celery_logging
 from eagle_rag.settings import load_settings
 
@@ -46,6 +47,8 @@ async def _run(task_id: str) -> str:
 
     if _app is None:
         _app = await bootstrap(settings, start_queue=False)
+        if settings.ingest.ocr_warm:  # this process reads scans from now on: load OCR now
+            warm_in_background([r.component for r in _app.registries.parsers])
     async with heartbeat(_leases(_app.repositories), task_id):
         result = await _app.pipeline.run(task_id, owner=OWNER)
         await Flusher(_app)()  # after each task: a worker never knows when the broker drains

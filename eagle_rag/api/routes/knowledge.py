@@ -17,6 +17,7 @@ from eagle_rag.api.deps import App, Who
 from eagle_rag.api.schemas import (
     ERRORS,
     DocumentOut,
+    ErrorOut,
     KnowledgeBaseCreate,
     KnowledgeBaseOut,
     SubmissionOut,
@@ -29,6 +30,7 @@ from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import EagleError, InvalidInputError, NotFoundError
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
+from eagle_rag.ingest import cancel
 from eagle_rag.ingest.deletion import remove_document
 
 router = APIRouter(responses=ERRORS)
@@ -211,6 +213,22 @@ async def retry_task(job_id: str, app: App, who: Who) -> SubmissionOut:
     who.check_kb(task.kb_name)
     submission = await asyncio.to_thread(app.ingest.retry, job_id)
     return SubmissionOut(**submission.to_dict())
+
+
+@router.post(
+    "/tasks/{job_id}/cancel",
+    status_code=202,
+    tags=["tasks"],
+    responses={409: {"model": ErrorOut, "description": "The task has finished already"}},
+)
+async def cancel_task(job_id: str, app: App, who: Who) -> TaskOut:
+    """Cancel a queued or running task (a long scan stops within a page): the task and its
+    document fail with "cancelled by request" and nothing it wrote is kept; a finished task is
+    a 409. Retry it to start again."""
+    task = await asyncio.to_thread(app.repositories.tasks.get, job_id)
+    who.check_kb(task.kb_name)
+    cancelled = await asyncio.to_thread(cancel.cancel_task, app.repositories.tasks, job_id)
+    return TaskOut(**task_out(cancelled, with_log=True))
 
 
 # --- documents --------------------------------------------------------------------------------

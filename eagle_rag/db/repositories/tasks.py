@@ -280,6 +280,44 @@ class TaskRepository(NamespacedRepository):
             )
             return int(result.rowcount)  # type: ignore[attr-defined]
 
+    def cancel(self, task_id: str, reason: str) -> bool:
+        """Fail a live (queued or processing) task, and its document unless that completed, with
+        ``reason``. Returns False, changing nothing, when the task is no longer live."""
+        now = utcnow()
+        with self._db.session() as session:
+            row = self._existing(session, task_id)
+            changed = session.execute(
+                update(TaskRow)
+                .where(
+                    TaskRow.plugin_namespace == self.namespace,
+                    TaskRow.id == task_id,
+                    TaskRow.status.in_(LIVE_STATUSES),
+                )
+                .values(
+                    status="failed",
+                    phase="failed",
+                    error=reason,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    log=log_line(row.log, f"cancelled: {reason}"),
+                    updated_at=now,
+                )
+                .execution_options(synchronize_session=False)
+            )
+            if changed.rowcount == 0:  # type: ignore[attr-defined]
+                return False
+            session.execute(
+                update(DocumentRow)
+                .where(
+                    DocumentRow.plugin_namespace == self.namespace,
+                    DocumentRow.id == row.document_id,
+                    DocumentRow.status != "completed",
+                )
+                .values(status="failed", error=reason, updated_at=now)
+                .execution_options(synchronize_session=False)
+            )
+        return True
+
     def append_log(self, task_id: str, line: str) -> None:
         with self._db.session() as session:
             row = self._existing(session, task_id)

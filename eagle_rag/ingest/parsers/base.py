@@ -18,7 +18,9 @@ class ParseContext:
     """What a parser receives: the bytes, the original name, the detected type and limits.
 
     ``on_page(done, total)``, when given, is called as paged parsers (PDF, images) finish each
-    page, so a long OCR run can show its progress.
+    page, so a long OCR run can show its progress (and stop: an exception it raises ends the
+    parse). ``ocr`` says whether pages may be read from their pixels (the ``pixelrag``
+    pipeline); without it a PDF gives only its text layer and an image is refused.
     """
 
     data: bytes
@@ -26,6 +28,7 @@ class ParseContext:
     mime_type: str
     max_pages: int = 2000
     on_page: Callable[[int, int], None] | None = None
+    ocr: bool = True
 
     def page_done(self, done: int, total: int) -> None:
         if self.on_page is not None:

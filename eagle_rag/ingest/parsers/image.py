@@ -30,7 +30,17 @@ class ImageParser:
             self._ocr = OcrEngine()
         return self._ocr
 
+    def warm(self) -> None:
+        """Load the OCR models now (a worker at start), not on the first scanned page."""
+        self.ocr.warm()
+
     def parse(self, context: ParseContext) -> ParseResult:
+        if not context.ocr:
+            raise InvalidInputError(
+                "an image is read by OCR, and this ingest pipeline does not OCR (the pixelrag "
+                "pipeline does)",
+                filename=context.filename,
+            )
         read: list[tuple[int, list[PageBlock]]] = []
         total = images.page_count(context.data, context.filename)
         for number, page in enumerate(

@@ -10,7 +10,6 @@ a second reader (pypdf) before it is given up; an encrypted one is refused.
 
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass, replace
 
@@ -20,6 +19,7 @@ import pypdfium2.raw as pdfium_c
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import PDF
 from eagle_rag.ingest.parsers.base import ParseContext, result
+from eagle_rag.ingest.parsers.pdf_repair import open_pdf, read_title, readable
 from eagle_rag.ingest.parsers.pdf_structure import PageLines, sections
 from eagle_rag.ingest.parsers.pdf_text import read_text_layer
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
@@ -64,14 +64,21 @@ class PdfParser:
             self._ocr = OcrEngine()
         return self._ocr
 
+    def warm(self) -> None:
+        """Load the OCR models now (a worker at start), not on the first scanned page."""
+        self.ocr.warm()
+
     def parse(self, context: ParseContext) -> ParseResult:
-        data, repaired = _readable(context)
+        data, repaired = readable(context.data, context.filename)
         read = self._read(data, context)
         ordered = with_content(_merge(read))
         if not any(s.content.strip() for s in ordered):
             raise InvalidInputError(
                 "the PDF has no text: its pages are blank, and no text could be read from "
-                "their images",
+                "their images"
+                if context.ocr
+                else "the PDF has no text layer, and its ingest pipeline does not OCR pages "
+                "(the pixelrag pipeline does)",
                 filename=context.filename,
             )
         metadata: dict[str, object] = {
@@ -85,7 +92,7 @@ class PdfParser:
         return result(ordered, **metadata)
 
     def _read(self, data: bytes, context: ParseContext) -> _Read:
-        document = _open(data, context.filename)
+        document = open_pdf(data, context.filename)
         try:
             if len(document) > context.max_pages:
                 raise InvalidInputError(
@@ -106,14 +113,14 @@ class PdfParser:
                         height,
                         images=_image_count(page),
                     )
-                    if found.needs_ocr:
+                    if found.needs_ocr and context.ocr:
                         ocr_pages.append((index + 1, self._ocr_page(page, index + 1)))
                     else:  # a sparse text layer with nothing to OCR is still the page's text
                         text_pages.append(PageLines(index + 1, layer.lines))
                 finally:
                     page.close()
                 context.page_done(index + 1, len(document))
-            title = _title(document, data)
+            title = read_title(document, data)
             count = len(document)
         finally:
             document.close()
@@ -158,70 +165,6 @@ def _key(text: str) -> str:
 
 def _image_count(page: pdfium.PdfPage) -> int:
     return sum(1 for _ in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=3))
-
-
-def _readable(context: ParseContext) -> tuple[bytes, bool]:
-    """The bytes PDFium will open: the original, or pypdf's rewrite of a file it cannot."""
-    try:
-        pdfium.PdfDocument(context.data).close()
-        return context.data, False
-    except pdfium.PdfiumError as exc:
-        if "password" in str(exc).lower():
-            raise _encrypted(context.filename) from exc
-        first = exc
-    try:
-        return _rewrite(context.data), True
-    except InvalidInputError:
-        raise
-    except Exception as exc:  # pypdf raises many types on damaged files
-        raise InvalidInputError(
-            f"the PDF is corrupt or unreadable: {first} (a second reader also failed: {exc})",
-            filename=context.filename,
-        ) from exc
-
-
-def _rewrite(data: bytes) -> bytes:
-    from pypdf import PdfReader, PdfWriter
-
-    reader = PdfReader(io.BytesIO(data), strict=False)
-    if reader.is_encrypted:
-        raise _encrypted(None)
-    if not reader.pages:
-        raise ValueError("no pages found")
-    writer = PdfWriter(clone_from=reader)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
-def _encrypted(filename: str | None) -> InvalidInputError:
-    return InvalidInputError(
-        "the PDF is encrypted; upload it without a password", filename=filename
-    )
-
-
-def _open(data: bytes, filename: str) -> pdfium.PdfDocument:
-    try:
-        return pdfium.PdfDocument(data)
-    except pdfium.PdfiumError as exc:
-        raise InvalidInputError(
-            f"the PDF is corrupt or unreadable: {exc}", filename=filename
-        ) from exc
-
-
-def _title(document: pdfium.PdfDocument, data: bytes) -> str:
-    """The Info dictionary's title; pypdf reads it where PDFium cannot parse the metadata."""
-    try:
-        return str(document.get_metadata_dict().get("Title") or "").strip()
-    except Exception:  # a malformed Info dictionary costs the title, not the document
-        pass
-    try:
-        from pypdf import PdfReader
-
-        info = PdfReader(io.BytesIO(data), strict=False).metadata
-        return str((info.title if info else "") or "").strip()
-    except Exception:
-        return ""
 
 
 def _outline(document: pdfium.PdfDocument) -> list[_Bookmark]:

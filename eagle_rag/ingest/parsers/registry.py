@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,11 +19,13 @@ from eagle_rag.ingest.parsers.sheets import CsvParser, XlsxParser
 from eagle_rag.ingest.parsers.text import JsonParser, MarkdownParser, PlainTextParser
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
 
+logger = logging.getLogger(__name__)
 
-def builtin_parsers() -> list[Parser]:
-    """One of each; the PDF and image parsers share one OCR engine (its models load once, on
-    the first page that needs them)."""
-    ocr = OcrEngine()
+
+def builtin_parsers(ocr: OcrEngine | None = None) -> list[Parser]:
+    """One of each; the PDF and image parsers share one OCR engine (its models load once, at
+    :func:`warm_in_background` or on the first page that needs them)."""
+    ocr = ocr or OcrEngine()
     return [
         PlainTextParser(),
         MarkdownParser(),
@@ -33,6 +38,29 @@ def builtin_parsers() -> list[Parser]:
         XlsxParser(),
         CsvParser(),
     ]
+
+
+def warm_in_background(parsers: Iterable[Any]) -> threading.Thread:
+    """Warm every parser that has a ``warm()`` (the OCR models: loaded and run once) in a
+    daemon thread, so a worker's first scanned page pays no model load and start-up does not
+    wait for it. A failure is logged: the first page will load the models (and say why not)."""
+
+    def warm_all() -> None:
+        for parser in parsers:
+            warm = getattr(parser, "warm", None)
+            if not callable(warm):
+                continue
+            name, started = getattr(parser, "name", parser), time.monotonic()
+            try:
+                warm()
+            except Exception:
+                logger.exception("could not warm the %s parser", name)
+            else:
+                logger.info("warmed the %s parser in %.1f s", name, time.monotonic() - started)
+
+    thread = threading.Thread(target=warm_all, name="eagle-parser-warm", daemon=True)
+    thread.start()
+    return thread
 
 
 def parser_for(

