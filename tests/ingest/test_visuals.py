@@ -1,0 +1,123 @@
+"""PixelRAG visual chunks through the real pipeline: figures, ruled tables and page tiles go to
+eagle_visual with their anchors, their pictures to the object store; failures leave nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from eagle_rag.bootstrap import EagleApp
+from eagle_rag.index import filters as f
+from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
+from eagle_rag.ingest.deletion import remove_document
+from eagle_rag.ingest.service import Submission
+from eagle_rag.plugins import hooks
+from eagle_rag.plugins.payloads import UpsertBatch
+from eagle_rag.storage.keys import validate_prefix
+from tests.ingest import scans
+from tests.ingest import visual_docs as vd
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def _ingest(app: EagleApp, kb: str, data: bytes, name: str) -> Submission:
+    submission = await asyncio.to_thread(
+        app.ingest.submit_file, kb_name=kb, filename=name, stream=io.BytesIO(data)
+    )
+    await app.queue.join()  # type: ignore[attr-defined]
+    return submission
+
+
+def _visuals(app: EagleApp, document_id: str) -> list[dict[str, Any]]:
+    rows = app.vectors.query(VISUAL_COLLECTION, f.eq("document_id", document_id))
+    return sorted(rows, key=lambda r: (r["page"], r["chunk_type"]))
+
+
+def _stored(app: EagleApp, key: str) -> bytes:
+    return b"".join(app.objects.open(key))
+
+
+async def test_a_text_pdf_gives_a_figure_and_a_table_with_their_anchors(
+    app: EagleApp, kb: str
+) -> None:
+    submission = await _ingest(app, kb, vd.report_pdf(), "report.pdf")
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.status == "completed", document.error
+    assert set(document.collections_used) == {TEXT_COLLECTION, VISUAL_COLLECTION}
+    figure, table = _visuals(app, document.id)
+    assert (figure["chunk_type"], figure["page"]) == ("image", 1)
+    assert (table["chunk_type"], table["page"]) == ("table", 2)
+    assert vd.FIGURE_CAPTION in figure["content_summary"]
+    assert "| Gearbox | 6 months | Mechanical |" in table["content_summary"]
+    assert vd.TABLE_CAPTION in table["content_summary"]
+    texts = {
+        r["id"]: r for r in app.vectors.query(TEXT_COLLECTION, f.eq("document_id", document.id))
+    }
+    for visual, heading in ((figure, "Wind Farm Report"), (table, "Maintenance")):
+        source = texts[visual["source_chunk_id"]]  # a real text chunk of this document
+        assert visual["page"] in source["page_nums"]
+        assert visual["parent_section"] == source["path"] and heading in source["path"]
+        metadata = visual["metadata"]
+        x0, y0, x1, y1 = metadata["bbox"]
+        assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
+        picture = Image.open(io.BytesIO(_stored(app, metadata["object_key"])))
+        assert picture.size == (metadata["width"], metadata["height"])
+        assert metadata["object_key"].startswith(validate_prefix(app.namespace, kb, document.id))
+    assert figure["metadata"]["media_type"] == "image/png"
+
+
+async def test_a_scan_gives_page_tiles_found_by_their_ocr_text(app: EagleApp, kb: str) -> None:
+    data = scans.scanned_pdf([scans.en_page()])
+    submission = await _ingest(app, kb, data, "scan.pdf")
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.status == "completed", document.error
+    [tile] = _visuals(app, document.id)
+    assert (tile["chunk_type"], tile["page"]) == ("tile", 1)
+    assert "Forklift" in tile["content_summary"]
+    assert tile["metadata"]["media_type"] == "image/jpeg"
+    [[hit]] = app.vectors.search_sparse(
+        VISUAL_COLLECTION, ["forklift inspections"], top_k=1, where=f.eq("kb_name", kb)
+    )
+    assert hit.id == tile["id"]
+
+
+async def test_a_markdown_file_has_no_visuals(app: EagleApp, kb: str) -> None:
+    submission = await _ingest(app, kb, b"# Notes\n\nPlain words only.", "notes.md")
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.collections_used == (TEXT_COLLECTION,)
+    assert _visuals(app, document.id) == []
+
+
+async def test_deleting_the_document_deletes_its_visuals_and_pictures(
+    app: EagleApp, kb: str
+) -> None:
+    submission = await _ingest(app, kb, vd.report_pdf(), "to-delete.pdf")
+    keys = [r["metadata"]["object_key"] for r in _visuals(app, submission.document_id)]
+    assert keys and all(app.objects.exists(k) for k in keys)
+    await asyncio.to_thread(remove_document, app, submission.document_id)
+    assert _visuals(app, submission.document_id) == []
+    assert not any(app.objects.exists(k) for k in keys)
+
+
+async def test_a_failed_visual_write_leaves_no_rows_and_no_pictures(
+    app: EagleApp, kb: str
+) -> None:
+    def refuse(batch: UpsertBatch) -> UpsertBatch:
+        if batch.collection == VISUAL_COLLECTION:
+            raise RuntimeError("visual store is full")
+        return batch
+
+    app.bus.subscribe(hooks.upsert_vectors, refuse, plugin="refuser", priority=100)
+    try:
+        submission = await _ingest(app, kb, vd.report_pdf(), "fails.pdf")
+    finally:
+        app.bus.unsubscribe_plugin("refuser")
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.status == "failed" and "visual store is full" in (document.error or "")
+    assert _visuals(app, document.id) == []
+    prefix = validate_prefix(app.namespace, kb, document.id, "visuals")
+    assert app.objects.list(prefix) == []
