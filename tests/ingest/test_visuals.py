@@ -103,9 +103,7 @@ async def test_deleting_the_document_deletes_its_visuals_and_pictures(
     assert not any(app.objects.exists(k) for k in keys)
 
 
-async def test_a_failed_visual_write_leaves_no_rows_and_no_pictures(
-    app: EagleApp, kb: str
-) -> None:
+async def test_a_failed_visual_write_leaves_no_rows_and_no_pictures(app: EagleApp, kb: str) -> None:
     def refuse(batch: UpsertBatch) -> UpsertBatch:
         if batch.collection == VISUAL_COLLECTION:
             raise RuntimeError("visual store is full")

@@ -29,7 +29,8 @@ def chart_png(size: tuple[int, int] = (480, 300)) -> bytes:
     width, height = size
     for i, share in enumerate((0.8, 0.5, 0.65, 0.3)):
         left = 40 + i * (width - 80) // 4
-        draw.rectangle((left, int(height * (1 - share)), left + 60, height - 20), fill=(30, 90, 200))
+        top = int(height * (1 - share))
+        draw.rectangle((left, top, left + 60, height - 20), fill=(30, 90, 200))
     draw.line((30, height - 20, width - 20, height - 20), fill="black", width=3)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
