@@ -202,13 +202,14 @@ def core_route(query: QueryRequest, text_encoder: str, encoders: Any) -> QueryRo
             TEXT_COLLECTION, text_encoder, query.top_k, reason="core: every query searches text"
         )
     ]
-    if query.with_images:
+    if query.with_images or query.mode == "hybrid":
+        why = "images were asked for" if query.with_images else "hybrid searches visuals too"
         plans.append(
             CollectionQueryPlan(
                 VISUAL_COLLECTION,
                 encoders.query_encoder_for(VISUAL_COLLECTION) or "",
                 query.top_k,
-                reason="core: images were asked for",
+                reason=f"core: {why}",
             )
         )
     return QueryRouteDecision(tuple(plans), classifier=CORE_NAMESPACE, reason="core default")

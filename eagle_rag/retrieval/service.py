@@ -35,6 +35,7 @@ from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
 from eagle_rag.retrieval.orchestrator import PlanResult, RetrieverOrchestrator
 from eagle_rag.retrieval.pack import ContextPack, Passage, StepLog, trim_to_budget
 from eagle_rag.retrieval.scope import Scope, resolve_scope
+from eagle_rag.retrieval.visual import prune_visual_plans, rank_visuals, split_results
 
 if TYPE_CHECKING:
     from eagle_rag.engines.service import KnowledgeBaseService
@@ -103,10 +104,15 @@ class RetrievalService:
         decision = await self._route(request, hints, scope, ctx, log)
 
         live, bridged = await self._retrieve(request, decision, scope, overrides, ctx, log)
+        live, visual = split_results(live)
         merged = await self._merge(request, decision, live, bridged, ctx, log)
         ranked = await self._rerank(request, merged, ctx, log)
         final = await self._expand(request, ranked, merged, live, scope, log)
-        return await self._pack(request, final, decision, scope, log)
+        config = self._config
+        images = rank_visuals(
+            visual, k=config.rrf_k, head=config.candidates, limit=request.top_k, log=log
+        )
+        return await self._pack(request, [*final, *images], decision, scope, log)
 
     async def _retrieve(
         self,
@@ -216,6 +222,7 @@ class RetrievalService:
         if decision is None:  # Core answers unless its own subscriber failed (audited)
             decision = QueryRouteDecision((), classifier="none", reason="no classifier answered")
             log.add("classify_query", "error", "no CLASSIFY_QUERY subscriber routed the query")
+        decision = prune_visual_plans(request, decision, scope.collections, log)
         planned = {p.collection for p in decision.plans}
         forced: list[CollectionQueryPlan] = []
         for collection in sorted(scope.collections - planned - set(BASE_COLLECTIONS)):

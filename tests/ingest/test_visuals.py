@@ -16,7 +16,8 @@ from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.service import Submission
 from eagle_rag.plugins import hooks
-from eagle_rag.plugins.payloads import UpsertBatch
+from eagle_rag.plugins.payloads import QueryRequest, UpsertBatch, VisualFilter
+from eagle_rag.retrieval.wire import search_response
 from eagle_rag.storage.keys import validate_prefix
 from tests.ingest import scans
 from tests.ingest import visual_docs as vd
@@ -119,3 +120,52 @@ async def test_a_failed_visual_write_leaves_no_rows_and_no_pictures(app: EagleAp
     assert _visuals(app, document.id) == []
     prefix = validate_prefix(app.namespace, kb, document.id, "visuals")
     assert app.objects.list(prefix) == []
+
+
+async def test_hybrid_search_returns_the_figure_under_sources_image(app: EagleApp, kb: str) -> None:
+    submission = await _ingest(app, kb, vd.report_pdf(), "search.pdf")
+    pack = await app.retrieval.search(QueryRequest("turbine output by region", kb_names=(kb,)))
+    body = search_response(pack)
+    assert [p["collection"] for p in body["route"]["plans"]] == ["eagle_text", "eagle_visual"]
+    images = body["sources"]["image"]
+    figure = images[0]
+    assert (figure["chunk_type"], figure["page"], figure["index"]) == ("image", 1, 1)
+    assert figure["document_id"] == submission.document_id
+    assert figure["url"] == f"/images/{figure['image_id']}"
+    assert vd.FIGURE_CAPTION in figure["content_summary"] and figure["caption"]
+    assert figure["source_chunk_id"] and figure["parent_section"].endswith("Wind Farm Report")
+    assert len(figure["bbox"]) == 4 and figure["boxes"] == [{"page": 1, "bbox": figure["bbox"]}]
+    assert 0 < figure["score"] <= 1
+    # images never take the text passages' places: top_k text sources as before
+    assert len(body["sources"]["text"]) == min(5, len(body["sources"]["text"])) > 0
+    assert all(s["collection"] == "eagle_text" for s in body["sources"]["text"])
+    tables = await app.retrieval.search(
+        QueryRequest(
+            "gearbox maintenance interval", kb_names=(kb,), mode="sparse", with_images=True
+        )
+    )
+    first = search_response(tables)["sources"]["image"][0]
+    assert first["chunk_type"] == "table" and first["page"] == 2
+
+
+async def test_a_visual_filter_and_a_text_only_scope(app: EagleApp, kb: str) -> None:
+    await _ingest(app, kb, vd.report_pdf(), "filtered.pdf")
+    app.bus.subscribe(
+        hooks.retrieve_visual_filter,
+        lambda: VisualFilter(chunk_types=("table",)),
+        plugin="tables-only",
+        priority=100,
+    )
+    try:
+        pack = await app.retrieval.search(QueryRequest("turbine output", kb_names=(kb,)))
+    finally:
+        app.bus.unsubscribe_plugin("tables-only")
+    assert {s["chunk_type"] for s in search_response(pack)["sources"]["image"]} == {"table"}
+    other = f"{kb}-text"
+    app.repositories.knowledge_bases.create(other)
+    await _ingest(app, other, b"# Turbines\n\nTurbine output is reported monthly.", "t.md")
+    plain = await app.retrieval.search(QueryRequest("turbine output", kb_names=(other,)))
+    assert search_response(plain)["sources"]["image"] == []
+    skipped = {s.name: s.status for s in plain.steps}
+    assert skipped["eagle_visual:plan"] == "skipped"
+    assert [p.collection for p in plain.route.plans] == ["eagle_text"]  # type: ignore[union-attr]
