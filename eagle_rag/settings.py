@@ -178,6 +178,8 @@ class GenerationSettings(_Section):
     top_k: int = Field(default=10, ge=1, le=100)  # passages recalled (and reranked)
     top_n: int = Field(default=3, ge=1, le=20)  # text sources the model sees
     top_n_images: int = Field(default=3, ge=0, le=20)
+    # Images reach the chat model as image_url parts (a vision model); false: captions only.
+    send_images: bool = True
     history_turns: int = Field(default=6, ge=0, le=50)  # earlier messages sent to the model
     source_max_chars: int = Field(default=2000, ge=100, le=100_000)
     attachment_max_chars: int = Field(default=20_000, ge=100, le=1_000_000)
