@@ -34,6 +34,7 @@ from eagle_rag.retrieval.expansion import ParentExpander
 from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
 from eagle_rag.retrieval.orchestrator import PlanResult, RetrieverOrchestrator
 from eagle_rag.retrieval.pack import ContextPack, Passage, StepLog, trim_to_budget
+from eagle_rag.retrieval.query_vectors import QueryVectors
 from eagle_rag.retrieval.scope import Scope, resolve_scope
 from eagle_rag.retrieval.visual import prune_visual_plans, rank_visuals, split_results
 
@@ -102,6 +103,7 @@ class RetrievalService:
         )
         hints = await self._assemble(request, ctx, log)
         decision = await self._route(request, hints, scope, ctx, log)
+        decision = prune_visual_plans(request, decision, scope.collections, log)
 
         live, bridged = await self._retrieve(request, decision, scope, overrides, ctx, log)
         live, visual = split_results(live)
@@ -125,8 +127,9 @@ class RetrievalService:
     ) -> tuple[list[PlanResult], list[RankedList]]:
         """Every plan (on native KBs) and every bridged KB, concurrently; failures are skipped."""
         plans = decision.plans if scope.native else ()
+        shared = QueryVectors()  # plans embedding the same query with one encoder share it
         results, bridged = await asyncio.gather(
-            asyncio.gather(*(self._run_plan(request, plan, scope, ctx) for plan in plans)),
+            asyncio.gather(*(self._run_plan(request, plan, scope, ctx, shared) for plan in plans)),
             asyncio.gather(
                 *(
                     self._run_bridge(request, kb, overrides.get(kb.name, {}), log)
@@ -222,7 +225,6 @@ class RetrievalService:
         if decision is None:  # Core answers unless its own subscriber failed (audited)
             decision = QueryRouteDecision((), classifier="none", reason="no classifier answered")
             log.add("classify_query", "error", "no CLASSIFY_QUERY subscriber routed the query")
-        decision = prune_visual_plans(request, decision, scope.collections, log)
         planned = {p.collection for p in decision.plans}
         forced: list[CollectionQueryPlan] = []
         for collection in sorted(scope.collections - planned - set(BASE_COLLECTIONS)):
@@ -248,11 +250,16 @@ class RetrievalService:
         return decision
 
     async def _run_plan(
-        self, request: QueryRequest, plan: CollectionQueryPlan, scope: Scope, ctx: HookContext
+        self,
+        request: QueryRequest,
+        plan: CollectionQueryPlan,
+        scope: Scope,
+        ctx: HookContext,
+        shared: QueryVectors | None = None,
     ) -> PlanResult:
         try:
             result = await self._orchestrator.run(
-                request, plan, scope.where, ctx, depth=self._depth(request)
+                request, plan, scope.where, ctx, depth=self._depth(request), shared=shared
             )
         except Exception as exc:  # a failing plan is skipped and audited, never raised
             reason = describe(exc)

@@ -16,7 +16,7 @@ from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.service import Submission
 from eagle_rag.plugins import hooks
-from eagle_rag.plugins.payloads import QueryRequest, UpsertBatch, VisualFilter
+from eagle_rag.plugins.payloads import EmbedRequest, QueryRequest, UpsertBatch, VisualFilter
 from eagle_rag.retrieval.wire import search_response
 from eagle_rag.storage.keys import validate_prefix
 from tests.ingest import scans
@@ -169,3 +169,22 @@ async def test_a_visual_filter_and_a_text_only_scope(app: EagleApp, kb: str) -> 
     skipped = {s.name: s.status for s in plain.steps}
     assert skipped["eagle_visual:plan"] == "skipped"
     assert [p.collection for p in plain.route.plans] == ["eagle_text"]  # type: ignore[union-attr]
+
+
+async def test_the_text_and_visual_plans_share_one_query_embedding(
+    app: EagleApp, kb: str
+) -> None:
+    await _ingest(app, kb, vd.report_pdf(), "shared.pdf")
+    queries: list[tuple[str, ...]] = []
+
+    def spy(request: EmbedRequest) -> None:  # answers nothing: Core still embeds
+        if request.purpose == "query":
+            queries.append(request.texts)
+
+    app.bus.subscribe(hooks.embed_text, spy, plugin="spy", priority=100)
+    try:
+        pack = await app.retrieval.search(QueryRequest("turbine output", kb_names=(kb,)))
+    finally:
+        app.bus.unsubscribe_plugin("spy")
+    assert {s.name: s.status for s in pack.steps}["eagle_visual:dense"] == "ok"
+    assert queries == [("turbine output",)]
