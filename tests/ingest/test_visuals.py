@@ -171,9 +171,7 @@ async def test_a_visual_filter_and_a_text_only_scope(app: EagleApp, kb: str) -> 
     assert [p.collection for p in plain.route.plans] == ["eagle_text"]  # type: ignore[union-attr]
 
 
-async def test_the_text_and_visual_plans_share_one_query_embedding(
-    app: EagleApp, kb: str
-) -> None:
+async def test_the_text_and_visual_plans_share_one_query_embedding(app: EagleApp, kb: str) -> None:
     await _ingest(app, kb, vd.report_pdf(), "shared.pdf")
     queries: list[tuple[str, ...]] = []
 
@@ -188,3 +186,23 @@ async def test_the_text_and_visual_plans_share_one_query_embedding(
         app.bus.unsubscribe_plugin("spy")
     assert {s.name: s.status for s in pack.steps}["eagle_visual:dense"] == "ok"
     assert queries == [("turbine output",)]
+
+
+async def test_pictures_in_pptx_and_docx_become_visuals_anchored_to_their_text(
+    app: EagleApp, kb: str
+) -> None:
+    deck = await _ingest(app, kb, vd.deck_pptx(), "deck.pptx")
+    [picture] = _visuals(app, deck.document_id)  # the 16 px icon is skipped
+    assert (picture["chunk_type"], picture["page"]) == ("image", 2)
+    assert "Regional Output" in picture["parent_section"]
+    assert vd.SLIDE_TEXT in picture["content_summary"]
+    x0, y0, x1, y1 = picture["metadata"]["bbox"]
+    assert 0.15 < x0 < x1 < 0.85 and 0.3 < y0 < y1 <= 1
+
+    report = await _ingest(app, kb, vd.report_docx(), "report.docx")
+    [figure] = _visuals(app, report.document_id)
+    assert figure["page"] == 0 and figure["parent_section"].endswith("Storm Season")
+    texts = app.vectors.query(TEXT_COLLECTION, f.eq("document_id", report.document_id))
+    source = next(t for t in texts if t["id"] == figure["source_chunk_id"])
+    assert vd.DOC_TEXT in source["text"]
+    assert Image.open(io.BytesIO(_stored(app, figure["metadata"]["object_key"]))).width > 64

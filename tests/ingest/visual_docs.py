@@ -69,3 +69,44 @@ def report_pdf() -> bytes:
             for value in row:
                 cells.cell(value)
     return bytes(pdf.output())
+
+
+SLIDE_TEXT = "Storm season output compared across the regions."
+DOC_TEXT = "The chart below shows the storm season output of every region."
+
+
+def deck_pptx() -> bytes:
+    """Slide 1: title only; slide 2: title, text and the chart picture (plus a tiny icon)."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    first = deck.slides.add_slide(deck.slide_layouts[0])
+    first.shapes.title.text = "Wind Farm Review"
+    second = deck.slides.add_slide(deck.slide_layouts[5])
+    second.shapes.title.text = "Regional Output"
+    second.shapes.add_textbox(
+        Inches(1), Inches(1.5), Inches(8), Inches(1)
+    ).text_frame.text = SLIDE_TEXT
+    second.shapes.add_picture(io.BytesIO(chart_png()), Inches(2), Inches(3), width=Inches(5))
+    icon = io.BytesIO()
+    Image.new("RGB", (16, 16), "red").save(icon, format="PNG")
+    second.shapes.add_picture(io.BytesIO(icon.getvalue()), Inches(9), Inches(0.2))
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+def report_docx() -> bytes:
+    import docx
+    from docx.shared import Inches
+
+    document = docx.Document()
+    document.add_heading("Output Review", level=1)
+    document.add_paragraph("An introduction about the wind farm and its regions.")
+    document.add_heading("Storm Season", level=2)
+    document.add_paragraph(DOC_TEXT)
+    document.add_picture(io.BytesIO(chart_png()), width=Inches(4))
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()

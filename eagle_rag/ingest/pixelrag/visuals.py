@@ -15,11 +15,14 @@ from dataclasses import dataclass, replace
 from eagle_rag.ingest.pixelrag.visuals_anchors import anchors
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
 from eagle_rag.ingest.pixelrag.visuals_image import image_visuals
+from eagle_rag.ingest.pixelrag.visuals_office import docx_visuals, pptx_visuals
 from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions, pdf_visuals
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
 from eagle_rag.storage.keys import object_key, validate_prefix
 
 PDF = "application/pdf"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 VISUALS_PART = "visuals"
 EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg"}
 
@@ -39,6 +42,10 @@ def extract_visuals(
     ocr_pages = frozenset(int(p) for p in parsed.metadata.get("ocr_pages", ()) or ())
     if source.mime_type == PDF:
         found = pdf_visuals(data, ocr_pages, options)
+    elif source.mime_type == PPTX:
+        found = pptx_visuals(data, max_per_page=options.max_per_page, min_side=options.min_side)
+    elif source.mime_type == DOCX:
+        found = docx_visuals(data, max_pictures=options.max_per_page * 50)
     elif source.mime_type.startswith("image/") and options.tiles != "none":
         found = image_visuals(data, source.filename, {}, max_pages=options.max_pages)
     else:

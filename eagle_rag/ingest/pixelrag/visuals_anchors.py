@@ -46,6 +46,9 @@ def anchors(visual: FoundVisual, chunks: Sequence[TextChunk], root: str) -> Anch
 
 
 def _source(visual: FoundVisual, chunks: Sequence[TextChunk]) -> TextChunk | None:
+    if visual.near:  # no page to look on: the chunk that holds the text next to it
+        probe = visual.near[:80]
+        return next((c for c in chunks if probe in " ".join(c.text.split())), None)
     on_page = [c for c in chunks if visual.page in c.page_nums]
     if not on_page:
         return None

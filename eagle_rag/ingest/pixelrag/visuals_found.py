@@ -31,6 +31,7 @@ class FoundVisual:
     height: int
     text: str = ""
     caption: str = ""
+    near: str = ""  # text next to it, for sources without pages (a Word file's paragraph)
 
 
 def encode(image: Image.Image, kind: VisualKind) -> tuple[bytes, str, int, int]:
