@@ -206,3 +206,13 @@ async def test_pictures_in_pptx_and_docx_become_visuals_anchored_to_their_text(
     source = next(t for t in texts if t["id"] == figure["source_chunk_id"])
     assert vd.DOC_TEXT in source["text"]
     assert Image.open(io.BytesIO(_stored(app, figure["metadata"]["object_key"]))).width > 64
+
+
+async def test_a_chart_drawn_as_vectors_is_a_figure_with_its_labels(app: EagleApp, kb: str) -> None:
+    submission = await _ingest(app, kb, vd.vector_chart_pdf(), "vector.pdf")
+    [chart] = _visuals(app, submission.document_id)
+    assert (chart["chunk_type"], chart["page"]) == ("image", 1)
+    assert vd.VECTOR_CAPTION in chart["content_summary"]
+    assert "Blade Reliability" in chart["parent_section"]
+    x0, y0, x1, y1 = chart["metadata"]["bbox"]
+    assert x0 < 0.2 and x1 > 0.8 and 0.15 < y0 < y1 < 0.6  # the axes and bars, not the page

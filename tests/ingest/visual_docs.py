@@ -110,3 +110,31 @@ def report_docx() -> bytes:
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
+
+
+VECTOR_CAPTION = "Figure 2: Blade failures per year"
+
+
+def vector_chart_pdf() -> bytes:
+    """A chart drawn with lines and rectangles (no image), labelled, with a caption."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 16)
+    pdf.multi_cell(0, 10, "Blade Reliability", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "", 11)
+    pdf.multi_cell(0, 6, "Failures fell every year after the new coating.", new_x="LMARGIN")
+    pdf.line(30, 150, 180, 150)
+    pdf.line(30, 60, 30, 150)
+    for i, value in enumerate((80, 65, 50, 40, 30, 22, 15)):
+        pdf.set_fill_color(200, 60, 40)
+        pdf.rect(38 + i * 20, 150 - value, 12, value, style="F")
+        pdf.set_font("helvetica", "", 8)
+        pdf.text(38 + i * 20, 156, str(2017 + i))
+    for tick in range(5):
+        pdf.line(27, 150 - tick * 20, 30, 150 - tick * 20)
+    pdf.set_xy(10, 162)
+    pdf.set_font("helvetica", "I", 10)
+    pdf.multi_cell(0, 6, VECTOR_CAPTION, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())

@@ -16,15 +16,18 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image
 
-from eagle_rag.ingest.pixelrag.geometry import BBox, area, clamp
+from eagle_rag.ingest.pixelrag.geometry import BBox, area, clamp, overlap
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual, VisualKind, crop, encode
 from eagle_rag.ingest.pixelrag.visuals_tables import ruled_tables
+from eagle_rag.ingest.pixelrag.visuals_vector import vector_figure_boxes
 
 RENDER_DPI = 150
 # An image over this share of the page is the page itself (a scan, a background), not a figure.
 PAGE_SIZED = 0.8
-# A ruled table draws lines: pages with fewer path objects are not worth pdfplumber's time.
+# A ruled table draws lines: pages with fewer path objects are not worth pdfplumber's time, and
+# pages with very many are charts or drawings, where pdfplumber is slowest and finds bar grids.
 MIN_TABLE_PATHS = 6
+MAX_TABLE_PATHS = 150
 CAPTION_BAND = 0.08  # of the page height, above and below a figure
 CAPTION = re.compile(r"^\s*(fig(ure)?\.?|table|chart|graph|diagram|图|表)\s*\S", re.IGNORECASE)
 
@@ -51,12 +54,14 @@ def pdf_visuals(
             try:
                 scanned = number in ocr_pages
                 found.extend(_page_visuals(page, number, scanned, options))
-                if options.tables and not scanned and _path_count(page) >= MIN_TABLE_PATHS:
+                paths = _path_count(page) if options.tables and not scanned else 0
+                if MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS:
                     table_pages.append(number)
             finally:
                 page.close()
         if table_pages:
             found.extend(_tables(document, data, table_pages, options))
+            found = _without_table_duplicates(found)
         return sorted(found, key=lambda v: (v.page, v.bbox[1], v.bbox[0]))
     finally:
         document.close()
@@ -67,7 +72,7 @@ def _page_visuals(
 ) -> list[FoundVisual]:
     width, height = page.get_size()
     tile = options.tiles == "all" or (options.tiles == "scanned" and scanned)
-    figures = [] if scanned else list(_figure_boxes(page, width, height, options))
+    figures = [] if scanned else _all_figures(page, width, height, options)
     if not tile and not figures:
         return []
     rendered = _render(page)
@@ -105,6 +110,33 @@ def _figure_boxes(
             continue
         seen.append(box)
         yield box
+
+
+def _all_figures(
+    page: pdfium.PdfPage, width: float, height: float, options: PdfVisualOptions
+) -> list[BBox]:
+    """Embedded images, then vector charts that are not one of those images."""
+    images = list(_figure_boxes(page, width, height, options))
+    charts = [
+        box
+        for box in vector_figure_boxes(page, width, height, options.min_side)
+        if not any(overlap(box, image) > 0.5 * area(box) for image in images)
+    ]
+    return images + charts
+
+
+def _without_table_duplicates(found: list[FoundVisual]) -> list[FoundVisual]:
+    """A ruled table's lines also look like a vector chart: the table wins."""
+    tables = [v for v in found if v.kind == "table"]
+
+    def duplicate(visual: FoundVisual) -> bool:
+        return visual.kind == "image" and any(
+            t.page == visual.page
+            and overlap(t.bbox, visual.bbox) > 0.5 * min(area(t.bbox), area(visual.bbox))
+            for t in tables
+        )
+
+    return [v for v in found if not duplicate(v)]
 
 
 def _tables(
