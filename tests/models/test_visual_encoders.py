@@ -171,3 +171,27 @@ async def test_an_app_with_the_multimodal_provider_embeds_images_and_queries(
     assert recorded.requests[-1][1]["input"] == [{"text": "turbine chart"}]
     found = {p.chunk_id for p in pack.passages if p.collection == VISUAL_COLLECTION}
     assert found == {r["id"] for r in rows}
+
+
+async def test_a_visual_encoder_that_does_not_fit_eagle_visual_turns_visuals_off(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = load_settings(
+        {"EAGLE_DATA_DIR": str(tmp_path), "EAGLE_ENCODER_MODE": "deterministic"},
+        overrides={"milvus": {"visual_dim": 16}},  # the summary encoder makes 384-d vectors
+    )
+    app = await bootstrap(settings)
+    try:
+        assert "visual chunks are off" in caplog.text and "milvus.visual_dim is 16" in caplog.text
+        app.repositories.knowledge_bases.create("off")
+        submission = await asyncio.to_thread(
+            app.ingest.submit_file,
+            kb_name="off",
+            filename="r.pdf",
+            stream=io.BytesIO(vd.report_pdf()),
+        )
+        await app.queue.join()  # type: ignore[attr-defined]
+        document = app.repositories.documents.get(submission.document_id)
+        assert document.status == "completed" and document.collections_used == ("eagle_text",)
+    finally:
+        await app.stop()
