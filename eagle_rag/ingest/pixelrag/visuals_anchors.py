@@ -18,7 +18,7 @@ from eagle_rag.ingest.pixelrag.geometry import BBox, center, overlap
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
 from eagle_rag.plugins.payloads import TextChunk
 
-SUMMARY_CHARS = 1500
+SUMMARY_CHARS = 800  # embedding cost grows with length; caption and heading come first
 OWN_TEXT_ENOUGH = 40  # characters: below this a visual borrows its chunk's text
 BORROWED_CHARS = 400
 SKIPPED_TYPES = ("section_summary",)

@@ -12,7 +12,7 @@ import pypdfium2.raw as pdfium_c
 
 from eagle_rag.ingest.pixelrag.geometry import BBox, area, clamp, union
 
-GAP = 0.015  # of the page side: strokes of one chart are this close
+GAP = 0.03  # of the page side: strokes of one chart (and small multiples) are this close
 MIN_PATHS = 12
 MAX_PATHS = 400  # beyond this a page is a drawing, and grouping would cost too much
 PAGE_SIZED = 0.8
