@@ -33,6 +33,7 @@ from eagle_rag.ingest.service import IngestService, TaskQueue
 from eagle_rag.models.embedders import TextEncoder
 from eagle_rag.models.factory import build_text_encoder
 from eagle_rag.models.rerankers import build_reranker
+from eagle_rag.models.visual_encoders import SummaryEncoder, build_visual_encoder
 from eagle_rag.plugins.audit import AuditSink, JsonlSink, PluginAudit, RedisListSink
 from eagle_rag.plugins.context import ComponentRegistries, HostServices
 from eagle_rag.plugins.encoder_registry import EncoderRegistry
@@ -116,8 +117,34 @@ def build_encoders(
     encoders.set_collection_dim(
         TEXT_COLLECTION, settings.milvus.text_dim, query_encoder=encoder.name
     )
-    encoders.set_collection_dim(VISUAL_COLLECTION, settings.milvus.visual_dim)
     return encoders, encoder
+
+
+def register_visual_encoder(
+    settings: Settings,
+    registries: ComponentRegistries,
+    encoders: EncoderRegistry,
+    text: TextEncoder,
+) -> str:
+    """The EMBED_VISUAL encoder, registered when its dimension fits ``eagle_visual`` ("" and a
+    warning when not: visuals are then not extracted, text ingest is untouched)."""
+    visual = build_visual_encoder(settings.models.visual_embedding, text)
+    dim = settings.milvus.visual_dim
+    if int(visual.dim) != dim:
+        logger.warning(
+            "visual chunks are off: the visual encoder %s makes %d-d vectors but "
+            "milvus.visual_dim is %d",
+            visual.name,
+            visual.dim,
+            dim,
+        )
+        encoders.set_collection_dim(VISUAL_COLLECTION, dim)
+        return ""
+    registries.encoders.register(visual.name, visual, owner="host")
+    # The summary encoder's queries are the text encoder's: one name, so one query vector.
+    query = text.name if isinstance(visual, SummaryEncoder) else visual.name
+    encoders.set_collection_dim(VISUAL_COLLECTION, dim, query_encoder=query)
+    return visual.name
 
 
 def build_runtime(settings: Settings) -> Runtime:
@@ -127,12 +154,17 @@ def build_runtime(settings: Settings) -> Runtime:
     bus = HookBus(audit)
     registries = ComponentRegistries()
     encoders, text_encoder = build_encoders(settings, registries)
+    visual_encoder = register_visual_encoder(settings, registries, encoders, text_encoder)
     database = Database(settings.database.url, echo=settings.database.echo)
     pool = build_pool(settings.milvus)
     vectors = build_vector_store(settings.milvus, pool, namespace)
     objects = build_object_store(settings)
     host = HostServices(
-        vectors=vectors, objects=objects, encoders=encoders, text_encoder=text_encoder.name
+        vectors=vectors,
+        objects=objects,
+        encoders=encoders,
+        text_encoder=text_encoder.name,
+        visual_encoder=visual_encoder,
     )
     return Runtime(
         settings=settings,

@@ -121,6 +121,22 @@ class EmbeddingSettings(_Section):
     send_dimensions: bool = False
 
 
+class VisualEmbeddingSettings(_Section):
+    """How ``eagle_visual`` is embedded (EMBED_VISUAL): ``summary`` (offline) embeds each visual's
+    content_summary with the text embedder; ``multimodal`` posts the images to an
+    OpenAI-compatible multimodal ``/embeddings`` endpoint (Jina CLIP, qwen3-vl-embedding, a
+    ColQwen/DSE server), which also embeds the queries. ``dim`` must equal milvus.visual_dim."""
+
+    provider: Literal["summary", "multimodal"] = "summary"
+    model: str = ""
+    base_url: str = ""
+    api_key: SecretStr = SecretStr("")
+    dim: int = Field(default=384, ge=2, le=32768)  # multimodal only (summary: the text dim)
+    batch_size: int = Field(default=8, ge=1, le=256)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=10)
+
+
 class RerankSettings(_Section):
     """A ``/rerank``-style HTTP reranker; ``none`` keeps the fused order (no offline model)."""
 
@@ -152,6 +168,7 @@ class ChatSettings(_Section):
 class ModelSettings(_Section):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
+    visual_embedding: VisualEmbeddingSettings = Field(default_factory=VisualEmbeddingSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
 
 
@@ -161,6 +178,8 @@ class GenerationSettings(_Section):
     top_k: int = Field(default=10, ge=1, le=100)  # passages recalled (and reranked)
     top_n: int = Field(default=3, ge=1, le=20)  # text sources the model sees
     top_n_images: int = Field(default=3, ge=0, le=20)
+    # Images reach the chat model as image_url parts (a vision model); false: captions only.
+    send_images: bool = True
     history_turns: int = Field(default=6, ge=0, le=50)  # earlier messages sent to the model
     source_max_chars: int = Field(default=2000, ge=100, le=100_000)
     attachment_max_chars: int = Field(default=20_000, ge=100, le=1_000_000)
@@ -220,6 +239,13 @@ class IngestSettings(_Section):
     # the model when one is configured (models.chat.provider is not extractive).
     section_summaries: Literal["auto", "extractive", "model"] = "auto"
     max_model_summaries: int = Field(default=50, ge=0, le=10_000)  # per document
+    # PixelRAG visual chunks (figures, ruled tables, page tiles) into eagle_visual. Page tiles:
+    # ``scanned`` tiles the pages read by OCR (their picture is their content), ``all`` every page.
+    visuals: bool = True
+    visual_page_tiles: Literal["none", "scanned", "all"] = "scanned"
+    visual_tables: bool = True  # pdfplumber ruled tables in text PDFs
+    visual_min_side: float = Field(default=0.08, ge=0, le=1)  # of the page's side: no icons
+    visual_max_per_page: int = Field(default=8, ge=1, le=100)
 
 
 class QueueSettings(_Section):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle_rag.errors import EagleError, InvalidInputError, error_body
 from eagle_rag.generation.citations import check_citations
+from eagle_rag.generation.images import one_numbering, picture_url
 from eagle_rag.generation.prompt import (
     Attachment,
     ImageCaption,
@@ -112,16 +113,19 @@ class AnswerEngine:
         for step in steps:
             yield "step", step
         sources = split_sources([*texts, *images], max_chars=self._config.source_max_chars)
+        sources = one_numbering(sources, request.attachments)
         yield "sources", sources
 
-        job = self._generation_input(request, texts, images, language, history)
+        pictures = await asyncio.to_thread(self._pictures, images)
+        job = self._generation_input(request, texts, images, pictures, language, history)
+        cited_range = len(texts) + len(request.attachments) + len(images)
         started = time.perf_counter()
         parts: list[str] = []
         async for delta in self.model.stream(job):
             parts.append(delta)
             yield "token", {"delta": delta}
         answer = "".join(parts)
-        generate, warnings = self._generate_step(answer, len(job.references), language, started)
+        generate, warnings = self._generate_step(answer, cited_range, language, started)
         steps.append(generate)
         await asyncio.to_thread(self._store, session_id, request.query, answer, sources, steps)
         yield (
@@ -141,17 +145,20 @@ class AnswerEngine:
         request: AnswerRequest,
         texts: list[Passage],
         images: list[Passage],
+        pictures: list[str | None],
         language: Language,
         history: list[Turn],
     ) -> GenerationInput:
-        """The prompt: numbered text references, image captions, attachments and history."""
+        """The prompt: numbered text references, attachments, image captions (numbered after
+        both) with their pictures, and history."""
         references = [
             Reference(n, p.path, p.text, p.filename, p.page_nums)
             for n, p in enumerate(texts, start=1)
         ]
+        first_image = len(texts) + len(request.attachments) + 1
         captions = [
-            ImageCaption(n, str(p.metadata.get("image_id", "")), _page(p), p.path, p.text)
-            for n, p in enumerate(images, start=1)
+            ImageCaption(n, str(p.metadata.get("image_id", "")), _page(p), p.path, p.text, url)
+            for n, (p, url) in enumerate(zip(images, pictures, strict=True), start=first_image)
         ]
         attachments = [
             Attachment(a.name, a.text[: self._config.attachment_max_chars])
@@ -230,6 +237,13 @@ class AnswerEngine:
         texts = [p for p in pack.passages if not is_image(p)][:top_n]
         images = [p for p in pack.passages if is_image(p)][: self._config.top_n_images]
         return texts, images
+
+    def _pictures(self, images: list[Passage]) -> list[str | None]:
+        """Each image's picture as a data URL for the chat model (None: caption only — images
+        are off, or the picture cannot be read)."""
+        if not self._config.send_images:
+            return [None] * len(images)
+        return [picture_url(self._app.objects, p) for p in images]
 
     def _session(self, request: AnswerRequest) -> tuple[str, list[Turn]]:
         sessions = self._app.repositories.sessions

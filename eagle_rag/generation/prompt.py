@@ -1,7 +1,9 @@
 """Prompts: numbered references, attachments and image captions, in Chinese or English.
 
-The model is asked to cite reference text as ``[n]``; those numbers are the ``index`` of the text
-sources the client receives, so a citation can be resolved without guessing.
+One numbering for everything the model sees: text references are ``[1]..[T]``, attachments
+follow as ``[T+1]..``, images after them, and those numbers are the ``index`` of the sources the
+client receives (text, attachments, image), so a citation resolves without guessing. Images
+with a loaded picture also go to the model as OpenAI ``image_url`` parts (data URLs).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class ImageCaption:
     page: int | None
     section: str
     summary: str
+    data_url: str | None = None  # the picture, when it could be loaded (else caption only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +64,8 @@ _TEMPLATES: dict[Language, dict[str, str]] = {
     "zh": {
         "system": (
             "你是知识库问答助手。只根据提供的参考信息回答用户问题；"
-            "引用参考文本时在句末标注编号，如 [1]、[2]，编号只能来自【参考文本】。"
+            "引用参考信息时在句末标注编号，如 [1]、[2]，"
+            "编号只能来自【参考文本】【用户附件】【参考图片】。"
             "参考信息不足以回答时，直接说明无法从资料中找到答案，不要编造。"
             "不要使用 Markdown 图片语法，不要编造链接。请用中文回答。"
         ),
@@ -80,7 +84,8 @@ _TEMPLATES: dict[Language, dict[str, str]] = {
         "system": (
             "You answer questions from a knowledge base. Use only the reference information "
             "provided; cite reference text with its number at the end of the sentence, like [1] "
-            "or [2], using only numbers from REFERENCE TEXT. If the references do not contain "
+            "or [2], using only numbers given in REFERENCE TEXT, USER ATTACHMENTS or REFERENCE "
+            "IMAGES. If the references do not contain "
             "the answer, say that the documents do not answer it; never invent facts, links or "
             "image syntax. Answer in English."
         ),
@@ -125,7 +130,10 @@ def build_messages(
         parts.append(t["none"])
     if attachments:
         parts.append(t["attachments"])
-        parts += [f"[{i}] {t['file']}: {a.name}\n{a.text}" for i, a in enumerate(attachments, 1)]
+        first = len(references) + 1  # attachments are numbered after the references
+        parts += [
+            f"[{i}] {t['file']}: {a.name}\n{a.text}" for i, a in enumerate(attachments, first)
+        ]
     if images:
         parts.append(t["images"])
         for image in images:
@@ -137,5 +145,11 @@ def build_messages(
     parts += [t["question"], question]
     messages: list[dict[str, Any]] = [{"role": "system", "content": t["system"]}]
     messages += [{"role": turn.role, "content": turn.content} for turn in history]
-    messages.append({"role": "user", "content": "\n\n".join(parts)})
+    text = "\n\n".join(parts)
+    pictures = [image.data_url for image in images if image.data_url]
+    content: str | list[dict[str, Any]] = text
+    if pictures:  # OpenAI content parts: the prompt, then each picture in caption order
+        content = [{"type": "text", "text": text}]
+        content += [{"type": "image_url", "image_url": {"url": url}} for url in pictures]
+    messages.append({"role": "user", "content": content})
     return messages

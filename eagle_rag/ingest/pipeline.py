@@ -27,13 +27,14 @@ from eagle_rag.ingest.detect import SOURCE_TYPES
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
 from eagle_rag.ingest.knowhere.tree import StructureTree
 from eagle_rag.ingest.leases import process_owner, transient
+from eagle_rag.ingest.pixelrag.visuals import visuals_prefix
 from eagle_rag.ingest.progress import PAGE_CALLBACK, ProgressReporter
 from eagle_rag.ingest.summaries import write_summaries
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hooks import HookSpec
 from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator, IngestOutcome
-from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk
+from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
 
 if TYPE_CHECKING:
     from eagle_rag.engines.service import KnowledgeBaseService
@@ -141,7 +142,7 @@ class IngestPipeline:
         enriched = await self._bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
         _check_chunk_hook(chunks, enriched)
         enriched = with_document_fields(enriched, document, source.mime_type, parsed.metadata)
-        outcome = await self._write(source, parsed, enriched, ctx, progress, first_attempt)
+        outcome = await self._write(source, data, parsed, enriched, ctx, progress, first_attempt)
         pages = parsed.metadata.get("pages")
         structure = {**tree.to_dict(), "pipeline": pipeline, "mime_type": source.mime_type}
         if "ocr_pages" in parsed.metadata:  # the per-page route: pages read from their pixels
@@ -197,6 +198,7 @@ class IngestPipeline:
     async def _write(
         self,
         source: DocumentSource,
+        data: bytes,
         parsed: ParseResult,
         chunks: tuple[TextChunk, ...],
         ctx: HookContext,
@@ -204,8 +206,14 @@ class IngestPipeline:
         first_attempt: bool,
     ) -> IngestOutcome:
         """Visual extraction, then classify (all planned first), embed and upsert."""
+        progress("visuals", 0, 1)
         visuals = await self._bus.invoke_first(
-            hooks.ingest_visual_extract, ctx=ctx, source=source, parsed=parsed
+            hooks.ingest_visual_extract,
+            ctx=ctx,
+            source=source,
+            parsed=parsed,
+            data=data,
+            chunks=chunks,
         )
         planned = await self._orchestrator.plan(chunks, visuals or (), ctx)
         if not first_attempt:
@@ -216,7 +224,13 @@ class IngestPipeline:
             ctx,
             batch_size=self._app.settings.ingest.embed_batch,
             on_progress=lambda done, total: progress("embed", done, total),
+            load_image=self._stored_image,
         )
+
+    def _stored_image(self, visual: VisualChunk) -> bytes:
+        """A visual's picture, for an encoder that embeds images (read from the object store)."""
+        key = str(visual.metadata.get("object_key") or "")
+        return _read_all(self._app.objects, key)
 
     async def _ingest_with_engine(
         self,
@@ -317,6 +331,8 @@ class IngestPipeline:
         runs = self._app.repositories.ingest_runs
         try:
             await asyncio.to_thread(self._app.vectors.delete_documents, [document.id])
+            prefix = visuals_prefix(self._app.namespace, document.kb_name, document.id)
+            await asyncio.to_thread(self._app.objects.delete_prefix, prefix)
         except Exception as cleanup:  # report the original failure; note the cleanup one
             reason += f" (cleanup also failed: {_reason(cleanup)})"
         again = transient(exc) and attempt.attempts < attempt.max_attempts

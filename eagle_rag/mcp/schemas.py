@@ -51,6 +51,8 @@ IMAGE_SOURCE: dict[str, Any] = {
         "chunk_type": _STR,
         "parent_section": _STR,
         "content_summary": _STR,
+        "source_chunk_id": _NULLABLE_STR,
+        "url": _NULLABLE_STR,
         "score": _RELEVANCE,
     },
     "required": ["index", "chunk_id", "document_id", "score"],

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastmcp import FastMCP
+from fastmcp.tools import ToolResult
 from pydantic import Field
 
 from eagle_rag import __version__
@@ -26,6 +27,7 @@ from eagle_rag.generation.engine import AnswerRequest
 from eagle_rag.mcp.caller import mcp_caller
 from eagle_rag.mcp.resources import register_resources
 from eagle_rag.mcp.schemas import ANNOTATIONS, OUTPUT_SCHEMAS
+from eagle_rag.mcp.visual import visual_result
 from eagle_rag.retrieval.pack import ContextPack
 from eagle_rag.retrieval.wire import search_response
 
@@ -163,7 +165,10 @@ class CoreTools:
         top_k: int = 5,
         tags: Tags = None,
         document_ids: DocumentIds = None,
-    ) -> dict[str, Any]:
+        include_images: Annotated[
+            bool, Field(description="Send each picture as image content (false: anchors only).")
+        ] = True,
+    ) -> ToolResult:
         options = RetrievalOptions.checked(
             kb_name=kb_name,
             kb_names=kb_names,
@@ -173,7 +178,8 @@ class CoreTools:
             with_images=True,
         )
         pack = await self._search(query, options)
-        return {"sources": search_response(pack)["sources"]["image"]}
+        objects = self._app.objects
+        return await asyncio.to_thread(visual_result, pack, objects, with_images=include_images)
 
     async def query(
         self,

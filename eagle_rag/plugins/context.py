@@ -43,6 +43,7 @@ class HostServices:
     objects: Any = None
     encoders: Any = None
     text_encoder: str = ""
+    visual_encoder: str = ""  # EMBED_VISUAL's encoder; "" when visual chunks are off
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from eagle_rag.engines.fastgpt import FastgptEngine
 from eagle_rag.engines.ragflow import RagflowEngine
 from eagle_rag.errors import PluginError
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
-from eagle_rag.ingest import core_steps
+from eagle_rag.ingest import core_steps, visual_steps
 from eagle_rag.ingest.detect import IMAGE_TYPES, PDF
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
 from eagle_rag.ingest.knowhere.tree import StructureTree
@@ -44,6 +44,8 @@ from eagle_rag.plugins.payloads import (
     QueryRouteDecision,
     TextChunk,
     UpsertBatch,
+    VisualChunk,
+    VisualEmbedRequest,
 )
 
 KNOWHERE = "knowhere"  # structure-aware text from the document's own text (no OCR)
@@ -65,6 +67,7 @@ class CorePlugin:
     def __init__(self) -> None:
         self._ctx: PluginContext | None = None
         self.text_encoder = ""
+        self.visual_encoder = ""  # "" when visual chunks are off (no encoder fits eagle_visual)
 
     def on_load(self, ctx: PluginContext) -> None:
         self._ctx = ctx
@@ -79,6 +82,7 @@ class CorePlugin:
         for engine in (DifyEngine(), RagflowEngine(), FastgptEngine()):
             ctx.register_knowledge_engine(engine.name, engine)
         self.text_encoder = ctx.host.text_encoder
+        self.visual_encoder = ctx.host.visual_encoder if ctx.settings.ingest.visuals else ""
 
     def ensure_collections(self, ctx: PluginContext) -> None:
         """Base collections are created by the vector store itself for every namespace."""
@@ -89,8 +93,11 @@ class CorePlugin:
             (hooks.parse_document, self.parse_document),
             (hooks.build_structure, self.build_structure),
             (hooks.chunk_document, self.chunk_document),
+            (hooks.ingest_visual_extract, self.extract_visuals),
             (hooks.classify_chunk, self.classify_chunk),
+            (hooks.classify_visual, self.classify_visual),
             (hooks.embed_text, self.embed_text),
+            (hooks.embed_visual, self.embed_visual),
             (hooks.upsert_vectors, self.upsert_vectors),
             (hooks.classify_query, self.classify_query),
         ):
@@ -139,7 +146,38 @@ class CorePlugin:
         encoder = self._host("encoders").get(self.text_encoder)
         return await core_steps.chunk_document(tree, source, options, encoder.count_tokens)
 
+    async def extract_visuals(
+        self,
+        source: DocumentSource,
+        parsed: ParseResult,
+        data: bytes,
+        chunks: tuple[TextChunk, ...],
+        ctx: HookContext,
+    ) -> tuple[VisualChunk, ...] | None:
+        """PixelRAG: figures, ruled tables and page tiles, stored and anchored (off: None)."""
+        if not self.visual_encoder:
+            return None
+        settings = self._context().settings.ingest
+        return await visual_steps.extract_and_store(
+            self._host("objects"), ctx.plugin_namespace, source, data, parsed, chunks, settings
+        )
+
     # --- subscribers: classify, embed, write, route queries ------------------------------------
+
+    def classify_visual(self, visual: VisualChunk) -> tuple[ClassificationDecision, ...] | None:
+        """Every visual goes to eagle_visual with the configured visual encoder."""
+        if not self.visual_encoder:
+            return None
+        return (ClassificationDecision(VISUAL_COLLECTION, self.visual_encoder, reason="core"),)
+
+    async def embed_visual(self, request: VisualEmbedRequest) -> EmbeddingBatch:
+        """Images for an encoder that takes them; content summaries otherwise."""
+        encoder = self._host("encoders").get(request.encoder)
+        if getattr(encoder, "takes_images", False):
+            vectors = await asyncio.to_thread(encoder.embed_images, list(request.images))
+        else:
+            vectors = await asyncio.to_thread(encoder.embed_passages, list(request.texts))
+        return EmbeddingBatch(encoder.name, encoder.dim, vectors.tolist())
 
     def classify_chunk(self, chunk: TextChunk) -> tuple[ClassificationDecision, ...]:
         """Every chunk goes to eagle_text with the configured encoder (never a specialized one)."""
@@ -191,13 +229,14 @@ def core_route(query: QueryRequest, text_encoder: str, encoders: Any) -> QueryRo
             TEXT_COLLECTION, text_encoder, query.top_k, reason="core: every query searches text"
         )
     ]
-    if query.with_images:
+    if query.with_images or query.mode == "hybrid":
+        why = "images were asked for" if query.with_images else "hybrid searches visuals too"
         plans.append(
             CollectionQueryPlan(
                 VISUAL_COLLECTION,
                 encoders.query_encoder_for(VISUAL_COLLECTION) or "",
                 query.top_k,
-                reason="core: images were asked for",
+                reason=f"core: {why}",
             )
         )
     return QueryRouteDecision(tuple(plans), classifier=CORE_NAMESPACE, reason="core default")

@@ -138,9 +138,13 @@ def chunk(
 
 @hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
 def ingest_visual_extract(
-    source: DocumentSource, parsed: ParseResult, ctx: HookContext
+    source: DocumentSource,
+    parsed: ParseResult,
+    ctx: HookContext,
+    data: bytes = b"",
+    chunks: tuple[TextChunk, ...] = (),
 ) -> tuple[VisualChunk, ...] | None:
-    """Extract page tiles, figures and tables with their four fusion anchors."""
+    """Extract page tiles, figures and tables (from the original's bytes) anchored to chunks."""
     raise NotImplementedError
 
 

@@ -130,12 +130,14 @@ class IngestOrchestrator:
             request = EmbedRequest(texts, encoder, "passage")
             batch = await self._bus.invoke_first(hooks.embed_text, ctx=ctx, request=request)
         else:
-            if load_image is None:
-                raise PluginError("visual chunks need an image loader", hook="EMBED_VISUAL")
-            images = tuple(
-                load_image(item.record) for item in group if isinstance(item.record, VisualChunk)
-            )
-            visual = VisualEmbedRequest(images, encoder)
+            visuals = [item.record for item in group if isinstance(item.record, VisualChunk)]
+            images: tuple[bytes, ...] = ()
+            if getattr(self._encoders.get(encoder), "takes_images", True):
+                if load_image is None:
+                    raise PluginError("visual chunks need an image loader", hook="EMBED_VISUAL")
+                images = tuple(load_image(v) for v in visuals)
+            summaries = tuple(v.content_summary for v in visuals)
+            visual = VisualEmbedRequest(images, encoder, summaries)
             batch = await self._bus.invoke_first(hooks.embed_visual, ctx=ctx, request=visual)
         if batch is None:
             raise PluginError(f"no subscriber embedded with encoder {encoder!r}", encoder=encoder)

@@ -134,10 +134,12 @@ class EmbedRequest:
 
 @dataclass(frozen=True, slots=True)
 class VisualEmbedRequest:
-    """Images (encoded bytes) to embed with a named visual encoder."""
+    """Visuals to embed with a named visual encoder: their images (encoded bytes; empty when
+    the encoder embeds summaries, so nothing is loaded for it) and their content summaries."""
 
     images: tuple[bytes, ...]
     encoder: str
+    texts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,10 @@ def to_hit(collection: str, hit: VectorHit, *, stage: str) -> RetrievedHit:
     if visual:
         text = str(fields.get("content_summary", ""))
         path = str(fields.get("parent_section", ""))
-        source = str(fields.get("source_chunk_id") or "") or None
+        # A visual is its own evidence (one item per image, see retrieval/visual.py); the text
+        # chunk it belongs to is an anchor, not its identity.
+        source = None
+        metadata["source_chunk_id"] = str(fields.get("source_chunk_id") or "") or None
         metadata.setdefault("type", str(fields.get("chunk_type", "image")))
     else:
         text = str(fields.get("text", ""))

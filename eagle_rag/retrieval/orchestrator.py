@@ -32,6 +32,7 @@ from eagle_rag.retrieval.filters import build_metadata_filter
 from eagle_rag.retrieval.fusion import RankedList, normalized_fuse, rrf_fuse
 from eagle_rag.retrieval.hits import to_hit
 from eagle_rag.retrieval.pack import Step, StepLog
+from eagle_rag.retrieval.query_vectors import QueryVectors
 from eagle_rag.settings import HybridFusion
 
 # BM25 scores a passage that shares no word with the query 0: the scale's true zero.
@@ -51,6 +52,7 @@ class PlanResult:
     failed: bool = False
     # Why each failed search of the plan failed (kept whole: the outage check reads causes).
     failures: list[Exception] = field(default_factory=list)
+    shared: QueryVectors | None = None  # the search's query vectors, shared by its plans
 
 
 class RetrieverOrchestrator:
@@ -73,10 +75,11 @@ class RetrieverOrchestrator:
         ctx: HookContext,
         *,
         depth: int,
+        shared: QueryVectors | None = None,
     ) -> PlanResult:
         """``depth`` is how many hits each of the plan's searches returns (at least top_k)."""
         log = StepLog()
-        result = PlanResult(plan)
+        result = PlanResult(plan, shared=shared)
         expansion = await self._bus.invoke_first(
             hooks.query_dense_expand, ctx=ctx, query=request, plan=plan
         )
@@ -117,7 +120,7 @@ class RetrieverOrchestrator:
         dense_task = sparse_task = None
         if want_dense:
             dense_task = asyncio.create_task(
-                self._dense(plan, dense_text, depth, result.where, ctx)
+                self._dense(plan, dense_text, depth, result.where, ctx, result.shared)
             )
         if want_sparse:
             sparse_task = asyncio.create_task(
@@ -167,15 +170,25 @@ class RetrieverOrchestrator:
         return hits
 
     async def _dense(
-        self, plan: CollectionQueryPlan, text: str, depth: int, where: Filter, ctx: HookContext
+        self,
+        plan: CollectionQueryPlan,
+        text: str,
+        depth: int,
+        where: Filter,
+        ctx: HookContext,
+        shared: QueryVectors | None = None,
     ) -> tuple[list[float], list[RetrievedHit], float]:
         """Embed the query (EMBED_TEXT) and search; returns vector, hits and milliseconds."""
         started = time.perf_counter()
-        request = EmbedRequest((text,), plan.encoder, purpose="query")
-        batch = await self._bus.invoke_first(hooks.embed_text, ctx=ctx, request=request)
-        if batch is None or len(batch.vectors) != 1:
-            raise EagleError(f"no subscriber embedded the query with {plan.encoder!r}")
-        vector = [float(x) for x in batch.vectors[0]]
+
+        async def embed() -> list[float]:
+            request = EmbedRequest((text,), plan.encoder, purpose="query")
+            batch = await self._bus.invoke_first(hooks.embed_text, ctx=ctx, request=request)
+            if batch is None or len(batch.vectors) != 1:
+                raise EagleError(f"no subscriber embedded the query with {plan.encoder!r}")
+            return [float(x) for x in batch.vectors[0]]
+
+        vector = await (shared.get(plan.encoder, text, embed) if shared else embed())
         found = await asyncio.to_thread(
             self._vectors.search_dense, plan.collection, [vector], top_k=depth, where=where
         )

@@ -37,7 +37,9 @@ from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
 from eagle_rag.retrieval.orchestrator import PlanResult, RetrieverOrchestrator
 from eagle_rag.retrieval.outage import total_outage
 from eagle_rag.retrieval.pack import ContextPack, Passage, StepLog, trim_to_budget
+from eagle_rag.retrieval.query_vectors import QueryVectors
 from eagle_rag.retrieval.scope import Scope, resolve_scope
+from eagle_rag.retrieval.visual import prune_visual_plans, rank_visuals, split_results
 
 if TYPE_CHECKING:
     from eagle_rag.engines.service import KnowledgeBaseService
@@ -108,12 +110,18 @@ class RetrievalService:
         )
         hints = await self._assemble(request, ctx, log)
         decision = await self._route(request, hints, scope, ctx, log)
+        decision = prune_visual_plans(request, decision, scope.collections, log)
 
         live, bridged = await self._retrieve(request, decision, scope, overrides, ctx, log)
+        live, visual = split_results(live)
         merged = await self._merge(request, decision, live, bridged, ctx, log)
         ranked = await self._rerank(request, merged, ctx, log)
         final = await self._expand(request, ranked, merged, live, scope, log)
-        return await self._pack(request, final, decision, scope, log)
+        config = self._config
+        images = rank_visuals(
+            visual, k=config.rrf_k, head=config.candidates, limit=request.top_k, log=log
+        )
+        return await self._pack(request, [*final, *images], decision, scope, log)
 
     async def _retrieve(
         self,
@@ -128,8 +136,9 @@ class RetrievalService:
         unless every source failed because a backend is down: that raises the outage (503)."""
         plans = decision.plans if scope.native else ()
         bridge_failures: list[Exception] = []
+        shared = QueryVectors()  # plans embedding the same query with one encoder share it
         results, bridged = await asyncio.gather(
-            asyncio.gather(*(self._run_plan(request, plan, scope, ctx) for plan in plans)),
+            asyncio.gather(*(self._run_plan(request, plan, scope, ctx, shared) for plan in plans)),
             asyncio.gather(
                 *(
                     self._run_bridge(request, kb, overrides.get(kb.name, {}), log, bridge_failures)
@@ -257,11 +266,16 @@ class RetrievalService:
         return decision
 
     async def _run_plan(
-        self, request: QueryRequest, plan: CollectionQueryPlan, scope: Scope, ctx: HookContext
+        self,
+        request: QueryRequest,
+        plan: CollectionQueryPlan,
+        scope: Scope,
+        ctx: HookContext,
+        shared: QueryVectors | None = None,
     ) -> PlanResult:
         try:
             result = await self._orchestrator.run(
-                request, plan, scope.where, ctx, depth=self._depth(request)
+                request, plan, scope.where, ctx, depth=self._depth(request), shared=shared
             )
         except Exception as exc:  # a failing plan is skipped and audited, never raised
             reason = describe(exc)

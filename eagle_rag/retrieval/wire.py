@@ -43,20 +43,32 @@ def text_source(index: int, passage: Passage, *, max_chars: int | None = None) -
 
 
 def image_source(index: int, passage: Passage) -> dict[str, Any]:
+    """A visual hit (DESIGN §10 + bbox, size and where to fetch the picture)."""
     fields = passage.metadata.get("fields") or {}
+    image_id = passage.metadata.get("image_id")
     return {
         "index": index,
         "chunk_id": passage.chunk_id,
         "document_id": passage.document_id,
         "filename": passage.filename,
         "kb_name": passage.kb_name,
+        "collection": passage.collection,
         "type": "image",
-        "image_id": passage.metadata.get("image_id"),
+        "image_id": image_id,
+        "url": f"/images/{image_id}" if image_id else None,
         "page": passage.page_nums[0] if passage.page_nums else None,
+        "page_nums": list(passage.page_nums),
         "chunk_type": passage.type,
         "parent_section": passage.path,
+        "path": passage.path,
         "content_summary": passage.text,
-        "source_chunk_id": fields.get("source_chunk_id"),
+        "caption": fields.get("caption") or "",
+        "source_chunk_id": passage.metadata.get("source_chunk_id") or fields.get("source_chunk_id"),
+        "bbox": fields.get("bbox"),
+        "boxes": boxes(passage.metadata),
+        "width": fields.get("width"),
+        "height": fields.get("height"),
+        "media_type": fields.get("media_type"),
         "score": relevance(passage.scores, passage.metadata),
         "scores": dict(passage.scores),
     }

@@ -43,7 +43,7 @@ def test_english_prompt_numbers_references_and_keeps_history() -> None:
     body = messages[-1]["content"]
     assert "[1] path: Guide/Wiring | file: guide.md | pages: 2\nConnect the inverter" in body
     assert "[2] path: Guide/Care" in body
-    assert "USER ATTACHMENTS\n\n[1] file: notes.txt\nbring gloves" in body
+    assert "USER ATTACHMENTS\n\n[3] file: notes.txt\nbring gloves" in body  # after [1] [2]
     assert "[1] image_id=img-9, pages=3, section=Guide/Wiring, summary=wiring diagram" in body
     assert body.endswith("QUESTION\n\nHow do I wire the inverter?")
 

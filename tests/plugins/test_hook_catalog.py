@@ -60,7 +60,10 @@ SAMPLES: dict[str, tuple[dict[str, Any], Any]] = {
     ),
     "PARSE": ({"result": ParseResult("t"), "source": SOURCE}, ParseResult("enriched")),
     "CHUNK": ({"chunks": (CHUNK,), "source": SOURCE}, (CHUNK, CHUNK)),
-    "INGEST_VISUAL_EXTRACT": ({"source": SOURCE, "parsed": ParseResult("t")}, (VISUAL,)),
+    "INGEST_VISUAL_EXTRACT": (
+        {"source": SOURCE, "parsed": ParseResult("t"), "data": b"%PDF", "chunks": (CHUNK,)},
+        (VISUAL,),
+    ),
     "CLASSIFY_CHUNK": ({"chunk": CHUNK}, (ClassificationDecision("eagle_text", "e5"),)),
     "CLASSIFY_VISUAL": ({"visual": VISUAL}, (ClassificationDecision("eagle_visual", "vl"),)),
     "EMBED_TEXT": ({"request": EmbedRequest(("a",), "e5")}, EmbeddingBatch("e5", 2, [[1, 0]])),

@@ -248,13 +248,18 @@ async def test_visual_plan_and_visual_filter(app: EagleApp, corpus: Corpus, subs
     )
     text_only = await search(app, "wiring harness diagram", kb_names=("alpha",))
     assert "fig-1" not in [p.chunk_id for p in text_only.passages]
+    # hybrid adds the visual plan, which skips a scope whose catalog lists no visuals
+    assert steps(text_only)["eagle_visual:plan"][0] == "skipped"
     pack = await search(app, "wiring harness diagram", kb_names=("alpha",), with_images=True)
     assert pack.route is not None
     assert [p.collection for p in pack.route.plans] == ["eagle_text", "eagle_visual"]
     figure = next(p for p in pack.passages if p.chunk_id == "fig-1")
     assert figure.type == "figure" and figure.page_nums == (1,)
     assert figure.metadata["image_id"] == "img-1"
-    assert steps(pack)["eagle_visual:dense"][0] == "skipped"  # no visual query encoder
+    assert figure.metadata["source_chunk_id"] is None  # an anchor, not an identity
+    # The summary encoder's queries are the text encoder's, so the visual plan searches densely.
+    assert pack.route.plans[1].encoder == pack.route.plans[0].encoder
+    assert steps(pack)["eagle_visual:dense"][0] == "ok"
 
     subscribe(hooks.retrieve_visual_filter, lambda: VisualFilter(chunk_types=("table",)))
     filtered = await search(app, "wiring harness diagram", kb_names=("alpha",), with_images=True)

@@ -494,7 +494,7 @@
     if (images.length) {
       const row = el("div", { class: "thumbs" });
       for (const img of images) {
-        const figure = el("figure", {}, el("img", { alt: img.content_summary || img.filename || "", "data-src": img.page ? "/documents/" + encodeURIComponent(img.document_id) + "/pages/" + img.page + "?width=300" : "" }),
+        const figure = el("figure", {}, el("img", { alt: img.content_summary || img.filename || "", "data-src": img.image_id ? "/images/" + encodeURIComponent(img.image_id) : img.page ? "/documents/" + encodeURIComponent(img.document_id) + "/pages/" + img.page + "?width=300" : "" }),
           el("figcaption", { class: "small wrap", text: (img.filename || "") + (img.page ? " · " + img.page : "") }));
         row.append(figure);
       }

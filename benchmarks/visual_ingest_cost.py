@@ -1,0 +1,103 @@
+"""What PixelRAG visuals cost a text-born PDF: ingest time with visuals on vs text only.
+
+Two embedded apps with the same settings except ``ingest.visuals`` ingest the same PDFs, one
+document at a time and interleaved (on, off, off, on, ...), so a shared machine's drifting speed
+hits both sides alike. Each document's time is submit → completed through the real pipeline
+(parse, structure, chunk, visual extract: figures, pdfplumber ruled tables, tiles of OCR'd
+pages; embed; upsert). Target (issue 16): visuals on <= 1.3 x text only.
+
+    nice -n 10 .venv/bin/python -m benchmarks.visual_ingest_cost \\
+        ../shared/datasets/longdocs-dev/pdf/STEPBACK.pdf ../shared/datasets/longdocs-dev/pdf/...
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.index import filters as f
+from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
+from eagle_rag.settings import load_settings
+
+
+async def _app(folder: Path, visuals: bool, mode: str) -> EagleApp:
+    settings = load_settings(
+        {"EAGLE_DATA_DIR": str(folder), "EAGLE_ENCODER_MODE": mode},
+        overrides={"ingest": {"visuals": visuals, "workers": 1}},
+    )
+    app = await bootstrap(settings)
+    app.repositories.knowledge_bases.create("bench")
+    return app
+
+
+async def _ingest(app: EagleApp, name: str, data: bytes, round_: int) -> tuple[float, int, int]:
+    started = time.perf_counter()
+    submission = await asyncio.to_thread(
+        app.ingest.submit_file,
+        kb_name="bench",
+        filename=f"r{round_}-{name}",
+        stream=io.BytesIO(data + b"\n%" + str(round_).encode()),  # new bytes: no dedup hit
+    )
+    await app.queue.join()  # type: ignore[attr-defined]
+    seconds = time.perf_counter() - started
+    document = app.repositories.documents.get(submission.document_id)
+    if document.status != "completed":
+        raise RuntimeError(f"{name}: {document.error}")
+    where = f.eq("document_id", document.id)
+    return (
+        seconds,
+        app.vectors.count(TEXT_COLLECTION, where),
+        app.vectors.count(VISUAL_COLLECTION, where),
+    )
+
+
+async def run(paths: list[Path], rounds: int, mode: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as on_dir, tempfile.TemporaryDirectory() as off_dir:
+        on, off = await _app(Path(on_dir), True, mode), await _app(Path(off_dir), False, mode)
+        try:
+            totals = {"on": 0.0, "off": 0.0}
+            rows = []
+            for round_ in range(rounds):
+                for index, path in enumerate(paths):
+                    data = path.read_bytes()
+                    order = [("on", on), ("off", off)]
+                    if (round_ + index) % 2:
+                        order.reverse()
+                    times: dict[str, tuple[float, int, int]] = {}
+                    for label, app in order:
+                        times[label] = await _ingest(app, path.name, data, round_)
+                        totals[label] += times[label][0]
+                    rows.append((path.name, times["on"], times["off"]))
+                    (on_s, texts, visuals), off_s = times["on"], times["off"][0]
+                    print(
+                        f"{path.name[:40]:40} on {on_s:7.2f}s ({texts} text + {visuals} visual)"
+                        f"  off {off_s:7.2f}s  ratio {on_s / off_s:.2f}",
+                        flush=True,
+                    )
+            ratio = totals["on"] / totals["off"]
+            print(f"total on {totals['on']:.2f}s off {totals['off']:.2f}s ratio {ratio:.3f}")
+            return {"ratio": ratio, "totals": totals, "rows": rows}
+        finally:
+            await on.stop()
+            await off.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pdfs", nargs="+", type=Path)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--encoder-mode", default="auto", choices=("auto", "require_native", "deterministic")
+    )
+    args = parser.parse_args()
+    asyncio.run(run(args.pdfs, args.rounds, args.encoder_mode))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""``GET /images/{image_id}``: the picture of a visual hit (figure, table or page tile).
+
+The id is looked up in this namespace's ``eagle_visual`` (another namespace's image is simply
+not there), the document in this namespace's catalog, and the caller's key must cover its KB.
+The object key read back from the row must lie under that document's visuals prefix, so a
+tampered row cannot make this route read anything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from eagle_rag.api.deps import App, Who
+from eagle_rag.api.schemas import ERRORS
+from eagle_rag.errors import InvalidInputError, NotFoundError
+from eagle_rag.index.collections import VISUAL_COLLECTION
+from eagle_rag.index.filters import eq
+from eagle_rag.ingest.pixelrag.visuals import visuals_prefix
+
+router = APIRouter(responses=ERRORS)
+CACHE = "private, max-age=86400, immutable"  # private: behind the caller's key; ids never reuse
+IMAGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+MEDIA_TYPES = ("image/png", "image/jpeg")
+
+
+@router.get(
+    "/images/{image_id}",
+    tags=["documents"],
+    response_class=Response,
+    responses={
+        200: {"content": {t: {} for t in MEDIA_TYPES}, "description": "The visual's picture"}
+    },
+)
+async def get_image(image_id: str, request: Request, app: App, who: Who) -> Response:
+    """The stored picture of a visual chunk (``sources.image[].image_id``), with its content
+    type, an ETag and private cache headers; 404 for an unknown id."""
+    if not IMAGE_ID.match(image_id):
+        raise InvalidInputError("image_id has characters an image id never has", field="image_id")
+    row = await asyncio.to_thread(_row, app, image_id)
+    document = await asyncio.to_thread(app.repositories.documents.get, str(row["document_id"]))
+    who.check_kb(document.kb_name)
+    metadata: dict[str, Any] = row.get("metadata") or {}
+    key = str(metadata.get("object_key") or "")
+    media_type = str(metadata.get("media_type") or "")
+    if not key.startswith(visuals_prefix(app.namespace, document.kb_name, document.id)):
+        raise NotFoundError(f"image {image_id} has no stored picture", image_id=image_id)
+    if media_type not in MEDIA_TYPES:
+        raise NotFoundError(f"image {image_id} has no stored picture", image_id=image_id)
+    etag = f'"{image_id}-{document.sha256[:16]}"'
+    headers = {"ETag": etag, "Cache-Control": CACHE, "X-Content-Type-Options": "nosniff"}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    try:
+        data = await asyncio.to_thread(lambda: b"".join(app.objects.open(key)))
+    except NotFoundError:
+        raise NotFoundError(f"image {image_id} has no stored picture", image_id=image_id) from None
+    return Response(data, media_type=media_type, headers=headers)
+
+
+def _row(app: Any, image_id: str) -> dict[str, Any]:
+    rows = app.vectors.query(
+        VISUAL_COLLECTION,
+        eq("image_id", image_id),
+        output_fields=["document_id", "kb_name", "metadata"],
+        limit=1,
+    )
+    if not rows:
+        raise NotFoundError(f"no image {image_id!r}", image_id=image_id)
+    row: dict[str, Any] = rows[0]
+    return row

@@ -1,0 +1,56 @@
+"""Core's visual-extract step (INGEST_VISUAL_EXTRACT): find, store and anchor a document's
+visuals off the event loop.
+
+A document whose pictures cannot be read (a damaged image stream, an odd PDF) keeps its text:
+extraction failures are logged and give no visuals. A failing object store is not hidden: it
+fails the document, and the pipeline deletes what this attempt stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from eagle_rag.ingest.pixelrag.visuals import extract_visuals, store_visuals
+from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
+from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions
+from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
+from eagle_rag.settings import IngestSettings
+
+logger = logging.getLogger(__name__)
+
+
+def visual_options(settings: IngestSettings) -> PdfVisualOptions:
+    return PdfVisualOptions(
+        tiles=settings.visual_page_tiles,
+        tables=settings.visual_tables,
+        min_side=settings.visual_min_side,
+        max_per_page=settings.visual_max_per_page,
+        max_pages=settings.max_pages,
+    )
+
+
+async def extract_and_store(
+    objects: object,
+    namespace: str,
+    source: DocumentSource,
+    data: bytes,
+    parsed: ParseResult,
+    chunks: tuple[TextChunk, ...],
+    settings: IngestSettings,
+) -> tuple[VisualChunk, ...]:
+    found = await asyncio.to_thread(_found, source, data, parsed, visual_options(settings))
+    if not found:
+        return ()
+    stored = await asyncio.to_thread(store_visuals, objects, namespace, source, found, chunks)
+    return tuple(s.chunk for s in stored)
+
+
+def _found(
+    source: DocumentSource, data: bytes, parsed: ParseResult, options: PdfVisualOptions
+) -> list[FoundVisual]:
+    try:
+        return extract_visuals(source, data, parsed, options)
+    except Exception as exc:  # pdfium / PIL raise their own types for damaged streams
+        logger.warning("no visuals for %s: %s: %s", source.filename, type(exc).__name__, exc)
+        return []
