@@ -158,22 +158,32 @@ def _whole_group(
 
 
 def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: str) -> TextChunk:
-    """Extractive: the section's title, its opening sentences and its subsections' titles."""
-    opening = " ".join(b.text for b in section.blocks if b.kind in ("text", "list"))
-    opening = _clip(" ".join(opening.split()), SUMMARY_CHARS)
+    """Extractive: the section's title, its opening sentences and its subsections' titles.
+
+    Its pages and boxes are where that text is printed (the heading and the opening blocks),
+    not the whole section's span: a user opening the citation lands on the summary's words.
+    The span stays in ``metadata.section_pages``."""
+    prose = [b for b in section.blocks if b.kind in ("text", "list")]
+    opening = _clip(" ".join(" ".join(b.text for b in prose).split()), SUMMARY_CHARS)
     children = [tree.section(p).title for p in section.children]
     parts = [section.title]
     if opening:
         parts.append(opening)
     if children:
         parts.append("Sections: " + "; ".join(children))
-    pages = sorted({p for s in tree.sections if _within(s.path, section.path) for p in s.pages})
-    metadata: dict[str, object] = {"section_title": section.title, "children": children}
-    boxes = section_boxes(
-        [b for s in tree.sections if _within(s.path, section.path) for b in s.blocks]
-    )
+    span = sorted({p for s in tree.sections if _within(s.path, section.path) for p in s.pages})
+    metadata: dict[str, object] = {
+        "section_title": section.title,
+        "children": children,
+        "section_pages": span,
+    }
+    shown = _opening_blocks(prose, len(opening))
+    boxes = section_boxes(shown, section.heading_boxes)
     if boxes:
         metadata["boxes"] = boxes
+    pages = {b["page"] for b in boxes} | {b.page for b in shown if b.page is not None}
+    if section.heading_page is not None:
+        pages.add(section.heading_page)
     return TextChunk(
         chunk_id=chunk_id(document_id, section.path, "summary"),
         document_id=document_id,
@@ -183,11 +193,23 @@ def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: s
         level=section.level,
         chunk_index=0,
         type="section_summary",
-        page_nums=tuple(pages),
+        page_nums=tuple(sorted(pages) or span[:1]),
         start_offset=section.start,
         end_offset=tree.subtree_end(section),
         metadata=metadata,
     )
+
+
+def _opening_blocks(prose: list[Block], chars: int) -> list[Block]:
+    """The blocks whose text the summary's opening (``chars`` long) quotes."""
+    shown: list[Block] = []
+    used = 0
+    for block in prose:
+        if used >= chars:
+            break
+        shown.append(block)
+        used += len(" ".join(block.text.split())) + 1
+    return shown
 
 
 def _within(path: str, ancestor: str) -> bool:
