@@ -58,8 +58,8 @@ def test_pdf_pages_reach_chunks_and_summaries() -> None:
     summary = next(
         c for c in chunks if c.type == "section_summary" and c.path.endswith("Chapter 1 Overview")
     )
-    # Page-true: the summary's words (heading, opening) are on page 1; the span is kept apart.
-    assert summary.page_nums == (1,)
+    # Page-true: its heading and opening are on page 1, the subsection title it lists on 2.
+    assert summary.page_nums == (1, 2)
     assert summary.metadata["section_pages"] == [1, 2]  # the section and its subsection
     assert "Sections: 1.1 Scope" in summary.text
 

@@ -160,9 +160,9 @@ def _whole_group(
 def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: str) -> TextChunk:
     """Extractive: the section's title, its opening sentences and its subsections' titles.
 
-    Its pages and boxes are where that text is printed (the heading and the opening blocks),
-    not the whole section's span: a user opening the citation lands on the summary's words.
-    The span stays in ``metadata.section_pages``."""
+    Its pages and boxes are where that text is printed (its heading, the opening blocks and
+    the subsections' headings it lists), not the whole section's span: a user opening the
+    citation lands on the summary's words. The span stays in ``metadata.section_pages``."""
     prose = [b for b in section.blocks if b.kind in ("text", "list")]
     opening = _clip(" ".join(" ".join(b.text for b in prose).split()), SUMMARY_CHARS)
     children = [tree.section(p).title for p in section.children]
@@ -178,12 +178,12 @@ def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: s
         "section_pages": span,
     }
     shown = _opening_blocks(prose, len(opening))
-    boxes = section_boxes(shown, section.heading_boxes)
+    listed = [section, *(tree.section(p) for p in section.children)]  # the titles it quotes
+    boxes = section_boxes(shown, [b for s in listed for b in s.heading_boxes])
     if boxes:
         metadata["boxes"] = boxes
     pages = {b["page"] for b in boxes} | {b.page for b in shown if b.page is not None}
-    if section.heading_page is not None:
-        pages.add(section.heading_page)
+    pages |= {s.heading_page for s in listed if s.heading_page is not None}
     return TextChunk(
         chunk_id=chunk_id(document_id, section.path, "summary"),
         document_id=document_id,
