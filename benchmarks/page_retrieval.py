@@ -76,7 +76,10 @@ def load_questions(root: Path) -> list[Question]:
 
 
 def _kind(source: str) -> str:
-    return "Layout" if "Layout" in source else source
+    """"Pure-text (Plain-text)" → "Pure-text", "Generalized-text (Layout)" → "Layout"."""
+    if "Layout" in source:
+        return "Layout"
+    return source.split(" (")[0]
 
 
 def page_texts(path: Path) -> list[str]:
