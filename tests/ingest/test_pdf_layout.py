@@ -247,3 +247,22 @@ def test_a_top_line_that_does_not_repeat_is_kept() -> None:
     pdf.multi_cell(0, 6, "The board approved the budget for the coming year. " * 5)
     parsed = _parse(bytes(pdf.output()))
     assert "Memo to the board" in " ".join(s.content for s in parsed.sections)
+
+
+def test_the_part_of_a_paragraph_on_the_next_page_names_only_that_page() -> None:
+    long_body = "Every valve is checked before the pump starts. " * 30  # well onto page 2
+    parsed = _parse(scans.text_pdf([("Valves", long_body), ("Pumps", "Pumps are fine.")]))
+    tree = build_tree(parsed, title="two")
+    chunks = chunk_tree(
+        tree,
+        document_id="d",
+        kb_name="kb",
+        options=ChunkingOptions(chunk_size=16, chunk_overlap=0),
+        count_tokens=lambda text: len(text.split()),
+    )
+    valves = [c for c in chunks if c.path.endswith("Valves") and c.type == "text"]
+    assert len(valves) > 3
+    # The paragraph starts on page 1, but its last chunk's lines are all on page 2.
+    assert valves[0].page_nums == (1,) and valves[-1].page_nums == (2,)
+    for chunk in valves:
+        assert {b["page"] for b in chunk.metadata["boxes"]} == set(chunk.page_nums)

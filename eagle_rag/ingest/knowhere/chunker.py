@@ -74,7 +74,7 @@ def chunk_tree(
                 boxes = chunk_boxes(group, start, end)
                 if boxes:
                     metadata["boxes"] = boxes
-                    pages = tuple(sorted({*pages, *(b["page"] for b in boxes)}))
+                    pages = _box_pages(group, start, end, boxes, pages)
                 own.append(
                     TextChunk(
                         chunk_id=chunk_id(document_id, section.path, f"{ordinal:04d}"),
@@ -99,6 +99,21 @@ def chunk_tree(
         chunks.extend(own)
     # chunk_index is the document-wide reading order.
     return tuple(replace(chunk, chunk_index=i) for i, chunk in enumerate(chunks))
+
+
+def _box_pages(
+    group: list[Block], start: int, end: int, boxes: list[dict[str, object]], pages: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The pages the chunk's lines are on. A block's ``page`` is where it starts, so the second
+    chunk of a paragraph that runs onto the next page would name the first page too; boxes
+    say exactly where each line is. Blocks without boxes keep their page."""
+    found = {int(str(b["page"])) for b in boxes}
+    unboxed = {
+        b.page
+        for b in group
+        if not b.boxes and b.page is not None and b.start < end and b.end > start
+    }
+    return tuple(sorted(found | unboxed)) if found else pages
 
 
 def _groups(blocks: list[Block]) -> Iterator[list[Block]]:
