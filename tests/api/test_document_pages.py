@@ -110,8 +110,23 @@ def test_bad_page_searches_are_refused(server: RunningServer, document_id: str) 
         too_many = http.post(
             f"/documents/{document_id}/pages/search", json={"query": "crane", "top_k": 500}
         )
+        odd = [
+            http.post(f"/documents/{document_id}/pages/search", json=body)
+            for body in (
+                {"query": "x" * 4001},
+                {"query": "crane", "depth": 0},
+                {"query": "crane", "mode": "visual"},
+                {"query": "crane", "page": 3},
+                {"top_k": 3},
+            )
+        ]
+        strange = http.post(
+            f"/documents/{document_id}/pages/search", json={"query": "\u0000 ⚙️ \ud7ff 𝔘"}
+        )
     assert missing.status_code == 404
     assert empty.status_code == 422 and too_many.status_code == 422
+    assert [a.status_code for a in odd] == [422] * 5
+    assert strange.status_code == 200 and isinstance(strange.json()["pages"], list)
 
 
 def _passage(rank: int, pages: tuple[int, ...], boxes: list[dict[str, object]]) -> Passage:

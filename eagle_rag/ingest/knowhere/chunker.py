@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.knowhere.boxes import chunk_boxes, section_boxes
+from eagle_rag.ingest.knowhere.pages import page_at, pages_of
 from eagle_rag.ingest.knowhere.tree import Block, Section, StructureTree
 from eagle_rag.plugins.payloads import TextChunk
 
@@ -23,6 +24,7 @@ TokenCounter = Callable[[str], int]
 
 # A sentence ends at . ! ? (followed by space) or at CJK 。！？ (no space needed).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
+_ENDS_SENTENCE = re.compile(r"[.!?。！？；:：]['\")\]]*\s*$")
 SUMMARY_CHARS = 400
 # No subword tokenizer in use averages more characters per token than this; longer text is
 # never tried as a single chunk.
@@ -142,7 +144,8 @@ def _group_chunks(
         return
     kinds = {b.kind for b in group}
     kind = kinds.pop() if len(kinds) == 1 else "text"
-    whole = _whole_group(tree, group, options, count)
+    # A group over a page break is packed unit by unit, so its chunks stop at the break.
+    whole = _whole_group(tree, group, options, count) if len(pages_of(group)) <= 1 else None
     if whole is not None:
         yield *whole, kind, tuple(sorted({b.page for b in group if b.page is not None}))
         return
@@ -251,10 +254,11 @@ def _units(block: Block, options: ChunkingOptions, count: TokenCounter) -> Itera
         position = local + len(piece)
         start = block.start + local
         tokens = count(piece)
+        page = page_at(block, local)
         if tokens <= options.chunk_size:
-            yield _Unit(piece, start, start + len(piece), tokens, block.page)
+            yield _Unit(piece, start, start + len(piece), tokens, page)
         else:
-            yield from _hard_split(piece, start, options.chunk_size, count, block.page)
+            yield from _hard_split(piece, start, options.chunk_size, count, page)
 
 
 def _split_keep_offsets(text: str, splitter: re.Pattern[str]) -> list[str]:
@@ -280,21 +284,37 @@ def _hard_split(
 
 
 def _pack(units: list[_Unit], options: ChunkingOptions) -> Iterator[tuple[int, int, list[_Unit]]]:
-    """Greedy packing up to the budget, then step back over whole units for the overlap."""
+    """Greedy packing up to the budget or a page break, then step back over whole units for
+    the overlap (never back over a page break)."""
     i = 0
     while i < len(units):
         total, j = 0, i
-        while j < len(units) and (j == i or total + units[j].tokens <= options.chunk_size):
+        while j < len(units) and (
+            j == i or (total + units[j].tokens <= options.chunk_size and _same_page(units, i, j))
+        ):
             total += units[j].tokens
             j += 1
         yield units[i].start, units[j - 1].end, units[i:j]
         if j >= len(units):
             return
         back, carried = j, 0
-        while back - 1 > i and carried + units[back - 1].tokens <= options.chunk_overlap:
+        while (
+            back - 1 > i
+            and carried + units[back - 1].tokens <= options.chunk_overlap
+            and units[back - 1].page == units[j].page
+        ):
             back -= 1
             carried += units[back].tokens
         i = back
+
+
+def _same_page(units: list[_Unit], first: int, index: int) -> bool:
+    """Unit ``index`` may join the chunk that starts at ``first``: it is on the same page, or
+    it ends a sentence the page break cut (the rest of "... before the" / "pump starts.")."""
+    unit, previous = units[index], units[index - 1]
+    if unit.page == units[first].page:
+        return True
+    return previous.page == units[first].page and not _ENDS_SENTENCE.search(previous.text)
 
 
 def _table_chunks(
