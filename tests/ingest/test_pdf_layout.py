@@ -266,3 +266,30 @@ def test_the_part_of_a_paragraph_on_the_next_page_names_only_that_page() -> None
     assert valves[0].page_nums == (1,) and valves[-1].page_nums == (2,)
     for chunk in valves:
         assert {b["page"] for b in chunk.metadata["boxes"]} == set(chunk.page_nums)
+
+
+def test_characters_outside_the_bmp_do_not_fail_the_document() -> None:
+    # PDFium gives each half of 𠀋 (U+2000B) an index of its own; a lone surrogate in the text
+    # cannot be encoded as UTF-8 and used to fail the whole document at the first write.
+    import noto_cjk_sans_jp_regular as font
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.add_font("cjk", fname=str(font.FONT_PATH))
+    pdf.set_font("cjk", size=12)
+    pdf.multi_cell(0, 8, "𠀋 𩸽 の寿司を叱る。This manual covers the display. " * 3)
+    parsed = _parse(bytes(pdf.output()))
+    text = " ".join(s.content for s in parsed.sections)
+    text.encode("utf-8")  # no surrogates left
+    assert "叱る" in text and "This manual covers the display." in text
+    tree = build_tree(parsed, title="manual")
+    chunks = chunk_tree(
+        tree,
+        document_id="d",
+        kb_name="kb",
+        options=ChunkingOptions(chunk_size=64, chunk_overlap=0),
+        count_tokens=lambda t: len(t.split()),
+    )
+    for chunk in chunks:
+        chunk.text.encode("utf-8")
