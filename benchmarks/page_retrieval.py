@@ -76,7 +76,7 @@ def load_questions(root: Path) -> list[Question]:
 
 
 def _kind(source: str) -> str:
-    """"Pure-text (Plain-text)" → "Pure-text", "Generalized-text (Layout)" → "Layout"."""
+    """ "Pure-text (Plain-text)" → "Pure-text", "Generalized-text (Layout)" → "Layout"."""
     if "Layout" in source:
         return "Layout"
     return source.split(" (")[0]
