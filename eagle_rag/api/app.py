@@ -19,7 +19,16 @@ from eagle_rag import __version__
 from eagle_rag.api.errors import install_error_handlers
 from eagle_rag.api.links import install_links
 from eagle_rag.api.metrics import Metrics
-from eagle_rag.api.routes import dify, images, knowledge, openai_compat, pages, search, system
+from eagle_rag.api.routes import (
+    dify,
+    document_pages,
+    images,
+    knowledge,
+    openai_compat,
+    pages,
+    search,
+    system,
+)
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.bootstrap import EagleApp, build_app
 from eagle_rag.mcp.http import mcp_middleware
@@ -72,7 +81,7 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
     api.state.metrics = metrics = Metrics()
     eagle.audit.add_sink(metrics)
     install_error_handlers(api)
-    for module in (system, knowledge, pages, images, search, openai_compat, dify):
+    for module in (system, knowledge, pages, document_pages, images, search, openai_compat, dify):
         api.include_router(module.router)
     install_links(api)  # OpenAPI links: create → get/delete, for clients and stateful tests
     mount_web(api)  # the built-in UI at / and /ui/... (before the MCP catch-all mount)

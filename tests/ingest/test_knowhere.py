@@ -11,7 +11,7 @@ from eagle_rag.ingest.knowhere.tree import build_tree
 from eagle_rag.ingest.parsers.base import ParseContext, markdown_table
 from eagle_rag.ingest.parsers.text import MarkdownParser
 from eagle_rag.models.embedders import HashingEncoder
-from eagle_rag.plugins.payloads import ParseResult, TextChunk, TextSection
+from eagle_rag.plugins.payloads import PageBox, ParseResult, TextChunk, TextSection
 from tests.ingest import documents as docs
 
 COUNT = HashingEncoder(64).count_tokens
@@ -58,8 +58,31 @@ def test_pdf_pages_reach_chunks_and_summaries() -> None:
     summary = next(
         c for c in chunks if c.type == "section_summary" and c.path.endswith("Chapter 1 Overview")
     )
-    assert summary.page_nums == (1, 2)  # the section and its subsection
+    # Page-true: its heading and opening are on page 1, the subsection title it lists on 2.
+    assert summary.page_nums == (1, 2)
+    assert summary.metadata["section_pages"] == [1, 2]  # the section and its subsection
     assert "Sections: 1.1 Scope" in summary.text
+
+
+def test_a_summary_names_the_pages_its_words_are_on_not_the_sections_first() -> None:
+    # A heading at the foot of page 2 whose text runs over pages 3 and 4, long enough for
+    # several chunks: the summary quotes the heading (page 2) and the opening (page 3).
+    body = " ".join(f"Sentence {i} of the findings." for i in range(40))
+    sections = (
+        TextSection("Cover text.", page=1, boxes=(PageBox(1, (0.1, 0.1, 0.9, 0.2)),)),
+        TextSection(
+            "", heading="Findings", level=1, page=2, boxes=(PageBox(2, (0.1, 0.9, 0.5, 0.95)),)
+        ),
+        TextSection(body, page=3, boxes=(PageBox(3, (0.1, 0.1, 0.9, 0.9)),)),
+        TextSection(body, page=4, boxes=(PageBox(4, (0.1, 0.1, 0.9, 0.9)),)),
+    )
+    _tree, chunks = _chunks(ParseResult("", sections), title="Report", size=120)
+    summary = next(c for c in chunks if c.type == "section_summary" and c.path == "Report/Findings")
+    assert summary.page_nums == (2, 3)
+    assert [b["page"] for b in summary.metadata["boxes"]] == [2, 3]
+    assert summary.metadata["section_pages"] == [2, 3, 4]
+    texts = [c for c in chunks if c.type == "text" and c.path == "Report/Findings"]
+    assert texts[0].page_nums == (3,) and texts[-1].page_nums == (4,)
 
 
 def test_single_top_heading_becomes_the_title() -> None:

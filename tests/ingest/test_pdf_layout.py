@@ -127,7 +127,9 @@ def test_a_chunk_that_crosses_a_page_keeps_a_box_on_each() -> None:
     assert valves.page_nums == (1, 2)
     assert [b["page"] for b in valves.metadata["boxes"]] == [1, 2]
     summary = next(c for c in chunks if c.type == "section_summary")
-    assert [b["page"] for b in summary.metadata["boxes"]] == [1, 2, 3]
+    # The root summary quotes the two headings (pages 1 and 3), not the page-2 text between.
+    assert [b["page"] for b in summary.metadata["boxes"]] == [1, 3]
+    assert summary.metadata["section_pages"] == [1, 2, 3]
     for chunk in chunks:
         assert {b["page"] for b in chunk.metadata["boxes"]} == set(chunk.page_nums)
 
@@ -197,3 +199,97 @@ def test_text_layer_boxes_land_where_the_rendered_page_shows_the_ink(rotation: i
         ink[:, 0].max() / height,
     )
     assert all(abs(a - b) < 0.04 for a, b in zip(ours, seen, strict=True)), (ours, seen)
+
+
+def _report_with_running_heads() -> bytes:
+    """Three pages, each with the same running head and a "Page n of 3" foot; one heading."""
+    from fpdf import FPDF
+
+    class Report(FPDF):
+        def header(self) -> None:
+            self.set_font("helvetica", "B", 13)
+            self.cell(0, 8, "ACME Corporation Annual Report", new_x="LMARGIN", new_y="NEXT")
+
+        def footer(self) -> None:
+            self.set_y(-15)
+            self.set_font("helvetica", "", 9)
+            self.cell(0, 8, f"Page {self.page_no()} of 3", align="C")
+
+    pdf = Report()
+    for number in (1, 2, 3):
+        pdf.add_page()
+        if number == 2:
+            pdf.set_font("helvetica", "B", 20)
+            pdf.multi_cell(0, 10, "Results of the Year", new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("helvetica", "", 11)
+        pdf.multi_cell(0, 6, f"Body text of page {number} about the harvest. " * 12)
+    return bytes(pdf.output())
+
+
+def test_running_heads_and_page_numbers_of_a_text_pdf_are_dropped() -> None:
+    parsed = _parse(_report_with_running_heads())
+    text = " ".join(s.heading or s.content for s in parsed.sections)
+    assert "ACME Corporation" not in text and "Page 2 of 3" not in text
+    # The bold running head is not taken for a heading either: only the real one is.
+    assert [s.heading for s in parsed.sections if s.heading] == ["Results of the Year"]
+    assert [s.page for s in parsed.sections if "Body text of page" in s.content] == [1, 2, 3]
+
+
+def test_a_top_line_that_does_not_repeat_is_kept() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_y(5)
+    pdf.set_font("helvetica", "", 11)
+    pdf.cell(0, 6, "Memo to the board, 3 March", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_y(40)
+    pdf.multi_cell(0, 6, "The board approved the budget for the coming year. " * 5)
+    parsed = _parse(bytes(pdf.output()))
+    assert "Memo to the board" in " ".join(s.content for s in parsed.sections)
+
+
+def test_the_part_of_a_paragraph_on_the_next_page_names_only_that_page() -> None:
+    long_body = "Every valve is checked before the pump starts. " * 30  # well onto page 2
+    parsed = _parse(scans.text_pdf([("Valves", long_body), ("Pumps", "Pumps are fine.")]))
+    tree = build_tree(parsed, title="two")
+    chunks = chunk_tree(
+        tree,
+        document_id="d",
+        kb_name="kb",
+        options=ChunkingOptions(chunk_size=16, chunk_overlap=0),
+        count_tokens=lambda text: len(text.split()),
+    )
+    valves = [c for c in chunks if c.path.endswith("Valves") and c.type == "text"]
+    assert len(valves) > 3
+    # The paragraph starts on page 1, but its last chunk's lines are all on page 2.
+    assert valves[0].page_nums == (1,) and valves[-1].page_nums == (2,)
+    for chunk in valves:
+        assert {b["page"] for b in chunk.metadata["boxes"]} == set(chunk.page_nums)
+
+
+def test_characters_outside_the_bmp_do_not_fail_the_document() -> None:
+    # PDFium gives each half of 𠀋 (U+2000B) an index of its own; a lone surrogate in the text
+    # cannot be encoded as UTF-8 and used to fail the whole document at the first write.
+    import noto_cjk_sans_jp_regular as font
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.add_font("cjk", fname=str(font.FONT_PATH))
+    pdf.set_font("cjk", size=12)
+    pdf.multi_cell(0, 8, "𠀋 𩸽 の寿司を叱る。This manual covers the display. " * 3)
+    parsed = _parse(bytes(pdf.output()))
+    text = " ".join(s.content for s in parsed.sections)
+    text.encode("utf-8")  # no surrogates left
+    assert "叱る" in text and "This manual covers the display." in text
+    tree = build_tree(parsed, title="manual")
+    chunks = chunk_tree(
+        tree,
+        document_id="d",
+        kb_name="kb",
+        options=ChunkingOptions(chunk_size=64, chunk_overlap=0),
+        count_tokens=lambda t: len(t.split()),
+    )
+    for chunk in chunks:
+        chunk.text.encode("utf-8")

@@ -31,13 +31,12 @@ def chunk_boxes(blocks: Sequence[Block], start: int, end: int) -> list[dict[str,
     return out
 
 
-def section_boxes(blocks: Sequence[Block]) -> list[dict[str, Any]]:
-    """A section summary's boxes: everything its blocks (subsections' included) cover, one box
-    per page."""
+def section_boxes(blocks: Sequence[Block], extra: Sequence[PageBox] = ()) -> list[dict[str, Any]]:
+    """A section summary's boxes: everything the given blocks (and ``extra`` boxes: the
+    heading's) cover, one box per page."""
     covered: dict[int, list[BBox]] = {}
-    for block in blocks:
-        for box in block.boxes:
-            covered.setdefault(box.page, []).append(box.bbox)
+    for box in [*extra, *(box for block in blocks for box in block.boxes)]:
+        covered.setdefault(box.page, []).append(box.bbox)
     return [_wire(page, union(items)) for page, items in sorted(covered.items())]
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.knowhere.boxes import chunk_boxes, section_boxes
+from eagle_rag.ingest.knowhere.pages import page_at, pages_of
 from eagle_rag.ingest.knowhere.tree import Block, Section, StructureTree
 from eagle_rag.plugins.payloads import TextChunk
 
@@ -23,6 +24,7 @@ TokenCounter = Callable[[str], int]
 
 # A sentence ends at . ! ? (followed by space) or at CJK 。！？ (no space needed).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
+_ENDS_SENTENCE = re.compile(r"[.!?。！？；:：]['\")\]]*\s*$")
 SUMMARY_CHARS = 400
 # No subword tokenizer in use averages more characters per token than this; longer text is
 # never tried as a single chunk.
@@ -74,7 +76,7 @@ def chunk_tree(
                 boxes = chunk_boxes(group, start, end)
                 if boxes:
                     metadata["boxes"] = boxes
-                    pages = tuple(sorted({*pages, *(b["page"] for b in boxes)}))
+                    pages = _box_pages(group, start, end, boxes, pages)
                 own.append(
                     TextChunk(
                         chunk_id=chunk_id(document_id, section.path, f"{ordinal:04d}"),
@@ -99,6 +101,21 @@ def chunk_tree(
         chunks.extend(own)
     # chunk_index is the document-wide reading order.
     return tuple(replace(chunk, chunk_index=i) for i, chunk in enumerate(chunks))
+
+
+def _box_pages(
+    group: list[Block], start: int, end: int, boxes: list[dict[str, object]], pages: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The pages the chunk's lines are on. A block's ``page`` is where it starts, so the second
+    chunk of a paragraph that runs onto the next page would name the first page too; boxes
+    say exactly where each line is. Blocks without boxes keep their page."""
+    found = {int(str(b["page"])) for b in boxes}
+    unboxed = {
+        b.page
+        for b in group
+        if not b.boxes and b.page is not None and b.start < end and b.end > start
+    }
+    return tuple(sorted(found | unboxed)) if found else pages
 
 
 def _groups(blocks: list[Block]) -> Iterator[list[Block]]:
@@ -127,7 +144,8 @@ def _group_chunks(
         return
     kinds = {b.kind for b in group}
     kind = kinds.pop() if len(kinds) == 1 else "text"
-    whole = _whole_group(tree, group, options, count)
+    # A group over a page break is packed unit by unit, so its chunks stop at the break.
+    whole = _whole_group(tree, group, options, count) if len(pages_of(group)) <= 1 else None
     if whole is not None:
         yield *whole, kind, tuple(sorted({b.page for b in group if b.page is not None}))
         return
@@ -158,22 +176,32 @@ def _whole_group(
 
 
 def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: str) -> TextChunk:
-    """Extractive: the section's title, its opening sentences and its subsections' titles."""
-    opening = " ".join(b.text for b in section.blocks if b.kind in ("text", "list"))
-    opening = _clip(" ".join(opening.split()), SUMMARY_CHARS)
+    """Extractive: the section's title, its opening sentences and its subsections' titles.
+
+    Its pages and boxes are where that text is printed (its heading, the opening blocks and
+    the subsections' headings it lists), not the whole section's span: a user opening the
+    citation lands on the summary's words. The span stays in ``metadata.section_pages``."""
+    prose = [b for b in section.blocks if b.kind in ("text", "list")]
+    opening = _clip(" ".join(" ".join(b.text for b in prose).split()), SUMMARY_CHARS)
     children = [tree.section(p).title for p in section.children]
     parts = [section.title]
     if opening:
         parts.append(opening)
     if children:
         parts.append("Sections: " + "; ".join(children))
-    pages = sorted({p for s in tree.sections if _within(s.path, section.path) for p in s.pages})
-    metadata: dict[str, object] = {"section_title": section.title, "children": children}
-    boxes = section_boxes(
-        [b for s in tree.sections if _within(s.path, section.path) for b in s.blocks]
-    )
+    span = sorted({p for s in tree.sections if _within(s.path, section.path) for p in s.pages})
+    metadata: dict[str, object] = {
+        "section_title": section.title,
+        "children": children,
+        "section_pages": span,
+    }
+    shown = _opening_blocks(prose, len(opening))
+    listed = [section, *(tree.section(p) for p in section.children)]  # the titles it quotes
+    boxes = section_boxes(shown, [b for s in listed for b in s.heading_boxes])
     if boxes:
         metadata["boxes"] = boxes
+    pages = {b["page"] for b in boxes} | {b.page for b in shown if b.page is not None}
+    pages |= {s.heading_page for s in listed if s.heading_page is not None}
     return TextChunk(
         chunk_id=chunk_id(document_id, section.path, "summary"),
         document_id=document_id,
@@ -183,11 +211,23 @@ def _summary(tree: StructureTree, section: Section, document_id: str, kb_name: s
         level=section.level,
         chunk_index=0,
         type="section_summary",
-        page_nums=tuple(pages),
+        page_nums=tuple(sorted(pages) or span[:1]),
         start_offset=section.start,
         end_offset=tree.subtree_end(section),
         metadata=metadata,
     )
+
+
+def _opening_blocks(prose: list[Block], chars: int) -> list[Block]:
+    """The blocks whose text the summary's opening (``chars`` long) quotes."""
+    shown: list[Block] = []
+    used = 0
+    for block in prose:
+        if used >= chars:
+            break
+        shown.append(block)
+        used += len(" ".join(block.text.split())) + 1
+    return shown
 
 
 def _within(path: str, ancestor: str) -> bool:
@@ -214,10 +254,11 @@ def _units(block: Block, options: ChunkingOptions, count: TokenCounter) -> Itera
         position = local + len(piece)
         start = block.start + local
         tokens = count(piece)
+        page = page_at(block, local)
         if tokens <= options.chunk_size:
-            yield _Unit(piece, start, start + len(piece), tokens, block.page)
+            yield _Unit(piece, start, start + len(piece), tokens, page)
         else:
-            yield from _hard_split(piece, start, options.chunk_size, count, block.page)
+            yield from _hard_split(piece, start, options.chunk_size, count, page)
 
 
 def _split_keep_offsets(text: str, splitter: re.Pattern[str]) -> list[str]:
@@ -243,21 +284,37 @@ def _hard_split(
 
 
 def _pack(units: list[_Unit], options: ChunkingOptions) -> Iterator[tuple[int, int, list[_Unit]]]:
-    """Greedy packing up to the budget, then step back over whole units for the overlap."""
+    """Greedy packing up to the budget or a page break, then step back over whole units for
+    the overlap (never back over a page break)."""
     i = 0
     while i < len(units):
         total, j = 0, i
-        while j < len(units) and (j == i or total + units[j].tokens <= options.chunk_size):
+        while j < len(units) and (
+            j == i or (total + units[j].tokens <= options.chunk_size and _same_page(units, i, j))
+        ):
             total += units[j].tokens
             j += 1
         yield units[i].start, units[j - 1].end, units[i:j]
         if j >= len(units):
             return
         back, carried = j, 0
-        while back - 1 > i and carried + units[back - 1].tokens <= options.chunk_overlap:
+        while (
+            back - 1 > i
+            and carried + units[back - 1].tokens <= options.chunk_overlap
+            and units[back - 1].page == units[j].page
+        ):
             back -= 1
             carried += units[back].tokens
         i = back
+
+
+def _same_page(units: list[_Unit], first: int, index: int) -> bool:
+    """Unit ``index`` may join the chunk that starts at ``first``: it is on the same page, or
+    it ends a sentence the page break cut (the rest of "... before the" / "pump starts.")."""
+    unit, previous = units[index], units[index - 1]
+    if unit.page == units[first].page:
+        return True
+    return previous.page == units[first].page and not _ENDS_SENTENCE.search(previous.text)
 
 
 def _table_chunks(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle_rag.plugins.payloads import PageBox, ParseResult
+from eagle_rag.plugins.payloads import PageBox, ParseResult, TextSection
 
 SEPARATOR = "\n\n"
 
@@ -34,6 +34,8 @@ class Section:
     level: int
     parent: str | None
     heading_start: int | None = None
+    heading_page: int | None = None  # where the heading itself is printed
+    heading_boxes: tuple[PageBox, ...] = ()
     blocks: list[Block] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
     pages: set[int] = field(default_factory=set)
@@ -120,6 +122,7 @@ def build_tree(parsed: ParseResult, *, title: str) -> StructureTree:
     for index, item in enumerate(items):
         if index == 0 and root_heading:
             root.heading_start, _ = append(item.heading or "")
+            root.heading_page, root.heading_boxes = item.page, _heading_boxes(item)
             if item.page is not None:
                 root.pages.add(item.page)
         elif item.heading:
@@ -130,6 +133,7 @@ def build_tree(parsed: ParseResult, *, title: str) -> StructureTree:
             path = _unique(f"{parent.path}/{_segment(item.heading)}", taken)
             start, _ = append(item.heading)
             node = Section(path, item.heading, level, parent.path, heading_start=start)
+            node.heading_page, node.heading_boxes = item.page, _heading_boxes(item)
             parent.children.append(path)
             sections.append(node)
             stack.append(node)
@@ -142,6 +146,11 @@ def build_tree(parsed: ParseResult, *, title: str) -> StructureTree:
         elif item.heading and item.page is not None:
             stack[-1].pages.add(item.page)
     return StructureTree(title, "".join(_joined(pieces)), tuple(sections))
+
+
+def _heading_boxes(item: TextSection) -> tuple[PageBox, ...]:
+    """A parser's boxes locate its content; they are the heading's own only without one."""
+    return () if item.content.strip() else item.boxes
 
 
 def _joined(pieces: list[str]) -> list[str]:

@@ -24,7 +24,7 @@ from eagle_rag.ingest.parsers.pdf_structure import PageLines, sections
 from eagle_rag.ingest.parsers.pdf_text import read_text_layer
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
 from eagle_rag.ingest.pixelrag.probe import probe
-from eagle_rag.ingest.pixelrag.reading import page_blocks, to_sections, with_content
+from eagle_rag.ingest.pixelrag.reading import PageBlock, page_blocks, to_sections, with_content
 from eagle_rag.plugins.payloads import ParseResult, TextSection
 
 OCR_DPI = 150
@@ -44,7 +44,7 @@ class _Read:
     """What was read from the document before it was closed."""
 
     text_pages: list[PageLines]
-    ocr_pages: list[tuple[int, list[TextSection]]]
+    ocr_pages: list[tuple[int, list[PageBlock]]]
     bookmarks: list[_Bookmark]
     title: str
     pages: int
@@ -101,7 +101,7 @@ class PdfParser:
                 )
             bookmarks = _outline(document)
             text_pages: list[PageLines] = []
-            ocr_pages: list[tuple[int, list[TextSection]]] = []
+            ocr_pages: list[tuple[int, list[PageBlock]]] = []
             for index in range(len(document)):
                 page = document[index]
                 try:
@@ -126,13 +126,13 @@ class PdfParser:
             document.close()
         return _Read(text_pages, ocr_pages, bookmarks, title, count)
 
-    def _ocr_page(self, page: pdfium.PdfPage, number: int) -> list[TextSection]:
+    def _ocr_page(self, page: pdfium.PdfPage, number: int) -> list[PageBlock]:
         width, height = page.get_size()
         scale = OCR_DPI / 72
         if width * height * scale * scale > MAX_RENDER_PIXELS:
             scale = math.sqrt(MAX_RENDER_PIXELS / (width * height))
         image = page.render(scale=scale).to_pil().convert("RGB")
-        return to_sections([(number, page_blocks(self.ocr.read(image), number))])
+        return page_blocks(self.ocr.read(image), number)
 
 
 def _merge(read: _Read) -> list[TextSection]:
@@ -141,13 +141,11 @@ def _merge(read: _Read) -> list[TextSection]:
     by_page: dict[int, list[TextSection]] = {}
     for section in sections(read.text_pages, detect_headings=not outline):
         by_page.setdefault(section.page or 0, []).append(section)
-    for number, ocr_sections in read.ocr_pages:
-        if outline:  # the outline is the author's structure: OCR'd titles become text
-            ocr_sections = [
-                replace(s, content=s.heading or "", heading=None, level=0) if s.heading else s
-                for s in ocr_sections
-            ]
-        by_page[number] = ocr_sections
+    # All OCR'd pages at once: heading levels and running heads are found across the document.
+    for section in to_sections(read.ocr_pages):
+        if outline and section.heading:  # the outline is the author's structure
+            section = replace(section, content=section.heading, heading=None, level=0)
+        by_page.setdefault(section.page or 0, []).append(section)
     ordered: list[TextSection] = []
     for number in sorted(set(by_page) | {b.page for b in read.bookmarks}):
         marks = [b for b in read.bookmarks if b.page == number]

@@ -4,7 +4,8 @@ A heading is a short line set apart by its font: clearly larger than the body te
 body size on a line of its own, or numbered ("2.3 Results", "第二章", "Chapter 4") and larger or
 bold. Levels follow numbering depth where there is one, else font size (largest = 1). A
 document where such lines are not rare has no typographic headings (a slide deck in one big
-font, a form): then only clearly larger lines count.
+font, a form): then only clearly larger lines count. Running heads, feet and page numbers are
+dropped first (``pdf_margins``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from eagle_rag.ingest.parsers.pdf_margins import without_running_lines
 from eagle_rag.ingest.parsers.pdf_text import TextLine
 from eagle_rag.ingest.pixelrag.lines import Line, join
 from eagle_rag.plugins.payloads import TextSection
@@ -52,6 +54,7 @@ def body_size(pages: Sequence[PageLines]) -> float:
 
 
 def sections(pages: Sequence[PageLines], *, detect_headings: bool) -> list[TextSection]:
+    pages = without_running_lines(pages)
     body = body_size(pages)
     marks = _headings(pages, body) if detect_headings else {}
     levels = _levels(marks)

@@ -8,6 +8,7 @@ unrotated) to the page as displayed (top-left origin, /Rotate applied).
 from __future__ import annotations
 
 import ctypes
+import re
 import statistics
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ _FORCE_BOLD = 1 << 18  # PDF font descriptor flag
 _BOLD_WEIGHT = 600
 UNMAPPED_SAMPLE = 200
 _FONT_NAME_BYTES = 128
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,16 +71,20 @@ def _unmapped(textpage: pdfium.PdfTextPage, count: int) -> int:
 
 
 def _chars(textpage: pdfium.PdfTextPage, count: int) -> str:
-    """One Python character per PDFium character index (so boxes can be looked up by index)."""
+    """One Python character per PDFium character index (so boxes can be looked up by index).
+
+    PDFium gives each half of a character outside the BMP an index of its own, and some fonts
+    map glyphs to lone surrogates; either way a surrogate is not text (it cannot even be
+    encoded as UTF-8, so it would fail the document at the first write): it becomes U+FFFD,
+    one per index, which the probe counts as garbage."""
     if count <= 0:
         return ""
     text = str(textpage.get_text_range(0, count))
-    if len(text) == count:
-        return text
-    # Characters outside the BMP come back as surrogate pairs: read them one by one.
-    return "".join(
-        chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 0xFFFD) for i in range(count)
-    )
+    if len(text) != count:  # pairs decoded into one character: read index by index
+        text = "".join(
+            chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 0xFFFD) for i in range(count)
+        )
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,17 +57,31 @@ def join(lines: Sequence[Line], *, separator: str | None = None) -> tuple[str, t
 
 
 def rows(lines: Sequence[Line]) -> list[list[Line]]:
-    """Lines grouped into rows (boxes that overlap vertically by half a line), top to bottom,
-    each row left to right."""
+    """Lines grouped into rows (boxes that overlap vertically by half a line and sit side by
+    side), top to bottom, each row left to right."""
     out: list[list[Line]] = []
     for line in sorted(lines, key=lambda item: (item.bbox[1], item.bbox[0])):
-        if out:
-            last = out[-1]
-            top = max(item.bbox[1] for item in last)
-            bottom = min(item.bbox[3] for item in last)
-            shared = min(bottom, line.bbox[3]) - max(top, line.bbox[1])
-            if shared > 0.5 * min(line.height, bottom - top):
-                last.append(line)
-                continue
-        out.append([line])
+        if out and _same_row(out[-1], line):
+            out[-1].append(line)
+        else:
+            out.append([line])
     return [sorted(row, key=lambda item: item.bbox[0]) for row in out]
+
+
+def _same_row(row: Sequence[Line], line: Line) -> bool:
+    """On a slightly rotated scan a long line's box is taller than its text, so the short end
+    of the next line ("wards.") overlaps it vertically; pieces of one row never overlap
+    horizontally, which tells the two apart."""
+    top = max(item.bbox[1] for item in row)
+    bottom = min(item.bbox[3] for item in row)
+    shared = min(bottom, line.bbox[3]) - max(top, line.bbox[1])
+    if shared <= 0.5 * min(line.height, bottom - top):
+        return False
+    return all(_side_by_side(item.bbox, line.bbox) for item in row)
+
+
+def _side_by_side(a: BBox, b: BBox) -> bool:
+    """Boxes whose horizontal overlap is under a tenth of the narrower one (OCR boxes of
+    neighbouring words or cells touch, or overlap by a pixel or two)."""
+    shared = min(a[2], b[2]) - max(a[0], b[0])
+    return shared < 0.1 * min(a[2] - a[0], b[2] - b[0])

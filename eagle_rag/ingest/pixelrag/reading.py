@@ -1,8 +1,10 @@
-"""An OCR'd page → blocks in reading order: titles become headings, headers and footers go.
+"""An OCR'd page → blocks in reading order: titles become headings, running heads go.
 
 Lines are assigned to the layout region that holds their centre; lines outside every region
 form blocks of their own by vertical proximity. Reading order follows columns: between two
-full-width blocks, the left column is read top to bottom before the right one.
+full-width blocks, the left column is read top to bottom before the right one. Header and
+footer regions become margin blocks; :func:`to_sections` drops those that are running heads or
+page numbers across the document (see ``margins``) and keeps the rest as text.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from dataclasses import dataclass
 from eagle_rag.ingest.pixelrag.engine import OcrPage, Region
 from eagle_rag.ingest.pixelrag.geometry import BBox, center, contains, union, unrotate
 from eagle_rag.ingest.pixelrag.lines import Line, join, rows
+from eagle_rag.ingest.pixelrag.margins import MARGIN, is_running, running_margins
 from eagle_rag.plugins.payloads import PageBox, SectionKind, TextSection
 
-DROPPED_REGIONS = frozenset({"header", "footer"})
+MARGIN_REGIONS = frozenset({"header", "footer"})
 # A title region holding more than this is a misread paragraph, not a heading.
 MAX_HEADING_CHARS = 80
 # Blocks wider than this share of the page span both columns.
@@ -30,7 +33,7 @@ LINE_GAP = 0.9
 class PageBlock:
     """A paragraph, heading or table of one page, with its line boxes."""
 
-    kind: str  # "heading" | "text" | "table"
+    kind: str  # "heading" | "text" | "table" | "margin"
     text: str
     boxes: tuple[PageBox, ...]
     line_height: float
@@ -50,10 +53,7 @@ def page_blocks(page: OcrPage, number: int) -> list[PageBlock]:
             groups.setdefault(index, []).append(line)
     blocks = []
     for index, members in groups.items():
-        kind = page.regions[index].kind
-        if kind in DROPPED_REGIONS:
-            continue
-        blocks.append(_block(kind, members))
+        blocks.append(_block(page.regions[index].kind, members))
     blocks.extend(_block("text", members) for members in _stray_groups(stray))
     ordered = reading_order([b for b in blocks if b.text.strip()])
     if page.rotation:
@@ -82,7 +82,7 @@ def _block(kind: str, members: list[Line]) -> PageBlock:
         block_kind = "table"
     else:
         text, boxes = join(ordered)
-        block_kind = "heading" if kind == "title" and len(text) <= MAX_HEADING_CHARS else "text"
+        block_kind = _text_kind(kind, text)
     return PageBlock(
         block_kind,
         text,
@@ -90,6 +90,12 @@ def _block(kind: str, members: list[Line]) -> PageBlock:
         statistics.median(heights) if heights else 0.0,
         union(line.bbox for line in ordered),
     )
+
+
+def _text_kind(region: str, text: str) -> str:
+    if region in MARGIN_REGIONS:
+        return MARGIN
+    return "heading" if region == "title" and len(text) <= MAX_HEADING_CHARS else "text"
 
 
 def _table_text(grouped: list[list[Line]]) -> tuple[str, tuple[PageBox, ...]]:
@@ -155,12 +161,16 @@ def _unrotated(block: PageBlock, rotation: int) -> PageBlock:
 
 def to_sections(pages: Sequence[tuple[int, Sequence[PageBlock]]]) -> list[TextSection]:
     """Blocks of every page → sections. Heading levels follow title size across the document:
-    titles within 85% of the tallest are level 1, the rest level 2."""
+    titles within 85% of the tallest are level 1, the rest level 2. Running heads and page
+    numbers are dropped; other margin blocks are text."""
     heights = [b.line_height for _, blocks in pages for b in blocks if b.kind == "heading"]
     tallest = max(heights, default=0.0)
+    running = running_margins([blocks for _, blocks in pages])
     sections = []
     for number, blocks in pages:
         for block in blocks:
+            if is_running(block, running):
+                continue
             if block.kind == "heading":
                 level = 1 if block.line_height >= 0.85 * tallest else 2
                 sections.append(

@@ -1,0 +1,44 @@
+"""Running heads, running feet and page numbers of a PDF's text layer: dropped before structure.
+
+A line in the top or bottom band of its page is a running head (or foot) when the same text,
+numbers aside, sits in that band on another page too ("ACME Corp. | 2023 Annual Report",
+"Table of Contents" links, "Page 4 of 80"), or when it is only a page number. Left in, they
+split paragraphs that cross a page, become typographic "headings" and repeat on every chunk;
+the page number is the chunk's ``page`` already.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from eagle_rag.ingest.pixelrag.margins import is_page_number, running_key
+
+if TYPE_CHECKING:
+    from eagle_rag.ingest.parsers.pdf_structure import PageLines
+    from eagle_rag.ingest.parsers.pdf_text import TextLine
+
+# The share of the page height, at the top and at the bottom, where running heads are set.
+BAND = 0.09
+
+
+def _in_band(line: TextLine) -> bool:
+    return line.bbox[1] < BAND or line.bbox[3] > 1 - BAND
+
+
+def without_running_lines(pages: Sequence[PageLines]) -> list[PageLines]:
+    """The pages without their running heads, feet and page numbers."""
+    seen: Counter[str] = Counter()
+    for page in pages:
+        seen.update({running_key(line.text) for line in page.lines if _in_band(line)})
+    repeated = {key for key, count in seen.items() if count > 1}
+
+    def running(line: TextLine) -> bool:
+        return _in_band(line) and (is_page_number(line.text) or running_key(line.text) in repeated)
+
+    return [
+        replace(page, lines=tuple(line for line in page.lines if not running(line)))
+        for page in pages
+    ]

@@ -1,0 +1,115 @@
+"""The best pages of one document for a query: ranked passages → ranked pages.
+
+Each passage votes for the pages its text is on (its ``page_nums``, page-true since chunks
+and section summaries name where their words are printed) with the reciprocal of its rank,
+shared among its pages by how much of it each holds: the best passage's main page leads
+unless several lower passages agree on another page. A page
+keeps the passages that voted for it and their boxes on that page, so a viewer can open the
+page and highlight the evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
+from eagle_rag.retrieval.pack import ContextPack, Passage
+from eagle_rag.retrieval.wire import boxes
+
+# Passages searched to rank a document's pages: enough that pages with corroborating passages
+# outrank a page named by one stray hit.
+PAGE_SEARCH_DEPTH = 30
+
+
+@dataclass(slots=True)
+class PageEvidence:
+    """One page, its score and the passages (with their boxes on this page) that named it."""
+
+    page: int
+    score: float = 0.0
+    passages: list[Passage] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "page": self.page,
+            "score": round(self.score, 6),
+            "evidence": [
+                {
+                    "citation": p.citation,
+                    "chunk_id": p.chunk_id,
+                    "type": p.type,
+                    "path": p.path,
+                    "text": p.text,
+                    "boxes": boxes_on(p, self.page),
+                }
+                for p in self.passages
+            ],
+        }
+
+
+def boxes_on(passage: Passage, page: int) -> list[dict[str, Any]]:
+    """The passage's boxes on one page (its row holds them for every page it spans)."""
+    return [b for b in boxes(passage.metadata) if b.get("page") == page]
+
+
+def page_shares(passage: Passage) -> dict[int, float]:
+    """How much of the passage is on each of its pages: its boxes' area there (a paragraph
+    that ends with two lines on the next page is mostly on the first), else equal parts."""
+    numbers = list(dict.fromkeys(passage.page_nums))
+    area = dict.fromkeys(numbers, 0.0)
+    for box in boxes(passage.metadata):
+        page, bbox = box.get("page"), box.get("bbox")
+        if page in area and isinstance(bbox, (list, tuple)) and len(bbox) == 4:
+            area[page] += max(0.0, bbox[2] - bbox[0]) * max(0.0, bbox[3] - bbox[1])
+    total = sum(area.values())
+    if total <= 0:
+        return {n: 1.0 / len(numbers) for n in numbers}
+    return {n: a / total for n, a in area.items()}
+
+
+def rank_pages(passages: Sequence[Passage], *, limit: int) -> list[PageEvidence]:
+    """Pages by the rank-weighted shares of the passages on them, best first (ties: earlier
+    page)."""
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    pages: dict[int, PageEvidence] = {}
+    for rank, passage in enumerate(passages, start=1):
+        for number, share in page_shares(passage).items():
+            entry = pages.setdefault(number, PageEvidence(number))
+            entry.score += share / rank
+            entry.passages.append(passage)
+    ordered = sorted(pages.values(), key=lambda e: (-e.score, e.page))
+    return ordered[:limit]
+
+
+class PageSearcher(Protocol):
+    async def search(
+        self, request: QueryRequest, *, allowed_kbs: Iterable[str] | None = None
+    ) -> ContextPack: ...
+
+
+async def best_pages(
+    retrieval: PageSearcher,
+    *,
+    query: str,
+    document_id: str,
+    kb_name: str,
+    pages: int,
+    depth: int = PAGE_SEARCH_DEPTH,
+    mode: RetrievalMode = "hybrid",
+    allowed_kbs: Iterable[str] | None = None,
+) -> tuple[list[PageEvidence], ContextPack]:
+    """Search one document (``depth`` passages, no parent expansion: a parent's text would
+    name its whole section's pages) and rank its pages."""
+    request = QueryRequest(
+        query,
+        kb_names=(kb_name,),
+        document_ids=(document_id,),
+        top_k=depth,
+        mode=mode,
+        expand_parents=False,
+    )
+    pack = await retrieval.search(request, allowed_kbs=allowed_kbs)
+    return rank_pages(pack.passages, limit=pages), pack

@@ -1,0 +1,97 @@
+"""The reading step of OCR'd pages: line order on skewed scans, and which margins are dropped.
+
+The pages here are OcrPage values as the engine returns them (lines and layout regions with
+normalised boxes), laid out like the scans that exposed each case, so the reading rules are
+checked exactly; tests/ingest/test_ocr.py runs the real models end to end.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from eagle_rag.ingest.pixelrag.engine import OcrLine, OcrPage, Region
+from eagle_rag.ingest.pixelrag.lines import Line, rows
+from eagle_rag.ingest.pixelrag.margins import is_page_number, running_key
+from eagle_rag.ingest.pixelrag.reading import page_blocks, to_sections
+
+BODY = Region("text", (0.05, 0.15, 0.95, 0.85), 0.95)
+
+
+def _page(lines: list[tuple[str, tuple[float, float, float, float]]], *regions: Region) -> OcrPage:
+    return OcrPage(1240, 1754, 0, tuple(OcrLine(t, b, 0.99) for t, b in lines), (BODY, *regions))
+
+
+def _text(pages: list[OcrPage]) -> list[str]:
+    read = [(n, page_blocks(p, n)) for n, p in enumerate(pages, start=1)]
+    return [s.heading or s.content for s in to_sections(read)]
+
+
+def test_the_short_end_of_a_line_on_a_skewed_scan_stays_after_its_line() -> None:
+    # A page turned ~1°: each long line's box is taller than its text, so "wards." (the end of
+    # the paragraph) overlaps the line above it vertically; it sits under it, not beside it.
+    page = _page(
+        [
+            ("To evaluate the role of a coordinator whose sole", (0.098, 0.196, 0.872, 0.231)),
+            ("responsibility was to plan discharges from medical", (0.096, 0.218, 0.891, 0.252)),
+            ("wards.", (0.094, 0.239, 0.171, 0.260)),
+            ("An intervention study followed.", (0.094, 0.259, 0.864, 0.295)),
+        ]
+    )
+    assert _text([page]) == [
+        "To evaluate the role of a coordinator whose sole responsibility was to plan "
+        "discharges from medical wards. An intervention study followed."
+    ]
+
+
+def test_pieces_of_one_row_are_still_read_left_to_right() -> None:
+    left = Line("Total", (0.10, 0.30, 0.20, 0.32), 1)
+    right = Line("42", (0.60, 0.301, 0.65, 0.321), 1)
+    below = Line("Mean", (0.10, 0.34, 0.20, 0.36), 1)
+    assert [[line.text for line in row] for row in rows([right, below, left])] == [
+        ["Total", "42"],
+        ["Mean"],
+    ]
+
+
+def test_a_one_off_header_is_kept_as_text_and_a_page_number_footer_dropped() -> None:
+    # The layout model marks a one-page scan's top line (its title or number) "header".
+    page = _page(
+        [
+            ("10158597", (0.10, 0.05, 0.25, 0.08)),
+            ("The body of the page.", (0.10, 0.20, 0.80, 0.22)),
+            ("- 3 -", (0.48, 0.93, 0.52, 0.95)),
+        ],
+        Region("header", (0.09, 0.04, 0.26, 0.09), 0.8),
+        Region("footer", (0.45, 0.92, 0.55, 0.96), 0.8),
+    )
+    assert _text([page]) == ["10158597", "The body of the page."]
+
+
+def test_a_running_head_repeated_on_every_page_is_dropped() -> None:
+    head = Region("header", (0.05, 0.02, 0.95, 0.06), 0.9)
+    pages = [
+        _page(
+            [
+                (f"J Clin Med 2019; {n}: 101-110", (0.06, 0.03, 0.60, 0.05)),
+                (f"Body text of page {n}.", (0.10, 0.20, 0.80, 0.22)),
+            ],
+            head,
+        )
+        for n in (1, 2, 3)
+    ]
+    assert _text(pages) == ["Body text of page 1.", "Body text of page 2.", "Body text of page 3."]
+
+
+@pytest.mark.parametrize("text", ["12", "Page 3", "- 4 -", "3 / 10", "iv", "p. 7", "第3页"])
+def test_page_numbers_are_recognised(text: str) -> None:
+    assert is_page_number(text)
+
+
+@pytest.mark.parametrize("text", ["10158597", "Introduction", "Table 2", "2019 Annual Report"])
+def test_other_margin_text_is_not_a_page_number(text: str) -> None:
+    assert not is_page_number(text)
+
+
+def test_running_heads_match_whatever_their_numbers() -> None:
+    assert running_key("Page 3 of  J Med") == running_key("page 14 of J Med")
+    assert running_key("J Med") != running_key("N Engl J Med")
