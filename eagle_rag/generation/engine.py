@@ -117,7 +117,7 @@ class AnswerEngine:
         job = self._generation_input(request, texts, images, language, history)
         started = time.perf_counter()
         parts: list[str] = []
-        async for delta in self.model.stream(job):
+        async for delta in self._app.bus.tracing.stream("generate", self.model.stream(job)):
             parts.append(delta)
             yield "token", {"delta": delta}
         answer = "".join(parts)

@@ -19,6 +19,7 @@ from eagle_rag.errors import HookInvocationError, PluginError, PluginValidationE
 from eagle_rag.plugins.audit import PluginAudit
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hooks import CATALOG, FailurePolicy, HookMode, HookSpec
+from eagle_rag.tracing import HOOK_STAGES, Tracing
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +45,9 @@ class Subscription:
 class HookBus:
     """Dispatches hook calls to subscribers in the hook's declared mode and failure policy."""
 
-    def __init__(self, audit: PluginAudit) -> None:
+    def __init__(self, audit: PluginAudit, tracing: Tracing | None = None) -> None:
         self._audit = audit
+        self.tracing = tracing or Tracing.off()  # every subscriber call is a traced stage
         self._subscriptions: dict[str, list[Subscription]] = {spec.name: [] for spec in CATALOG}
         self._sequence = itertools.count()
 
@@ -144,9 +146,7 @@ class HookBus:
         """Run one subscriber under the hook's failure policy; ``(False, None)`` if it degraded."""
         arguments = {"ctx": ctx, **kwargs}
         try:
-            result = sub.handler(**{name: arguments[name] for name in sub.params})
-            if inspect.isawaitable(result):
-                result = await result
+            result = await self._run(sub, ctx, {name: arguments[name] for name in sub.params})
         except Exception as exc:
             if sub.hook.policy is FailurePolicy.FAIL_FAST:
                 raise HookInvocationError(
@@ -166,6 +166,24 @@ class HookBus:
             )
             return False, None
         return True, result
+
+    async def _run(self, sub: Subscription, ctx: HookContext, arguments: dict[str, Any]) -> Any:
+        """Call the subscriber inside its stage's span (plugin, KB and document attached)."""
+        stage = HOOK_STAGES.get(sub.hook.name)
+        if stage is None:
+            result = sub.handler(**arguments)
+            return (await result) if inspect.isawaitable(result) else result
+        with self.tracing.span(
+            stage,
+            ingest=ctx.document_id is not None,
+            plugin=sub.plugin,
+            hook=sub.hook.name,
+            namespace=ctx.plugin_namespace,
+            kb=",".join(ctx.kb_names) or None,
+            document=ctx.document_id,
+        ):
+            result = sub.handler(**arguments)
+            return (await result) if inspect.isawaitable(result) else result
 
 
 def _validated_params(

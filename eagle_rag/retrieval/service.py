@@ -35,6 +35,7 @@ from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
 from eagle_rag.retrieval.orchestrator import PlanResult, RetrieverOrchestrator
 from eagle_rag.retrieval.pack import ContextPack, Passage, StepLog, trim_to_budget
 from eagle_rag.retrieval.scope import Scope, resolve_scope
+from eagle_rag.tracing import traced
 
 if TYPE_CHECKING:
     from eagle_rag.engines.service import KnowledgeBaseService
@@ -58,6 +59,7 @@ class RetrievalService:
         self._knowledge = knowledge
         self._config = app.settings.retrieval
         self.reranker = reranker
+        self.tracing = app.bus.tracing
         self._filename_cache: dict[str, str] = {}
         self._orchestrator = RetrieverOrchestrator(
             app.bus,
@@ -72,6 +74,7 @@ class RetrievalService:
             search_depth=self._config.expand_search_depth,
         )
 
+    @traced("search")
     async def search(
         self,
         request: QueryRequest,
@@ -133,6 +136,7 @@ class RetrievalService:
         live = [r for r in results if not r.failed]
         return live, [ranked for ranked in bridged if ranked is not None]
 
+    @traced("fusion")
     async def _merge(
         self,
         request: QueryRequest,
@@ -359,7 +363,8 @@ class RetrievalService:
             return merged
         reranker = self.reranker
         try:
-            scores = await asyncio.to_thread(reranker.rerank, request.text, [h.text for h in pool])
+            rerank = self.tracing.wrap("rerank", reranker.rerank, model=reranker.name)
+            scores = await asyncio.to_thread(rerank, request.text, [h.text for h in pool])
         except Exception as exc:
             reason = describe(exc)
             log.add("rerank", "warning", f"reranker failed, fused order kept: {reason}")
@@ -372,6 +377,7 @@ class RetrievalService:
         log.add("rerank", "ok", f"{reranker.name} over {len(pool)} hits", since=started)
         return reranked + rest
 
+    @traced("expansion")
     async def _expand(
         self,
         request: QueryRequest,
