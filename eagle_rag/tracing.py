@@ -73,6 +73,7 @@ class Timing:
     failed: bool
     ingest: bool  # part of a document's ingest (a phase), not of a query
     plugin: str = ""
+    hook: str = ""  # the hook whose subscriber this was, for hook-bus stages
 
     @property
     def model(self) -> str | None:
@@ -115,6 +116,7 @@ class Tracing:
         *,
         ingest: bool = False,
         plugin: str = "",
+        hook: str = "",
         parent: otel_context.Context | None = None,
         **attributes: AttributeValue | None,
     ) -> Iterator[trace.Span]:
@@ -125,7 +127,7 @@ class Tracing:
             if self._tracer is None:
                 yield trace.INVALID_SPAN
             else:
-                attrs = _attributes(plugin=plugin or None, **attributes)
+                attrs = _attributes(plugin=plugin or None, hook=hook or None, **attributes)
                 with self._tracer.start_as_current_span(
                     name, context=parent, attributes=attrs
                 ) as span:
@@ -133,7 +135,8 @@ class Tracing:
             failed = False
         finally:
             if self._observers:
-                timing = Timing(name, time.perf_counter() - started, failed, ingest, plugin)
+                seconds = time.perf_counter() - started
+                timing = Timing(name, seconds, failed, ingest, plugin, hook)
                 for observer in self._observers:
                     observer.observe(timing)
 

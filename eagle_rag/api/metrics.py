@@ -147,6 +147,12 @@ class Metrics:
             registry=registry,
             buckets=STAGE_BUCKETS,
         )
+        self.hook_calls = Counter(
+            "eagle_hook_calls",
+            "Hook subscriber calls by plugin, hook and outcome (this process; not CLASSIFY_*)",
+            ["plugin", "hook", "outcome"],
+            registry=registry,
+        )
         self.model_errors = Counter(
             "eagle_model_call_errors",
             "Embedder, reranker and chat model calls that raised (this process)",
@@ -197,6 +203,8 @@ class Metrics:
 
     def observe(self, timing: Timing) -> None:
         outcome = "error" if timing.failed else "ok"
+        if timing.hook:
+            self.hook_calls.labels(timing.plugin, timing.hook, outcome).inc()
         if timing.ingest:
             self.phases.labels(timing.stage, outcome).observe(timing.seconds)
         model = timing.model
