@@ -109,6 +109,10 @@ class Tracing:
     def add_observer(self, observer: TimingObserver) -> None:
         self._observers.append(observer)
 
+    def remove_observer(self, observer: TimingObserver) -> None:
+        """Stop handing timings to ``observer`` (the overhead benchmark's bare baseline)."""
+        self._observers.remove(observer)
+
     @contextmanager
     def span(
         self,
