@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import json
 import os
 import platform
 import tempfile
@@ -140,7 +141,9 @@ def migrate(source: Settings, target: Settings) -> tuple[CopyReport, float]:
 def run(folder: Path, limit: int) -> dict[str, Any]:
     dataset = load_dataset(folder)
     corpus = dataset.corpus[:limit] if limit else dataset.corpus
-    queries = list(dataset.queries.values())
+    # Every query of the set (the loader keeps only those with judgements; all are asked here).
+    lines = (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    queries = [json.loads(line)["text"] for line in lines if line.strip()]
     with tempfile.TemporaryDirectory(prefix="eagle-migrate-bench-") as root:
         source = source_settings(f"{root}/source")
         before = asyncio.run(on_source(source, corpus, queries))
