@@ -159,6 +159,7 @@ def run(folder: Path, limit: int) -> dict[str, Any]:
     return {
         "corpus": len(corpus),
         "queries": len(queries),
+        "queries_text": queries,
         "before": before,
         "after": after,
         "first": first,
@@ -194,6 +195,11 @@ def report(r: dict[str, Any]) -> bool:
         f"referenced"
     )
     print(f"queries with equal results: {sum(same)} / {len(same)}")
+    for query, equal, a, b in zip(
+        r["queries_text"], same, before["results"], after["results"], strict=True
+    ):
+        if not equal:  # what differs, for the next look (ties inside the list, float scores?)
+            print(f"  differs: {query!r}\n    source {a}\n    target {b}")
     print(f"copy time / ingest time: {r['first_s'] / before['ingest_s']:.2f}")
     ok = (
         first.verified
