@@ -43,6 +43,7 @@ from eagle_rag.retrieval.service import RetrievalService
 from eagle_rag.runtime import Runtime
 from eagle_rag.settings import Settings
 from eagle_rag.storage.factory import build_object_store
+from eagle_rag.tracing import build_tracing
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class EagleApp(Runtime):
         self.plugins.unload_all()
         self.database.dispose()
         self.milvus.close()
+        self.bus.tracing.shutdown()
 
 
 def build_audit(settings: Settings) -> PluginAudit:
@@ -151,7 +153,7 @@ def build_runtime(settings: Settings) -> Runtime:
     """The kernel objects and backends, wired without touching any backend."""
     namespace = settings.plugins.default_namespace
     audit = build_audit(settings)
-    bus = HookBus(audit)
+    bus = HookBus(audit, build_tracing(settings.telemetry.tracing))
     registries = ComponentRegistries()
     encoders, text_encoder = build_encoders(settings, registries)
     visual_encoder = register_visual_encoder(settings, registries, encoders, text_encoder)

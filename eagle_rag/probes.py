@@ -79,11 +79,20 @@ def probe_database(settings: Settings) -> ProbeResult:
                 revision = database.revision() or "empty"
             except Exception:
                 revision = "not migrated"
-            return f"{version}, schema {revision}"
+            return f"{version}, schema {revision}{_pending_note(database)}"
         finally:
             database.dispose()
 
     return _timed("metadata_db", mask_url_password(url), check)
+
+
+def _pending_note(database: Database) -> str:
+    """What `eagle-rag db upgrade` (or the next start) would apply, if anything."""
+    pending = database.pending()
+    if not pending:
+        return " (up to date)"
+    count = f"{len(pending)} migration{'s' if len(pending) > 1 else ''}"
+    return f", {count} pending ({', '.join(pending)}): run `eagle-rag db upgrade`"
 
 
 def probe_milvus(settings: Settings) -> ProbeResult:

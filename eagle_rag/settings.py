@@ -253,6 +253,27 @@ class QueueSettings(_Section):
     broker_url: str = "redis://127.0.0.1:6379/1"
 
 
+class TracingSettings(_Section):
+    """OpenTelemetry spans (off by default): OTLP over HTTP, or kept in memory for inspection."""
+
+    enabled: bool = False
+    exporter: Literal["otlp", "memory"] = "otlp"
+    endpoint: str = "http://127.0.0.1:4318/v1/traces"
+    timeout_s: float = Field(default=5.0, gt=0)
+    service_name: str = Field(default="eagle-rag", min_length=1)
+    sample_ratio: float = Field(default=1.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _http_endpoint(self) -> TracingSettings:
+        parts = urlsplit(self.endpoint)
+        if self.exporter == "otlp" and (parts.scheme not in ("http", "https") or not parts.netloc):
+            raise ValueError(
+                f"telemetry.tracing.endpoint must be an http(s) URL of an OTLP receiver "
+                f"(e.g. http://127.0.0.1:4318/v1/traces), got {self.endpoint!r}"
+            )
+        return self
+
+
 class TelemetrySettings(_Section):
     plugin_audit_enabled: bool = True
     plugin_audit_redis_enabled: bool = False
@@ -262,6 +283,7 @@ class TelemetrySettings(_Section):
     redis_url: str = "redis://127.0.0.1:6379/0"
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
 
 class Settings(BaseSettings):

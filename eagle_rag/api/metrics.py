@@ -6,7 +6,10 @@ than double-booked: tasks, documents, chunks and bytes from the catalog (so ever
 a deployment reports the same totals), the broker's queue length from Redis, MCP calls from
 their log. Audit decisions and hook failures are counted by an audit sink as they happen (this
 process only). The middleware also gives every request an id (``X-Request-ID``, accepted from
-the caller when well-formed) that the structured logs carry, and writes one access line.
+the caller when well-formed) that the structured logs carry, opens the request's span (continuing
+a caller's ``traceparent``), and writes one access line. Ingest phase durations and model-call
+latency come from the app's :class:`eagle_rag.tracing.Tracing`, whose stage timings this
+observes whether or not spans are exported.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import propagate, trace
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from sqlalchemy import func, select
 from starlette.requests import Request
@@ -26,6 +30,7 @@ from starlette.responses import Response
 from eagle_rag.db.tables import DocumentRow, McpCallRow
 from eagle_rag.logs import bound
 from eagle_rag.plugins.audit import AuditDecision
+from eagle_rag.tracing import Timing, Tracing
 
 if TYPE_CHECKING:
     from eagle_rag.runtime import Runtime
@@ -36,32 +41,43 @@ _REQUEST_ID = re.compile(r"^[\w.:-]{1,64}$")
 SEARCH_ROUTES = {"/search": "rest", "/search/stream": "stream"}
 ANSWER_ROUTES = {"/query": "rest", "/query/stream": "stream"}
 CELERY_QUEUE = "eagle_rag_ingest"
+# Phases and model calls: a millisecond hook to a minute-long parse or chat answer.
+STAGE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 access_log = logging.getLogger("eagle_rag.access")
 
 
 class Metrics:
-    def __init__(self) -> None:
-        self.registry = registry = CollectorRegistry()
+    """The app's Prometheus registry, its request middleware, and observers of stage timings."""
+
+    def __init__(self, tracing: Tracing | None = None) -> None:
+        self.registry = CollectorRegistry()
+        self.tracing = tracing or Tracing.off()
+        self._declare_requests()
+        self._declare_catalog()
+        self._declare_plugins()
+        self._declare_stages()
+        self.tracing.add_observer(self)  # phase durations and model calls, as they finish
+
+    def _declare_requests(self) -> None:
+        registry, labels = self.registry, ["method", "route", "status"]
         self.latency = Histogram(
             "eagle_http_request_seconds",
             "HTTP request latency by route template and status class",
-            ["method", "route", "status"],
+            labels,
             registry=registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
         )
-        self.requests = Counter(
-            "eagle_http_requests",
-            "HTTP requests",
-            ["method", "route", "status"],
-            registry=registry,
-        )
+        self.requests = Counter("eagle_http_requests", "HTTP requests", labels, registry=registry)
         self.searches = Counter(
             "eagle_searches", "Searches served over REST", ["surface", "status"], registry=registry
         )
         self.answers = Counter(
             "eagle_answers", "Answers served over REST", ["surface", "status"], registry=registry
         )
+
+    def _declare_catalog(self) -> None:
+        registry = self.registry
         self.tasks = Gauge(
             "eagle_ingest_tasks", "Ingest tasks by status", ["status"], registry=registry
         )
@@ -84,6 +100,9 @@ class Metrics:
         self.bytes = Gauge(
             "eagle_ingest_bytes", "Original bytes of completed documents", registry=registry
         )
+
+    def _declare_plugins(self) -> None:
+        registry = self.registry
         self.mcp_calls = Gauge(
             "eagle_mcp_calls",
             "Logged MCP tool calls by tool and status",
@@ -112,6 +131,35 @@ class Metrics:
             registry=registry,
         )
 
+    def _declare_stages(self) -> None:
+        registry = self.registry
+        self.phases = Histogram(
+            "eagle_ingest_phase_seconds",
+            "Time in each ingest phase of a document, and the whole ingest (this process)",
+            ["phase", "outcome"],
+            registry=registry,
+            buckets=STAGE_BUCKETS,
+        )
+        self.model_calls = Histogram(
+            "eagle_model_call_seconds",
+            "Embedder, reranker and chat model call latency (this process)",
+            ["model", "outcome"],
+            registry=registry,
+            buckets=STAGE_BUCKETS,
+        )
+        self.hook_calls = Counter(
+            "eagle_hook_calls",
+            "Hook subscriber calls by plugin, hook and outcome (this process; not CLASSIFY_*)",
+            ["plugin", "hook", "outcome"],
+            registry=registry,
+        )
+        self.model_errors = Counter(
+            "eagle_model_call_errors",
+            "Embedder, reranker and chat model calls that raised (this process)",
+            ["model"],
+            registry=registry,
+        )
+
     # --- per request ----------------------------------------------------------------------------
 
     async def middleware(
@@ -120,19 +168,13 @@ class Metrics:
         started = time.perf_counter()
         given = request.headers.get(REQUEST_ID_HEADER, "")
         request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
-        with bound(request=request_id):
+        caller = propagate.extract(request.headers)  # a caller's traceparent continues its trace
+        with bound(request=request_id), self.tracing.span("request", parent=caller) as span:
             response = await call_next(request)
             elapsed = time.perf_counter() - started
-            route = request.scope.get("route")
-            template = getattr(route, "path", "unmatched")
-            status = f"{response.status_code // 100}xx"
-            labels = (request.method, template, status)
-            self.latency.labels(*labels).observe(elapsed)
-            self.requests.labels(*labels).inc()
-            if template in SEARCH_ROUTES:
-                self.searches.labels(SEARCH_ROUTES[template], status).inc()
-            if template in ANSWER_ROUTES:
-                self.answers.labels(ANSWER_ROUTES[template], status).inc()
+            template = getattr(request.scope.get("route"), "path", "unmatched")
+            self._count(request.method, template, response.status_code, elapsed)
+            _describe_span(span, request, template, response.status_code, request_id)
             response.headers[REQUEST_ID_HEADER] = request_id
             access_log.info(
                 "%s %s %s",
@@ -147,6 +189,29 @@ class Metrics:
                 },
             )
         return response
+
+    def _count(self, method: str, template: str, code: int, elapsed: float) -> None:
+        status = f"{code // 100}xx"
+        self.latency.labels(method, template, status).observe(elapsed)
+        self.requests.labels(method, template, status).inc()
+        if template in SEARCH_ROUTES:
+            self.searches.labels(SEARCH_ROUTES[template], status).inc()
+        if template in ANSWER_ROUTES:
+            self.answers.labels(ANSWER_ROUTES[template], status).inc()
+
+    # --- stage timings (an observer of the app's Tracing) ---------------------------------------
+
+    def observe(self, timing: Timing) -> None:
+        outcome = "error" if timing.failed else "ok"
+        if timing.hook:
+            self.hook_calls.labels(timing.plugin, timing.hook, outcome).inc()
+        if timing.ingest:
+            self.phases.labels(timing.stage, outcome).observe(timing.seconds)
+        model = timing.model
+        if model is not None:
+            self.model_calls.labels(model, outcome).observe(timing.seconds)
+            if timing.failed:
+                self.model_errors.labels(model).inc()
 
     # --- the audit sink (decisions as they happen) ----------------------------------------------
 
@@ -213,6 +278,25 @@ class Metrics:
             pass  # the broker's health is /health's business; the gauge keeps its last value
         finally:
             client.close()
+
+
+def _describe_span(
+    span: trace.Span, request: Request, template: str, code: int, request_id: str
+) -> None:
+    """Name the request's span by its route template, with the HTTP semantic attributes."""
+    if not span.is_recording():
+        return
+    span.update_name(f"{request.method} {template}")
+    span.set_attributes(
+        {
+            "http.request.method": request.method,
+            "http.route": template,
+            "http.response.status_code": code,
+            "eagle.request_id": request_id,
+        }
+    )
+    if code >= 500:
+        span.set_status(trace.StatusCode.ERROR)
 
 
 def _set(gauge: Gauge, values: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from eagle_rag.errors import BackendUnavailableError
+from eagle_rag.errors import BackendUnavailableError, ConflictError
 from eagle_rag.settings import database_backend
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -48,24 +48,46 @@ class Database:
         finally:
             session.close()
 
-    def migrate(self) -> str:
-        """Bring the schema to the newest revision (idempotent); returns that revision."""
+    def migrate(self, target: str = "head") -> str:
+        """Bring the schema to ``target`` (the newest revision unless told; idempotent);
+        returns the revision it is at."""
         from alembic import command
-        from alembic.config import Config
 
         if self.backend == "sqlite":
             _ensure_sqlite_dir(self.url)
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
+        config = _alembic_config()
         with self.engine.begin() as connection:
             config.attributes["connection"] = connection
-            command.upgrade(config, "head")
+            command.upgrade(config, target)
         return self.revision()
 
     def revision(self) -> str:
         with self.engine.connect() as connection:
             row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
         return str(row[0]) if row else ""
+
+    def pending(self) -> tuple[str, ...]:
+        """Revisions between the schema's and the newest, oldest first (all of them on an
+        empty database: ``migrate()`` would apply them)."""
+        return self.schema_state()[1]
+
+    def schema_state(self) -> tuple[str, tuple[str, ...]]:
+        """The applied revision ("" when none) and the pending ones, oldest first."""
+        from alembic.script import ScriptDirectory
+
+        try:
+            current = self.revision() or None
+        except SQLAlchemyError:  # no alembic_version table: nothing applied yet
+            current = None
+        scripts = ScriptDirectory.from_config(_alembic_config())
+        if current is not None and not _known(scripts, current):
+            raise ConflictError(
+                f"the database is at schema revision {current!r}, which this version does not "
+                f"know (newer than this release?); upgrade Eagle-RAG instead",
+                revision=current,
+            )
+        ahead = scripts.iterate_revisions("heads", current)
+        return current or "", tuple(reversed([script.revision for script in ahead]))
 
     def health(self) -> str:
         try:
@@ -80,6 +102,23 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def _known(scripts: Any, revision: str) -> bool:
+    from alembic.util import CommandError
+
+    try:
+        return scripts.get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
+def _alembic_config() -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config
 
 
 def _engine_options(backend: str) -> dict[str, Any]:

@@ -121,7 +121,7 @@ class AnswerEngine:
         cited_range = len(texts) + len(request.attachments) + len(images)
         started = time.perf_counter()
         parts: list[str] = []
-        async for delta in self.model.stream(job):
+        async for delta in self._app.bus.tracing.stream("generate", self.model.stream(job)):
             parts.append(delta)
             yield "token", {"delta": delta}
         answer = "".join(parts)

@@ -60,7 +60,16 @@ class MilvusClientPool:
             raise _unavailable(self.uri, exc) from exc
 
     def _open(self, db_name: str) -> MilvusClient:
-        kwargs: dict[str, Any] = {"uri": self.uri, "db_name": db_name, "timeout": self._timeout}
+        kwargs: dict[str, Any] = {
+            "uri": self.uri,
+            "db_name": db_name,
+            "timeout": self._timeout,
+            # pymilvus pings every 10 s even with no call in flight; Milvus Lite's gRPC server
+            # (the embedded one and `milvus-lite server`) answers an idle connection's pings
+            # with GOAWAY "too_many_pings", after which the shared channel cannot reconnect
+            # (seen on a 5,000-document ingest + migrate-store). Ping only while calls run.
+            "grpc_options": {"grpc.keepalive_permit_without_calls": False},
+        }
         if not self.lite:
             # pymilvus shares one channel per address between clients unless told otherwise; a
             # pool owns its channels, so one pool's broken channel cannot fail another's calls.

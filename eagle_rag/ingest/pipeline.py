@@ -35,6 +35,7 @@ from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hooks import HookSpec
 from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator, IngestOutcome
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
+from eagle_rag.tracing import annotate, traced
 
 if TYPE_CHECKING:
     from eagle_rag.engines.service import KnowledgeBaseService
@@ -73,7 +74,9 @@ class IngestPipeline:
         self.chat = chat  # public, like AnswerEngine.model: tests point both at one model
         self._bus = app.bus
         self._orchestrator = IngestOrchestrator(app.bus, app.encoders)
+        self.tracing = app.bus.tracing
 
+    @traced("ingest", ingest=True)
     async def run(self, task_id: str, owner: str | None = None) -> PipelineResult:
         """Claim the task under a lease for ``owner`` and run it to a terminal state (or back to
         ``queued`` for another attempt after a transient failure)."""
@@ -127,6 +130,7 @@ class IngestPipeline:
             document_id=document.id,
             extra={PAGE_CALLBACK: progress.pages("parse")},  # a long scan's pages, as progress
         )
+        annotate(task=task_id, document=document.id, kb=document.kb_name)
         data = await asyncio.to_thread(_read_all, self._app.objects, document.object_key)
         source = document_source(document)
         pipeline = await self._route(source, ctx)

@@ -17,12 +17,13 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from typing import Any
 
 from celery.signals import worker_ready, worker_shutting_down
 
+from eagle_rag.db.tables import utcnow
 from eagle_rag.ingest.celery_app import TASK_NAME, CeleryQueue, make_celery
-from eagle_rag.ingest.durability import Flusher
 from eagle_rag.ingest.leases import Leases, heartbeat, process_owner
 from eagle_rag.ingest.parsers.registry import warm_in_background
 from eagle_rag.logs import install_celery_logging
@@ -35,10 +36,57 @@ celery = make_celery(settings.queue.broker_url)
 OWNER = process_owner()
 _app: Any = None
 _stop = threading.Event()
+# Vectors are flushed at most this often while tasks come in, and this long after the last.
+FLUSH_INTERVAL_S = 2.0
 
 
 def _leases(repos: Any) -> Leases:
     return Leases(repos.tasks, repos.ingest_runs, OWNER, settings.ingest.lease_s)
+
+
+class CoalescedFlush:
+    """Flush the vector store at most every ``interval_s`` while tasks come, and once more when
+    they stop (a worker never knows when the broker drains).
+
+    A flush per task serialised the workers on the Milvus server (each flush seals segments
+    there, one at a time), which capped what a second worker adds. A completed task stays
+    ``vectors_flushed: false`` until the flush that covers it, as before.
+    """
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._lock = threading.Lock()
+        self._last = 0.0
+        self._pending = False
+
+    def task_done(self, app: Any) -> None:
+        with self._lock:
+            self._pending = True
+            due = time.monotonic() - self._last >= self.interval_s
+        if due:
+            self.flush(app)
+
+    def flush(self, app: Any) -> None:
+        with self._lock:
+            if not self._pending:
+                return
+            started = utcnow()
+            app.vectors.flush()
+            app.repositories.tasks.mark_flushed(before=started)
+            self._last = time.monotonic()
+            self._pending = False
+
+    def idle_loop(self) -> None:
+        """The worker's flush thread: what the last tasks wrote is flushed once they stop."""
+        while not _stop.wait(self.interval_s):
+            if _app is not None and time.monotonic() - self._last >= self.interval_s:
+                try:
+                    self.flush(_app)
+                except Exception:  # the store may be down: the next round tries again
+                    logger.exception("flushing the vector store failed")
+
+
+flusher = CoalescedFlush(FLUSH_INTERVAL_S)
 
 
 async def _run(task_id: str) -> str:
@@ -51,7 +99,7 @@ async def _run(task_id: str) -> str:
             warm_in_background([r.component for r in _app.registries.parsers])
     async with heartbeat(_leases(_app.repositories), task_id):
         result = await _app.pipeline.run(task_id, owner=OWNER)
-        await Flusher(_app)()  # after each task: a worker never knows when the broker drains
+        await asyncio.to_thread(flusher.task_done, _app)
     return str(result.status)
 
 
@@ -88,8 +136,14 @@ def _recovery_loop() -> None:
 @worker_ready.connect  # type: ignore[untyped-decorator]
 def _start_recovery(**_: Any) -> None:
     threading.Thread(target=_recovery_loop, name="eagle-recovery", daemon=True).start()
+    threading.Thread(target=flusher.idle_loop, name="eagle-flush", daemon=True).start()
 
 
 @worker_shutting_down.connect  # type: ignore[untyped-decorator]
 def _stop_recovery(**_: Any) -> None:
     _stop.set()
+    if _app is not None:
+        try:
+            flusher.flush(_app)  # what the last tasks wrote, before the process goes
+        except Exception:
+            logger.exception("the final flush of the vector store failed")

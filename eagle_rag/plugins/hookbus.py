@@ -20,6 +20,7 @@ from eagle_rag.errors import HookInvocationError, PluginError, PluginValidationE
 from eagle_rag.plugins.audit import PluginAudit
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hooks import CATALOG, FailurePolicy, HookMode, HookSpec
+from eagle_rag.tracing import HOOK_STAGES, Tracing
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +48,9 @@ class Subscription:
 class HookBus:
     """Dispatches hook calls to subscribers in the hook's declared mode and failure policy."""
 
-    def __init__(self, audit: PluginAudit) -> None:
+    def __init__(self, audit: PluginAudit, tracing: Tracing | None = None) -> None:
         self._audit = audit
+        self.tracing = tracing or Tracing.off()  # every subscriber call is a traced stage
         self._subscriptions: dict[str, list[Subscription]] = {spec.name: [] for spec in CATALOG}
         self._sequence = itertools.count()
         self._observer: CallObserver | None = None
@@ -153,9 +155,7 @@ class HookBus:
         arguments = {"ctx": ctx, **kwargs}
         started = time.perf_counter()
         try:
-            result = sub.handler(**{name: arguments[name] for name in sub.params})
-            if inspect.isawaitable(result):
-                result = await result
+            result = await self._run(sub, ctx, {name: arguments[name] for name in sub.params})
         except Exception as exc:
             if sub.hook.policy is FailurePolicy.FAIL_FAST:
                 raise HookInvocationError(
@@ -178,6 +178,24 @@ class HookBus:
             if self._observer is not None:
                 self._observer(sub.hook.name, sub.plugin, (time.perf_counter() - started) * 1000)
         return True, result
+
+    async def _run(self, sub: Subscription, ctx: HookContext, arguments: dict[str, Any]) -> Any:
+        """Call the subscriber inside its stage's span (plugin, KB and document attached)."""
+        stage = HOOK_STAGES.get(sub.hook.name)
+        if stage is None:
+            result = sub.handler(**arguments)
+            return (await result) if inspect.isawaitable(result) else result
+        with self.tracing.span(
+            stage,
+            ingest=ctx.document_id is not None,
+            plugin=sub.plugin,
+            hook=sub.hook.name,
+            namespace=ctx.plugin_namespace,
+            kb=",".join(ctx.kb_names) or None,
+            document=ctx.document_id,
+        ):
+            result = sub.handler(**arguments)
+            return (await result) if inspect.isawaitable(result) else result
 
 
 def _validated_params(

@@ -25,6 +25,7 @@ from eagle_rag.plugins.payloads import (
     VisualChunk,
     VisualEmbedRequest,
 )
+from eagle_rag.tracing import traced
 
 Record = TextChunk | VisualChunk
 ProgressCallback = Callable[[int, int], None]
@@ -60,7 +61,9 @@ class IngestOrchestrator:
     def __init__(self, bus: HookBus, encoders: EncoderRegistry) -> None:
         self._bus = bus
         self._encoders = encoders
+        self.tracing = bus.tracing
 
+    @traced("classify", ingest=True)  # one stage for the whole per-chunk loop
     async def plan(
         self, chunks: Sequence[TextChunk], visuals: Sequence[VisualChunk], ctx: HookContext
     ) -> list[PlannedWrite]:

@@ -34,6 +34,7 @@ from eagle_rag.retrieval.hits import to_hit
 from eagle_rag.retrieval.pack import Step, StepLog
 from eagle_rag.retrieval.query_vectors import QueryVectors
 from eagle_rag.settings import HybridFusion
+from eagle_rag.tracing import annotate, traced
 
 # BM25 scores a passage that shares no word with the query 0: the scale's true zero.
 BM25_NO_MATCH = 0.0
@@ -66,7 +67,9 @@ class RetrieverOrchestrator:
         self._fusion = fusion
         self._rrf_k = rrf_k
         self._head = head
+        self.tracing = bus.tracing
 
+    @traced("recall")
     async def run(
         self,
         request: QueryRequest,
@@ -78,6 +81,7 @@ class RetrieverOrchestrator:
         shared: QueryVectors | None = None,
     ) -> PlanResult:
         """``depth`` is how many hits each of the plan's searches returns (at least top_k)."""
+        annotate(collection=plan.collection, encoder=plan.encoder or None, mode=request.mode)
         log = StepLog()
         result = PlanResult(plan, shared=shared)
         expansion = await self._bus.invoke_first(

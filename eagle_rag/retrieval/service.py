@@ -40,6 +40,7 @@ from eagle_rag.retrieval.pack import ContextPack, Passage, StepLog, trim_to_budg
 from eagle_rag.retrieval.query_vectors import QueryVectors
 from eagle_rag.retrieval.scope import Scope, resolve_scope
 from eagle_rag.retrieval.visual import prune_visual_plans, rank_visuals, split_results
+from eagle_rag.tracing import traced
 
 if TYPE_CHECKING:
     from eagle_rag.engines.service import KnowledgeBaseService
@@ -63,6 +64,7 @@ class RetrievalService:
         self._knowledge = knowledge
         self._config = app.settings.retrieval
         self.reranker = reranker
+        self.tracing = app.bus.tracing
         self._filename_cache: dict[str, str] = {}
         self._orchestrator = RetrieverOrchestrator(
             app.bus,
@@ -77,6 +79,7 @@ class RetrievalService:
             search_depth=self._config.expand_search_depth,
         )
 
+    @traced("search")
     async def search(
         self,
         request: QueryRequest,
@@ -158,6 +161,7 @@ class RetrievalService:
                 raise outage
         return live, answered
 
+    @traced("fusion")
     async def _merge(
         self,
         request: QueryRequest,
@@ -396,7 +400,8 @@ class RetrievalService:
             return merged
         reranker = self.reranker
         try:
-            scores = await asyncio.to_thread(reranker.rerank, request.text, [h.text for h in pool])
+            rerank = self.tracing.wrap("rerank", reranker.rerank, model=reranker.name)
+            scores = await asyncio.to_thread(rerank, request.text, [h.text for h in pool])
         except Exception as exc:
             reason = describe(exc)
             log.add("rerank", "warning", f"reranker failed, fused order kept: {reason}")
@@ -409,6 +414,7 @@ class RetrievalService:
         log.add("rerank", "ok", f"{reranker.name} over {len(pool)} hits", since=started)
         return reranked + rest
 
+    @traced("expansion")
     async def _expand(
         self,
         request: QueryRequest,

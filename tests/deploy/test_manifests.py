@@ -173,3 +173,15 @@ def test_kubectl_kustomize_renders_the_manifests() -> None:
     ).stdout
     kinds = [d["kind"] for d in yaml.safe_load_all(rendered) if d]
     assert sorted(kinds) == sorted(d["kind"] for d in _documents())
+
+
+def test_the_one_shot_migration_applies_pending_migrations_before_checking() -> None:
+    # `doctor` only looks; the migration step must run `db upgrade` first, in both deployments.
+    job = yaml.safe_load((K8S / "migrate-job.yaml").read_text())
+    k8s_command = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    compose_command = _compose()["services"]["migrate"]["command"]
+    for command in (k8s_command, compose_command):
+        script = command[-1]
+        assert command[:2] == ["sh", "-c"]
+        assert script.index("eagle-rag db upgrade") < script.index("eagle-rag doctor")
+        assert "&&" in script  # a failed upgrade stops the job before the replicas roll

@@ -136,3 +136,80 @@ def test_an_api_process_killed_after_accepting_loses_nothing(deployed: Topology)
         f"{second}/search", json={"query": "accepted crash", "kb_name": "late"}, timeout=30
     ).json()["sources"]["text"]
     assert [hit["filename"] for hit in found] == ["late.md"]
+
+
+def _long_document(sections: int = 240) -> bytes:
+    """Enough chunks that embedding them takes a while: a worker can be killed mid-task."""
+    words = [
+        "coolant",
+        "pump",
+        "valve",
+        "relay",
+        "breaker",
+        "sensor",
+        "meter",
+        "cable",
+        "turbine",
+        "gearbox",
+    ]
+    parts = [
+        f"## Section {n}\n\n"
+        + " ".join(words[(n + i) % len(words)] for i in range(90))
+        + f" checkpoint {n}.\n"
+        for n in range(sections)
+    ]
+    return ("# Service log\n\n" + "\n".join(parts)).encode()
+
+
+def _holder(deployed: Topology, job_id: str, timeout: float = 120) -> str:
+    """The lease owner (``host:pid:nonce``) of a task once a worker is running it."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(deployed.env["EAGLE_DATABASE_URL"])
+    query = text("SELECT status, lease_owner FROM tasks WHERE id = :id")
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            with engine.connect() as connection:
+                status, owner = connection.execute(query, {"id": job_id}).one()
+            if status == "processing" and owner:
+                return str(owner)
+            if status in ("completed", "failed"):
+                raise AssertionError(f"the task ended ({status}) before a worker could be killed")
+            time.sleep(0.05)
+    finally:
+        engine.dispose()
+    raise AssertionError(f"no worker took task {job_id}\n{deployed.logs()}")
+
+
+def test_a_worker_killed_mid_task_loses_nothing(deployed: Topology) -> None:
+    # Runs last: API 1 may have been killed above; one worker is killed here.
+    url = deployed.api_urls[-1]
+    httpx.post(f"{url}/knowledge_bases", json={"kb_name": "survivor"}, timeout=30)
+    response = httpx.post(
+        f"{url}/ingest",
+        data={"kb_name": "survivor"},
+        files={"file": ("service-log.md", _long_document(), "text/markdown")},
+        timeout=60,
+    )
+    assert response.status_code == 202, response.text
+    job = response.json()
+    pid = int(_holder(deployed, job["job_id"]).split(":")[1])
+    [victim] = [w for w in deployed.workers if w.popen.pid == pid]
+    victim.kill()  # SIGKILL mid-task: no cleanup, no release of its lease, message unacked
+
+    # The surviving worker's recovery sees the holder is gone and runs the task again.
+    task = _wait_done(url, job["job_id"], deployed, timeout=240)
+    assert task["status"] == "completed", (task, deployed.logs())
+    assert task["attempts"] >= 2, task
+    survivors = [w for w in deployed.workers if w.alive()]
+    assert survivors and victim not in survivors
+    document = httpx.get(f"{url}/documents/{job['document_id']}", timeout=10).json()
+    chunks = httpx.get(f"{url}/documents/{job['document_id']}/chunks", timeout=30).json()
+    # Every chunk once: the killed attempt's partial rows were replaced, not doubled.
+    assert chunks["count"] == document["chunk_count"] > 0
+    assert len({c["chunk_id"] for c in chunks["chunks"]}) == chunks["count"]
+    found = httpx.post(
+        f"{url}/search", json={"query": "checkpoint 17", "kb_name": "survivor"}, timeout=30
+    ).json()["sources"]["text"]
+    assert found and found[0]["document_id"] == job["document_id"]
