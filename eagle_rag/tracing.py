@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from eagle_rag.settings import TracingSettings
 
 T = TypeVar("T")
+P = ParamSpec("P")
+S = TypeVar("S", bound="HasTracing")
 AttributeValue = str | int | float | bool
 
 # The stage each hook's subscriber calls run as. The CLASSIFY_* hooks run once per chunk: the
@@ -191,15 +193,21 @@ class HasTracing(Protocol):
 
 def traced(
     name: str, *, ingest: bool = False
-) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
-    """Run an async method of an object with a ``tracing`` attribute as stage ``name``."""
+) -> Callable[
+    [Callable[Concatenate[S, P], Coroutine[Any, Any, T]]],
+    Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+]:
+    """Run an async method of an object with a ``tracing`` attribute as stage ``name``
+    (the method keeps its signature, so callers and protocols still type-check)."""
 
-    def decorate(method: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-        @functools.wraps(method)
-        async def run(self: HasTracing, *args: Any, **kwargs: Any) -> T:
+    def decorate(
+        method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+    ) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+        async def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
             with self.tracing.span(name, ingest=ingest):
                 return await method(self, *args, **kwargs)
 
+        functools.update_wrapper(run, method)  # its name and docstring, not its type
         return run
 
     return decorate
