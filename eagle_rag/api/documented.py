@@ -8,11 +8,31 @@ the request body as ``openapi_extra`` and the responses as FastAPI ``responses``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+
+from eagle_rag.errors import InvalidInputError
 
 JSON = "application/json"
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def read_body(model: type[Model], raw: bytes) -> Model:
+    """The route's body as ``model``; a bad one is an InvalidInputError naming the field, which
+    each route renders in its clients' error shape."""
+    try:
+        return model.model_validate_json(raw or b"{}")
+    except ValidationError as exc:
+        raise first_problem(exc, "body") from exc
+
+
+def first_problem(exc: ValidationError, whole: str) -> InvalidInputError:
+    """The first thing pydantic found wrong, as ``field: message`` (``whole`` when it is the
+    value as a whole)."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or whole
+    return InvalidInputError(f"{where}: {first['msg']}", field=where)
 
 
 def json_body(model: type[BaseModel], *, description: str = "") -> dict[str, Any]:

@@ -126,6 +126,24 @@ def test_what_the_server_sends_matches_the_document(
     check(document, response_schema(models, "200"), listed)
 
 
+def test_bodies_that_are_not_the_model_are_refused_in_each_clients_shape(
+    server: RunningServer,
+) -> None:
+    dify = httpx.post(server.url + "/retrieval", content=b"[1, 2]", headers=HEADERS)
+    assert dify.status_code == 400 and dify.json()["error_code"] == 3001
+    assert dify.json()["error_msg"].startswith("body:")
+    broken = httpx.post(server.url + "/retrieval", content=b"{not json", headers=HEADERS)
+    assert broken.status_code == 400 and broken.json()["error_code"] == 3001
+    chat = httpx.post(
+        server.url + "/v1/chat/completions",
+        json={"model": "eagle:energy", "messages": [{"role": "robot", "content": "x"}]},
+        headers=HEADERS,
+    )
+    error = chat.json()["error"]
+    assert chat.status_code == 400 and error["type"] == "invalid_request_error"
+    assert error["param"] == "messages.0.role" and error["message"].startswith("messages.0.role")
+
+
 class _Leaf(BaseModel):
     name: str
 

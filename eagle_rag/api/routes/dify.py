@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from eagle_rag.api.dify_conditions import Condition, matches, pushed_down
-from eagle_rag.api.documented import json_body
+from eagle_rag.api.documented import json_body, read_body
 from eagle_rag.api.schemas import KB_NAME
 from eagle_rag.api.security import NAMESPACE_HEADER, Gatekeeper
 from eagle_rag.bootstrap import EagleApp
@@ -112,7 +112,7 @@ async def retrieval(request: Request) -> JSONResponse:
     gate: Gatekeeper = request.app.state.gate
     try:
         allowed = _admit(gate, request)
-        body = _parse(await request.body())
+        body = read_body(DifyRetrieval, await request.body())
         records = await _records(app, body, allowed)
     except EagleError as exc:
         return _dify_error(exc)
@@ -183,15 +183,6 @@ def _record(source: dict[str, Any]) -> DifyRecord:
             "type": source["type"],
         },
     )
-
-
-def _parse(raw: bytes) -> DifyRetrieval:
-    try:
-        return DifyRetrieval.model_validate_json(raw or b"{}")
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InvalidInputError(f"{where or 'body'}: {first['msg']}", field=where) from exc
 
 
 class _AuthHeaderError(AuthenticationError):

@@ -20,10 +20,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import ValidationError
 
 from eagle_rag.api.deps import caller
-from eagle_rag.api.documented import inlined, json_body
+from eagle_rag.api.documented import inlined, json_body, read_body
 from eagle_rag.api.errors import status_for
 from eagle_rag.api.openai_schemas import (
     AssistantMessage,
@@ -108,7 +107,7 @@ async def chat_completions(request: Request) -> Any:
     """A grounded, cited answer to the last user message, plain or streamed."""
     try:
         who = await caller(request)
-        body = _parse(await request.body())
+        body = read_body(ChatCompletionBody, await request.body())
         app: EagleApp = request.app.state.eagle
         names = kb_names_of(body.model)
         who.check_kbs(names)
@@ -227,15 +226,6 @@ def _answer_request(app: EagleApp, body: ChatCompletionBody, names: tuple[str, .
         language=options.language,
         session_id=session_id,
     )
-
-
-def _parse(raw: bytes) -> ChatCompletionBody:
-    try:
-        return ChatCompletionBody.model_validate_json(raw or b"{}")
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InvalidInputError(f"{where or 'body'}: {first['msg']}", field=where) from exc
 
 
 def _extra(result: dict[str, Any]) -> dict[str, Any]:
