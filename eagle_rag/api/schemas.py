@@ -6,8 +6,8 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eagle_rag.api.documented import first_problem
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord, TaskRecord
-from eagle_rag.errors import InvalidInputError
 from eagle_rag.plugins.payloads import QueryRequest
 
 KB_NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -143,9 +143,7 @@ class RetrievalOptions(_Body):
         try:
             return cls(**given)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "request"
-            raise InvalidInputError(f"{where}: {first['msg']}", field=where) from None
+            raise first_problem(exc, "request") from None
 
 
 class SearchBody(RetrievalOptions):

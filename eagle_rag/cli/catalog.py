@@ -14,24 +14,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-
+from eagle_rag.client import AsyncEagleClient, EagleClient
 from eagle_rag.db.repositories.documents import MAX_PAGE
-from eagle_rag.errors import EagleError
+from eagle_rag.errors import BackendUnavailableError, NotFoundError
 from eagle_rag.settings import Settings
 
 if TYPE_CHECKING:
     from eagle_rag.bootstrap import EagleApp
 
-
-class RemoteError(EagleError):
-    """An error answered by a running server (its code and message, as sent)."""
-
-    code = "remote_error"
-
-    def __init__(self, code: str, message: str, status: int) -> None:
-        super().__init__(message, status=status, remote_code=code)
-        self.remote_code = code
+PROBE_TIMEOUT_S = 0.5  # asking whether a server runs must not delay an offline command
+REMOTE_TIMEOUT_S = 120.0
 
 
 class Catalog(Protocol):
@@ -57,9 +49,12 @@ def server_url(settings: Settings, explicit: str | None = None) -> str | None:
         return chosen.rstrip("/")
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
-        httpx.get(url + "/health", timeout=0.5)
-    except httpx.HTTPError:
+        with EagleClient(url, timeout_s=PROBE_TIMEOUT_S, max_retries=0) as probe:
+            probe.health()
+    except BackendUnavailableError:
         return None
+    except ValueError:  # something answers there, if not in JSON: let the real call say what
+        return url
     return url
 
 
@@ -77,9 +72,8 @@ async def open_catalog(
 ) -> AsyncIterator[Catalog]:
     url = server_url(settings, server)
     if url is not None:
-        key = api_key(settings)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
+        client = AsyncEagleClient(url, api_key=api_key(settings), timeout_s=REMOTE_TIMEOUT_S)
+        async with client:
             yield RemoteCatalog(client, url)
         return
     from eagle_rag.cli.common import running_app
@@ -89,76 +83,62 @@ async def open_catalog(
 
 
 class RemoteCatalog:
-    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+    """The catalog of a running server, through :mod:`eagle_rag.client` (its errors, retries
+    on 429/503 and wire format), shaped as the commands print it."""
+
+    def __init__(self, client: AsyncEagleClient, url: str) -> None:
         self._client = client
         self.where = url
 
-    async def _call(self, method: str, path: str, **options: Any) -> Any:
-        try:
-            response = await self._client.request(method, path, **options)
-        except httpx.HTTPError as exc:
-            raise RemoteError("unreachable", f"{self.where} did not answer: {exc}", 0) from exc
-        if response.status_code >= 400:
-            try:
-                body = response.json()
-            except ValueError:
-                body = {"code": "http_error", "message": response.text[:300]}
-            raise RemoteError(
-                body.get("code", "error"), body.get("message", ""), response.status_code
-            )
-        return response.json()
-
     async def create_kb(self, name: str, description: str, creation: dict[str, Any]) -> None:
-        body = {"kb_name": name, "description": description, "creation_settings": creation}
-        await self._call("POST", "/knowledge_bases", json=body)
+        await self._client.create_knowledge_base(
+            name, description=description, creation_settings=creation
+        )
 
     async def kb_exists(self, name: str) -> bool:
         try:
-            await self._call("GET", f"/knowledge_bases/{name}")
-        except RemoteError as exc:
-            if exc.remote_code == "not_found":
-                return False
-            raise
+            await self._client.get_knowledge_base(name)
+        except NotFoundError:
+            return False
         return True
 
     async def list_kbs(self) -> list[dict[str, Any]]:
-        kbs: list[dict[str, Any]] = await self._call("GET", "/knowledge_bases")
-        return kbs
+        return [dict(kb.raw) for kb in await self._client.list_knowledge_bases()]
 
     async def show_kb(self, name: str) -> dict[str, Any]:
-        info: dict[str, Any] = await self._call("GET", f"/knowledge_bases/{name}")
-        documents = await self._call(
-            "GET", "/documents", params={"kb_name": name, "limit": MAX_PAGE}
-        )
+        info = dict((await self._client.get_knowledge_base(name)).raw)
+        documents = await self._client.list_documents(name, limit=MAX_PAGE)
         info["document_list"] = [
             {
-                "document_id": d["document_id"],
-                "filename": d["filename"],
-                "status": d["status"],
-                "chunks": d["chunk_count"],
-                "error": d["error"],
+                "document_id": d.document_id,
+                "filename": d.filename,
+                "status": d.status,
+                "chunks": d.chunk_count,
+                "error": d.error,
             }
             for d in documents
         ]
         return info
 
     async def delete_kb(self, name: str) -> int:
-        return int((await self._call("DELETE", f"/knowledge_bases/{name}"))["documents"])
+        return int((await self._client.delete_knowledge_base(name))["documents"])
 
     async def submit(self, path: Path, kb: str, tags: list[str], name: str) -> dict[str, Any]:
         data = await asyncio.to_thread(path.read_bytes)
-        form = {"kb_name": kb, "tags": ",".join(tags)}
-        submission: dict[str, Any] = await self._call(
-            "POST", "/ingest", data=form, files={"file": (name, data)}
-        )
-        return submission
+        submission = await self._client.ingest(kb, data, filename=name, tags=tags)
+        return {
+            "job_id": submission.job_id,
+            "document_id": submission.document_id,
+            "status": submission.status,
+            "dedup_hit": submission.dedup_hit,
+        }
 
     async def task(self, job_id: str) -> dict[str, Any]:
-        task: dict[str, Any] = await self._call("GET", f"/tasks/{job_id}")
-        return task
+        task = await self._client.get_task(job_id)
+        return {"job_id": task.job_id, "status": task.status, "error": task.error}
 
     async def chunk_count(self, document_id: str) -> int:
-        return int((await self._call("GET", f"/documents/{document_id}"))["chunk_count"])
+        return (await self._client.get_document(document_id)).chunk_count
 
     async def settle(self) -> None:
         """The server flushes on its own when its queue drains."""

@@ -9,14 +9,13 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from eagle_rag.api.schemas import SearchBody
-from eagle_rag.cli.catalog import RemoteError, api_key, server_url
+from eagle_rag.cli.catalog import REMOTE_TIMEOUT_S, api_key, server_url
 from eagle_rag.cli.common import JsonOption, app, fail, running_app, settings_from_env
 from eagle_rag.errors import EagleError, InvalidInputError
 from eagle_rag.evaluation.beir import load_dataset
@@ -86,18 +85,23 @@ async def _local_search(body: SearchBody) -> dict[str, Any]:
 
 
 def _remote_search(url: str, body: SearchBody, settings: Any) -> dict[str, Any]:
-    key = api_key(settings)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    try:
-        payload = body.model_dump(mode="json", exclude_defaults=True)
-        response = httpx.post(url + "/search", json=payload, headers=headers, timeout=120)
-    except httpx.HTTPError as exc:
-        raise RemoteError("unreachable", f"{url} did not answer: {exc}", 0) from exc
-    if response.status_code >= 400:
-        error = response.json()
-        raise RemoteError(error.get("code", ""), error.get("message", ""), response.status_code)
-    result: dict[str, Any] = response.json()
-    return result
+    """The same search through the running server, with :mod:`eagle_rag.client`."""
+    from eagle_rag.client import EagleClient
+
+    with EagleClient(url, api_key=api_key(settings), timeout_s=REMOTE_TIMEOUT_S) as client:
+        result = client.search(
+            body.query,
+            body.scope(),
+            document_ids=body.document_ids,
+            tags=body.tags,
+            filters=body.filters,
+            top_k=body.top_k,
+            mode=body.mode,
+            rerank=body.rerank,
+            expand_parents=body.expand_parents,
+            token_budget=body.token_budget,
+        )
+    return dict(result.raw)
 
 
 def _print_sources(result: dict[str, Any]) -> None:

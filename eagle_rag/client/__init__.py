@@ -1,7 +1,8 @@
 """A typed Python client for Eagle-RAG's REST API, sync (:class:`EagleClient`) and async
 (:class:`AsyncEagleClient`): knowledge bases, ingest with progress, tasks, documents, search and
 answers (plain or streamed as typed events). Errors are the classes of :mod:`eagle_rag.errors`;
-429 and 503 answers are retried after ``Retry-After``. See docs/client.md.
+429 and 503 answers are retried after ``Retry-After``. See docs/integrations.md
+("Python client").
 """
 
 from eagle_rag.client.aio import AsyncEagleClient

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, TypeVar, Unpack
 
 import httpx
 
 from eagle_rag.client import calls
-from eagle_rag.client.calls import Call, FileLike, Mode
-from eagle_rag.client.errors import error_from_body
+from eagle_rag.client.calls import (
+    AnswerOptions,
+    Call,
+    Exchange,
+    FileLike,
+    KbScope,
+    SearchOptions,
+    UploadOptions,
+    finished_or_raise,
+    task_event,
+)
 from eagle_rag.client.models import (
     Answer,
     Document,
@@ -34,7 +43,7 @@ from eagle_rag.client.transport import (
     unreachable,
 )
 
-KbScope = str | Sequence[str] | None
+T = TypeVar("T")
 
 
 class AsyncEagleClient:
@@ -58,12 +67,7 @@ class AsyncEagleClient:
         self.config = config or ClientConfig.from_env(
             base_url=base_url, api_key=api_key, timeout_s=timeout_s, max_retries=max_retries
         )
-        self._http = httpx.AsyncClient(
-            base_url=self.config.url,
-            headers=self.config.headers(),
-            timeout=self.config.timeout_s,
-            transport=transport,
-        )
+        self._http = httpx.AsyncClient(transport=transport, **self.config.http_options())
         self._sleep = sleep
 
     async def __aenter__(self) -> AsyncEagleClient:
@@ -78,66 +82,44 @@ class AsyncEagleClient:
     # --- knowledge bases ----------------------------------------------------------------------
 
     async def list_knowledge_bases(self) -> list[KnowledgeBase]:
-        return [
-            KnowledgeBase.from_json(b) for b in await self._json(Call("GET", "/knowledge_bases"))
-        ]
+        return await self._run(calls.list_kbs())
 
     async def get_knowledge_base(self, kb_name: str) -> KnowledgeBase:
-        return KnowledgeBase.from_json(await self._json(Call("GET", f"/knowledge_bases/{kb_name}")))
+        return await self._run(calls.get_kb(kb_name))
 
     async def create_knowledge_base(self, kb_name: str, **options: Any) -> KnowledgeBase:
         """``options``: description, engine, creation_settings, retrieval_settings."""
-        return KnowledgeBase.from_json(await self._json(calls.create_kb_call(kb_name, **options)))
+        return await self._run(calls.create_kb(kb_name, **options))
 
     async def delete_knowledge_base(self, kb_name: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._json(Call("DELETE", f"/knowledge_bases/{kb_name}"))
-        return result
+        return await self._run(calls.delete_kb(kb_name))
 
     # --- ingest and tasks ---------------------------------------------------------------------
 
     async def ingest(
-        self,
-        kb_name: str,
-        file: FileLike | None = None,
-        *,
-        url: str | None = None,
-        filename: str | None = None,
-        mime_type: str | None = None,
-        tags: Sequence[str] = (),
-        metadata: Mapping[str, Any] | None = None,
+        self, kb_name: str, file: FileLike | None = None, **upload: Unpack[UploadOptions]
     ) -> Submission:
-        """Upload a file (path, bytes or binary file) or name a URL; returns the ingest job."""
-        call = calls.ingest_call(
-            kb_name,
-            file,
-            url=url,
-            filename=filename,
-            mime_type=mime_type,
-            tags=tags,
-            metadata=metadata,
-        )
-        return Submission.from_json(await self._json(call))
+        """Upload a file (path, bytes or binary file) or name a ``url``; returns the ingest job."""
+        return await self._run(calls.ingest(kb_name, file, **upload))
 
     async def get_task(self, job_id: str) -> Task:
-        return Task.from_json(await self._json(Call("GET", f"/tasks/{job_id}")))
+        return await self._run(calls.get_task(job_id))
 
     async def list_tasks(self, **filters: Any) -> list[Task]:
         """``filters``: ``kb_name``, ``status``, ``limit`` as ``GET /tasks`` takes them."""
-        return [Task.from_json(t) for t in await self._json(Call("GET", "/tasks", params=filters))]
+        return await self._run(calls.list_tasks(**filters))
 
     async def retry_task(self, job_id: str) -> Submission:
-        return Submission.from_json(await self._json(Call("POST", f"/tasks/{job_id}/retry")))
+        return await self._run(calls.retry_task(job_id))
 
     async def task_progress(self, job_id: str) -> AsyncIterator[Task]:
         """The task at each change of status, phase or progress (SSE), ending when it ends."""
-        async for name, data in self._events(Call("GET", f"/tasks/{job_id}/stream")):
-            if name in ("progress", "done"):
-                task = Task.from_json(data)
+        async for name, data in self._events(calls.task_stream(job_id)):
+            task = task_event(name, data)
+            if task is not None:
                 yield task
                 if task.finished:
                     return
-            elif name == "error":
-                raise error_from_body(0, data)
 
     async def wait_for_task(
         self,
@@ -153,15 +135,9 @@ class AsyncEagleClient:
             last = task
             if on_progress is not None:
                 on_progress(task)
-            if task.finished:
-                return task
-            if time.monotonic() > deadline:
+            if task.finished or time.monotonic() > deadline:
                 break
-        if last is not None and last.finished:
-            return last
-        from eagle_rag.errors import BackendUnavailableError
-
-        raise BackendUnavailableError(f"task {job_id} did not finish in {timeout_s:g} s")
+        return finished_or_raise(job_id, last, timeout_s)
 
     # --- documents ----------------------------------------------------------------------------
 
@@ -174,108 +150,61 @@ class AsyncEagleClient:
         limit: int = 100,
         offset: int = 0,
     ) -> list[Document]:
-        call = calls.documents_call(kb_name, status, tag, limit, offset)
-        return [Document.from_json(d) for d in await self._json(call)]
+        return await self._run(calls.list_documents(kb_name, status, tag, limit, offset))
 
     async def get_document(self, document_id: str) -> Document:
-        return Document.from_json(await self._json(Call("GET", f"/documents/{document_id}")))
+        return await self._run(calls.get_document(document_id))
 
     async def document_structure(self, document_id: str) -> dict[str, Any]:
-        body: dict[str, Any] = await self._json(Call("GET", f"/documents/{document_id}/structure"))
-        return dict(body["structure"])
+        return await self._run(calls.document_structure(document_id))
 
     async def document_chunks(self, document_id: str, *, limit: int = 1000) -> list[dict[str, Any]]:
-        call = Call("GET", f"/documents/{document_id}/chunks", params={"limit": limit})
-        return list((await self._json(call))["chunks"])
+        return await self._run(calls.document_chunks(document_id, limit))
 
     async def delete_document(self, document_id: str) -> bool:
-        return bool((await self._json(Call("DELETE", f"/documents/{document_id}")))["deleted"])
+        return await self._run(calls.delete_document(document_id))
 
     # --- search and answers -------------------------------------------------------------------
 
     async def search(
-        self,
-        query: str,
-        kb: KbScope = None,
-        *,
-        document_ids: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        filters: Mapping[str, Any] | None = None,
-        top_k: int | None = None,
-        mode: Mode | None = None,
-        rerank: bool | None = None,
-        with_images: bool | None = None,
-        score_threshold: float | None = None,
-        **options: Any,
+        self, query: str, kb: KbScope = None, **options: Unpack[SearchOptions]
     ) -> SearchResult:
         """Ranked evidence; ``kb`` is one KB name or several."""
-        scope = calls.scope_of(kb, document_ids=document_ids, tags=tags, filters=filters)
-        call = calls.search_call(
-            query,
-            scope,
-            top_k=top_k,
-            mode=mode,
-            rerank=rerank,
-            with_images=with_images,
-            score_threshold=score_threshold,
-            **options,
-        )
-        return SearchResult.from_json(await self._json(call))
+        return await self._run(calls.search(query, kb, **options))
 
     async def search_stream(
-        self, query: str, kb: KbScope = None, **options: Any
+        self, query: str, kb: KbScope = None, **options: Unpack[SearchOptions]
     ) -> AsyncIterator[SearchEvent]:
         """``step``*, ``sources``, then the result (``SearchDone``) or an ``ErrorEvent``."""
-        scope = calls.scope_of(kb, **calls.split_scope(options))
-        async for name, data in self._events(
-            calls.search_call(query, scope, stream=True, **options)
-        ):
+        async for name, data in self._events(calls.search_stream(query, kb, **options)):
             event = search_event(name, data)
             if event is not None:
                 yield event
 
     async def query(
-        self,
-        question: str,
-        kb: KbScope = None,
-        *,
-        session_id: str | None = None,
-        top_n: int | None = None,
-        language: Literal["zh", "en"] | None = None,
-        **options: Any,
+        self, question: str, kb: KbScope = None, **options: Unpack[AnswerOptions]
     ) -> Answer:
         """A cited answer; an error after acceptance (the model is down) raises as well."""
-        scope = calls.scope_of(kb, **calls.split_scope(options))
-        call = calls.query_call(
-            question, scope, session_id=session_id, top_n=top_n, language=language, **options
-        )
-        body = await self._json(call)
-        if "error" in body and "answer" not in body:
-            raise error_from_body(0, body["error"])
-        return Answer.from_json(body)
+        return await self._run(calls.answer(question, kb, **options))
 
     async def query_stream(
-        self, question: str, kb: KbScope = None, **options: Any
+        self, question: str, kb: KbScope = None, **options: Unpack[AnswerOptions]
     ) -> AsyncIterator[QueryEvent]:
         """``session``, ``step``*, ``sources``, ``token``*, then the answer or an error event."""
-        scope = calls.scope_of(kb, **calls.split_scope(options))
-        async for name, data in self._events(
-            calls.query_call(question, scope, stream=True, **options)
-        ):
+        async for name, data in self._events(calls.answer_stream(question, kb, **options)):
             event = query_event(name, data)
             if event is not None:
                 yield event
 
     async def health(self) -> dict[str, Any]:
         """``GET /health`` (a 503 ``down`` answer is returned, not raised)."""
-        response = await self._send(Call("GET", "/health"), retry=False)
-        body: dict[str, Any] = response.json()
+        body: dict[str, Any] = (await self._send(calls.HEALTH, retry=False)).json()
         return body
 
     # --- transport ----------------------------------------------------------------------------
 
-    async def _json(self, call: Call) -> Any:
-        return checked(await self._send(call))
+    async def _run(self, exchange: Exchange[T]) -> T:
+        return exchange.read(checked(await self._send(exchange.call)))
 
     async def _send(self, call: Call, *, retry: bool = True) -> httpx.Response:
         attempt = 0

@@ -1,22 +1,29 @@
-"""Each REST call once, as data: method, path and body, built from typed arguments.
+"""Each REST call once, as data: method, path and body, built from typed arguments, and how its
+answer is read (an :class:`Exchange`).
 
-Both clients send these; so the wire contract (field names, defaults left to the server) lives
-in one place.
+Both clients send these and read the answers with them, so the wire contract (field names,
+defaults left to the server, the typed results) lives in one place; a client method only sends
+an exchange, blocking or awaited. The keyword options are declared once, as TypedDicts, and the
+clients' methods take them with ``Unpack``.
 """
 
 from __future__ import annotations
 
 import json
 import mimetypes
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Generic, Literal, TypedDict, TypeVar, Unpack
 
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.client.errors import error_from_body
+from eagle_rag.client.models import Answer, Document, KnowledgeBase, SearchResult, Submission, Task
+from eagle_rag.errors import BackendUnavailableError, InvalidInputError
 
 Mode = Literal["dense", "sparse", "hybrid"]
 FileLike = str | Path | bytes | BinaryIO
+KbScope = str | Sequence[str] | None
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +51,56 @@ class Call:
         if self.headers:
             out["headers"] = dict(self.headers)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange(Generic[T]):
+    """A call and how its JSON answer becomes the typed result."""
+
+    call: Call
+    read: Callable[[Any], T]
+
+
+class ScopeOptions(TypedDict, total=False):
+    """Which documents a search or an answer looks at, besides its KBs."""
+
+    document_ids: Sequence[str] | None
+    tags: Sequence[str] | None
+    filters: Mapping[str, Any] | None
+
+
+class SearchOptions(ScopeOptions, total=False):
+    """``POST /search``'s options (docs/api.md); None leaves the server's default."""
+
+    top_k: int | None
+    mode: Mode | None
+    rerank: bool | None
+    expand_parents: bool | None
+    with_images: bool | None
+    token_budget: int | None
+    score_threshold: float | None
+
+
+class AnswerOptions(ScopeOptions, total=False):
+    """``POST /query``'s options (docs/api.md); None leaves the server's default."""
+
+    session_id: str | None
+    top_k: int | None
+    top_n: int | None
+    language: Literal["zh", "en"] | None
+    mode: Mode | None
+    rerank: bool | None
+    with_images: bool | None
+
+
+class UploadOptions(TypedDict, total=False):
+    """How an ingested file is named, typed, tagged and described."""
+
+    url: str | None
+    filename: str | None
+    mime_type: str | None
+    tags: Sequence[str]
+    metadata: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,3 +262,130 @@ def _read(file: FileLike, filename: str | None) -> tuple[str, bytes]:
 
 def _drop_none(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
+
+
+# --- the exchanges both clients send ------------------------------------------------------------
+
+
+def list_kbs() -> Exchange[list[KnowledgeBase]]:
+    return Exchange(Call("GET", "/knowledge_bases"), _each(KnowledgeBase.from_json))
+
+
+def get_kb(kb_name: str) -> Exchange[KnowledgeBase]:
+    return Exchange(Call("GET", f"/knowledge_bases/{kb_name}"), KnowledgeBase.from_json)
+
+
+def create_kb(kb_name: str, **options: Any) -> Exchange[KnowledgeBase]:
+    """``options``: description, engine, creation_settings, retrieval_settings."""
+    return Exchange(create_kb_call(kb_name, **options), KnowledgeBase.from_json)
+
+
+def delete_kb(kb_name: str) -> Exchange[dict[str, Any]]:
+    return Exchange(Call("DELETE", f"/knowledge_bases/{kb_name}"), dict)
+
+
+def ingest(
+    kb_name: str, file: FileLike | None = None, **upload: Unpack[UploadOptions]
+) -> Exchange[Submission]:
+    return Exchange(ingest_call(kb_name, file, **upload), Submission.from_json)
+
+
+def get_task(job_id: str) -> Exchange[Task]:
+    return Exchange(Call("GET", f"/tasks/{job_id}"), Task.from_json)
+
+
+def list_tasks(**filters: Any) -> Exchange[list[Task]]:
+    """``filters``: ``kb_name``, ``status``, ``limit`` as ``GET /tasks`` takes them."""
+    return Exchange(Call("GET", "/tasks", params=filters), _each(Task.from_json))
+
+
+def retry_task(job_id: str) -> Exchange[Submission]:
+    return Exchange(Call("POST", f"/tasks/{job_id}/retry"), Submission.from_json)
+
+
+def task_stream(job_id: str) -> Call:
+    return Call("GET", f"/tasks/{job_id}/stream")
+
+
+def list_documents(
+    kb_name: str | None, status: str | None, tag: str | None, limit: int, offset: int
+) -> Exchange[list[Document]]:
+    call = documents_call(kb_name, status, tag, limit, offset)
+    return Exchange(call, _each(Document.from_json))
+
+
+def get_document(document_id: str) -> Exchange[Document]:
+    return Exchange(Call("GET", f"/documents/{document_id}"), Document.from_json)
+
+
+def document_structure(document_id: str) -> Exchange[dict[str, Any]]:
+    call = Call("GET", f"/documents/{document_id}/structure")
+    return Exchange(call, lambda body: dict(body["structure"]))
+
+
+def document_chunks(document_id: str, limit: int) -> Exchange[list[dict[str, Any]]]:
+    call = Call("GET", f"/documents/{document_id}/chunks", params={"limit": limit})
+    return Exchange(call, lambda body: list(body["chunks"]))
+
+
+def delete_document(document_id: str) -> Exchange[bool]:
+    return Exchange(Call("DELETE", f"/documents/{document_id}"), lambda body: bool(body["deleted"]))
+
+
+def search(
+    query: str, kb: KbScope = None, **options: Unpack[SearchOptions]
+) -> Exchange[SearchResult]:
+    return Exchange(_search(query, kb, options, stream=False), SearchResult.from_json)
+
+
+def search_stream(query: str, kb: KbScope = None, **options: Unpack[SearchOptions]) -> Call:
+    return _search(query, kb, options, stream=True)
+
+
+def answer(question: str, kb: KbScope = None, **options: Unpack[AnswerOptions]) -> Exchange[Answer]:
+    return Exchange(_query(question, kb, options, stream=False), _answer)
+
+
+def answer_stream(question: str, kb: KbScope = None, **options: Unpack[AnswerOptions]) -> Call:
+    return _query(question, kb, options, stream=True)
+
+
+HEALTH = Call("GET", "/health")
+
+
+def _search(query: str, kb: KbScope, options: SearchOptions, *, stream: bool) -> Call:
+    rest: dict[str, Any] = dict(options)
+    return search_call(query, scope_of(kb, **split_scope(rest)), stream=stream, **rest)
+
+
+def _query(question: str, kb: KbScope, options: AnswerOptions, *, stream: bool) -> Call:
+    rest: dict[str, Any] = dict(options)
+    return query_call(question, scope_of(kb, **split_scope(rest)), stream=stream, **rest)
+
+
+def _answer(body: Any) -> Answer:
+    """An error after acceptance (the model is down) comes in a 200 body: raise it too."""
+    if "error" in body and "answer" not in body:
+        raise error_from_body(0, body["error"])
+    return Answer.from_json(body)
+
+
+def _each(read: Callable[[Any], T]) -> Callable[[Any], list[T]]:
+    return lambda body: [read(item) for item in body]
+
+
+def task_event(name: str, data: Any) -> Task | None:
+    """A task stream's event as the task it reports (None: an event to skip); an ``error``
+    event raises its error."""
+    if name in ("progress", "done"):
+        return Task.from_json(data)
+    if name == "error":
+        raise error_from_body(0, data)
+    return None
+
+
+def finished_or_raise(job_id: str, last: Task | None, timeout_s: float) -> Task:
+    """The task once it has finished; a task still running at the deadline is an error."""
+    if last is not None and last.finished:
+        return last
+    raise BackendUnavailableError(f"task {job_id} did not finish in {timeout_s:g} s")

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, TypeVar, Unpack
 
 import httpx
 
 from eagle_rag.client import calls
-from eagle_rag.client.calls import Call, FileLike, Mode
-from eagle_rag.client.errors import error_from_body
+from eagle_rag.client.calls import (
+    AnswerOptions,
+    Call,
+    Exchange,
+    FileLike,
+    KbScope,
+    SearchOptions,
+    UploadOptions,
+    finished_or_raise,
+    task_event,
+)
 from eagle_rag.client.models import (
     Answer,
     Document,
@@ -33,7 +42,7 @@ from eagle_rag.client.transport import (
     unreachable,
 )
 
-KbScope = str | Sequence[str] | None
+T = TypeVar("T")
 
 
 class EagleClient:
@@ -57,12 +66,7 @@ class EagleClient:
         self.config = config or ClientConfig.from_env(
             base_url=base_url, api_key=api_key, timeout_s=timeout_s, max_retries=max_retries
         )
-        self._http = httpx.Client(
-            base_url=self.config.url,
-            headers=self.config.headers(),
-            timeout=self.config.timeout_s,
-            transport=transport,
-        )
+        self._http = httpx.Client(transport=transport, **self.config.http_options())
         self._sleep = sleep
 
     def __enter__(self) -> EagleClient:
@@ -77,64 +81,44 @@ class EagleClient:
     # --- knowledge bases ----------------------------------------------------------------------
 
     def list_knowledge_bases(self) -> list[KnowledgeBase]:
-        return [KnowledgeBase.from_json(b) for b in self._json(Call("GET", "/knowledge_bases"))]
+        return self._run(calls.list_kbs())
 
     def get_knowledge_base(self, kb_name: str) -> KnowledgeBase:
-        return KnowledgeBase.from_json(self._json(Call("GET", f"/knowledge_bases/{kb_name}")))
+        return self._run(calls.get_kb(kb_name))
 
     def create_knowledge_base(self, kb_name: str, **options: Any) -> KnowledgeBase:
         """``options``: description, engine, creation_settings, retrieval_settings."""
-        return KnowledgeBase.from_json(self._json(calls.create_kb_call(kb_name, **options)))
+        return self._run(calls.create_kb(kb_name, **options))
 
     def delete_knowledge_base(self, kb_name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._json(Call("DELETE", f"/knowledge_bases/{kb_name}"))
-        return result
+        return self._run(calls.delete_kb(kb_name))
 
     # --- ingest and tasks ---------------------------------------------------------------------
 
     def ingest(
-        self,
-        kb_name: str,
-        file: FileLike | None = None,
-        *,
-        url: str | None = None,
-        filename: str | None = None,
-        mime_type: str | None = None,
-        tags: Sequence[str] = (),
-        metadata: Mapping[str, Any] | None = None,
+        self, kb_name: str, file: FileLike | None = None, **upload: Unpack[UploadOptions]
     ) -> Submission:
-        """Upload a file (path, bytes or binary file) or name a URL; returns the ingest job."""
-        call = calls.ingest_call(
-            kb_name,
-            file,
-            url=url,
-            filename=filename,
-            mime_type=mime_type,
-            tags=tags,
-            metadata=metadata,
-        )
-        return Submission.from_json(self._json(call))
+        """Upload a file (path, bytes or binary file) or name a ``url``; returns the ingest job."""
+        return self._run(calls.ingest(kb_name, file, **upload))
 
     def get_task(self, job_id: str) -> Task:
-        return Task.from_json(self._json(Call("GET", f"/tasks/{job_id}")))
+        return self._run(calls.get_task(job_id))
 
     def list_tasks(self, **filters: Any) -> list[Task]:
         """``filters``: ``kb_name``, ``status``, ``limit`` as ``GET /tasks`` takes them."""
-        return [Task.from_json(t) for t in self._json(Call("GET", "/tasks", params=filters))]
+        return self._run(calls.list_tasks(**filters))
 
     def retry_task(self, job_id: str) -> Submission:
-        return Submission.from_json(self._json(Call("POST", f"/tasks/{job_id}/retry")))
+        return self._run(calls.retry_task(job_id))
 
     def task_progress(self, job_id: str) -> Iterator[Task]:
         """The task at each change of status, phase or progress (SSE), ending when it ends."""
-        for name, data in self._events(Call("GET", f"/tasks/{job_id}/stream")):
-            if name in ("progress", "done"):
-                task = Task.from_json(data)
+        for name, data in self._events(calls.task_stream(job_id)):
+            task = task_event(name, data)
+            if task is not None:
                 yield task
                 if task.finished:
                     return
-            elif name == "error":
-                raise error_from_body(0, data)
 
     def wait_for_task(
         self,
@@ -150,15 +134,9 @@ class EagleClient:
             last = task
             if on_progress is not None:
                 on_progress(task)
-            if task.finished:
-                return task
-            if time.monotonic() > deadline:
+            if task.finished or time.monotonic() > deadline:
                 break
-        if last is not None and last.finished:
-            return last
-        from eagle_rag.errors import BackendUnavailableError
-
-        raise BackendUnavailableError(f"task {job_id} did not finish in {timeout_s:g} s")
+        return finished_or_raise(job_id, last, timeout_s)
 
     # --- documents ----------------------------------------------------------------------------
 
@@ -171,104 +149,59 @@ class EagleClient:
         limit: int = 100,
         offset: int = 0,
     ) -> list[Document]:
-        call = calls.documents_call(kb_name, status, tag, limit, offset)
-        return [Document.from_json(d) for d in self._json(call)]
+        return self._run(calls.list_documents(kb_name, status, tag, limit, offset))
 
     def get_document(self, document_id: str) -> Document:
-        return Document.from_json(self._json(Call("GET", f"/documents/{document_id}")))
+        return self._run(calls.get_document(document_id))
 
     def document_structure(self, document_id: str) -> dict[str, Any]:
-        body: dict[str, Any] = self._json(Call("GET", f"/documents/{document_id}/structure"))
-        return dict(body["structure"])
+        return self._run(calls.document_structure(document_id))
 
     def document_chunks(self, document_id: str, *, limit: int = 1000) -> list[dict[str, Any]]:
-        call = Call("GET", f"/documents/{document_id}/chunks", params={"limit": limit})
-        return list(self._json(call)["chunks"])
+        return self._run(calls.document_chunks(document_id, limit))
 
     def delete_document(self, document_id: str) -> bool:
-        return bool(self._json(Call("DELETE", f"/documents/{document_id}"))["deleted"])
+        return self._run(calls.delete_document(document_id))
 
     # --- search and answers -------------------------------------------------------------------
 
     def search(
-        self,
-        query: str,
-        kb: KbScope = None,
-        *,
-        document_ids: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        filters: Mapping[str, Any] | None = None,
-        top_k: int | None = None,
-        mode: Mode | None = None,
-        rerank: bool | None = None,
-        with_images: bool | None = None,
-        score_threshold: float | None = None,
-        **options: Any,
+        self, query: str, kb: KbScope = None, **options: Unpack[SearchOptions]
     ) -> SearchResult:
         """Ranked evidence; ``kb`` is one KB name or several."""
-        scope = calls.scope_of(kb, document_ids=document_ids, tags=tags, filters=filters)
-        call = calls.search_call(
-            query,
-            scope,
-            top_k=top_k,
-            mode=mode,
-            rerank=rerank,
-            with_images=with_images,
-            score_threshold=score_threshold,
-            **options,
-        )
-        return SearchResult.from_json(self._json(call))
+        return self._run(calls.search(query, kb, **options))
 
     def search_stream(
-        self, query: str, kb: KbScope = None, **options: Any
+        self, query: str, kb: KbScope = None, **options: Unpack[SearchOptions]
     ) -> Iterator[SearchEvent]:
         """``step``*, ``sources``, then the result (``SearchDone``) or an ``ErrorEvent``."""
-        scope = calls.scope_of(kb, **calls.split_scope(options))
-        for name, data in self._events(calls.search_call(query, scope, stream=True, **options)):
+        for name, data in self._events(calls.search_stream(query, kb, **options)):
             event = search_event(name, data)
             if event is not None:
                 yield event
 
-    def query(
-        self,
-        question: str,
-        kb: KbScope = None,
-        *,
-        session_id: str | None = None,
-        top_n: int | None = None,
-        language: Literal["zh", "en"] | None = None,
-        **options: Any,
-    ) -> Answer:
+    def query(self, question: str, kb: KbScope = None, **options: Unpack[AnswerOptions]) -> Answer:
         """A cited answer; an error after acceptance (the model is down) raises as well."""
-        scope = calls.scope_of(kb, **calls.split_scope(options))
-        call = calls.query_call(
-            question, scope, session_id=session_id, top_n=top_n, language=language, **options
-        )
-        body = self._json(call)
-        if "error" in body and "answer" not in body:
-            raise error_from_body(0, body["error"])
-        return Answer.from_json(body)
+        return self._run(calls.answer(question, kb, **options))
 
     def query_stream(
-        self, question: str, kb: KbScope = None, **options: Any
+        self, question: str, kb: KbScope = None, **options: Unpack[AnswerOptions]
     ) -> Iterator[QueryEvent]:
         """``session``, ``step``*, ``sources``, ``token``*, then the answer or an error event."""
-        scope = calls.scope_of(kb, **calls.split_scope(options))
-        for name, data in self._events(calls.query_call(question, scope, stream=True, **options)):
+        for name, data in self._events(calls.answer_stream(question, kb, **options)):
             event = query_event(name, data)
             if event is not None:
                 yield event
 
     def health(self) -> dict[str, Any]:
         """``GET /health`` (a 503 ``down`` answer is returned, not raised)."""
-        response = self._send(Call("GET", "/health"), retry=False)
-        body: dict[str, Any] = response.json()
+        body: dict[str, Any] = self._send(calls.HEALTH, retry=False).json()
         return body
 
     # --- transport ----------------------------------------------------------------------------
 
-    def _json(self, call: Call) -> Any:
-        return checked(self._send(call))
+    def _run(self, exchange: Exchange[T]) -> T:
+        return exchange.read(checked(self._send(exchange.call)))
 
     def _send(self, call: Call, *, retry: bool = True) -> httpx.Response:
         attempt = 0

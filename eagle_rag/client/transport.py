@@ -57,6 +57,10 @@ class ClientConfig:
         if self.max_retries < 0 or self.timeout_s <= 0:
             raise InvalidInputError("max_retries must be >= 0 and timeout_s > 0")
 
+    def http_options(self) -> dict[str, Any]:
+        """What both clients' httpx client is built with."""
+        return {"base_url": self.url, "headers": self.headers(), "timeout": self.timeout_s}
+
     @property
     def url(self) -> str:
         return self.base_url.rstrip("/")

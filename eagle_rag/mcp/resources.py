@@ -19,6 +19,7 @@ from eagle_rag.api.security import Caller
 
 if TYPE_CHECKING:
     from eagle_rag.bootstrap import EagleApp
+    from eagle_rag.db.repositories.bundle import Repositories
 
 JSON = "application/json"
 MAX_LISTED = 500  # the catalog's page size (documents.MAX_PAGE)
@@ -26,8 +27,12 @@ MAX_LISTED = 500  # the catalog's page size (documents.MAX_PAGE)
 
 def register_resources(server: FastMCP, app: EagleApp, caller: Callable[[], Caller]) -> None:
     """Add Core's resources; each read admits the caller as the tools do."""
-    repos = app.repositories
+    _register_kb_list(server, app.repositories, caller)
+    _register_kb(server, app.repositories, caller)
+    _register_structure(server, app.repositories, caller)
 
+
+def _register_kb_list(server: FastMCP, repos: Repositories, caller: Callable[[], Caller]) -> None:
     @server.resource(
         "eagle://knowledge_bases",
         name="knowledge_bases",
@@ -52,6 +57,8 @@ def register_resources(server: FastMCP, app: EagleApp, caller: Callable[[], Call
 
         return await asyncio.to_thread(load)
 
+
+def _register_kb(server: FastMCP, repos: Repositories, caller: Callable[[], Caller]) -> None:
     @server.resource(
         "eagle://knowledge_bases/{kb_name}",
         name="knowledge_base",
@@ -83,6 +90,8 @@ def register_resources(server: FastMCP, app: EagleApp, caller: Callable[[], Call
 
         return await asyncio.to_thread(load)
 
+
+def _register_structure(server: FastMCP, repos: Repositories, caller: Callable[[], Caller]) -> None:
     @server.resource(
         "eagle://documents/{document_id}/structure",
         name="document_structure",

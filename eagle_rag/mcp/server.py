@@ -144,14 +144,8 @@ class CoreTools:
             float | None, Field(ge=0, le=1, description="Drop passages of lower relevance.")
         ] = None,
     ) -> dict[str, Any]:
-        options = RetrievalOptions.checked(
-            kb_name=kb_name,
-            kb_names=kb_names,
-            tags=tags,
-            document_ids=document_ids,
-            filters=filters,
-            top_k=top_k,
-            mode=mode,
+        options = _options(
+            kb_name, kb_names, tags, document_ids, filters=filters, top_k=top_k, mode=mode
         )
         pack = await self._search(query, options)
         result = search_response(pack, score_threshold=score_threshold)
@@ -169,14 +163,7 @@ class CoreTools:
             bool, Field(description="Send each picture as image content (false: anchors only).")
         ] = True,
     ) -> ToolResult:
-        options = RetrievalOptions.checked(
-            kb_name=kb_name,
-            kb_names=kb_names,
-            tags=tags,
-            document_ids=document_ids,
-            top_k=top_k,
-            with_images=True,
-        )
+        options = _options(kb_name, kb_names, tags, document_ids, top_k=top_k, with_images=True)
         pack = await self._search(query, options)
         objects = self._app.objects
         return await asyncio.to_thread(visual_result, pack, objects, with_images=include_images)
@@ -193,14 +180,8 @@ class CoreTools:
         document_ids: DocumentIds = None,
     ) -> dict[str, Any]:
         who = self.caller()
-        options = RetrievalOptions.checked(
-            kb_name=kb_name,
-            kb_names=kb_names,
-            tags=tags,
-            document_ids=document_ids,
-            filters=filters,
-            top_k=self._app.settings.generation.top_k,
-        )
+        top_k = self._app.settings.generation.top_k
+        options = _options(kb_name, kb_names, tags, document_ids, filters=filters, top_k=top_k)
         who.check_kbs(options.scope())
         request = AnswerRequest(options.query_request(question), top_n=top_n, session_id=session_id)
         await asyncio.to_thread(self._app.answers.validate, request)
@@ -267,6 +248,20 @@ class CoreTools:
         return await self._app.retrieval.search(
             options.query_request(query), allowed_kbs=who.kb_names
         )
+
+
+def _options(
+    kb_name: str | None,
+    kb_names: list[str] | None,
+    tags: list[str] | None,
+    document_ids: list[str] | None,
+    **search: Any,
+) -> RetrievalOptions:
+    """The request model from a tool's scope arguments (as REST takes them) and its own search
+    fields; a bad value is an InvalidInputError naming the field."""
+    return RetrievalOptions.checked(
+        kb_name=kb_name, kb_names=kb_names, tags=tags, document_ids=document_ids, **search
+    )
 
 
 def _decode(content: str) -> bytes:

@@ -115,36 +115,19 @@ def normalized_fuse(
     """
     _check(lists, head)
     lists = _deduped(lists)
-    head_floors: list[float] = []
-    full_floors: list[float] = []
-    scales: list[Callable[[float], float]] = []
-    for ranked in lists:
-        unique = ranked.hits
-        top = unique[: head or len(unique)]
-        scale = _scale(top, ranked.zero)
-        scales.append(scale)
-        if not unique:  # an empty list votes for nothing
-            head_floors.append(0.0)
-            full_floors.append(0.0)
-        elif ranked.zero is not None and head is not None and len(unique) < head:
-            # Every search asks for at least a head: a shorter list found nothing else at all.
-            head_floors.append(scale(ranked.zero))
-            full_floors.append(scale(ranked.zero))
-        else:
-            head_floors.append(scale(top[-1].score))
-            full_floors.append(scale(unique[-1].score))
+    scaled = [_rescaled(ranked, head) for ranked in lists]
 
     # Imputing a missing item at the list's floor adds that floor to every item alike, so each
     # list votes only its excess over the floor; the common part is added back at the end.
     def head_vote(index: int, rank: int, hit: RetrievedHit) -> float:
-        return lists[index].weight * (scales[index](hit.score) - head_floors[index])
+        return lists[index].weight * (scaled[index].scale(hit.score) - scaled[index].head_floor)
 
     def full_vote(index: int, rank: int, hit: RetrievedHit) -> float:
-        return lists[index].weight * (scales[index](hit.score) - full_floors[index])
+        return lists[index].weight * (scaled[index].scale(hit.score) - scaled[index].full_floor)
 
     offsets = (
-        sum(r.weight * f for r, f in zip(lists, head_floors, strict=True)),
-        sum(r.weight * f for r, f in zip(lists, full_floors, strict=True)),
+        sum(r.weight * s.head_floor for r, s in zip(lists, scaled, strict=True)),
+        sum(r.weight * s.full_floor for r, s in zip(lists, scaled, strict=True)),
     )
     return _fuse(
         lists,
@@ -155,6 +138,28 @@ def normalized_fuse(
         offsets=offsets,
         relevance=plan_relevance(lists, head),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Rescaled:
+    """One deduped list's rescaling for :func:`normalized_fuse`, and what an item it missed
+    scores on that scale, for the head's order and for the full lists' order."""
+
+    scale: Callable[[float], float]
+    head_floor: float
+    full_floor: float
+
+
+def _rescaled(ranked: RankedList, head: int | None) -> _Rescaled:
+    unique = ranked.hits
+    top = unique[: head or len(unique)]
+    scale = _scale(top, ranked.zero)
+    if not unique:  # an empty list votes for nothing
+        return _Rescaled(scale, 0.0, 0.0)
+    if ranked.zero is not None and head is not None and len(unique) < head:
+        # Every search asks for at least a head: a shorter list found nothing else at all.
+        return _Rescaled(scale, scale(ranked.zero), scale(ranked.zero))
+    return _Rescaled(scale, scale(top[-1].score), scale(unique[-1].score))
 
 
 def plan_relevance(lists: Sequence[RankedList], head: int | None) -> dict[Hashable, float]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from eagle_rag.cli import app
 from tests.api.server import RunningServer, running_server
+from tests.http_fakes import json_answer, serve
 from tests.ingest import documents as docs
 
 runner = CliRunner()
@@ -87,3 +89,31 @@ def test_remote_errors_are_reported(env: dict[str, str]) -> None:
     assert asked.exit_code == 1 and "not found" in asked.output
     found = runner.invoke(app, ["search", "x", "--kb", "nope"], env=env)
     assert found.exit_code == 2 and "not found" in found.output
+
+
+def test_remote_search_goes_through_the_client(tmp_path: Path) -> None:
+    """A proxy in front of the server answers 503 once: the CLI retries after its Retry-After,
+    as eagle_rag.client does, and sends the REST body the client builds."""
+    answers = [
+        json_answer(
+            503, {"code": "backend_unavailable", "message": "warming up"}, **{"Retry-After": "0"}
+        )
+    ]
+    empty = {"query": "q", "kb_names": ["a"], "sources": {"text": [], "image": []}, "steps": []}
+
+    def handler(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        return answers.pop(0) if answers else json_answer(200, empty)
+
+    env = {"EAGLE_DATA_DIR": str(tmp_path / "unused"), "EAGLE_API_KEY": "proxy-key"}
+    with serve(handler) as (url, recorded):
+        found = runner.invoke(
+            app, ["search", "q", "--kb", "a", "--top-k", "3", "--server", url], env=env
+        )
+    assert found.exit_code == 0, found.output
+    assert "no passages found" in found.stdout
+    assert len(recorded.requests) == 2
+    path, body, headers = recorded.requests[-1]
+    assert path == "/search" and headers["authorization"] == "Bearer proxy-key"
+    assert body["kb_names"] == ["a"] and body["top_k"] == 3 and body["mode"] == "hybrid"
+    assert headers["user-agent"].startswith("eagle-rag-client")
+    assert not (tmp_path / "unused").exists()

@@ -19,9 +19,10 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from eagle_rag.api.dify_conditions import Condition, matches, pushed_down
+from eagle_rag.api.documented import json_body, read_body
 from eagle_rag.api.schemas import KB_NAME
 from eagle_rag.api.security import NAMESPACE_HEADER, Gatekeeper
 from eagle_rag.bootstrap import EagleApp
@@ -64,18 +65,58 @@ class DifyRetrieval(BaseModel):
     metadata_condition: MetadataCondition | None = None
 
 
-@router.post("/retrieval")
+class DifyRecord(BaseModel):
+    """One passage as Dify reads it."""
+
+    content: str
+    score: float = Field(ge=0.0, le=1.0, description="The relevance in [0, 1] (retrieval.md).")
+    title: str = Field(description="The document's file name.")
+    metadata: dict[str, Any] = Field(
+        description="The passage's path, page_nums, document_id, chunk_id, kb_name and type, "
+        "and the document's own metadata."
+    )
+
+
+class DifyRecords(BaseModel):
+    records: list[DifyRecord]
+
+
+class DifyError(BaseModel):
+    """Dify's error shape: 1001 a malformed Authorization header, 1002 an unknown key or a KB
+    outside it, 2001 an unknown KB; 3001 a malformed body, 4290 rate limited, 5001 a backend
+    that did not answer."""
+
+    error_code: int = Field(examples=[2001])
+    error_msg: str
+
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": DifyRecords, "description": "The passages, best first"},
+    **{
+        status: {"model": DifyError, "description": description}
+        for status, description in (
+            (400, "3001: the body is not Dify's request"),
+            (403, "1001 or 1002: the Authorization header or the key"),
+            (404, "2001: the knowledge does not exist"),
+            (429, "4290: rate limited (Retry-After)"),
+            (503, "5001: a backend did not answer"),
+        )
+    },
+}
+
+
+@router.post("/retrieval", responses=_RESPONSES, openapi_extra=json_body(DifyRetrieval))
 async def retrieval(request: Request) -> JSONResponse:
     """Dify's External Knowledge API (see the module docstring)."""
     app: EagleApp = request.app.state.eagle
     gate: Gatekeeper = request.app.state.gate
     try:
         allowed = _admit(gate, request)
-        body = _parse(await request.body())
+        body = read_body(DifyRetrieval, await request.body())
         records = await _records(app, body, allowed)
     except EagleError as exc:
         return _dify_error(exc)
-    return JSONResponse({"records": records})
+    return JSONResponse(DifyRecords(records=records).model_dump(mode="json"))
 
 
 def _admit(gate: Gatekeeper, request: Request) -> frozenset[str] | None:
@@ -92,7 +133,7 @@ def _admit(gate: Gatekeeper, request: Request) -> frozenset[str] | None:
 
 async def _records(
     app: EagleApp, body: DifyRetrieval, allowed: frozenset[str] | None
-) -> list[dict[str, Any]]:
+) -> list[DifyRecord]:
     kb = body.knowledge_id
     await _known_kb(app, kb)
     if allowed is not None and kb not in allowed:
@@ -126,13 +167,13 @@ def _test(conditions: list[Condition], operator: str) -> Callable[[dict[str, Any
     return lambda metadata: combine(matches(c, metadata) for c in conditions)
 
 
-def _record(source: dict[str, Any]) -> dict[str, Any]:
+def _record(source: dict[str, Any]) -> DifyRecord:
     own = {k: v for k, v in source["metadata"].items() if k not in ("boxes",)}
-    return {
-        "content": source["content"],
-        "score": source["score"],
-        "title": source["filename"],
-        "metadata": {
+    return DifyRecord(
+        content=source["content"],
+        score=source["score"],
+        title=source["filename"],
+        metadata={
             **own,
             "path": source["path"],
             "page_nums": source["page_nums"],
@@ -141,16 +182,7 @@ def _record(source: dict[str, Any]) -> dict[str, Any]:
             "kb_name": source["kb_name"],
             "type": source["type"],
         },
-    }
-
-
-def _parse(raw: bytes) -> DifyRetrieval:
-    try:
-        return DifyRetrieval.model_validate_json(raw or b"{}")
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InvalidInputError(f"{where or 'body'}: {first['msg']}", field=where) from exc
+    )
 
 
 class _AuthHeaderError(AuthenticationError):

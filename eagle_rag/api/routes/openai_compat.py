@@ -16,14 +16,26 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eagle_rag.api.deps import caller
+from eagle_rag.api.documented import inlined, json_body, read_body
 from eagle_rag.api.errors import status_for
+from eagle_rag.api.openai_schemas import (
+    AssistantMessage,
+    ChatCompletion,
+    ChatCompletionBody,
+    ChatCompletionChunk,
+    Choice,
+    EagleExtra,
+    ModelList,
+    ModelOut,
+    OpenAIError,
+    Usage,
+)
 from eagle_rag.api.schemas import KB_NAME
 from eagle_rag.api.security import Caller
 from eagle_rag.bootstrap import EagleApp
@@ -33,50 +45,32 @@ from eagle_rag.generation.engine import AnswerRequest
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 MODEL_PREFIX = "eagle:"
-MAX_MESSAGES = 200
 
 
-class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = None
-
-    def text(self) -> str:
-        """The message's text (text parts of a multi-part content, joined)."""
-        if isinstance(self.content, str):
-            return self.content
-        parts = self.content or []
-        return "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
-
-
-class EagleOptions(BaseModel):
-    """Eagle-RAG's own options, sent as ``extra_body={"eagle": {...}}``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    session_id: str | None = Field(default=None, max_length=64)
-    top_k: int | None = Field(default=None, ge=1, le=100)
-    top_n: int | None = Field(default=None, ge=1, le=20)
-    filters: dict[str, Any] = Field(default_factory=dict)
-    tags: list[str] = Field(default_factory=list, max_length=100)
-    document_ids: list[str] = Field(default_factory=list, max_length=1000)
-    language: Literal["zh", "en"] | None = None
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": OpenAIError, "description": description}
+    for status, description in (
+        (400, "A malformed request (OpenAI's invalid_request_error)"),
+        (401, "No or an unknown API key"),
+        (403, "The key may not use a knowledge base the model names"),
+        (404, "An unknown model (a KB that does not exist)"),
+        (429, "Rate limited (Retry-After)"),
+        (502, "The chat model answered with an error"),
+        (503, "A backend (chat model, vector store) did not answer"),
+    )
+}
+_COMPLETION_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "model": ChatCompletion,
+        "description": "The answer; with `stream: true`, `text/event-stream` of chunks, then "
+        "`data: [DONE]`.",
+        "content": {"text/event-stream": {"schema": inlined(ChatCompletionChunk)}},
+    },
+    **_ERRORS,
+}
 
 
-class ChatCompletionBody(BaseModel):
-    # Sampling fields (temperature, max_tokens, ...) are accepted and left to Eagle-RAG's model.
-    model_config = ConfigDict(extra="allow")
-
-    model: str = Field(min_length=1, max_length=2000)
-    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
-    stream: bool = False
-    n: int = Field(default=1, ge=1, le=1)
-    stream_options: dict[str, Any] | None = None
-    eagle: EagleOptions = Field(default_factory=EagleOptions)
-
-
-@router.get("/models")
+@router.get("/models", responses={200: {"model": ModelList}, **_ERRORS})
 async def list_models(request: Request) -> JSONResponse:
     """``eagle:<kb>`` for each knowledge base the caller may use."""
     try:
@@ -86,10 +80,10 @@ async def list_models(request: Request) -> JSONResponse:
     except EagleError as exc:
         return _error(exc)
     data = [_model(kb.name, kb.created_at.timestamp()) for kb in kbs if _visible(who, kb.name)]
-    return JSONResponse({"object": "list", "data": data})
+    return JSONResponse(ModelList(data=data).model_dump(mode="json"))
 
 
-@router.get("/models/{model}")
+@router.get("/models/{model}", responses={200: {"model": ModelOut}, **_ERRORS})
 async def get_model(model: str, request: Request) -> JSONResponse:
     try:
         who = await caller(request)
@@ -100,15 +94,20 @@ async def get_model(model: str, request: Request) -> JSONResponse:
     except EagleError as exc:
         return _error(exc)
     created = max(kb.created_at.timestamp() for kb in kbs)
-    return JSONResponse(_model("+".join(names), created))
+    return JSONResponse(_model("+".join(names), created).model_dump(mode="json"))
 
 
-@router.post("/chat/completions")
+@router.post(
+    "/chat/completions",
+    response_model=None,
+    responses=_COMPLETION_RESPONSES,
+    openapi_extra=json_body(ChatCompletionBody),
+)
 async def chat_completions(request: Request) -> Any:
     """A grounded, cited answer to the last user message, plain or streamed."""
     try:
         who = await caller(request)
-        body = _parse(await request.body())
+        body = read_body(ChatCompletionBody, await request.body())
         app: EagleApp = request.app.state.eagle
         names = kb_names_of(body.model)
         who.check_kbs(names)
@@ -153,14 +152,15 @@ class Completion:
         result = await self._app.answers.answer(self._request, allowed_kbs=self._who.kb_names)
         if "answer" not in result:
             return _error(_failure(result.get("error") or {}))
-        message = {"role": "assistant", "content": result["answer"]}
-        body = {
-            **self._head("chat.completion"),
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": self._usage(result),
-            "eagle": _extra(result),
-        }
-        return JSONResponse(body)
+        body = ChatCompletion(
+            id=self.id,
+            created=self.created,
+            model=self._model,
+            choices=[Choice(message=AssistantMessage(content=result["answer"]))],
+            usage=Usage(**self._usage(result)),
+            eagle=EagleExtra(**_extra(result)),
+        )
+        return JSONResponse(body.model_dump(mode="json"))
 
     async def chunks(self, *, include_usage: bool) -> AsyncIterator[str]:
         yield self._chunk({"role": "assistant", "content": ""})
@@ -228,15 +228,6 @@ def _answer_request(app: EagleApp, body: ChatCompletionBody, names: tuple[str, .
     )
 
 
-def _parse(raw: bytes) -> ChatCompletionBody:
-    try:
-        return ChatCompletionBody.model_validate_json(raw or b"{}")
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InvalidInputError(f"{where or 'body'}: {first['msg']}", field=where) from exc
-
-
 def _extra(result: dict[str, Any]) -> dict[str, Any]:
     """The documented extra field: what ``[n]`` in the text refers to, and the session."""
     return {
@@ -246,13 +237,8 @@ def _extra(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _model(name: str, created: float) -> dict[str, Any]:
-    return {
-        "id": f"{MODEL_PREFIX}{name}",
-        "object": "model",
-        "created": int(created),
-        "owned_by": "eagle-rag",
-    }
+def _model(name: str, created: float) -> ModelOut:
+    return ModelOut(id=f"{MODEL_PREFIX}{name}", created=int(created))
 
 
 def _visible(who: Caller, kb_name: str) -> bool:

@@ -193,6 +193,7 @@ class IngestRunRepository(NamespacedRepository):
         tag_list = sorted({validate_tag(t) for t in tags})
         now = utcnow()
         document = {
+            **_pending_document_defaults(),
             "id": document_id,
             "plugin_namespace": self.namespace,
             "kb_name": kb_name,
@@ -200,61 +201,15 @@ class IngestRunRepository(NamespacedRepository):
             "mime_type": mime_type,
             "sha256": sha256,
             "size": size,
-            "pages": None,
-            "status": "pending",
-            "pipeline": None,
             "object_key": object_key,
             "source_url": source_url,
-            "structure": {},
-            "collections_used": [],
             "extra": dict(extra or {}),
-            "chunk_count": 0,
-            "error": None,
             "created_at": now,
             "updated_at": now,
         }
-        task = {
-            "id": new_id(),
-            "plugin_namespace": self.namespace,
-            "document_id": document_id,
-            "kb_name": kb_name,
-            "status": "queued",
-            "phase": "queued",
-            "progress_current": 0,
-            "progress_total": 0,
-            "attempts": 0,
-            "error": None,
-            "log": [],
-            "created_at": now,
-            "updated_at": now,
-            "lease_owner": lease_owner,
-            "lease_expires_at": lease_until,
-            "max_attempts": None,
-            "vectors_flushed": True,
-        }
+        task = _queued_task(self.namespace, document_id, kb_name, now, lease_owner, lease_until)
         try:
-            with self._db.session() as session:
-                if session.execute(_KB_ID, {"ns": self.namespace, "kb": kb_name}).first() is None:
-                    raise NotFoundError(
-                        f"knowledge base {kb_name!r} not found",
-                        kb_name=kb_name,
-                        namespace=self.namespace,
-                    )
-                # The dedup constraint decides concurrent uploads here, not a prior SELECT.
-                session.execute(insert(DOCUMENTS), document)
-                if tag_list:
-                    session.execute(
-                        insert(TAGS),
-                        [
-                            {
-                                "document_id": document_id,
-                                "tag": t,
-                                "plugin_namespace": self.namespace,
-                            }
-                            for t in tag_list
-                        ],
-                    )
-                session.execute(insert(TASKS), task)
+            self._insert_accepted(kb_name, document, tag_list, task)
         except IntegrityError:
             existing = self._documents.find_by_sha(kb_name, sha256)
             if existing is None:
@@ -263,6 +218,37 @@ class IngestRunRepository(NamespacedRepository):
         return Accepted(
             document_record(DocumentRow(**document), tag_list), task_record(TaskRow(**task))
         )
+
+    def _insert_accepted(
+        self,
+        kb_name: str,
+        document: dict[str, Any],
+        tag_list: list[str],
+        task: dict[str, Any],
+    ) -> None:
+        """One transaction: the KB must exist; a duplicate file raises IntegrityError."""
+        with self._db.session() as session:
+            if session.execute(_KB_ID, {"ns": self.namespace, "kb": kb_name}).first() is None:
+                raise NotFoundError(
+                    f"knowledge base {kb_name!r} not found",
+                    kb_name=kb_name,
+                    namespace=self.namespace,
+                )
+            # The dedup constraint decides concurrent uploads here, not a prior SELECT.
+            session.execute(insert(DOCUMENTS), document)
+            if tag_list:
+                session.execute(
+                    insert(TAGS),
+                    [
+                        {
+                            "document_id": document["id"],
+                            "tag": t,
+                            "plugin_namespace": self.namespace,
+                        }
+                        for t in tag_list
+                    ],
+                )
+            session.execute(insert(TASKS), task)
 
     def start(self, task_id: str, *, owner: str, lease_s: float, max_attempts: int) -> Attempt:
         """Claim the task for ``owner`` under a lease of ``lease_s``: count an attempt and mark
@@ -480,3 +466,47 @@ class IngestRunRepository(NamespacedRepository):
         ).first()
         if kb is not None and not added <= set(kb.collections_used):
             kb.collections_used = sorted({*kb.collections_used, *added})
+
+
+def _pending_document_defaults() -> dict[str, Any]:
+    """The columns of a just-accepted document that do not come from the upload (fresh
+    containers each time: the rows become records)."""
+    return {
+        "pages": None,
+        "status": "pending",
+        "pipeline": None,
+        "structure": {},
+        "collections_used": [],
+        "chunk_count": 0,
+        "error": None,
+    }
+
+
+def _queued_task(
+    namespace: str,
+    document_id: str,
+    kb_name: str,
+    now: datetime,
+    lease_owner: str | None,
+    lease_until: datetime | None,
+) -> dict[str, Any]:
+    """The queued task row of a just-accepted document."""
+    return {
+        "id": new_id(),
+        "plugin_namespace": namespace,
+        "document_id": document_id,
+        "kb_name": kb_name,
+        "status": "queued",
+        "phase": "queued",
+        "progress_current": 0,
+        "progress_total": 0,
+        "attempts": 0,
+        "error": None,
+        "log": [],
+        "created_at": now,
+        "updated_at": now,
+        "lease_owner": lease_owner,
+        "lease_expires_at": lease_until,
+        "max_attempts": None,
+        "vectors_flushed": True,
+    }
