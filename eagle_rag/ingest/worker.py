@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery.signals import worker_ready, worker_shutting_down
 
@@ -29,12 +29,15 @@ from eagle_rag.ingest.parsers.registry import warm_in_background
 from eagle_rag.logs import install_celery_logging
 from eagle_rag.settings import load_settings
 
+if TYPE_CHECKING:
+    from eagle_rag.bootstrap import EagleApp
+
 logger = logging.getLogger(__name__)
 settings = load_settings(os.environ)
 install_celery_logging(settings)  # JSON lines with task ids, secrets redacted (telemetry.*)
 celery = make_celery(settings.queue.broker_url)
 OWNER = process_owner()
-_app: Any = None
+_app: EagleApp | None = None
 _stop = threading.Event()
 # Vectors are flushed at most this often while tasks come in, and this long after the last.
 FLUSH_INTERVAL_S = 2.0
@@ -59,14 +62,14 @@ class CoalescedFlush:
         self._last = 0.0
         self._pending = False
 
-    def task_done(self, app: Any) -> None:
+    def task_done(self, app: EagleApp) -> None:
         with self._lock:
             self._pending = True
             due = time.monotonic() - self._last >= self.interval_s
         if due:
             self.flush(app)
 
-    def flush(self, app: Any) -> None:
+    def flush(self, app: EagleApp) -> None:
         with self._lock:
             if not self._pending:
                 return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
 
@@ -20,6 +20,9 @@ from eagle_rag.errors import InvalidInputError, NotFoundError
 from eagle_rag.index.collections import VISUAL_COLLECTION
 from eagle_rag.index.filters import eq
 from eagle_rag.ingest.pixelrag.visuals import visuals_prefix
+
+if TYPE_CHECKING:
+    from eagle_rag.bootstrap import EagleApp
 
 router = APIRouter(responses=ERRORS)
 CACHE = "private, max-age=86400, immutable"  # private: behind the caller's key; ids never reuse
@@ -61,7 +64,7 @@ async def get_image(image_id: str, request: Request, app: App, who: Who) -> Resp
     return Response(data, media_type=media_type, headers=headers)
 
 
-def _row(app: Any, image_id: str) -> dict[str, Any]:
+def _row(app: EagleApp, image_id: str) -> dict[str, Any]:
     rows = app.vectors.query(
         VISUAL_COLLECTION,
         eq("image_id", image_id),
