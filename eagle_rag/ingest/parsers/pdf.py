@@ -19,10 +19,10 @@ import pypdfium2.raw as pdfium_c
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import PDF
 from eagle_rag.ingest.parsers.base import ParseContext, result
+from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.parsers.pdf_repair import open_pdf, read_title, readable
 from eagle_rag.ingest.parsers.pdf_structure import PageLines, sections
 from eagle_rag.ingest.parsers.pdf_text import read_text_layer
-from eagle_rag.ingest.pixelrag.engine import OcrEngine
 from eagle_rag.ingest.pixelrag.probe import probe
 from eagle_rag.ingest.pixelrag.reading import PageBlock, page_blocks, to_sections, with_content
 from eagle_rag.plugins.payloads import ParseResult, TextSection
@@ -50,23 +50,9 @@ class _Read:
     pages: int
 
 
-class PdfParser:
+class PdfParser(OcrReader):
     name = "pdf"
     supported_mime_types: tuple[str, ...] = (PDF,)
-
-    def __init__(self, ocr: OcrEngine | None = None) -> None:
-        self._ocr = ocr
-
-    @property
-    def ocr(self) -> OcrEngine:
-        """Created on the first scanned page: a text-only deployment never loads the models."""
-        if self._ocr is None:
-            self._ocr = OcrEngine()
-        return self._ocr
-
-    def warm(self) -> None:
-        """Load the OCR models now (a worker at start), not on the first scanned page."""
-        self.ocr.warm()
 
     def parse(self, context: ParseContext) -> ParseResult:
         data, repaired = readable(context.data, context.filename)
