@@ -100,6 +100,11 @@ def test_milvus_down_is_a_503_for_search_and_answers_and_they_recover(
         assert error["code"] == "backend_unavailable" and error["details"]["backend"] == "milvus"
         with pytest.raises(ToolError, match=r"retrieval is unavailable.*Milvus"):
             asyncio.run(_mcp_retrieve(server.url, "numbat", "outage-search"))
+        setting = {"top_k": 3, "score_threshold": 0.0}
+        dify = {"knowledge_id": "outage-search", "query": "numbat", "retrieval_setting": setting}
+        refused = client.post("/retrieval", json=dify)  # Dify's own error shape, same 503
+        assert refused.status_code == 503 and refused.json()["error_code"] == 5001
+        assert refused.headers["retry-after"].isdigit()
 
         proxy.restore()
         answer, recovered_s = _recovers(lambda: client.post("/search", json=query))

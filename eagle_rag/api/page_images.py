@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium
 
 from eagle_rag.errors import InvalidInputError, NotFoundError
+from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
 
 PDF = "application/pdf"
 MIN_WIDTH, MAX_WIDTH = 200, 2400
@@ -40,6 +41,11 @@ def page_image(data: bytes, mime_type: str, page: int, width: int) -> PageImage:
 
 
 def _pdf_page(data: bytes, page: int, width: int) -> PageImage:
+    with PDFIUM:  # PDFium is not thread-safe; requests render on threads
+        return _render_page(data, page, width)
+
+
+def _render_page(data: bytes, page: int, width: int) -> PageImage:
     try:
         pdf = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:

@@ -303,6 +303,10 @@ def retry_task(job_id: str) -> Exchange[Submission]:
     return Exchange(Call("POST", f"/tasks/{job_id}/retry"), Submission.from_json)
 
 
+def cancel_task(job_id: str) -> Exchange[Task]:
+    return Exchange(Call("POST", f"/tasks/{job_id}/cancel"), Task.from_json)
+
+
 def task_stream(job_id: str) -> Call:
     return Call("GET", f"/tasks/{job_id}/stream")
 

@@ -111,6 +111,11 @@ class EagleClient:
     def retry_task(self, job_id: str) -> Submission:
         return self._run(calls.retry_task(job_id))
 
+    def cancel_task(self, job_id: str) -> Task:
+        """Stop a queued or running task (a long scan within a page); nothing it wrote is kept.
+        A finished task raises ConflictError (409)."""
+        return self._run(calls.cancel_task(job_id))
+
     def task_progress(self, job_id: str) -> Iterator[Task]:
         """The task at each change of status, phase or progress (SSE), ending when it ends."""
         for name, data in self._events(calls.task_stream(job_id)):

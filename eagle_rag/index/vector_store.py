@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -271,7 +271,7 @@ class MilvusVectorStore:
             ),
             "search",
         )
-        return [[_hit(h) for h in hits] for hits in results]
+        return [_ranked(_hit(h) for h in hits) for hits in results]
 
     def search_sparse(
         self,
@@ -303,7 +303,7 @@ class MilvusVectorStore:
         )
         for index, hits in zip(live, results, strict=True):
             # BM25 is non-negative by definition; Lite reports it negated, a server does not.
-            output[index] = [_hit(h, absolute=True) for h in hits]
+            output[index] = _ranked(_hit(h, absolute=True) for h in hits)
         return output
 
     def query(
@@ -409,6 +409,13 @@ def _is_unavailable(exc: Exception) -> bool:
 def _check_top_k(top_k: int) -> None:
     if not 1 <= top_k <= MAX_TOP_K:
         raise InvalidInputError(f"top_k must be between 1 and {MAX_TOP_K}", top_k=top_k)
+
+
+def _ranked(hits: Iterable[VectorHit]) -> list[VectorHit]:
+    """Best first, equal scores by id: Milvus Lite and a server return tied hits (the same
+    passage in two documents) in different orders, and a store's results must not depend on
+    which of the two holds them (``migrate-store`` compares them query by query)."""
+    return sorted(hits, key=lambda hit: (-hit.score, hit.id))
 
 
 def _hit(raw: Mapping[str, Any], *, absolute: bool = False) -> VectorHit:

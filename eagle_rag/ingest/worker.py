@@ -20,7 +20,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from celery.signals import worker_ready, worker_shutting_down
+from celery.signals import worker_process_shutdown, worker_ready, worker_shutting_down
 
 from eagle_rag.db.tables import utcnow
 from eagle_rag.ingest.celery_app import TASK_NAME, CeleryQueue, make_celery
@@ -98,6 +98,9 @@ async def _run(task_id: str) -> str:
 
     if _app is None:
         _app = await bootstrap(settings, start_queue=False)
+        # The idle flush runs where the app is: in a prefork pool that is this child process,
+        # not the main process that gets worker_ready.
+        threading.Thread(target=flusher.idle_loop, name="eagle-flush", daemon=True).start()
         if settings.ingest.ocr_warm:  # this process reads scans from now on: load OCR now
             warm_in_background([r.component for r in _app.registries.parsers])
     async with heartbeat(_leases(_app.repositories), task_id):
@@ -139,12 +142,18 @@ def _recovery_loop() -> None:
 @worker_ready.connect  # type: ignore[untyped-decorator]
 def _start_recovery(**_: Any) -> None:
     threading.Thread(target=_recovery_loop, name="eagle-recovery", daemon=True).start()
-    threading.Thread(target=flusher.idle_loop, name="eagle-flush", daemon=True).start()
 
 
 @worker_shutting_down.connect  # type: ignore[untyped-decorator]
 def _stop_recovery(**_: Any) -> None:
     _stop.set()
+    _final_flush()  # a solo pool: the app lives in this, the main, process
+
+
+@worker_process_shutdown.connect  # type: ignore[untyped-decorator]
+def _final_flush(**_: Any) -> None:
+    """Flush what the last tasks wrote before the process that ran them goes (a prefork
+    pool's child gets this signal, not worker_shutting_down)."""
     if _app is not None:
         try:
             flusher.flush(_app)  # what the last tasks wrote, before the process goes

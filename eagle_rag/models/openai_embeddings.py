@@ -17,6 +17,9 @@ from eagle_rag.models.http_json import JsonEndpoint
 class OpenAICompatibleEncoder:
     """An embeddings endpoint behind the TextEncoder port. Tokens are estimated (no tokenizer)."""
 
+    kind = "openai"  # the encoder's name is ``{kind}:{model}``
+    backend = "embedding"  # how its errors name the endpoint
+
     def __init__(
         self,
         *,
@@ -33,7 +36,7 @@ class OpenAICompatibleEncoder:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.name = f"openai:{model}"
+        self.name = f"{self.kind}:{model}"
         self.model = model
         self.dim = dim
         self.max_tokens = max_tokens
@@ -41,7 +44,7 @@ class OpenAICompatibleEncoder:
         self._send_dimensions = send_dimensions
         self._endpoint = JsonEndpoint(
             base_url.rstrip("/") + "/embeddings",
-            backend="embedding",
+            backend=self.backend,
             model=model,
             api_key=api_key,
             timeout_s=timeout_s,
@@ -66,27 +69,29 @@ class OpenAICompatibleEncoder:
     def close(self) -> None:
         self._endpoint.close()
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
+    def _embed(self, items: Sequence[Any]) -> np.ndarray:
+        """``items`` (texts, or a multimodal endpoint's ``{"image"|"text": ...}`` objects)
+        embedded a batch at a time, in their order, as unit vectors."""
+        if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [
-            self._batch(list(texts[start : start + self._batch_size]))
-            for start in range(0, len(texts), self._batch_size)
+            self._batch(list(items[start : start + self._batch_size]))
+            for start in range(0, len(items), self._batch_size)
         ]
         return normalise(np.concatenate(parts))
 
-    def _batch(self, texts: list[str]) -> np.ndarray:
-        payload: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
+    def _batch(self, items: list[Any]) -> np.ndarray:
+        payload: dict[str, Any] = {"model": self.model, "input": items, "encoding_format": "float"}
         if self._send_dimensions:
             payload["dimensions"] = self.dim
         body = self._endpoint.post(payload)
         try:
-            items = sorted(body["data"], key=lambda item: item["index"])
-            vectors = np.asarray([item["embedding"] for item in items], dtype=np.float32)
+            ordered = sorted(body["data"], key=lambda item: item["index"])
+            vectors = np.asarray([item["embedding"] for item in ordered], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as exc:
             raise self._endpoint.malformed(exc) from exc
-        if vectors.shape != (len(texts), self.dim):
+        if vectors.shape != (len(items), self.dim):
             raise self._endpoint.malformed(
-                f"shape {vectors.shape}, expected ({len(texts)}, {self.dim})"
+                f"shape {vectors.shape}, expected ({len(items)}, {self.dim})"
             )
         return vectors

@@ -15,16 +15,13 @@ Two kinds, chosen by ``models.visual_embedding.provider``:
 from __future__ import annotations
 
 import base64
-import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-import httpx
 import numpy as np
 
 from eagle_rag.errors import SettingsError
-from eagle_rag.models.embedders import TextEncoder, normalise
-from eagle_rag.models.http_json import JsonEndpoint
+from eagle_rag.models.embedders import TextEncoder
+from eagle_rag.models.openai_embeddings import OpenAICompatibleEncoder
 from eagle_rag.settings import VisualEmbeddingSettings
 
 SUMMARY_PREFIX = "summary:"
@@ -53,40 +50,13 @@ class SummaryEncoder:
         return self._text.count_tokens(text)
 
 
-class MultimodalEndpointEncoder:
-    """An OpenAI-compatible multimodal embeddings endpoint: images at ingest, text queries."""
+class MultimodalEndpointEncoder(OpenAICompatibleEncoder):
+    """An OpenAI-compatible multimodal embeddings endpoint: images at ingest, text queries, each
+    sent as an ``{"image"|"text": ...}`` object (the endpoint's batching, retries and checks)."""
 
+    kind = "multimodal"
+    backend = "visual embedding"
     takes_images = True
-
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        dim: int,
-        api_key: str = "",
-        batch_size: int = 8,
-        timeout_s: float = 60.0,
-        max_retries: int = 4,
-        backoff_s: float = 0.5,
-        transport: httpx.BaseTransport | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.name = f"multimodal:{model}"
-        self.model = model
-        self.dim = dim
-        self._batch_size = max(1, batch_size)
-        self._endpoint = JsonEndpoint(
-            base_url.rstrip("/") + "/embeddings",
-            backend="visual embedding",
-            model=model,
-            api_key=api_key,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            backoff_s=backoff_s,
-            transport=transport,
-            sleep=sleep,
-        )
 
     def embed_images(self, images: Sequence[bytes]) -> np.ndarray:
         return self._embed([{"image": data_url(image)} for image in images])
@@ -96,35 +66,6 @@ class MultimodalEndpointEncoder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed([{"text": text} for text in texts])
-
-    def count_tokens(self, text: str) -> int:
-        return (len(text) + 3) // 4
-
-    def close(self) -> None:
-        self._endpoint.close()
-
-    def _embed(self, items: list[dict[str, str]]) -> np.ndarray:
-        if not items:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        parts = [
-            self._batch(items[start : start + self._batch_size])
-            for start in range(0, len(items), self._batch_size)
-        ]
-        return normalise(np.concatenate(parts))
-
-    def _batch(self, items: list[dict[str, str]]) -> np.ndarray:
-        payload: dict[str, Any] = {"model": self.model, "input": items, "encoding_format": "float"}
-        body = self._endpoint.post(payload)
-        try:
-            ordered = sorted(body["data"], key=lambda item: item["index"])
-            vectors = np.asarray([item["embedding"] for item in ordered], dtype=np.float32)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise self._endpoint.malformed(exc) from exc
-        if vectors.shape != (len(items), self.dim):
-            raise self._endpoint.malformed(
-                f"shape {vectors.shape}, expected ({len(items)}, {self.dim})"
-            )
-        return vectors
 
 
 def data_url(image: bytes) -> str:

@@ -7,6 +7,7 @@ fail fast: the pipeline around this rolls back what was written.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,7 +139,8 @@ class IngestOrchestrator:
             if getattr(self._encoders.get(encoder), "takes_images", True):
                 if load_image is None:
                     raise PluginError("visual chunks need an image loader", hook="EMBED_VISUAL")
-                images = tuple(load_image(v) for v in visuals)
+                # Object-store reads (a local disk or S3): off the event loop.
+                images = tuple(await asyncio.to_thread(lambda: [load_image(v) for v in visuals]))
             summaries = tuple(v.content_summary for v in visuals)
             visual = VisualEmbedRequest(images, encoder, summaries)
             batch = await self._bus.invoke_first(hooks.embed_visual, ctx=ctx, request=visual)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
 from eagle_rag.retrieval.pack import ContextPack, Passage
+from eagle_rag.retrieval.visual import is_visual_collection
 from eagle_rag.retrieval.wire import boxes
 
 # Passages searched to rank a document's pages: enough that pages with corroborating passages
@@ -112,4 +113,7 @@ async def best_pages(
         expand_parents=False,
     )
     pack = await retrieval.search(request, allowed_kbs=allowed_kbs)
-    return rank_pages(pack.passages, limit=pages), pack
+    # Pages are ranked by the text found on them, as measured (benchmarks/page_retrieval.py);
+    # the pictures of a hybrid search stay in the pack's image sources.
+    text = [p for p in pack.passages if not is_visual_collection(p.collection)]
+    return rank_pages(text, limit=pages), pack

@@ -4,40 +4,64 @@ RETRIEVE_SUPPLEMENT runs after every plan has finished, so its filtered BM25 sea
 its whole time to the query (the largest of the plugin's hooks in benchmarks/RESULTS.md). For a
 query scoped by KB only, the search needs nothing the plans produce: CLASSIFY_QUERY starts it
 and RETRIEVE_SUPPLEMENT collects it. The key is the search's content (text, KBs, entities), so
-concurrent identical queries share one search and a stale entry can only hold a correct result;
-entries that no RETRIEVE_SUPPLEMENT collects (a failed search) are cancelled past ``size``.
+concurrent identical queries share one search. Entries that no RETRIEVE_SUPPLEMENT collects
+(every plan failed, or no plan needed it) are dropped past ``size`` or once older than
+``max_age_s``: a later identical query must not get hits read before documents changed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 SupplementKey = tuple[str, tuple[str, ...], tuple[str, ...]]  # text, KB names, entity ids
 PENDING = 64
+MAX_AGE_S = 30.0  # far longer than one query; a result older than this is not its query's
 
 
 class EarlySupplements:
     """Started supplement searches by key; one per app (owned by the runtime)."""
 
-    def __init__(self, size: int = PENDING) -> None:
+    def __init__(
+        self,
+        size: int = PENDING,
+        max_age_s: float = MAX_AGE_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._size = size
-        self._tasks: OrderedDict[SupplementKey, asyncio.Task[Any]] = OrderedDict()
+        self._max_age_s = max_age_s
+        self._clock = clock
+        self._tasks: OrderedDict[SupplementKey, tuple[float, asyncio.Task[Any]]] = OrderedDict()
 
     def start(self, key: SupplementKey, search: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Run ``search`` now in the background, unless one for ``key`` is already running."""
+        self._drop_expired()
         if key in self._tasks:
             return
-        self._tasks[key] = asyncio.get_running_loop().create_task(search())
+        task = asyncio.get_running_loop().create_task(search())
+        self._tasks[key] = (self._clock(), task)
         while len(self._tasks) > self._size:
-            _, stale = self._tasks.popitem(last=False)
+            _, (_, stale) = self._tasks.popitem(last=False)
             discard(stale)
 
     def take(self, key: SupplementKey) -> asyncio.Task[Any] | None:
-        """The started search for ``key`` (now forgotten), or None when none was started."""
-        return self._tasks.pop(key, None)
+        """The started search for ``key`` (now forgotten), or None when none was started or
+        it is too old to be this query's."""
+        self._drop_expired()
+        entry = self._tasks.pop(key, None)
+        return entry[1] if entry is not None else None
+
+    def _drop_expired(self) -> None:
+        oldest = self._clock() - self._max_age_s
+        while self._tasks:
+            key, (started, task) = next(iter(self._tasks.items()))
+            if started >= oldest:
+                return
+            del self._tasks[key]
+            discard(task)
 
     def __len__(self) -> int:
         return len(self._tasks)

@@ -61,6 +61,8 @@ def test_ingest_reports_progress_then_delete(client: EagleClient, tmp_path: Path
     assert final.status == "completed" and final.fraction == 1.0
     assert seen[-1] == final and all(t.job_id == job.job_id for t in seen)
     assert client.get_task(job.job_id).log  # the task's log comes with a single task
+    with pytest.raises(ConflictError):  # a finished task cannot be cancelled
+        client.cancel_task(job.job_id)
     again = client.ingest("scratch", path)
     assert again.dedup_hit and again.document_id == job.document_id
 

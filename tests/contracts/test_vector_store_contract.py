@@ -182,6 +182,22 @@ def test_batched_dense_queries(store: MilvusVectorStore, kb: str) -> None:
     assert [r[0].id for r in results] == [f"{kb}:d1:0", f"{kb}:d1:4"]
 
 
+def test_tied_hits_come_back_in_id_order(store: MilvusVectorStore, kb: str) -> None:
+    """The same passage in several documents scores the same: Lite and a server must list such
+    ties alike (by id), dense and BM25, whatever order they were written in."""
+    text = "Identical passages tie on every retriever."
+    docs = ["d7", "d2", "d9", "d4"]
+    rows = [_text_row(0, text, kb=kb, doc=doc, dense=_vec(42)) for doc in docs]
+    store.upsert(TEXT_COLLECTION, rows)
+    [dense] = store.search_dense(TEXT_COLLECTION, [_vec(42)], top_k=4, where=_in(kb))
+    [sparse] = store.search_sparse(
+        TEXT_COLLECTION, ["identical passages tie"], top_k=4, where=_in(kb)
+    )
+    expected = sorted(f"{kb}:{doc}:0" for doc in docs)
+    assert [h.id for h in dense] == expected
+    assert [h.id for h in sparse] == expected
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [

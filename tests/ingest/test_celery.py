@@ -9,13 +9,14 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
-from eagle_rag.bootstrap import bootstrap
+from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.ingest.celery_app import CeleryQueue
@@ -39,8 +40,12 @@ def environment(tmp_path: Path, postgres_url: str, milvus_uri: str) -> dict[str,
     }
 
 
-@pytest.fixture
-def worker(environment: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+@pytest.fixture(params=["solo", "prefork"])
+def worker(
+    environment: dict[str, str], tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A worker of each pool deployments use: prefork (the default; tasks run in a child
+    process) and solo."""
     log = (tmp_path / "worker.log").open("wb")
     command = [
         sys.executable,
@@ -49,7 +54,8 @@ def worker(environment: dict[str, str], tmp_path: Path) -> Iterator[subprocess.P
         "-A",
         "eagle_rag.ingest.worker",
         "worker",
-        "--pool=solo",
+        f"--pool={request.param}",
+        "--concurrency=1",
         "--queues=eagle_rag_ingest",
         "--loglevel=INFO",
         "--without-heartbeat",
@@ -73,9 +79,10 @@ async def test_celery_worker_runs_the_ingest(
     app = await bootstrap(load_settings(environment))
     try:
         assert isinstance(app.queue, CeleryQueue)
-        app.repositories.knowledge_bases.create("celery-kb")
+        kb = f"celery-{uuid.uuid4().hex[:8]}"  # the database is shared by tests (and pools)
+        app.repositories.knowledge_bases.create(kb)
         submission = app.ingest.submit_file(
-            kb_name="celery-kb",
+            kb_name=kb,
             filename="notes.md",
             stream=io.BytesIO(b"# Notes\n\nCelery ran me."),
         )
@@ -90,5 +97,23 @@ async def test_celery_worker_runs_the_ingest(
         document = app.repositories.documents.get(submission.document_id)
         stored = app.vectors.count(TEXT_COLLECTION, f.eq("document_id", document.id))
         assert document.chunk_count == stored > 0
+        # A second task right after the first is not flushed by its own end (at most one flush
+        # per interval): the worker's idle flush does it, in whichever process ran the task.
+        second = app.ingest.submit_file(
+            kb_name=kb, filename="more.md", stream=io.BytesIO(b"# More\n\nAnd me, right after.")
+        )
+        assert await _flushed(app, second.job_id, deadline), log
+        assert app.repositories.tasks.get(second.job_id).status == "completed"
     finally:
         await app.stop()
+
+
+async def _flushed(app: EagleApp, job_id: str, deadline: float) -> bool:
+    """Whether the task completes and its vectors get flushed before the deadline (the DB is
+    shared by tests: only this task counts)."""
+    for _ in range(int(max(0.0, deadline - time.monotonic()) / 0.5) + 1):
+        done = app.repositories.tasks.get(job_id).status == "completed"
+        if done and job_id not in {task.id for task in app.repositories.tasks.unflushed()}:
+            return True
+        await asyncio.sleep(0.5)
+    return False

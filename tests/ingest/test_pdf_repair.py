@@ -18,8 +18,9 @@ from eagle_rag.ingest import detect as d
 from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.ingest.parsers.pdf import PdfParser
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions, pdf_visuals
 from tests.ingest import documents as docs
-from tests.ingest import pdf_codecs, scans
+from tests.ingest import pdf_codecs, scans, visual_docs
 
 TITLE, BODY = "Boiler Room Log", "The boiler pressure was checked every morning."
 
@@ -118,3 +119,11 @@ async def test_a_repaired_pdf_ingests_end_to_end(app: EagleApp, kb: str) -> None
         TEXT_COLLECTION, f.eq("document_id", document.id), output_fields=["text"]
     )
     assert any("boiler pressure" in str(r["text"]) for r in rows)
+
+
+def test_a_repaired_pdf_keeps_its_figures() -> None:
+    """Visual extraction reads the same rewrite the parser read, not the bytes PDFium refused."""
+    damaged = _without_root(visual_docs.report_pdf())
+    assert _refused_by_pdfium(damaged)
+    found = pdf_visuals(damaged, frozenset(), PdfVisualOptions())
+    assert any(v.kind == "image" for v in found), [v.kind for v in found]

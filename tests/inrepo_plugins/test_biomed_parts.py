@@ -249,3 +249,22 @@ async def test_early_supplements_share_a_key_and_cancel_the_oldest_past_their_si
     assert await first == "a"
     assert sorted(calls) == ["a", "a2", "c"]  # "b" was cancelled before it ran
     assert early.take(key("x")) is None
+
+
+async def test_an_early_supplement_nobody_collected_expires() -> None:
+    """A search whose query never reached RETRIEVE_SUPPLEMENT (its plans failed) must not serve
+    a later identical query with hits read long before."""
+    now = [100.0]
+    early = EarlySupplements(max_age_s=30.0, clock=lambda: now[0])
+    key = ("aspirin", ("kb",), ("mesh:D1",))
+
+    async def search() -> str:
+        return "old hits"
+
+    early.start(key, search)
+    now[0] += 31.0
+    assert early.take(key) is None and len(early) == 0  # too old: dropped, not served
+    early.start(key, search)
+    now[0] += 5.0
+    collected = early.take(key)
+    assert collected is not None and await collected == "old hits"

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from eagle_rag.api.dify_conditions import Condition, matches, pushed_down
 from eagle_rag.api.documented import json_body, read_body
+from eagle_rag.api.errors import RETRY_AFTER_S
 from eagle_rag.api.schemas import KB_NAME
 from eagle_rag.api.security import NAMESPACE_HEADER, Gatekeeper
 from eagle_rag.bootstrap import EagleApp
@@ -196,7 +197,9 @@ def _dify_error(error: EagleError) -> JSONResponse:
     message = error.message
     if code == 1002 and isinstance(error, AuthenticationError):
         message = "Authorization failed"
-    headers = {"Retry-After": str(error.fields.get("retry_after", 60))} if status == 429 else {}
+    headers = {}
+    if status in RETRY_AFTER_S:  # a rate limit or an outage: when to come back, as on every route
+        headers["Retry-After"] = str(error.fields.get("retry_after", RETRY_AFTER_S[status]))
     return JSONResponse(
         {"error_code": code, "error_msg": message}, status_code=status, headers=headers
     )

@@ -11,28 +11,15 @@ from __future__ import annotations
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import IMAGE_TYPES
 from eagle_rag.ingest.parsers.base import ParseContext, result
+from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.pixelrag import images
-from eagle_rag.ingest.pixelrag.engine import OcrEngine
 from eagle_rag.ingest.pixelrag.reading import PageBlock, page_blocks, to_sections, with_content
 from eagle_rag.plugins.payloads import ParseResult
 
 
-class ImageParser:
+class ImageParser(OcrReader):
     name = "image"
     supported_mime_types: tuple[str, ...] = tuple(sorted(IMAGE_TYPES))
-
-    def __init__(self, ocr: OcrEngine | None = None) -> None:
-        self._ocr = ocr
-
-    @property
-    def ocr(self) -> OcrEngine:
-        if self._ocr is None:
-            self._ocr = OcrEngine()
-        return self._ocr
-
-    def warm(self) -> None:
-        """Load the OCR models now (a worker at start), not on the first scanned page."""
-        self.ocr.warm()
 
     def parse(self, context: ParseContext) -> ParseResult:
         if not context.ocr:

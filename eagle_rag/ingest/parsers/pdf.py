@@ -15,14 +15,16 @@ from dataclasses import dataclass, replace
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
+from PIL import Image
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import PDF
 from eagle_rag.ingest.parsers.base import ParseContext, result
+from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.parsers.pdf_repair import open_pdf, read_title, readable
 from eagle_rag.ingest.parsers.pdf_structure import PageLines, sections
-from eagle_rag.ingest.parsers.pdf_text import read_text_layer
-from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from eagle_rag.ingest.parsers.pdf_text import TextLine, read_text_layer
+from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
 from eagle_rag.ingest.pixelrag.probe import probe
 from eagle_rag.ingest.pixelrag.reading import PageBlock, page_blocks, to_sections, with_content
 from eagle_rag.plugins.payloads import ParseResult, TextSection
@@ -50,23 +52,9 @@ class _Read:
     pages: int
 
 
-class PdfParser:
+class PdfParser(OcrReader):
     name = "pdf"
     supported_mime_types: tuple[str, ...] = (PDF,)
-
-    def __init__(self, ocr: OcrEngine | None = None) -> None:
-        self._ocr = ocr
-
-    @property
-    def ocr(self) -> OcrEngine:
-        """Created on the first scanned page: a text-only deployment never loads the models."""
-        if self._ocr is None:
-            self._ocr = OcrEngine()
-        return self._ocr
-
-    def warm(self) -> None:
-        """Load the OCR models now (a worker at start), not on the first scanned page."""
-        self.ocr.warm()
 
     def parse(self, context: ParseContext) -> ParseResult:
         data, repaired = readable(context.data, context.filename)
@@ -92,47 +80,63 @@ class PdfParser:
         return result(ordered, **metadata)
 
     def _read(self, data: bytes, context: ParseContext) -> _Read:
-        document = open_pdf(data, context.filename)
+        """Each page's text layer, or its OCR'd blocks. PDFium is held one page at a time
+        (it is not thread-safe: pdfium_lock.py), not while a rendered page is OCR'd."""
+        with PDFIUM:
+            document = open_pdf(data, context.filename)
         try:
-            if len(document) > context.max_pages:
-                raise InvalidInputError(
-                    f"the PDF has {len(document)} pages (limit {context.max_pages})",
-                    filename=context.filename,
-                )
-            bookmarks = _outline(document)
+            with PDFIUM:
+                count = len(document)
+                if count > context.max_pages:
+                    raise InvalidInputError(
+                        f"the PDF has {count} pages (limit {context.max_pages})",
+                        filename=context.filename,
+                    )
+                bookmarks = _outline(document)
             text_pages: list[PageLines] = []
             ocr_pages: list[tuple[int, list[PageBlock]]] = []
-            for index in range(len(document)):
-                page = document[index]
-                try:
-                    layer = read_text_layer(page)
-                    width, height = page.get_size()
-                    found = probe(
-                        layer.text + "\ufffd" * layer.unmapped,
-                        width,
-                        height,
-                        images=_image_count(page),
-                    )
-                    if found.needs_ocr and context.ocr:
-                        ocr_pages.append((index + 1, self._ocr_page(page, index + 1)))
-                    else:  # a sparse text layer with nothing to OCR is still the page's text
-                        text_pages.append(PageLines(index + 1, layer.lines))
-                finally:
-                    page.close()
-                context.page_done(index + 1, len(document))
-            title = read_title(document, data)
-            count = len(document)
+            for number in range(1, count + 1):
+                with PDFIUM:
+                    lines, scan = _read_page(document, number, ocr=context.ocr)
+                if scan is not None:
+                    ocr_pages.append((number, page_blocks(self.ocr.read(scan), number)))
+                else:  # a sparse text layer with nothing to OCR is still the page's text
+                    text_pages.append(PageLines(number, lines))
+                context.page_done(number, count)
+            with PDFIUM:
+                title = read_title(document, data)
         finally:
-            document.close()
+            with PDFIUM:
+                document.close()
         return _Read(text_pages, ocr_pages, bookmarks, title, count)
 
-    def _ocr_page(self, page: pdfium.PdfPage, number: int) -> list[PageBlock]:
+
+def _read_page(
+    document: pdfium.PdfDocument, number: int, *, ocr: bool
+) -> tuple[tuple[TextLine, ...], Image.Image | None]:
+    """Page ``number``'s text-layer lines, or (when it has no usable text layer and the
+    pipeline OCRs) its rendering, to be OCR'd once PDFium is free."""
+    page = document[number - 1]
+    try:
+        layer = read_text_layer(page)
         width, height = page.get_size()
-        scale = OCR_DPI / 72
-        if width * height * scale * scale > MAX_RENDER_PIXELS:
-            scale = math.sqrt(MAX_RENDER_PIXELS / (width * height))
-        image = page.render(scale=scale).to_pil().convert("RGB")
-        return page_blocks(self.ocr.read(image), number)
+        found = probe(
+            layer.text + "\ufffd" * layer.unmapped, width, height, images=_image_count(page)
+        )
+        if found.needs_ocr and ocr:
+            return (), _render_for_ocr(page)
+        return layer.lines, None
+    finally:
+        page.close()
+
+
+def _render_for_ocr(page: pdfium.PdfPage) -> Image.Image:
+    width, height = page.get_size()
+    scale = OCR_DPI / 72
+    if width * height * scale * scale > MAX_RENDER_PIXELS:
+        scale = math.sqrt(MAX_RENDER_PIXELS / (width * height))
+    image: Image.Image = page.render(scale=scale).to_pil().convert("RGB")
+    return image
 
 
 def _merge(read: _Read) -> list[TextSection]:

@@ -16,13 +16,15 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from eagle_rag.errors import InvalidInputError
+from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
 
 
 def readable(data: bytes, filename: str) -> tuple[bytes, bool]:
     """The bytes PDFium will open (the original, or pypdf's rewrite) and whether they were
     rewritten."""
     try:
-        pdfium.PdfDocument(data).close()
+        with PDFIUM:  # PDFium is not thread-safe (pdfium_lock.py)
+            pdfium.PdfDocument(data).close()
         return data, False
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():

@@ -16,6 +16,8 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image
 
+from eagle_rag.ingest.parsers.pdf_repair import readable
+from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
 from eagle_rag.ingest.pixelrag.geometry import BBox, area, clamp, overlap
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual, VisualKind, crop, encode
 from eagle_rag.ingest.pixelrag.visuals_tables import ruled_tables
@@ -45,6 +47,14 @@ def pdf_visuals(
     data: bytes, ocr_pages: frozenset[int], options: PdfVisualOptions
 ) -> list[FoundVisual]:
     """Every visual of the PDF, page by page in reading order."""
+    with PDFIUM:  # PDFium is not thread-safe (pdfium_lock.py)
+        return _pdf_visuals(data, ocr_pages, options)
+
+
+def _pdf_visuals(
+    data: bytes, ocr_pages: frozenset[int], options: PdfVisualOptions
+) -> list[FoundVisual]:
+    data, _ = readable(data, "visuals.pdf")  # the bytes the parser read (a damaged file's rewrite)
     document = pdfium.PdfDocument(data)
     try:
         found: list[FoundVisual] = []
