@@ -37,12 +37,43 @@ def cancel_task(tasks: TaskRepository, task_id: str) -> TaskRecord:
     return tasks.get(task_id)
 
 
-class CancelWatch:
-    """Raises IngestCancelledError once the task's row says it was cancelled.
+SUPERSEDED = "superseded"  # what attempt_status says of a task this attempt no longer holds
 
-    ``read_status`` reads the task's status; it is called at most once per ``interval_s`` (every
-    time when 0), the first time one interval after the start: a page-by-page caller costs one
-    small read per interval, and a document done within the first interval costs none.
+
+def attempt_status(task: TaskRecord, owner: str, attempts: int) -> str:
+    """The task's status as one attempt sees it: its status while this attempt (``owner``'s,
+    counted ``attempts``) still holds it, else SUPERSEDED. A cancel followed at once by a retry
+    makes the task queued or processing again; only the owner and attempt number tell the old
+    attempt that the row is no longer its own."""
+    if task.status != "processing":  # failed (a cancel ends the lease too), queued, completed
+        return task.status
+    if task.lease_owner != owner or task.attempts != attempts:
+        return SUPERSEDED
+    return task.status
+
+
+def stopped_by_cancel(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or wraps, IngestCancelledError: a hook's failure wraps the one its
+    page callback raised (a long scan is stopped inside PARSE_DOCUMENT)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, IngestCancelledError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+class CancelWatch:
+    """Raises IngestCancelledError once the task's row says this attempt must stop.
+
+    ``read_status`` reads the task's status (see ``attempt_status``); anything but
+    ``processing`` stops the attempt: failed (cancelled), queued (retried or re-queued by
+    recovery), or superseded (claimed by another attempt). It is called at most once per
+    ``interval_s`` (every time when 0), the first time one interval after the start: a
+    page-by-page caller costs one small read per interval, and a document done within the first
+    interval costs none (its completion is conditional on the task, ingest_runs.complete).
     """
 
     def __init__(
@@ -56,14 +87,19 @@ class CancelWatch:
         self._interval = interval_s
         self._clock = clock
         self._last = clock()
-        self._cancelled = False  # once seen, every later check raises too
+        self._stopped: str | None = None  # once seen, every later check raises too, unread
 
     def __call__(self) -> None:
+        if self._stopped is not None:
+            raise IngestCancelledError(self._stopped)
         now = self._clock()
-        if not self._cancelled and self._interval and now - self._last < self._interval:
+        if self._interval and now - self._last < self._interval:
             return
         self._last = now
-        # "failed" is what cancel_task wrote; the task of a running attempt is "processing".
-        self._cancelled = self._cancelled or self._read() == "failed"
-        if self._cancelled:
-            raise IngestCancelledError(f"the ingest was {CANCELLED}")
+        # A running attempt's task is "processing"; "failed" is what cancel_task wrote, and any
+        # other state means the row went on without this attempt (a retry after a cancel).
+        status = self._read()
+        if status != "processing":
+            why = CANCELLED if status == "failed" else f"superseded (the task is {status})"
+            self._stopped = f"the ingest was {why}"
+            raise IngestCancelledError(self._stopped)

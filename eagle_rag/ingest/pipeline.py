@@ -17,11 +17,16 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord
-from eagle_rag.db.repositories.ingest_runs import Attempt
+from eagle_rag.db.repositories.ingest_runs import Attempt, AttemptSupersededError
 from eagle_rag.db.tables import utcnow
 from eagle_rag.engines.base import DOC_PARSING, EngineDocument, KnowledgeEngine
 from eagle_rag.errors import NotFoundError, PluginError, describe
-from eagle_rag.ingest.cancel import CancelWatch
+from eagle_rag.ingest.cancel import (
+    CancelWatch,
+    IngestCancelledError,
+    attempt_status,
+    stopped_by_cancel,
+)
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.detect import SOURCE_TYPES
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
@@ -81,10 +86,11 @@ class IngestPipeline:
         """Claim the task under a lease for ``owner`` and run it to a terminal state (or back to
         ``queued`` for another attempt after a transient failure)."""
         repos, config = self._app.repositories, self._app.settings.ingest
+        owner = owner or process_owner()
         try:
             attempt = repos.ingest_runs.start(
                 task_id,
-                owner=owner or process_owner(),
+                owner=owner,
                 lease_s=config.lease_s,
                 max_attempts=config.max_attempts,
             )
@@ -104,14 +110,17 @@ class IngestPipeline:
                 task_id, phase=phase, current=current, total=total
             ),
             config.progress_interval_s,
-            check=CancelWatch(lambda: repos.tasks.get(task_id).status, config.progress_interval_s),
+            check=CancelWatch(
+                lambda: attempt_status(repos.tasks.get(task_id), owner, attempt.attempts),
+                config.progress_interval_s,
+            ),
         )
         try:
             ingested = await self._ingest(
                 task_id, document, attempt.kb, progress, first_attempt=attempt.attempts == 1
             )
             progress.check()  # a cancel that came while the last batch was written
-            return self._succeed(task_id, document, ingested)
+            return self._succeed(task_id, document, ingested, (owner, attempt.attempts))
         except Exception as exc:  # the success step included: its writes are undone too
             return await self._fail(task_id, document, exc, attempt)
 
@@ -291,7 +300,14 @@ class IngestPipeline:
         await asyncio.to_thread(self._app.repositories.tasks.append_log, task_id, note)
         return rewritten
 
-    def _succeed(self, task_id: str, document: DocumentRecord, done: _Ingested) -> PipelineResult:
+    def _succeed(
+        self,
+        task_id: str,
+        document: DocumentRecord,
+        done: _Ingested,
+        held: tuple[str, int],
+    ) -> PipelineResult:
+        """Complete the task if this attempt (``held``: owner, attempt number) still holds it."""
         repos = self._app.repositories
         chunks, collections = done.chunks, done.collections
         note = f"completed: {chunks} vectors in {', '.join(collections) or 'no collection'}"
@@ -307,7 +323,13 @@ class IngestPipeline:
                 pipeline=done.structure["pipeline"],
                 mime_type=done.structure["mime_type"],
                 note=note,
+                owner=held[0],
+                attempt=held[1],
             )
+        except AttemptSupersededError as exc:
+            # Cancelled within the last check's interval (a throttled check never read it), or
+            # retried: the run's failure path undoes its writes and leaves the row as it is.
+            raise IngestCancelledError(f"the ingest was stopped: {exc.message}") from exc
         except NotFoundError:
             # Deleted while it ran: what this run wrote must not outlive the document.
             self._app.vectors.delete_documents([document.id])
@@ -339,6 +361,12 @@ class IngestPipeline:
             await asyncio.to_thread(self._app.objects.delete_prefix, prefix)
         except Exception as cleanup:  # report the original failure; note the cleanup one
             reason += f" (cleanup also failed: {_reason(cleanup)})"
+        if stopped_by_cancel(exc):
+            # The row is no longer this attempt's: a cancel already wrote its reason (the API
+            # answered with it), or a retry owns the task now. Writing here would overwrite
+            # either, so only this attempt's writes are undone; the log says so.
+            self._note_stopped(task_id, f"attempt {attempt.attempts} stopped: {reason}")
+            return PipelineResult(document.id, "failed", error=reason)
         again = transient(exc) and attempt.attempts < attempt.max_attempts
         try:
             if again:
@@ -359,6 +387,15 @@ class IngestPipeline:
         except Exception:
             logger.exception("could not record the failure of task %s", task_id)
         return PipelineResult(document.id, "failed", error=reason)
+
+    def _note_stopped(self, task_id: str, note: str) -> None:
+        """A log line only: status and error stay what the cancel (or the retry) wrote."""
+        try:
+            self._app.repositories.tasks.append_log(task_id, f"{note}; its writes were undone")
+        except NotFoundError:  # deleted meanwhile
+            pass
+        except Exception:
+            logger.exception("could not note that task %s stopped", task_id)
 
 
 def _answered(value: T | None, hook: HookSpec[Any], what: str, **fields: Any) -> T:

@@ -23,7 +23,10 @@ from eagle_rag.db.repositories import (
     KnowledgeBaseRepository,
     TaskRepository,
 )
+from eagle_rag.db.repositories.ingest_runs import AttemptSupersededError
 from eagle_rag.db.tables import utcnow
+from eagle_rag.errors import NotFoundError
+from eagle_rag.ingest.cancel import CANCELLED, SUPERSEDED, attempt_status
 from eagle_rag.ingest.leases import Leases, host_prefix, owner_gone, process_owner
 
 STAMP = "2026-01-01 00:00:00.000000"  # as SQLAlchemy writes SQLite timestamps
@@ -247,8 +250,83 @@ def test_renewing_thousands_of_leases_goes_in_batches(
     db: Database, ns: str, runs: IngestRunRepository
 ) -> None:
     tasks = TaskRepository(db, ns)
-    first, last = _accept(runs).task.id, _accept(runs).task.id
+    lease = {"lease_owner": "a", "lease_until": utcnow() + timedelta(seconds=30)}
+    first, last = _accept(runs, **lease).task.id, _accept(runs, **lease).task.id
     held = [first, *(uuid.uuid4().hex for _ in range(1200)), last]  # more than one IN (...)
     assert tasks.renew("a", held, utcnow() + timedelta(minutes=5)) == 2
     tasks.release("a", held)
     assert all(tasks.get(t).lease_expires_at <= utcnow() for t in (first, last))  # type: ignore[operator]
+
+
+def _complete(runs: IngestRunRepository, task_id: str, document: Any, **kw: Any) -> list[str]:
+    return runs.complete(
+        task_id,
+        document,
+        chunks=1,
+        collections=["eagle_text"],
+        kb_collections=[],
+        structure={"pipeline": "knowhere"},
+        pages=None,
+        pipeline="knowhere",
+        mime_type="text/plain",
+        note="completed",
+        **kw,
+    )
+
+
+def test_a_cancel_before_completion_wins_and_late_progress_changes_nothing(
+    db: Database, ns: str, runs: IngestRunRepository
+) -> None:
+    tasks = TaskRepository(db, ns)
+    task_id = _accept(runs).task.id
+    attempt = runs.start(task_id, owner="a", lease_s=30, max_attempts=3)
+    assert tasks.cancel(task_id, CANCELLED)  # the API answered 202: failed, nothing kept
+    tasks.progress(task_id, phase="embed", current=3, total=5)  # a report already on its way
+    for held in ({"owner": "a", "attempt": 1}, {}):
+        with pytest.raises(AttemptSupersededError):
+            _complete(runs, task_id, attempt.document, **held)
+    task = tasks.get(task_id)
+    assert (task.status, task.phase, task.error, task.progress_current) == (
+        "failed",
+        "failed",
+        CANCELLED,
+        0,
+    )
+    document = DocumentRepository(db, ns).get(attempt.document_id)
+    assert (document.status, document.error) == ("failed", CANCELLED)
+    with pytest.raises(NotFoundError):
+        tasks.progress("no-such-task", phase="embed", current=1, total=1)
+
+
+def test_a_retry_right_after_a_cancel_is_not_taken_over_by_the_old_attempt(
+    db: Database, ns: str, runs: IngestRunRepository
+) -> None:
+    tasks = TaskRepository(db, ns)
+    send_lease = utcnow() + timedelta(seconds=30)
+    task_id = _accept(runs, lease_owner=None, lease_until=send_lease).task.id
+    assert tasks.hand_to_broker(task_id)
+    old = runs.start(task_id, owner="old", lease_s=30, max_attempts=3)
+    assert tasks.cancel(task_id, CANCELLED)
+    # A retry by hand for Celery: queued again under a fresh send lease (no owner).
+    assert runs.requeue(
+        task_id,
+        note="retried by hand (was failed)",
+        lease_owner=None,
+        lease_until=utcnow() + timedelta(seconds=30),
+        expect=(None, None),
+        grant_attempts=3,
+    )
+    assert attempt_status(tasks.get(task_id), "old", old.attempts) != "processing"
+    # The old worker's heartbeat beats on: it must not seize the retry's row.
+    assert tasks.renew("old", [task_id], utcnow() + timedelta(seconds=60)) == 0
+    assert tasks.get(task_id).lease_owner is None
+    assert tasks.hand_to_broker(task_id)  # the send lease is dropped as usual
+    new = runs.start(task_id, owner="new", lease_s=30, max_attempts=3)
+    assert (new.outcome, new.attempts) == ("claimed", 2)
+    assert attempt_status(tasks.get(task_id), "old", old.attempts) == SUPERSEDED
+    with pytest.raises(AttemptSupersededError):  # nor complete it with its own result
+        _complete(runs, task_id, old.document, owner="old", attempt=old.attempts)
+    # The same owner (an in-process queue) retrying: the attempt number tells them apart.
+    assert attempt_status(tasks.get(task_id), "new", 1) == SUPERSEDED
+    assert _complete(runs, task_id, new.document, owner="new", attempt=2) == []
+    assert tasks.get(task_id).status == "completed"

@@ -424,3 +424,28 @@ async def test_a_failed_store_write_leaves_no_document_behind(
     retried = await _ingest(app, kb, b"keep me", "a.txt")
     assert not retried.dedup_hit
     assert app.repositories.documents.get(retried.document_id).status == "completed"
+
+
+async def test_a_cancel_the_throttled_check_never_read_still_wins_over_completion(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eagle_rag.ingest.cancel import CANCELLED, cancel_task
+
+    def cancel_running(chunks: tuple[TextChunk, ...]) -> tuple[TextChunk, ...]:
+        # The API's cancel, between the chunk step and the writes: no later check reads it
+        # (a 60 s interval), so only the conditional completion can see it.
+        for task in app.repositories.tasks.list(status="processing"):
+            cancel_task(app.repositories.tasks, task.id)
+        return chunks
+
+    monkeypatch.setattr(app.settings.ingest, "progress_interval_s", 60.0)
+    app.bus.subscribe(hooks.chunk, cancel_running, plugin="canceller", priority=100)
+    try:
+        submission = await _ingest(app, kb, docs.MARKDOWN.encode(), "cancelled.md")
+    finally:
+        app.bus.unsubscribe_plugin("canceller")
+    task = app.repositories.tasks.get(submission.job_id)
+    assert (task.status, task.phase, task.error) == ("failed", "failed", CANCELLED)
+    document = app.repositories.documents.get(submission.document_id)
+    assert (document.status, document.error) == ("failed", CANCELLED)
+    assert _vectors(app, document.id) == 0  # the attempt's writes were undone

@@ -64,6 +64,22 @@ def test_a_cancel_is_seen_at_the_first_check_after_it_even_between_writes() -> N
     assert writes == [("parse", 2, 500)]  # nothing reported after the cancel
 
 
+def test_a_retry_right_after_a_cancel_still_stops_the_old_attempt() -> None:
+    clock, status = Clock(), {"now": "processing"}
+    watch = CancelWatch(lambda: status["now"], 0.5, clock=clock)
+    clock.now += 0.6
+    watch()
+    # Cancelled and retried within one interval: the row is live again, but not this attempt's
+    # (queued for the retry, or "superseded" once another attempt claimed it).
+    for seen in ("queued", "superseded"):
+        status["now"] = seen
+        clock.now += 0.6
+        with pytest.raises(IngestCancelledError, match="superseded"):
+            watch()
+        watch = CancelWatch(lambda: status["now"], 0.5, clock=clock)
+        clock.now += 0.6
+
+
 def test_without_a_check_progress_never_stops_the_task() -> None:
     report = ProgressReporter(lambda *a: None, 0.0, clock=Clock())
     report.check()

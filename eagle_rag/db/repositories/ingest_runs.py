@@ -35,7 +35,7 @@ from eagle_rag.db.repositories.documents import DocumentRepository, document_rec
 from eagle_rag.db.repositories.knowledge_bases import kb_record
 from eagle_rag.db.repositories.tasks import LIVE_STATUSES, log_line, task_record
 from eagle_rag.db.tables import DocumentRow, DocumentTagRow, KnowledgeBaseRow, TaskRow, utcnow
-from eagle_rag.errors import NotFoundError
+from eagle_rag.errors import EagleError, NotFoundError
 
 DOCUMENTS = cast(Table, DocumentRow.__table__)
 TAGS = cast(Table, DocumentTagRow.__table__)
@@ -138,6 +138,20 @@ _COMPLETE_TASK = (
         updated_at=_NOW,
     )
 )
+# Completing is conditional: only the attempt that still holds the task may complete it. A cancel
+# (failed), a retry (queued again, or claimed anew: another owner or attempt number) or a
+# recovery take-over all mean this attempt's result must not be kept.
+_COMPLETE_PROCESSING = _COMPLETE_TASK.where(TASKS.c.status == "processing")
+_COMPLETE_HELD = _COMPLETE_PROCESSING.where(
+    TASKS.c.lease_owner == _OWNER, TASKS.c.attempts == bindparam("attempt")
+)
+
+
+class AttemptSupersededError(EagleError):
+    """The attempt no longer holds its task (cancelled, retried or taken over): nothing of it
+    may be kept, and the task's row now belongs to whoever changed it."""
+
+    code = "superseded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,12 +432,16 @@ class IngestRunRepository(NamespacedRepository):
         pipeline: str,
         mime_type: str,
         note: str,
+        owner: str | None = None,
+        attempt: int | None = None,
     ) -> list[str]:
         """Mark the document and task completed and extend the KB catalog, atomically.
 
         Returns the ids of completed or failed documents with the same filename in the KB: the
         older versions this one replaces (the caller removes their vectors and objects).
-        Raises NotFoundError, changing nothing, when the document or task was deleted meanwhile.
+        Raises NotFoundError, changing nothing, when the document or task was deleted meanwhile,
+        and AttemptSupersededError, changing nothing, when the task is no longer processing (or,
+        given ``owner`` and ``attempt``, no longer held by that attempt).
         """
         used = sorted(set(collections))
         params = {
@@ -440,19 +458,35 @@ class IngestRunRepository(NamespacedRepository):
             "pipeline_name": pipeline,
             "mime": mime_type,
             "total": chunks,
+            "owner": owner,
+            "attempt": attempt,
         }
         with self._db.session() as session:
+            self._complete_task(session, params, note, held=owner is not None)
             if session.execute(_MARK_COMPLETED, params).rowcount == 0:  # type: ignore[attr-defined]
                 raise NotFoundError("document not found", document_id=document.id)
             added = set(used) - set(kb_collections)
             if added:
                 self._extend_catalog(session, document.kb_name, added)
             older = [str(i) for i in session.execute(_OLDER_VERSIONS, params).scalars()]
-            log = session.execute(_TASK_LOG, params).scalar()
-            if log is None:
-                raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
-            session.execute(_COMPLETE_TASK, {**params, "lines": log_line(log, note)})
         return older
+
+    def _complete_task(
+        self, session: Session, params: dict[str, Any], note: str, *, held: bool
+    ) -> None:
+        """The task's conditional UPDATE, first: a cancel that committed before it wins, and
+        one after it finds the task completed (a conflict); the document is marked only once
+        this has matched, in the same transaction, so a cancelled attempt changes nothing."""
+        log = session.execute(_TASK_LOG, params).scalar()
+        if log is None:
+            raise NotFoundError("task not found", job_id=params["tid"], namespace=self.namespace)
+        statement = _COMPLETE_HELD if held else _COMPLETE_PROCESSING
+        done = session.execute(statement, {**params, "lines": log_line(log, note)})
+        if done.rowcount == 0:  # type: ignore[attr-defined]
+            raise AttemptSupersededError(
+                "the task was cancelled, retried or taken over while this attempt ran",
+                job_id=params["tid"],
+            )
 
     def _extend_catalog(self, session: Session, kb_name: str, added: set[str]) -> None:
         """Union collections into the KB's catalog under a row lock (rare: a new collection)."""

@@ -134,10 +134,32 @@ class TaskRepository(NamespacedRepository):
             return [task_record(r) for r in session.scalars(query.order_by(TaskRow.created_at))]
 
     def progress(self, task_id: str, *, phase: str, current: int, total: int) -> None:
-        """One UPDATE statement: workers call this for every batch, so it must stay cheap."""
+        """One UPDATE statement: workers call this for every batch, so it must stay cheap.
+
+        Only a processing task takes progress: a late report of an attempt that was cancelled
+        (or retried) must not paint "failed" or "queued" with a running phase. Such a report
+        changes nothing; the attempt's cancel check stops it.
+        """
         if current < 0 or total < 0:
             raise InvalidInputError("progress must not be negative")
-        self._update(task_id, phase=phase, progress_current=current, progress_total=total)
+        with self._db.session() as session:
+            result = session.execute(
+                update(TaskRow)
+                .where(
+                    TaskRow.plugin_namespace == self.namespace,
+                    TaskRow.id == task_id,
+                    TaskRow.status == "processing",
+                )
+                .values(
+                    phase=phase,
+                    progress_current=current,
+                    progress_total=total,
+                    updated_at=utcnow(),
+                )
+                .execution_options(synchronize_session=False)
+            )
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                self._existing(session, task_id)  # only a deleted task is an error (rare path)
 
     def complete(self, task_id: str, *, total: int, note: str) -> None:
         """Mark a task completed with full progress and a closing log line, in one transaction."""
@@ -161,7 +183,11 @@ class TaskRepository(NamespacedRepository):
     def renew(self, owner: str, task_ids: Iterable[str], until: datetime) -> int:
         """Extend ``owner``'s lease on the live tasks it holds (one statement per batch).
 
-        A lease another holder took over meanwhile is left alone; returns how many were renewed.
+        Only rows ``owner`` holds are renewed. A row without an owner (a broker's send lease, a
+        cancelled task retried, a transient failure's retry falling due) or with an expired
+        lease of another holder is not this holder's to take: a worker whose attempt was
+        cancelled and retried would otherwise seize the retry, and the broker's delivery of it
+        would be skipped as held. Returns how many were renewed.
         """
         renewed = 0
         with self._db.session() as session:
@@ -172,15 +198,9 @@ class TaskRepository(NamespacedRepository):
                         TaskRow.plugin_namespace == self.namespace,
                         TaskRow.id.in_(ids),
                         TaskRow.status.in_(LIVE_STATUSES),
-                        or_(
-                            TaskRow.lease_owner.is_(None),
-                            TaskRow.lease_owner == owner,
-                            TaskRow.lease_expires_at < utcnow(),
-                        ),
+                        TaskRow.lease_owner == owner,
                     )
-                    .values(
-                        lease_owner=owner, lease_expires_at=until, updated_at=TaskRow.updated_at
-                    )
+                    .values(lease_expires_at=until, updated_at=TaskRow.updated_at)
                     .execution_options(synchronize_session=False)
                 )
                 renewed += int(result.rowcount)  # type: ignore[attr-defined]
@@ -322,16 +342,6 @@ class TaskRepository(NamespacedRepository):
         with self._db.session() as session:
             row = self._existing(session, task_id)
             row.log = log_line(row.log, line)
-
-    def _update(self, task_id: str, **values: object) -> None:
-        with self._db.session() as session:
-            result = session.execute(
-                update(TaskRow)
-                .where(TaskRow.plugin_namespace == self.namespace, TaskRow.id == task_id)
-                .values(**values, updated_at=utcnow())
-            )
-            if result.rowcount == 0:  # type: ignore[attr-defined]
-                raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
 
     def _existing(self, session: Session, task_id: str) -> TaskRow:
         row = session.scalars(
