@@ -7,32 +7,19 @@ citation of an attachment or an image resolves (and is checked) like one of a te
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
 from eagle_rag.generation.prompt import Attachment
+from eagle_rag.ingest.pixelrag.stored_pictures import stored_picture
 from eagle_rag.models.visual_encoders import data_url
 from eagle_rag.retrieval.pack import Passage
-
-logger = logging.getLogger(__name__)
-MAX_PICTURE_BYTES = 8 * 1024 * 1024  # larger pictures are not sent (a model's request limit)
 
 
 def picture_url(objects: Any, passage: Passage) -> str | None:
     """The visual's stored picture as a data URL; None when it cannot be loaded (skipped)."""
-    fields = passage.metadata.get("fields") or {}
-    key = fields.get("object_key")
-    if not key:
-        return None
-    try:
-        data = b"".join(objects.open(str(key)))
-    except Exception as exc:  # a missing or unreadable picture costs the picture only
-        logger.warning("image %s not sent to the model: %s", key, exc)
-        return None
-    if len(data) > MAX_PICTURE_BYTES:
-        return None
-    return data_url(data)
+    picture = stored_picture(objects, passage.metadata.get("fields") or {})
+    return data_url(picture[0]) if picture is not None else None
 
 
 def one_numbering(

@@ -11,6 +11,7 @@ from typing import Any
 from fastmcp.tools import ToolResult
 from mcp.types import ContentBlock, ImageContent, TextContent
 
+from eagle_rag.ingest.pixelrag.stored_pictures import stored_picture
 from eagle_rag.retrieval.pack import ContextPack, Passage
 from eagle_rag.retrieval.wire import is_image, search_response
 
@@ -47,12 +48,8 @@ def visual_result(pack: ContextPack, objects: Any, *, with_images: bool) -> Tool
 
 def _picture(passage: Passage, objects: Any) -> tuple[str, str] | None:
     """The stored picture as base64, or None when it cannot be read (the hit stays listed)."""
-    fields = passage.metadata.get("fields") or {}
-    key, media_type = fields.get("object_key"), fields.get("media_type")
-    if not key or not media_type:
+    picture = stored_picture(objects, passage.metadata.get("fields") or {})
+    if picture is None:
         return None
-    try:
-        data = b"".join(objects.open(str(key)))
-    except Exception:  # a missing object costs the picture, never the answer
-        return None
-    return base64.b64encode(data).decode("ascii"), str(media_type)
+    data, media_type = picture
+    return base64.b64encode(data).decode("ascii"), media_type

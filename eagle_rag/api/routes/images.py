@@ -19,6 +19,7 @@ from eagle_rag.api.schemas import ERRORS
 from eagle_rag.errors import InvalidInputError, NotFoundError
 from eagle_rag.index.collections import VISUAL_COLLECTION
 from eagle_rag.index.filters import eq
+from eagle_rag.ingest.pixelrag.stored_pictures import MEDIA_TYPES
 from eagle_rag.ingest.pixelrag.visuals import visuals_prefix
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 router = APIRouter(responses=ERRORS)
 CACHE = "private, max-age=86400, immutable"  # private: behind the caller's key; ids never reuse
 IMAGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-MEDIA_TYPES = ("image/png", "image/jpeg")
 
 
 @router.get(
