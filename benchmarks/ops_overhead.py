@@ -76,7 +76,8 @@ def strip_instrumentation(api: FastAPI) -> None:
     api.user_middleware = [
         m for m in api.user_middleware if m.kwargs.get("dispatch") != metrics.middleware
     ]
-    api.state.eagle.bus.tracing.remove_observer(metrics)
+    eagle = api.state.eagle
+    eagle.bus.tracing.remove_observer(eagle.stage_metrics)
 
 
 @contextlib.asynccontextmanager

@@ -42,6 +42,7 @@ from eagle_rag.plugins.manager import PluginManager
 from eagle_rag.retrieval.service import RetrievalService
 from eagle_rag.runtime import Runtime
 from eagle_rag.settings import Settings
+from eagle_rag.stage_metrics import StageMetrics
 from eagle_rag.storage.factory import build_object_store
 from eagle_rag.tracing import build_tracing
 
@@ -153,7 +154,11 @@ def build_runtime(settings: Settings) -> Runtime:
     """The kernel objects and backends, wired without touching any backend."""
     namespace = settings.plugins.default_namespace
     audit = build_audit(settings)
-    bus = HookBus(audit, build_tracing(settings.telemetry.tracing))
+    tracing = build_tracing(settings.telemetry.tracing)
+    stage_metrics = StageMetrics()  # attached once here: every server of this app reads it
+    tracing.add_observer(stage_metrics)
+    audit.add_sink(stage_metrics)
+    bus = HookBus(audit, tracing)
     registries = ComponentRegistries()
     encoders, text_encoder = build_encoders(settings, registries)
     visual_encoder = register_visual_encoder(settings, registries, encoders, text_encoder)
@@ -181,6 +186,7 @@ def build_runtime(settings: Settings) -> Runtime:
         objects=objects,
         encoders=encoders,
         text_encoder=text_encoder,
+        stage_metrics=stage_metrics,
     )
 
 

@@ -22,6 +22,7 @@ from eagle_rag.plugins.encoder_registry import EncoderRegistry
 from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.manager import PluginManager
 from eagle_rag.settings import Settings
+from eagle_rag.stage_metrics import StageMetrics
 from eagle_rag.storage.base import ObjectStore
 
 
@@ -41,6 +42,7 @@ class Runtime:
     objects: ObjectStore
     encoders: EncoderRegistry
     text_encoder: TextEncoder
+    stage_metrics: StageMetrics  # observes the bus's stage timings and the audit's decisions
 
     @property
     def namespace(self) -> str:

@@ -78,8 +78,7 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
     )
     api.state.eagle = eagle
     api.state.gate = gate
-    api.state.metrics = metrics = Metrics(eagle.bus.tracing)
-    eagle.audit.add_sink(metrics)
+    api.state.metrics = metrics = Metrics(eagle.stage_metrics, eagle.bus.tracing)
     install_error_handlers(api)
     for module in (system, knowledge, pages, document_pages, images, search, openai_compat, dify):
         api.include_router(module.router)

@@ -4,12 +4,12 @@ One registry per app (not the process-global default), so tests and several apps
 process never collide. What already lives elsewhere is read when ``/metrics`` is scraped rather
 than double-booked: tasks, documents, chunks and bytes from the catalog (so every API process of
 a deployment reports the same totals), the broker's queue length from Redis, MCP calls from
-their log. Audit decisions and hook failures are counted by an audit sink as they happen (this
-process only). The middleware also gives every request an id (``X-Request-ID``, accepted from
+their log. The middleware also gives every request an id (``X-Request-ID``, accepted from
 the caller when well-formed) that the structured logs carry, opens the request's span (continuing
-a caller's ``traceparent``), and writes one access line. Ingest phase durations and model-call
-latency come from the app's :class:`eagle_rag.tracing.Tracing`, whose stage timings this
-observes whether or not spans are exported.
+a caller's ``traceparent``), and writes one access line. Ingest phase durations, model-call
+latency, hook calls and audited decisions are counted as they happen by the app's one
+:class:`eagle_rag.stage_metrics.StageMetrics` (this process only), which this registry serves:
+an EagleApp that several API apps share counts each stage once, and keeps none of them alive.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from starlette.responses import Response
 
 from eagle_rag.db.tables import DocumentRow, McpCallRow
 from eagle_rag.logs import bound
-from eagle_rag.plugins.audit import AuditDecision
-from eagle_rag.tracing import Timing, Tracing
+from eagle_rag.stage_metrics import StageMetrics
+from eagle_rag.tracing import Tracing
 
 if TYPE_CHECKING:
     from eagle_rag.runtime import Runtime
@@ -41,23 +41,22 @@ _REQUEST_ID = re.compile(r"^[\w.:-]{1,64}$")
 SEARCH_ROUTES = {"/search": "rest", "/search/stream": "stream"}
 ANSWER_ROUTES = {"/query": "rest", "/query/stream": "stream"}
 CELERY_QUEUE = "eagle_rag_ingest"
-# Phases and model calls: a millisecond hook to a minute-long parse or chat answer.
-STAGE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 access_log = logging.getLogger("eagle_rag.access")
 
 
 class Metrics:
-    """The app's Prometheus registry, its request middleware, and observers of stage timings."""
+    """The API app's Prometheus registry (serving the EagleApp's stage metrics too) and its
+    request middleware."""
 
-    def __init__(self, tracing: Tracing | None = None) -> None:
+    def __init__(self, stages: StageMetrics, tracing: Tracing | None = None) -> None:
         self.registry = CollectorRegistry()
         self.tracing = tracing or Tracing.off()
         self._declare_requests()
         self._declare_catalog()
         self._declare_plugins()
-        self._declare_stages()
-        self.tracing.add_observer(self)  # phase durations and model calls, as they finish
+        for collector in stages.collectors():  # the app's own: observed once, whoever serves
+            self.registry.register(collector)
 
     def _declare_requests(self) -> None:
         registry, labels = self.registry, ["method", "route", "status"]
@@ -118,47 +117,6 @@ class Metrics:
         self.audit_sink_errors = Gauge(
             "eagle_audit_sink_errors", "Audit sink write failures", ["sink"], registry=registry
         )
-        self.decisions = Counter(
-            "eagle_plugin_decisions",
-            "Audited decisions by category, plugin and decision (this process)",
-            ["category", "plugin", "decision"],
-            registry=registry,
-        )
-        self.hook_failures = Counter(
-            "eagle_hook_failures",
-            "Hook subscribers that failed and were skipped, by plugin and hook (this process)",
-            ["plugin", "hook"],
-            registry=registry,
-        )
-
-    def _declare_stages(self) -> None:
-        registry = self.registry
-        self.phases = Histogram(
-            "eagle_ingest_phase_seconds",
-            "Time in each ingest phase of a document, and the whole ingest (this process)",
-            ["phase", "outcome"],
-            registry=registry,
-            buckets=STAGE_BUCKETS,
-        )
-        self.model_calls = Histogram(
-            "eagle_model_call_seconds",
-            "Embedder, reranker and chat model call latency (this process)",
-            ["model", "outcome"],
-            registry=registry,
-            buckets=STAGE_BUCKETS,
-        )
-        self.hook_calls = Counter(
-            "eagle_hook_calls",
-            "Hook subscriber calls by plugin, hook and outcome (this process; not CLASSIFY_*)",
-            ["plugin", "hook", "outcome"],
-            registry=registry,
-        )
-        self.model_errors = Counter(
-            "eagle_model_call_errors",
-            "Embedder, reranker and chat model calls that raised (this process)",
-            ["model"],
-            registry=registry,
-        )
 
     # --- per request ----------------------------------------------------------------------------
 
@@ -198,30 +156,6 @@ class Metrics:
             self.searches.labels(SEARCH_ROUTES[template], status).inc()
         if template in ANSWER_ROUTES:
             self.answers.labels(ANSWER_ROUTES[template], status).inc()
-
-    # --- stage timings (an observer of the app's Tracing) ---------------------------------------
-
-    def observe(self, timing: Timing) -> None:
-        outcome = "error" if timing.failed else "ok"
-        if timing.hook:
-            self.hook_calls.labels(timing.plugin, timing.hook, outcome).inc()
-        if timing.ingest:
-            self.phases.labels(timing.stage, outcome).observe(timing.seconds)
-        model = timing.model
-        if model is not None:
-            self.model_calls.labels(model, outcome).observe(timing.seconds)
-            if timing.failed:
-                self.model_errors.labels(model).inc()
-
-    # --- the audit sink (decisions as they happen) ----------------------------------------------
-
-    name = "metrics"
-
-    def write(self, decision: AuditDecision) -> None:
-        self.decisions.labels(decision.category, decision.plugin, decision.decision).inc()
-        if decision.category == "hook_failure":
-            hook = str(decision.details.get("hook", "unknown"))
-            self.hook_failures.labels(decision.plugin, hook).inc()
 
     # --- at scrape time -------------------------------------------------------------------------
 

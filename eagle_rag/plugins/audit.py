@@ -131,7 +131,7 @@ class PluginAudit:
         self._lock = threading.Lock()
 
     def add_sink(self, sink: AuditSink) -> None:
-        """Add a sink after construction (the API's metrics count decisions this way)."""
+        """Add a sink after construction (the app's stage metrics count decisions this way)."""
         self._sinks.append(sink)
 
     def log_decision(

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import re
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 
+from eagle_rag.api.app import create_app
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.payloads import QueryRequest
 from tests.api.server import RunningServer, running_server, wait_for_task
@@ -20,7 +24,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
         yield running
 
 
-def scrape(client: httpx.Client) -> dict[str, float]:
+def scrape(client: httpx.Client | TestClient) -> dict[str, float]:
     """Every sample of the exposition as ``name{labels}`` -> value."""
     text = client.get("/metrics").text
     samples = {}
@@ -117,3 +121,26 @@ def test_broker_queue_length_is_read_from_redis(tmp_path: Path) -> None:
             assert scrape(http)["eagle_broker_queue_length"] == 3
     finally:
         client.delete("eagle_rag_ingest")
+
+
+def test_api_apps_built_on_one_eagle_app_share_its_stage_metrics(server: RunningServer) -> None:
+    """An EagleApp reused by several API apps (tests, embedding) counts each stage once, every
+    app on it serves those counts, and an API app dropped by its owner is not kept alive."""
+    dropped = weakref.ref(create_app(server.settings, eagle=server.eagle).state.metrics)
+    gc.collect()
+    assert dropped() is None  # the EagleApp holds no observer or audit sink of a dead API app
+    ingests = 'eagle_ingest_phase_seconds_count{outcome="ok",phase="ingest"}'
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        before = scrape(client).get(ingests, 0)
+        client.post("/knowledge_bases", json={"kb_name": "shared-metrics"})
+        job = client.post(
+            "/ingest",
+            data={"kb_name": "shared-metrics"},
+            files={"file": ("s.md", b"# Shared\n\nOne ingest, counted once.\n", "text/plain")},
+        ).json()
+        assert wait_for_task(client, job["job_id"])["status"] == "completed"
+        served = scrape(client)[ingests]
+    assert served == before + 1
+    # An API app built after the ingest (no lifespan: the EagleApp is already running).
+    later = TestClient(create_app(server.settings, eagle=server.eagle))
+    assert scrape(later)[ingests] == served
