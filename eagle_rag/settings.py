@@ -253,6 +253,16 @@ class QueueSettings(_Section):
     broker_url: str = "redis://127.0.0.1:6379/1"
 
 
+class WorkerSettings(_Section):
+    """A Celery worker process's own Prometheus endpoint (docs/operations.md#worker-metrics)."""
+
+    metrics_port: int = Field(default=0, ge=0, le=65535)  # 0: no endpoint
+    metrics_host: str = Field(default="127.0.0.1", min_length=1)  # 0.0.0.0 in a container
+    # The worker's multiprocess files (one directory per worker, emptied at start); empty: a
+    # fresh temporary directory, removed when the worker stops.
+    metrics_dir: str = ""
+
+
 class TracingSettings(_Section):
     """OpenTelemetry spans (off by default): OTLP over HTTP, or kept in memory for inspection."""
 
@@ -303,6 +313,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
     @classmethod

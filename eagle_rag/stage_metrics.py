@@ -52,6 +52,24 @@ class StageMetrics:
             registry=None,
         )
         self._declare_decisions()
+        self._declare_ingested()
+
+    def _declare_ingested(self) -> None:
+        self.documents = Counter(
+            "eagle_ingested_documents",
+            "Documents this process ingested to completion",
+            registry=None,
+        )
+        self.chunks = Counter(
+            "eagle_ingested_chunks",
+            "Vectors written by completed ingests (this process)",
+            registry=None,
+        )
+        self.bytes = Counter(
+            "eagle_ingested_bytes",
+            "Original bytes of the documents this process ingested to completion",
+            registry=None,
+        )
 
     def _declare_decisions(self) -> None:
         self.decisions = Counter(
@@ -76,7 +94,16 @@ class StageMetrics:
             self.hook_calls,
             self.decisions,
             self.hook_failures,
+            self.documents,
+            self.chunks,
+            self.bytes,
         )
+
+    def ingested(self, chunks: int, size: int) -> None:
+        """A document's ingest completed here with ``chunks`` vectors from ``size`` bytes."""
+        self.documents.inc()
+        self.chunks.inc(chunks)
+        self.bytes.inc(size)
 
     # --- a timing observer of the app's Tracing -------------------------------------------------
 

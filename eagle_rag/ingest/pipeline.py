@@ -344,6 +344,7 @@ class IngestPipeline:
                 remove_document(self._app, older_id)
             except Exception:
                 logger.exception("could not remove %s, replaced by %s", older_id, document.id)
+        self._app.stage_metrics.ingested(chunks, document.size)
         return PipelineResult(document.id, "completed", chunks)
 
     async def _fail(

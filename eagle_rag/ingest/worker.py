@@ -20,12 +20,22 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from celery.signals import worker_process_shutdown, worker_ready, worker_shutting_down
+from celery.signals import (
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+    worker_shutting_down,
+)
 
 from eagle_rag.db.tables import utcnow
+from eagle_rag.errors import SettingsError
 from eagle_rag.ingest.celery_app import TASK_NAME, CeleryQueue, make_celery
 from eagle_rag.ingest.leases import Leases, heartbeat, process_owner
 from eagle_rag.ingest.parsers.registry import warm_in_background
+from eagle_rag.ingest.worker_metrics import WorkerMetrics
+from eagle_rag.ingest.worker_metrics import enable as enable_metrics
 from eagle_rag.logs import install_celery_logging
 from eagle_rag.settings import load_settings
 
@@ -39,6 +49,7 @@ celery = make_celery(settings.queue.broker_url)
 OWNER = process_owner()
 _app: EagleApp | None = None
 _stop = threading.Event()
+_metrics: WorkerMetrics | None = None  # worker.metrics_port: set in the main process at start
 # Vectors are flushed at most this often while tasks come in, and this long after the last.
 FLUSH_INTERVAL_S = 2.0
 
@@ -137,6 +148,33 @@ def _recovery_loop() -> None:
             _stop.wait(leases.interval_s)
     finally:
         database.dispose()
+
+
+@worker_init.connect  # type: ignore[untyped-decorator]
+def _serve_metrics(**_: Any) -> None:
+    """In the worker's main process, before the pool forks and before any app is built (so
+    every process of this worker writes its metrics where this one serves them). Not at import:
+    ``celery -A eagle_rag.ingest.worker inspect ping`` (a health check) imports this module too.
+    A bad setting or a taken port is logged and the worker ingests on without an endpoint."""
+    global _metrics
+    try:
+        _metrics = enable_metrics(settings.worker)
+        if _metrics is not None:
+            _metrics.serve()
+    except SettingsError as exc:
+        logger.error("worker metrics are off: %s", exc)
+
+
+@worker_process_init.connect  # type: ignore[untyped-decorator]
+def _child_metrics(**_: Any) -> None:
+    if _metrics is not None:
+        _metrics.forget_listener()  # a pool child only writes its files
+
+
+@worker_shutdown.connect  # type: ignore[untyped-decorator]
+def _stop_metrics(**_: Any) -> None:
+    if _metrics is not None:
+        _metrics.stop()
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]

@@ -108,6 +108,18 @@ def test_worker_commands_name_the_queue_the_app_routes_to() -> None:
         assert f"--queues={queue}" in command
 
 
+def test_workers_serve_their_metrics_where_the_scrape_config_looks() -> None:
+    compose = _compose()["services"]["worker"]["environment"]
+    settings = load_settings({k: _resolve(str(v)) for k, v in compose.items()})
+    assert settings.worker.metrics_port == 9464 and settings.worker.metrics_host == "0.0.0.0"
+    pod = _k8s("Deployment", "eagle-rag-worker")["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    env = {item["name"]: item["value"] for item in container["env"]}
+    port = load_settings(env).worker.metrics_port
+    assert {"name": "metrics", "containerPort": port} in container["ports"]
+    assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(port)
+
+
 def _documents() -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for path in sorted(K8S.glob("*.yaml")):

@@ -5,22 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
 import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.ingest.celery_app import CeleryQueue
 from eagle_rag.settings import load_settings
+from tests.ingest.celery_setup import celery_environment
 
 pytestmark = pytest.mark.integration
 BROKER = "redis://127.0.0.1:6379/13"
@@ -28,51 +25,11 @@ BROKER = "redis://127.0.0.1:6379/13"
 
 @pytest.fixture
 def environment(tmp_path: Path, postgres_url: str, milvus_uri: str) -> dict[str, str]:
-    redis.Redis.from_url(BROKER).flushdb()
-    return {
-        "EAGLE_DATA_DIR": str(tmp_path / "data"),
-        "EAGLE_DATABASE_URL": postgres_url,
-        "MILVUS_URI": milvus_uri,
-        "EAGLE_RAG_QUEUE__BACKEND": "celery",
-        "EAGLE_BROKER_URL": BROKER,
-        "EAGLE_ENCODER_MODE": "deterministic",
-        "PLUGIN_NAMESPACE": "core",
-    }
+    return celery_environment(tmp_path, postgres_url, milvus_uri, BROKER)
 
 
-@pytest.fixture(params=["solo", "prefork"])
-def worker(
-    environment: dict[str, str], tmp_path: Path, request: pytest.FixtureRequest
-) -> Iterator[subprocess.Popen[bytes]]:
-    """A worker of each pool deployments use: prefork (the default; tasks run in a child
-    process) and solo."""
-    log = (tmp_path / "worker.log").open("wb")
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "eagle_rag.ingest.worker",
-        "worker",
-        f"--pool={request.param}",
-        "--concurrency=1",
-        "--queues=eagle_rag_ingest",
-        "--loglevel=INFO",
-        "--without-heartbeat",
-        "--without-gossip",
-        "--without-mingle",
-    ]
-    env = {**os.environ, **environment}
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    yield process
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
-
-
+# Both pools deployments use: prefork (the default; tasks run in a child process) and solo.
+@pytest.mark.parametrize("worker", ["solo", "prefork"], indirect=True)
 async def test_celery_worker_runs_the_ingest(
     environment: dict[str, str], worker: subprocess.Popen[bytes], tmp_path: Path
 ) -> None:

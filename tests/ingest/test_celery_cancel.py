@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
 import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.index import filters as f
@@ -23,6 +19,7 @@ from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.ingest.cancel import cancel_task
 from eagle_rag.ingest.celery_app import CeleryQueue
 from eagle_rag.settings import load_settings
+from tests.ingest.celery_setup import celery_environment
 from tests.ingest.long_scan import PAGES, long_scan
 
 pytestmark = pytest.mark.integration
@@ -31,38 +28,14 @@ BROKER = "redis://127.0.0.1:6379/11"
 
 @pytest.fixture
 def environment(tmp_path: Path, postgres_url: str, milvus_uri: str) -> dict[str, str]:
-    redis.Redis.from_url(BROKER).flushdb()
-    return {
-        "EAGLE_DATA_DIR": str(tmp_path / "data"),
-        "EAGLE_DATABASE_URL": postgres_url,
-        "MILVUS_URI": milvus_uri,
-        "EAGLE_RAG_QUEUE__BACKEND": "celery",
-        "EAGLE_BROKER_URL": BROKER,
-        "EAGLE_ENCODER_MODE": "deterministic",
-        "PLUGIN_NAMESPACE": "core",
-        "EAGLE_RAG_INGEST__PROGRESS_INTERVAL_S": "0.2",
-        "EAGLE_RAG_INGEST__OCR_WARM": "true",
-    }
-
-
-@pytest.fixture
-def worker(environment: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    log = (tmp_path / "worker.log").open("wb")
-    command = [
-        *(sys.executable, "-m", "celery", "-A", "eagle_rag.ingest.worker", "worker"),
-        *("--pool=solo", "--queues=eagle_rag_ingest", "--loglevel=INFO"),
-        *("--without-heartbeat", "--without-gossip", "--without-mingle"),
-    ]
-    process = subprocess.Popen(
-        command, env={**os.environ, **environment}, stdout=log, stderr=subprocess.STDOUT
+    return celery_environment(
+        tmp_path,
+        postgres_url,
+        milvus_uri,
+        BROKER,
+        EAGLE_RAG_INGEST__PROGRESS_INTERVAL_S="0.2",
+        EAGLE_RAG_INGEST__OCR_WARM="true",
     )
-    yield process
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
 
 
 async def _until(app: EagleApp, job_id: str, done: object, seconds: float, log: Path) -> None:
