@@ -261,6 +261,9 @@ class WorkerSettings(_Section):
     # The worker's multiprocess files (one directory per worker, emptied at start); empty: a
     # fresh temporary directory, removed when the worker stops.
     metrics_dir: str = ""
+    # Vectors are flushed at most this often while tasks come in, and this long after the last
+    # (a flush per task made the workers queue on the Milvus server).
+    flush_interval_s: float = Field(default=2.0, gt=0, le=3600)
 
 
 class TracingSettings(_Section):

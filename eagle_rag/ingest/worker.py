@@ -50,8 +50,6 @@ OWNER = process_owner()
 _app: EagleApp | None = None
 _stop = threading.Event()
 _metrics: WorkerMetrics | None = None  # worker.metrics_port: set in the main process at start
-# Vectors are flushed at most this often while tasks come in, and this long after the last.
-FLUSH_INTERVAL_S = 2.0
 
 
 def _leases(repos: Any) -> Leases:
@@ -100,7 +98,7 @@ class CoalescedFlush:
                     logger.exception("flushing the vector store failed")
 
 
-flusher = CoalescedFlush(FLUSH_INTERVAL_S)
+flusher = CoalescedFlush(settings.worker.flush_interval_s)
 
 
 async def _run(task_id: str) -> str:

@@ -21,11 +21,16 @@ from tests.ingest.celery_setup import celery_environment
 
 pytestmark = pytest.mark.integration
 BROKER = "redis://127.0.0.1:6379/13"
+FLUSH_INTERVAL_S = 15
 
 
 @pytest.fixture
 def environment(tmp_path: Path, postgres_url: str, milvus_uri: str) -> dict[str, str]:
-    return celery_environment(tmp_path, postgres_url, milvus_uri, BROKER)
+    # Longer than this test takes to run two small tasks: the second is left to the idle flush.
+    interval = str(FLUSH_INTERVAL_S)
+    return celery_environment(
+        tmp_path, postgres_url, milvus_uri, BROKER, EAGLE_RAG_WORKER__FLUSH_INTERVAL_S=interval
+    )
 
 
 # Both pools deployments use: prefork (the default; tasks run in a child process) and solo.
@@ -55,12 +60,18 @@ async def test_celery_worker_runs_the_ingest(
         stored = app.vectors.count(TEXT_COLLECTION, f.eq("document_id", document.id))
         assert document.chunk_count == stored > 0
         # A second task right after the first is not flushed by its own end (at most one flush
-        # per interval): the worker's idle flush does it, in whichever process ran the task.
+        # per FLUSH_INTERVAL_S, and the first task's end flushed): only the worker's idle flush,
+        # in whichever process ran the task, covers it. (A prefork worker whose idle flush ran
+        # in the main process, where there is no app, never flushed it.)
         second = app.ingest.submit_file(
             kb_name=kb, filename="more.md", stream=io.BytesIO(b"# More\n\nAnd me, right after.")
         )
+        deadline = time.monotonic() + 90
+        while app.repositories.tasks.get(second.job_id).status != "completed":
+            assert time.monotonic() < deadline, log
+            await asyncio.sleep(0.2)
+        assert second.job_id in {t.id for t in app.repositories.tasks.unflushed()}
         assert await _flushed(app, second.job_id, deadline), log
-        assert app.repositories.tasks.get(second.job_id).status == "completed"
     finally:
         await app.stop()
 
