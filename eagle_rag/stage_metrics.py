@@ -1,4 +1,5 @@
-"""Prometheus metrics of the work one app does: ingest phases, model calls, hook calls, decisions.
+"""Prometheus metrics of the work one app does: ingest phases, model and hook calls, decisions,
+completed ingests.
 
 One :class:`StageMetrics` per app (``bootstrap.build_runtime`` makes it and attaches it once, as
 the tracing's timing observer and as an audit sink), so however many API apps are built on one
@@ -20,7 +21,8 @@ STAGE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 
 
 class StageMetrics:
-    """Counters and histograms fed by stage timings and audited decisions, as they happen."""
+    """Counters and histograms fed by stage timings, audited decisions and the pipeline's
+    completed ingests, as they happen."""
 
     name = "metrics"  # as an audit sink
 

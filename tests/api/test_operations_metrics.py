@@ -53,6 +53,16 @@ def test_ingest_metrics_count_documents_chunks_bytes_and_tasks(server: RunningSe
     tasks = 'eagle_ingest_tasks{status="completed"}'
     assert after[tasks] == before.get(tasks, 0) + 1
     assert after["eagle_ingest_queue_depth"] == 0  # nothing waits once the task ran
+    # Counted by the process that ran the ingest (here the API's in-process queue).
+    assert (
+        after["eagle_ingested_documents_total"]
+        == before.get("eagle_ingested_documents_total", 0) + 1
+    )
+    assert after["eagle_ingested_bytes_total"] == before.get("eagle_ingested_bytes_total", 0) + len(
+        body
+    )
+    chunks = after["eagle_ingested_chunks_total"] - before.get("eagle_ingested_chunks_total", 0)
+    assert chunks == after["eagle_ingest_chunks"] - before.get("eagle_ingest_chunks", 0)
 
 
 def test_search_and_answer_counts_and_request_latency(server: RunningServer) -> None:
