@@ -20,15 +20,18 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from deploy.topology import Topology, topology
 
 DIM = 384
+UPLOADERS = 4  # concurrent upload requests
 WORDS = [
     "inverter",
     "pump",
@@ -93,29 +96,64 @@ def document(number: int, tag: str) -> bytes:
     return f"# Note {tag} {number}\n\n{' '.join(words)} number {number}.\n".encode()
 
 
-def ingest(running: Topology, kb: str, count: int) -> float:
-    """Submit ``count`` documents to ``kb`` and return the seconds until all completed."""
+def ingest(running: Topology, kb: str, count: int) -> tuple[float, float]:
+    """Submit ``count`` documents to ``kb``; return the seconds until all completed, and the
+    seconds the uploads took (UPLOADERS at a time, like several clients: one client's
+    sequential uploads capped what two workers could be given on this machine)."""
     url = running.api_urls[0]
     with httpx.Client(base_url=url, timeout=60) as client:
         client.post("/knowledge_bases", json={"kb_name": kb})
+
+        def upload(n: int) -> str:
+            files = {"file": (f"{kb}-{n}.md", document(n, kb), "text/markdown")}
+            response = client.post("/ingest", data={"kb_name": kb}, files=files)
+            return str(response.raise_for_status().json()["job_id"])
+
         started = time.perf_counter()
-        jobs = [
-            client.post(
-                "/ingest",
-                data={"kb_name": kb},
-                files={"file": (f"{kb}-{n}.md", document(n, kb), "text/markdown")},
-            ).json()["job_id"]
-            for n in range(count)
-        ]
+        with ThreadPoolExecutor(UPLOADERS) as pool:
+            jobs = list(pool.map(upload, range(count)))
+        uploaded = time.perf_counter() - started
         pending = set(jobs)
         while pending:
             time.sleep(0.5)
-            tasks = client.get("/tasks", params={"kb_name": kb, "limit": 1000}).json()
+            tasks = client.get("/tasks", params={"kb_name": kb, "limit": count}).json()
             failed = [t for t in tasks if t["status"] == "failed"]
             if failed:
                 raise RuntimeError(f"ingest failed: {failed[0]['error']}\n{running.logs()}")
             pending -= {t["job_id"] for t in tasks if t["status"] == "completed"}
-        return time.perf_counter() - started
+        return time.perf_counter() - started, uploaded
+
+
+PhaseTotals = dict[str, tuple[float, float]]
+
+
+def phase_totals(running: Topology) -> PhaseTotals:
+    """(seconds, documents) per ingest phase, summed over every worker's own endpoint."""
+    totals: PhaseTotals = {}
+    for url in running.worker_metrics_urls:
+        for family in text_string_to_metric_families(httpx.get(url, timeout=30).text):
+            if family.name != "eagle_ingest_phase_seconds":
+                continue
+            for sample in family.samples:
+                if sample.labels.get("outcome") != "ok" or sample.name.endswith("_bucket"):
+                    continue
+                seconds, count = totals.get(sample.labels["phase"], (0.0, 0.0))
+                if sample.name.endswith("_sum"):
+                    seconds += sample.value
+                else:
+                    count += sample.value
+                totals[sample.labels["phase"]] = (seconds, count)
+    return totals
+
+
+def describe_phases(before: PhaseTotals, after: PhaseTotals) -> str:
+    """Mean milliseconds per document in each phase between two scrapes (where time went)."""
+    parts = []
+    for phase, (seconds, count) in sorted(after.items()):
+        old_seconds, old_count = before.get(phase, (0.0, 0.0))
+        if count > old_count:
+            parts.append(f"{phase} {1000 * (seconds - old_seconds) / (count - old_count):.0f}")
+    return "ms per document in each phase (workers' /metrics): " + ", ".join(parts)
 
 
 def describe_footprint(running: Topology) -> str:
@@ -157,14 +195,20 @@ def main() -> None:
         }
         with topology(apis=1, workers=1, extra_env=env) as running:
             ingest(running, "warm-one", 2)  # the worker's first task bootstraps its app
-            one = ingest(running, "one-worker", args.docs)
+            start = phase_totals(running)
+            one, one_uploads = ingest(running, "one-worker", args.docs)
+            one_phases = describe_phases(start, phase_totals(running))
             running.start_worker()
             ingest(running, "warm-two", 4)
-            two = ingest(running, "two-workers", args.docs)
+            start = phase_totals(running)
+            two, two_uploads = ingest(running, "two-workers", args.docs)
+            two_phases = describe_phases(start, phase_totals(running))
             footprint = describe_footprint(running)
-    print(f"1 worker : {one:7.1f} s  {args.docs / one:6.2f} docs/s")
-    print(f"2 workers: {two:7.1f} s  {args.docs / two:6.2f} docs/s")
+    print(f"1 worker : {one:7.1f} s  {args.docs / one:6.2f} docs/s  (uploads {one_uploads:.1f} s)")
+    print(f"2 workers: {two:7.1f} s  {args.docs / two:6.2f} docs/s  (uploads {two_uploads:.1f} s)")
     print(f"speed-up : {one / two:.2f}x  (target >= 1.6x with an endpoint embedder)")
+    print(f"1 worker : {one_phases}")
+    print(f"2 workers: {two_phases}")
     print(footprint)
 
 

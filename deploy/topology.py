@@ -97,12 +97,17 @@ class Topology:
     apis: list[Process] = field(default_factory=list)
     workers: list[Process] = field(default_factory=list)
     services: list[Process] = field(default_factory=list)
+    worker_metrics_urls: list[str] = field(default_factory=list)  # each worker's own /metrics
 
     def start_worker(self, name: str | None = None) -> Process:
-        """Start one more Celery worker with the shared environment; waits until it is ready."""
+        """Start one more Celery worker with the shared environment (and a metrics port of its
+        own, ``worker.metrics_port``); waits until it is ready."""
         index = len(self.workers) + 1
-        worker = _start_worker(self.root, self.env, name or f"worker{index}")
+        port = free_port()
+        env = {**self.env, "EAGLE_WORKER_METRICS_PORT": str(port)}
+        worker = _start_worker(self.root, env, name or f"worker{index}")
         self.workers.append(worker)
+        self.worker_metrics_urls.append(f"http://127.0.0.1:{port}/metrics")
         return worker
 
     def logs(self) -> str:
@@ -351,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
     with topology(apis=args.apis, workers=args.workers) as running:
-        print(json.dumps({"api_urls": running.api_urls, "env": running.env}, indent=2))
+        urls = {"api_urls": running.api_urls, "worker_metrics_urls": running.worker_metrics_urls}
+        print(json.dumps({**urls, "env": running.env}, indent=2))
         print("running; Ctrl-C stops every process", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             while all(p.alive() for p in (*running.apis, *running.workers)):
