@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import io
+import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import httpx
@@ -106,3 +107,39 @@ async def test_a_celery_worker_serves_the_metrics_of_the_ingest_it_ran(
         assert writers and worker.pid not in writers
     else:
         assert writers == {worker.pid}
+
+
+@pytest.fixture
+def taken_port(environment: dict[str, str]) -> Iterator[socket.socket]:
+    """Something else listens on the worker's metrics port before the worker starts."""
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("127.0.0.1", int(environment["EAGLE_RAG_WORKER__METRICS_PORT"])))
+        holder.listen()
+        yield holder
+
+
+async def test_a_worker_whose_metrics_port_is_taken_says_so_and_ingests_on(
+    environment: dict[str, str],
+    taken_port: socket.socket,
+    worker: subprocess.Popen[bytes],
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "worker.log"
+    app = await bootstrap(load_settings(environment))
+    try:
+        kb = f"unmetered-{uuid.uuid4().hex[:8]}"
+        app.repositories.knowledge_bases.create(kb)
+        job = app.ingest.submit_file(kb_name=kb, filename="pump.md", stream=io.BytesIO(BODY))
+        deadline = time.monotonic() + 90
+        while app.repositories.tasks.get(job.job_id).status not in ("completed", "failed"):
+            assert time.monotonic() < deadline and worker.poll() is None, log.read_text()
+            await asyncio.sleep(0.3)
+        assert app.repositories.tasks.get(job.job_id).status == "completed"
+    finally:
+        await app.stop()
+    output = await asyncio.to_thread(log.read_text)
+    port = environment["EAGLE_RAG_WORKER__METRICS_PORT"]
+    assert f"worker metrics are off: worker.metrics_port: cannot listen on 127.0.0.1:{port}" in (
+        output
+    )
