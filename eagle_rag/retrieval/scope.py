@@ -89,12 +89,7 @@ def resolve_scope(
             documents=len(selected),
         )
 
-    if selected is None:
-        collections = {c for kb in kbs.values() for c in kb.collections_used}
-    else:
-        collections = {c for d in documents if d.id in selected for c in d.collections_used}
-        if request.tags:
-            collections |= {c for kb in kbs.values() for c in kb.collections_used}
+    collections = _collections(kbs, documents, selected, tagged=bool(request.tags))
     names = tuple(sorted(kbs))
     bridged = tuple(kbs[n] for n in names if kbs[n].engine != NATIVE_ENGINE)
     native_names = [n for n in names if kbs[n].engine == NATIVE_ENGINE]
@@ -107,3 +102,16 @@ def resolve_scope(
         metadata_filter,
     )
     return Scope(names, doc_ids, where, frozenset(collections), bridged)
+
+
+def _collections(
+    kbs: Mapping[str, Any], documents: list[Any], selected: set[str] | None, *, tagged: bool
+) -> set[str]:
+    """The collections the scope's documents were written to (all of its KBs' when tags
+    select the documents, which the catalog resolves, not the document list)."""
+    if selected is None:
+        return {c for kb in kbs.values() for c in kb.collections_used}
+    found = {c for d in documents if d.id in selected for c in d.collections_used}
+    if tagged:
+        found |= {c for kb in kbs.values() for c in kb.collections_used}
+    return found
