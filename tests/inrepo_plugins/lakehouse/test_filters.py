@@ -12,14 +12,16 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
+from eagle_rag.bootstrap import EagleApp
 from eagle_rag.errors import ComponentError, InvalidInputError
 from eagle_rag.index.filters import eq
 from eagle_rag.plugins.audit import PluginAudit
 from eagle_rag.plugins.context import ComponentRegistries, PluginContext
+from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.retrieval.filters import build_metadata_filter
 from eagle_rag.settings import load_settings
 from tests.api.server import RunningServer, running_server, wait_for_task
-from tests.inrepo_plugins.lakehouse.conftest import PROJECT, make_app
+from tests.inrepo_plugins.lakehouse.conftest import PROJECT, ingest_files, make_app, project_files
 
 FILES = (
     "models/marts/_marts__models.yml",
@@ -180,6 +182,42 @@ def test_lineage_filters_follow_files_ingested_later(server: RunningServer) -> N
     assert built_on_stg_orders() == []
     ingest("models/marts/orders.sql")
     assert "net_amount" in built_on_stg_orders()  # the earlier file's columns, now selected
+
+
+async def test_lineage_filters_on_semantic_layer_objects(lakehouse_app: EagleApp) -> None:
+    names = ("_semantic__models.yml", "_marts__models.yml", "jaffle.model.lkml",
+             "order_facts.view.lkml")  # fmt: skip
+    files = {n: d for n, d in project_files().items() if n in names}
+    assert all(
+        r["status"] == "completed" for r in (await ingest_files(lakehouse_app, "w", files)).values()
+    )
+
+    async def selected(filters: dict[str, Any]) -> set[tuple[str, str]]:
+        request = QueryRequest("orders revenue", kb_names=("w",), top_k=50, filters=filters)
+        pack = await lakehouse_app.retrieval.search(request)
+        found = [p.metadata["fields"] for p in pack.passages]
+        assert all(filters_hold(f, filters) for f in found), found
+        return {(f["object_type"], f.get("model") or f["name"]) for f in found}
+
+    # the semantic model and the LookML view are built on orders; their measures and dimensions
+    # are selected through their relation (a measure's lineage is its view's)
+    on_orders = await selected({"upstream": "orders"})
+    assert {("semantic_model", "orders_semantic"), ("view", "order_facts")} <= on_orders
+    assert ("measure", "order_facts") in on_orders and ("dimension", "orders_semantic") in on_orders
+    assert not {m for _, m in on_orders} & {"customers_semantic", "orders", "customers"}
+    # a metric is a lineage node under its own name: its upstream are its measures
+    metrics = await selected({"upstream": "order_count", "object_type": "metric"})
+    assert {m for _, m in metrics} == {"refund_rate", "order_count_metric"}
+    # an explore named after its base view keeps that reference as written
+    explores = await selected({"upstream": "order_facts", "object_type": "explore"})
+    assert explores == {("explore", "order_facts")}
+
+
+def filters_hold(fields: dict[str, Any], filters: dict[str, Any]) -> bool:
+    return all(
+        fields.get(k) == v or (isinstance(fields.get(k), list) and v in fields[k])
+        for k, v in filters.items()
+    )
 
 
 def test_hostile_lineage_filter_values_are_refused(server: RunningServer) -> None:
