@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +13,16 @@ from eagle_rag.ingest.detect import detect
 from eagle_rag.plugins.mcp_registry import McpToolRegistry
 from eagle_rag.plugins.payloads import ParseResult
 from eagle_rag.plugins.registries import ComponentRegistry
-from eagle_rag.retrieval.filters import FIELD_KINDS, SCALAR_FIELD, is_core_filter
+from eagle_rag.retrieval.filters import (
+    FIELD_KINDS,
+    RESOLVED_FIELD,
+    SCALAR_FIELD,
+    FieldResolver,
+    FilterField,
+    ScopedResolver,
+    is_core_filter,
+    scoped_resolver,
+)
 
 if TYPE_CHECKING:
     from eagle_rag.plugins.audit import PluginAudit
@@ -56,14 +65,18 @@ class ComponentRegistries:
         default_factory=lambda: ComponentRegistry("knowledge engine")
     )
     mcp_tools: McpToolRegistry = field(default_factory=McpToolRegistry)
-    # chunk metadata keys requests may filter on at the top level -> "scalar" | "list"
-    filter_fields: ComponentRegistry[str] = field(
+    # keys requests may filter on at the top level -> kind ("scalar" | "list" | "resolved")
+    filter_fields: ComponentRegistry[FilterField] = field(
         default_factory=lambda: ComponentRegistry("filter field")
     )
 
     def filter_field_kinds(self) -> dict[str, str]:
         """The declared filter fields, as :func:`build_metadata_filter` takes them."""
-        return {r.name: r.component for r in self.filter_fields}
+        return {r.name: r.component.kind for r in self.filter_fields}
+
+    def filter_resolver(self, kb_names: Sequence[str]) -> ScopedResolver:
+        """The resolved filter fields bound to a request's knowledge bases."""
+        return scoped_resolver({r.name: r.component for r in self.filter_fields}, kb_names)
 
 
 class PluginContext:
@@ -117,9 +130,14 @@ class PluginContext:
         parsers = [r.component for r in self._registries.parsers]
         return parse_bytes(data, filename, detected.mime_type, parsers, self.settings.ingest)
 
-    def register_filter_field(self, name: str, kind: str = SCALAR_FIELD) -> None:
+    def register_filter_field(
+        self, name: str, kind: str = SCALAR_FIELD, *, resolve: FieldResolver | None = None
+    ) -> None:
         """Let requests filter on chunk metadata ``name`` at the top level of ``filters``
-        (``{"object_type": "column"}``), not only under ``{"metadata": {...}}``."""
+        (``{"object_type": "column"}``), not only under ``{"metadata": {...}}``.
+
+        A ``resolved`` field names a fact chunks do not store as such: ``resolve`` gets the
+        request's knowledge bases and values and returns the condition on stored fields."""
         if not isinstance(name, str) or not _FILTER_FIELD.match(name) or is_core_filter(name):
             raise ComponentError(
                 f"filter field {name!r} must be a lower-case identifier and not one of Core's "
@@ -131,7 +149,14 @@ class PluginContext:
                 f"filter field {name!r} kind must be one of {', '.join(FIELD_KINDS)}",
                 plugin=self.namespace,
             )
-        self._registries.filter_fields.register(name, kind, owner=self.namespace)
+        if (kind == RESOLVED_FIELD) != (resolve is not None):
+            raise ComponentError(
+                f"filter field {name!r}: a resolver is given exactly for kind 'resolved'",
+                plugin=self.namespace,
+            )
+        self._registries.filter_fields.register(
+            name, FilterField(kind, resolve), owner=self.namespace
+        )
 
     def register_knowledge_engine(self, name: str, engine: Any) -> None:
         self._registries.knowledge_engines.register(name, engine, owner=self.namespace)

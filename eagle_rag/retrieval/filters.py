@@ -13,16 +13,22 @@ Plugins may declare *filter fields* (``PluginContext.register_filter_field``): c
 a request can then name at the top level, ``{"object_type": "column"}`` meaning exactly
 ``{"metadata": {"object_type": "column"}}``. A ``list`` field holds a JSON list on each chunk
 (tags, tests): ``{"tags": "finance"}`` or ``{"tags": ["a", "b"]}`` selects chunks whose list holds
-any of the values. Core's own keys above cannot be declared, so they always mean the same.
+any of the values. A ``resolved`` field is one no chunk stores as such, a fact only the plugin
+can turn into a condition on stored fields for the request's scope (lineage across files:
+``{"upstream": "stg_orders"}``): it takes one value or a list (any of them), and the plugin's
+resolver, given the scope's knowledge bases, builds the condition. Core's own keys above cannot
+be declared, so they always mean the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.index.filters import (
+    MAX_LIST,
     Filter,
     Scalar,
     all_of,
@@ -39,15 +45,47 @@ MAX_PAGE_SPAN = 1000
 _RANGE_KEYS = frozenset({"gte", "lte"})
 SCALAR_FIELD = "scalar"
 LIST_FIELD = "list"
-FIELD_KINDS = (SCALAR_FIELD, LIST_FIELD)
+RESOLVED_FIELD = "resolved"
+FIELD_KINDS = (SCALAR_FIELD, LIST_FIELD, RESOLVED_FIELD)
+
+# A resolved field's plugin function: (the scope's KB names, the requested values) -> the
+# condition on stored chunk fields. It raises InvalidInputError for a value it cannot take.
+FieldResolver = Callable[[tuple[str, ...], tuple[Scalar, ...]], Filter]
+# The same bound to one request's scope: (field name, values) -> condition.
+ScopedResolver = Callable[[str, tuple[Scalar, ...]], Filter]
+
+
+@dataclass(frozen=True, slots=True)
+class FilterField:
+    """A plugin's declared filter field: its kind, and for a resolved one its resolver."""
+
+    kind: str
+    resolve: FieldResolver | None = None
+
+
+def scoped_resolver(fields: Mapping[str, FilterField], kb_names: Sequence[str]) -> ScopedResolver:
+    """The resolved fields of ``fields`` bound to one scope's knowledge bases."""
+    scope = tuple(kb_names)
+
+    def resolve(name: str, values: tuple[Scalar, ...]) -> Filter:
+        declared = fields.get(name)
+        if declared is None or declared.resolve is None:
+            raise InvalidInputError(f"filter {name!r} cannot be resolved here", filter=name)
+        return declared.resolve(scope, values)
+
+    return resolve
 
 
 def build_metadata_filter(
-    filters: Mapping[str, Any], fields: Mapping[str, str] | None = None
+    filters: Mapping[str, Any],
+    fields: Mapping[str, str] | None = None,
+    resolve: ScopedResolver | None = None,
 ) -> Filter:
     """One Filter for all of ``filters`` (AND); InvalidInputError names a bad key or value.
 
-    ``fields`` are the plugins' declared filter fields (name -> ``scalar`` or ``list``)."""
+    ``fields`` are the plugins' declared filter fields (name -> ``scalar``, ``list`` or
+    ``resolved``); ``resolve`` turns a resolved field's values into a condition for the
+    request's scope (without it, a resolved field is refused, never dropped)."""
     if not isinstance(filters, Mapping):
         raise InvalidInputError("filters must be an object")
     declared = fields or {}
@@ -57,7 +95,7 @@ def build_metadata_filter(
         if builder is not None:
             parts.append(builder(value))
         elif key in declared:
-            parts.append(_declared_field(str(key), declared[key], value))
+            parts.append(_declared_field(str(key), declared[key], value, resolve))
         else:
             known = ", ".join(sorted({*_BUILDERS, *declared}))
             raise InvalidInputError(f"unknown filter {key!r}; known filters: {known}", filter=key)
@@ -69,15 +107,22 @@ def is_core_filter(name: str) -> bool:
     return name in _BUILDERS
 
 
-def _declared_field(key: str, kind: str, value: Any) -> Filter:
-    """A plugin field written at the top level: the same condition as under ``metadata``, or
-    for a list field, "holds any of these values"."""
-    if kind != LIST_FIELD:
+def _declared_field(key: str, kind: str, value: Any, resolve: ScopedResolver | None) -> Filter:
+    """A plugin field written at the top level: the same condition as under ``metadata``; for
+    a list field, "holds any of these values"; a resolved field's condition from its plugin."""
+    if kind == SCALAR_FIELD:
         return _json_condition(key, value)
     values = value if isinstance(value, list | tuple) else [value]
     if not values:
         raise InvalidInputError(f"filter {key!r} needs at least one value", filter=key)
-    return json_contains_any("metadata", key, [_scalar(v, key) for v in values])
+    if len(values) > MAX_LIST:
+        raise InvalidInputError(f"filter {key!r} takes at most {MAX_LIST} values", filter=key)
+    scalars = tuple(_scalar(v, key) for v in values)
+    if kind == LIST_FIELD:
+        return json_contains_any("metadata", key, scalars)
+    if resolve is None:
+        raise InvalidInputError(f"filter {key!r} is not available here", filter=key)
+    return resolve(key, scalars)
 
 
 def _json_condition(key: str, value: Any) -> Filter:

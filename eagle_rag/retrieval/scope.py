@@ -7,14 +7,14 @@ documents were written to, which lets routing add a specialized collection's pla
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eagle_rag.errors import InvalidInputError, PermissionDeniedError
 from eagle_rag.index.filters import Filter, all_of, in_
 from eagle_rag.plugins.payloads import QueryRequest
-from eagle_rag.retrieval.filters import build_metadata_filter
+from eagle_rag.retrieval.filters import ScopedResolver, build_metadata_filter
 
 if TYPE_CHECKING:
     from eagle_rag.db.repositories.bundle import Repositories
@@ -50,14 +50,15 @@ def resolve_scope(
     *,
     allowed_kbs: Iterable[str] | None = None,
     filter_fields: Mapping[str, str] | None = None,
+    resolver_for: Callable[[Sequence[str]], ScopedResolver] | None = None,
 ) -> Scope:
     """Resolve ``request``'s scope; NotFoundError for an unknown KB or document id.
 
     ``allowed_kbs`` (an API key's KBs) narrows the default scope and rejects others;
-    ``filter_fields`` are the plugins' top-level filter fields.
+    ``filter_fields`` are the plugins' top-level filter fields, ``resolver_for`` binds their
+    resolved ones to the scope's knowledge bases.
     """
     allowed = None if allowed_kbs is None else set(allowed_kbs)
-    metadata_filter = build_metadata_filter(request.filters, filter_fields)
     kbs = {name: repos.knowledge_bases.get(name) for name in dict.fromkeys(request.kb_names)}
     documents = [repos.documents.get(i) for i in dict.fromkeys(request.document_ids)]
     if kbs:
@@ -88,19 +89,29 @@ def resolve_scope(
             documents=len(selected),
         )
 
-    if selected is None:
-        collections = {c for kb in kbs.values() for c in kb.collections_used}
-    else:
-        collections = {c for d in documents if d.id in selected for c in d.collections_used}
-        if request.tags:
-            collections |= {c for kb in kbs.values() for c in kb.collections_used}
+    collections = _collections(kbs, documents, selected, tagged=bool(request.tags))
     names = tuple(sorted(kbs))
     bridged = tuple(kbs[n] for n in names if kbs[n].engine != NATIVE_ENGINE)
     native_names = [n for n in names if kbs[n].engine == NATIVE_ENGINE]
     doc_ids = None if selected is None else tuple(sorted(selected))
+    resolve = resolver_for(native_names) if resolver_for is not None else None
+    metadata_filter = build_metadata_filter(request.filters, filter_fields, resolve)
     where = all_of(
         in_("kb_name", native_names) if native_names else None,
         in_("document_id", doc_ids) if doc_ids else None,
         metadata_filter,
     )
     return Scope(names, doc_ids, where, frozenset(collections), bridged)
+
+
+def _collections(
+    kbs: Mapping[str, Any], documents: list[Any], selected: set[str] | None, *, tagged: bool
+) -> set[str]:
+    """The collections the scope's documents were written to (all of its KBs' when tags
+    select the documents, which the catalog resolves, not the document list)."""
+    if selected is None:
+        return {c for kb in kbs.values() for c in kb.collections_used}
+    found = {c for d in documents if d.id in selected for c in d.collections_used}
+    if tagged:
+        found |= {c for kb in kbs.values() for c in kb.collections_used}
+    return found

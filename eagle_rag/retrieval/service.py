@@ -99,6 +99,7 @@ class RetrievalService:
             request,
             allowed_kbs=allowed_kbs,
             filter_fields=app.registries.filter_field_kinds(),
+            resolver_for=app.registries.filter_resolver,
         )
         log.add("scope", "ok", _describe_scope(scope), since=started)
         overrides = self._retrieval_settings(request, scope)

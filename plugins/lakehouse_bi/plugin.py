@@ -37,11 +37,12 @@ from eagle_rag.plugins.payloads import (
     RetrievedHit,
     TextChunk,
 )
-from eagle_rag.retrieval.filters import build_metadata_filter
+from eagle_rag.retrieval.filters import ScopedResolver, build_metadata_filter
 from plugins.lakehouse_bi.enrich import enrich_chunks, with_lineage
 from plugins.lakehouse_bi.exact import exact_first, named_hits
 from plugins.lakehouse_bi.hints import GLOSSARY, question_terms
 from plugins.lakehouse_bi.lineage import Entry, LineageIndex
+from plugins.lakehouse_bi.lineage_filter import DOWNSTREAM, UPSTREAM, lineage_resolver
 from plugins.lakehouse_bi.model import SemanticObject
 from plugins.lakehouse_bi.parser import LakehouseParser
 from plugins.lakehouse_bi.render import META_KEY
@@ -49,8 +50,8 @@ from plugins.lakehouse_bi.tools import LakehouseTools
 
 NAMESPACE = "lakehouse-bi"
 # Chunk metadata a request may filter on at the top level ({"object_type": "column"}).
-# Lineage (upstream / downstream) is not among them: a chunk stores only its own file's refs,
-# the whole lineage is laid over hits at query time.
+# Lineage (upstream / downstream) is resolved per request from the KB's lineage index: a chunk
+# stores only its own file's refs, the whole lineage is laid over hits at query time.
 _SCALAR_FIELDS = (
     "object_type", "name", "name_lower", "model", "grain", "data_type", "owner", "project",
     "framework",
@@ -96,6 +97,9 @@ class LakehouseBiPlugin:
         ctx.register_parser("lakehouse-bi", LakehouseParser())
         for name, kind in FILTER_FIELDS.items():
             ctx.register_filter_field(name, kind)
+        for direction in (UPSTREAM, DOWNSTREAM):
+            resolve = lineage_resolver(self._index, direction)
+            ctx.register_filter_field(direction, "resolved", resolve=resolve)
 
     def ensure_collections(self, ctx: PluginContext) -> None:
         """Base collections only (``eagle_text``): semantic chunks are text chunks."""
@@ -222,11 +226,17 @@ class LakehouseBiPlugin:
         if not (terms.identifiers or terms.grain) or not ctx.kb_names:
             return None
         plugin_ctx = self._require(self._ctx, "plugin context")
-        fields = plugin_ctx.registries.filter_field_kinds()
-        where = scope_filter(query, ctx.kb_names, hits_by_plan, fields)
+        registries = plugin_ctx.registries
         vectors = self._require(plugin_ctx.host.vectors, "vector store")
         prior = [h for hits in hits_by_plan.values() for h in hits]
-        found = await asyncio.to_thread(named_hits, vectors, terms, where, prior)
+
+        def find() -> list[RetrievedHit]:  # a lineage filter reads the index: off the loop
+            fields = registries.filter_field_kinds()
+            resolve = registries.filter_resolver(ctx.kb_names)
+            where = scope_filter(query, ctx.kb_names, hits_by_plan, fields, resolve)
+            return list(named_hits(vectors, terms, where, prior))
+
+        found = await asyncio.to_thread(find)
         return tuple(found) or None
 
     async def named_first(
@@ -268,6 +278,7 @@ def scope_filter(
     kb_names: tuple[str, ...],
     hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]],
     fields: Mapping[str, str] | None = None,
+    resolve: ScopedResolver | None = None,
 ) -> Filter:
     """The request's scope for a scalar query: its KBs, documents and filters; with tags (which
     only the catalog resolves) the documents the scoped searches already returned."""
@@ -280,5 +291,5 @@ def scope_filter(
     return all_of(
         in_("kb_name", kb_names),
         in_("document_id", documents) if documents else None,
-        build_metadata_filter(query.filters, fields) if query.filters else None,
+        build_metadata_filter(query.filters, fields, resolve) if query.filters else None,
     )
