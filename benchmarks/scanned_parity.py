@@ -222,7 +222,8 @@ def main() -> None:
             fmt: cer(by_format(readings, fmt), folder, language) for fmt in ("jpg", "pdf")
         }
         ocr["cer_pages"] = {fmt: len(by_format(readings, fmt)) for fmt in ("jpg", "pdf")}
-        results[language] = {"retrieval": retrieval, "ocr": ocr}
+        ocr["worst"] = worst_documents(readings, folder, language)
+        results[language] = {"retrieval": retrieval, "ocr": ocr, "readings": readings}
         results[language]["seconds"] = round(time.perf_counter() - started, 1)
         print(summary(language, results[language]), flush=True)
     if args.out:
@@ -232,6 +233,16 @@ def main() -> None:
 def by_format(readings: dict[str, str], fmt: str) -> dict[str, str]:
     """{document id: text} of the files of one format the pipeline parsed."""
     return {Path(name).stem: text for name, text in readings.items() if name.endswith(f".{fmt}")}
+
+
+def worst_documents(
+    readings: dict[str, str], folder: Path, language: str, keep: int = 5
+) -> list[tuple[str, float]]:
+    """The scans read worst, by their own CER: where to look when the bar is missed."""
+    per_file = {
+        name: cer({Path(name).stem: text}, folder, language) for name, text in readings.items()
+    }
+    return sorted(per_file.items(), key=lambda item: -item[1])[:keep]
 
 
 def summary(language: str, result: dict[str, Any]) -> str:
@@ -255,6 +266,8 @@ def summary(language: str, result: dict[str, Any]) -> str:
         f"  CER (pipeline, every scan) jpg {ocr['cer']['jpg']:.2%} ({ocr['cer_pages']['jpg']} "
         f"pages)  pdf {ocr['cer']['pdf']:.2%} ({ocr['cer_pages']['pdf']} pages)"
     )
+    worst = ", ".join(f"{name} {value:.2%}" for name, value in ocr["worst"])
+    lines.append(f"  worst scans: {worst}")
     same = ocr["cer_same_pages"]
     lines.append(
         f"  CER on the throughput pages: ours {same['ours']:.2%}  raw rapidocr "
