@@ -169,12 +169,24 @@ def cer_only(folder: Path, ids: list[str], language: str) -> dict[str, Any]:
     return {"cer": so_far, "cer_pages": {fmt: len(t) for fmt, t in texts.items()}}
 
 
-def observe_parses(app: Any, readings: dict[str, str]) -> None:
-    """Record the text each scanned file parsed to; abstain so Core builds the structure."""
+def observe_parses(app: Any, readings: dict[str, str], folder: Path) -> None:
+    """Record the text each scanned file parsed to, and print its CER as it comes (a run cut
+    short still shows what it read); abstain so Core builds the structure."""
+    language = folder.name
 
     def record(parsed: ParseResult, source: DocumentSource) -> None:
-        if source.filename.endswith((".pdf", ".jpg")):
-            readings[source.filename] = reading(parsed)
+        if not source.filename.endswith((".pdf", ".jpg")):
+            return
+        readings[source.filename] = reading(parsed)
+        fmt = Path(source.filename).suffix[1:]
+        mine = by_format(readings, fmt)
+        stem = Path(source.filename).stem
+        this = cer({stem: mine[stem]}, folder, language)
+        so_far = cer(mine, folder, language)
+        print(
+            f"{language} {fmt} {len(mine)} read, {stem}: CER {this:.2%} (so far {so_far:.2%})",
+            flush=True,
+        )
 
     app.bus.subscribe(hooks.build_structure, record, plugin="scan-benchmark", priority=1000)
 
@@ -184,7 +196,7 @@ async def retrieval_pass(folder: Path, ids: set[str]) -> dict[str, Any]:
     readings: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="eagle-scans-") as data:
         app = await bootstrap(load_settings({**os.environ, "EAGLE_DATA_DIR": data}))
-        observe_parses(app, readings)
+        observe_parses(app, readings, folder)
         try:
             text = load_dataset(folder, files=Path("text"))
             for fmt in FORMATS:
