@@ -49,6 +49,9 @@ def test_a_page_twelve_screens_tall_reads_every_paragraph_once_with_its_box() ->
         tall.paste(page, (0, page.height * index))
     engine = OcrEngine()
     parsed = ImageParser(engine).parse(ParseContext(scans.encode(tall, "PNG"), "scroll.png", d.PNG))
+    assert [s.heading for s in parsed.sections if s.heading] == [scans.EN_TITLE] * 12
+    # each paragraph whole, in one section (not its first line joined to the title above it)
+    assert [s.content for s in parsed.sections if s.content] == [scans.EN_BODY] * 12
     squashed = " ".join(parsed.text.split())
     assert squashed.count("no lost time injuries this quarter") == 12  # once each, none twice
     assert squashed.count("completed on schedule") == 12
