@@ -62,9 +62,10 @@ def cmyk_jpeg(page: Image.Image) -> ImageStream:
     )
 
 
-def image_pdf(page: Image.Image, stream: ImageStream, *, dpi: int = 150) -> bytes:
-    """A one-page PDF showing ``stream`` (``page``'s pixels) over the whole page."""
-    width, height = page.size
+def image_pdf(page: Image.Image | tuple[int, int], stream: ImageStream, *, dpi: int = 150) -> bytes:
+    """A one-page PDF showing ``stream`` (``page``'s pixels, or pixels of that size) over the
+    whole page."""
+    width, height = page if isinstance(page, tuple) else page.size
     points_w, points_h = width * 72 / dpi, height * 72 / dpi
     content = f"q {points_w:.2f} 0 0 {points_h:.2f} 0 0 cm /Im0 Do Q".encode()
     objects = [

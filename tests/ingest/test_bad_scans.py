@@ -75,3 +75,21 @@ def test_a_pdf_cut_short_is_refused_with_both_readers_reasons(keep: float) -> No
     with pytest.raises(InvalidInputError, match="corrupt or unreadable") as caught:
         PdfParser(OcrEngine()).parse(ParseContext(cut, "cut.pdf", d.PDF))
     assert "a second reader also failed" in str(caught.value)
+
+
+@pytest.mark.parametrize("keep", [0.3, 0.6, 0.97])
+@pytest.mark.parametrize("compression", ["tiff_lzw", "raw"])
+def test_a_multi_page_tiff_cut_short_is_refused_as_truncated(keep: float, compression: str) -> None:
+    # Pillow raises TypeError ("Missing dimensions") counting the pages of a TIFF whose later
+    # page header was cut off; that reached the user as an internal error, not a reason.
+    whole = scans.encode(
+        scans.en_page(),
+        "TIFF",
+        save_all=True,
+        append_images=[scans.zh_page()],
+        compression=compression,
+    )
+    cut = whole[: int(len(whole) * keep)]
+    with pytest.raises(InvalidInputError, match="corrupt"):
+        mime = d.detect(cut, "fax.tif").mime_type  # the header may still look whole
+        ImageParser(OcrEngine()).parse(ParseContext(cut, "fax.tif", mime))

@@ -95,3 +95,29 @@ def test_other_margin_text_is_not_a_page_number(text: str) -> None:
 def test_running_heads_match_whatever_their_numbers() -> None:
     assert running_key("Page 3 of  J Med") == running_key("page 14 of J Med")
     assert running_key("J Med") != running_key("N Engl J Med")
+
+
+def test_on_a_page_twelve_screens_tall_a_title_region_does_not_take_the_next_line() -> None:
+    # The top of a 875 x 7,452 scroll, as the engine read it: 1% of its height (the pad a line's
+    # centre may fall outside a region by) is 75 pixels, three lines, so the title region, which
+    # scores higher, claimed the paragraph's first line and the paragraph was cut in two.
+    title = Region("title", (0.073, 0.0098, 0.611, 0.0150), 0.87)
+    text = Region("text", (0.186, 0.0210, 0.918, 0.0296), 0.84)
+    lines = [
+        ("Quarterly Safety Report", (0.069, 0.0089, 0.616, 0.0154)),
+        (
+            "The plant recorded no lost time injuries this quarter. Forklift",
+            (0.072, 0.0205, 0.929, 0.0246),
+        ),
+        ("inspections were completed on schedule.", (0.071, 0.0262, 0.599, 0.0301)),
+    ]
+    page = OcrPage(875, 7452, 0, tuple(OcrLine(t, b, 0.99) for t, b in lines), (title, text))
+    blocks = page_blocks(page, 1)
+    assert [(b.kind, b.text) for b in blocks] == [
+        ("heading", "Quarterly Safety Report"),
+        (
+            "text",
+            "The plant recorded no lost time injuries this quarter. Forklift inspections were "
+            "completed on schedule.",
+        ),
+    ]

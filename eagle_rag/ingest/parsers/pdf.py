@@ -134,7 +134,10 @@ def _render_for_ocr(page: pdfium.PdfPage) -> Image.Image:
     width, height = page.get_size()
     scale = OCR_DPI / 72
     if width * height * scale * scale > MAX_RENDER_PIXELS:
-        scale = math.sqrt(MAX_RENDER_PIXELS / (width * height))
+        # PDFium rounds each side up, so solve (w·s + 1)(h·s + 1) = cap: never over the cap.
+        area, perimeter = width * height, width + height
+        root = math.sqrt(perimeter * perimeter + 4 * area * (MAX_RENDER_PIXELS - 1))
+        scale = (root - perimeter) / (2 * area)
     image: Image.Image = page.render(scale=scale).to_pil().convert("RGB")
     return image
 

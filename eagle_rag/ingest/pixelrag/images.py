@@ -13,17 +13,23 @@ import warnings
 from collections.abc import Iterator
 
 import numpy as np
-from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from eagle_rag.errors import InvalidInputError
 
+# What Pillow raises on a damaged file while reading headers or pixels (a cut TIFF's missing
+# page header is a TypeError "Missing dimensions", a cut frame table an EOFError).
+_DECODE_ERRORS = (OSError, ValueError, SyntaxError, TypeError, EOFError, KeyError)
 # Pillow's own default limit (about 89 megapixels: a 9,500 × 9,500 page, 600 dpi A1).
 MAX_PIXELS = 89_478_485
+# Longer than this many times its width (or the reverse), an image holds no legible text once
+# OCR fits its long side to the model's input (and rapidocr's resize fails outright at ~125:1).
+MAX_ASPECT = 100
 
 
 def page_count(data: bytes, filename: str) -> int:
     with _opened(data, filename) as image:
-        return int(getattr(image, "n_frames", 1))
+        return _frame_count(image, filename)
 
 
 def pages(
@@ -32,12 +38,12 @@ def pages(
     """Each frame (multi-page TIFF) as an RGB image; InvalidInputError for bombs, truncated
     or corrupt files and too many pages."""
     with _opened(data, filename) as image:
-        frames = int(getattr(image, "n_frames", 1))
+        frames = _frame_count(image, filename)
         if frames > max_pages:
             raise InvalidInputError(
                 f"the image has {frames} pages (limit {max_pages})", filename=filename
             )
-        for frame in ImageSequence.Iterator(image):
+        for frame in _frames(image, frames, filename):
             width, height = frame.size
             if width * height > max_pixels:
                 raise InvalidInputError(
@@ -47,13 +53,45 @@ def pages(
                     pixels=width * height,
                     limit=max_pixels,
                 )
+            _check_aspect(width, height, filename)
             try:
                 frame.load()
                 yield to_rgb(ImageOps.exif_transpose(frame) or frame)
-            except (OSError, ValueError, SyntaxError) as exc:
-                raise InvalidInputError(
-                    f"the image is truncated or corrupt: {exc}", filename=filename
-                ) from exc
+            except _DECODE_ERRORS as exc:
+                raise _corrupt(exc, filename) from exc
+
+
+def _frame_count(image: Image.Image, filename: str) -> int:
+    """Counting a TIFF's pages reads every page's header: a cut one raises here."""
+    try:
+        return int(getattr(image, "n_frames", 1))
+    except _DECODE_ERRORS as exc:
+        raise _corrupt(exc, filename) from exc
+
+
+def _frames(image: Image.Image, count: int, filename: str) -> Iterator[Image.Image]:
+    for index in range(count):
+        try:
+            image.seek(index)
+        except _DECODE_ERRORS as exc:
+            raise _corrupt(exc, filename) from exc
+        yield image
+
+
+def _corrupt(exc: BaseException, filename: str) -> InvalidInputError:
+    reason = str(exc) or type(exc).__name__
+    return InvalidInputError(f"the image is truncated or corrupt: {reason}", filename=filename)
+
+
+def _check_aspect(width: int, height: int, filename: str) -> None:
+    if max(width, height) > MAX_ASPECT * max(1, min(width, height)):
+        raise InvalidInputError(
+            f"the image is {width}×{height} pixels: a strip over {MAX_ASPECT}:1 is too thin "
+            "for its text to be read",
+            filename=filename,
+            width=width,
+            height=height,
+        )
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eagle_rag.ingest.pixelrag.engine import OcrPage, Region
-from eagle_rag.ingest.pixelrag.geometry import BBox, center, contains, union, unrotate
+from eagle_rag.ingest.pixelrag.geometry import BBox, center, union, unrotate
 from eagle_rag.ingest.pixelrag.lines import Line, join, rows
 from eagle_rag.ingest.pixelrag.margins import MARGIN, is_running, running_margins
 from eagle_rag.plugins.payloads import PageBox, SectionKind, TextSection
@@ -24,7 +24,12 @@ MARGIN_REGIONS = frozenset({"header", "footer"})
 MAX_HEADING_CHARS = 80
 # Blocks wider than this share of the page span both columns.
 FULL_WIDTH = 0.55
+# A line belongs to a region its centre is within this share of the page of. On a page much
+# taller (or wider) than paper, a share of its height would span lines: the pad along its long
+# side is kept to what it is on a page of 1.5:1 (a 12-screen scroll: 1% of its height is three
+# lines, and a title region took the paragraph's first line).
 REGION_PAD = 0.01
+PAD_ASPECT = 1.5
 # Two stray lines belong to one block when the gap between them is under this many line heights.
 LINE_GAP = 0.9
 
@@ -46,7 +51,7 @@ def page_blocks(page: OcrPage, number: int) -> list[PageBlock]:
     stray: list[Line] = []
     for ocr_line in page.lines:
         line = Line(ocr_line.text, ocr_line.bbox, number)
-        index = _region_of(line.bbox, page.regions)
+        index = _region_of(line.bbox, page.regions, _pads(page.width, page.height))
         if index is None:
             stray.append(line)
         else:
@@ -61,13 +66,26 @@ def page_blocks(page: OcrPage, number: int) -> list[PageBlock]:
     return ordered
 
 
-def _region_of(box: BBox, regions: Sequence[Region]) -> int | None:
-    point = center(box)
+def _pads(width: int, height: int) -> tuple[float, float]:
+    """REGION_PAD along each axis, normalised (the same on a page within 1.5:1)."""
+    if width <= 0 or height <= 0:
+        return REGION_PAD, REGION_PAD
+    return (
+        REGION_PAD * min(1.0, PAD_ASPECT * height / width),
+        REGION_PAD * min(1.0, PAD_ASPECT * width / height),
+    )
+
+
+def _region_of(
+    box: BBox, regions: Sequence[Region], pads: tuple[float, float] = (REGION_PAD, REGION_PAD)
+) -> int | None:
+    x, y = center(box)
+    pad_x, pad_y = pads
     best: int | None = None
     for index, region in enumerate(regions):
-        if contains(region.bbox, point, REGION_PAD) and (
-            best is None or region.score > regions[best].score
-        ):
+        x0, y0, x1, y1 = region.bbox
+        inside = x0 - pad_x <= x <= x1 + pad_x and y0 - pad_y <= y <= y1 + pad_y
+        if inside and (best is None or region.score > regions[best].score):
             best = index
     return best
 
