@@ -159,7 +159,14 @@ class CorePlugin:
             return None
         settings = self._context().settings.ingest
         return await visual_steps.extract_and_store(
-            self._host("objects"), ctx.plugin_namespace, source, data, parsed, chunks, settings
+            self._host("objects"),
+            ctx.plugin_namespace,
+            source,
+            data,
+            parsed,
+            chunks,
+            settings,
+            on_page=page_callback(ctx.extra),  # the pages, as progress; a cancel stops it
         )
 
     # --- subscribers: classify, embed, write, route queries ------------------------------------
