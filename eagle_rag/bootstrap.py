@@ -217,6 +217,7 @@ def build_queue(settings: Settings, pipeline: IngestPipeline, runtime: Runtime) 
         on_idle=Flusher(runtime),
         leases=leases_for(runtime.repositories, settings.ingest.lease_s),
         lost=functools.partial(lost_on_crash, runtime),
+        nice=settings.ingest.worker_nice,
     )
 
 

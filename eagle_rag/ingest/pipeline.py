@@ -88,7 +88,10 @@ class IngestPipeline:
         repos, config = self._app.repositories, self._app.settings.ingest
         owner = owner or process_owner()
         try:
-            attempt = repos.ingest_runs.start(
+            # Every catalog transaction off the event loop: a write waiting for SQLite's lock
+            # there would hold up every request the server is answering meanwhile.
+            attempt = await asyncio.to_thread(
+                repos.ingest_runs.start,
                 task_id,
                 owner=owner,
                 lease_s=config.lease_s,
@@ -103,7 +106,9 @@ class IngestPipeline:
         document = attempt.document
         if document is None or attempt.kb is None:
             missing = "document" if document is None else "knowledge base"
-            repos.ingest_runs.fail(task_id, None, f"the {missing} was deleted")
+            await asyncio.to_thread(
+                repos.ingest_runs.fail, task_id, None, f"the {missing} was deleted"
+            )
             return PipelineResult(attempt.document_id, "failed", error=f"{missing} deleted")
         progress = ProgressReporter(
             lambda phase, current, total: repos.tasks.progress(
@@ -119,8 +124,9 @@ class IngestPipeline:
             ingested = await self._ingest(
                 task_id, document, attempt.kb, progress, first_attempt=attempt.attempts == 1
             )
-            progress.check()  # a cancel that came while the last batch was written
-            return self._succeed(task_id, document, ingested, (owner, attempt.attempts))
+            await asyncio.to_thread(progress.check)  # a cancel during the last batch's write
+            held = (owner, attempt.attempts)
+            return await asyncio.to_thread(self._succeed, task_id, document, ingested, held)
         except Exception as exc:  # the success step included: its writes are undone too
             if stopped_by_cancel(exc):
                 return await self._stopped(task_id, document, exc, (owner, attempt.attempts))
