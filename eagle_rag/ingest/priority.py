@@ -10,9 +10,12 @@ batches for a free thread, and ran at the same priority as them on a machine wit
 task (``INGEST_WORK`` is set in its context, which ``to_thread`` and child tasks inherit) run
 in a small pool whose threads lowered their own nice value (Linux schedules threads, so
 ``setpriority`` on the native thread id affects that thread only); every other call runs in
-the usual pool at the process's priority. Threads a library starts from an ingest thread (an
-ONNX session's intra-op pool created there) inherit the lower priority; the embedders run
-one intra-op thread per model, in the calling thread, so a query's embedding is not slowed.
+the usual pool at the process's priority. Threads a library starts inherit the priority of the
+thread that starts them. OpenMP (the offline embedder) keeps a team per calling thread, so an
+ingest batch's team runs at the ingest priority and a query's at the requests' (a test checks
+it). An ONNX session's intra-op pool is the session's, shared by every caller: such models are
+loaded before the workers start (``warm_encoders``), at the process's priority, so queries
+never run in threads an ingest thread started.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import contextvars
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -84,3 +87,16 @@ def install_split_executor(loop: asyncio.AbstractEventLoop, threads: int, nice: 
     loop.set_default_executor(SplitExecutor(ingest_threads=threads, ingest_nice=nice))
     if isinstance(current, ThreadPoolExecutor):
         current.shutdown(wait=False)
+
+
+def warm_encoders(encoders: Iterable[object]) -> None:
+    """Run each local encoder's ``warm()`` (models that start thread pools) in this thread; a
+    model that cannot load is logged and loads on first use as before."""
+    for encoder in encoders:
+        warm = getattr(encoder, "warm", None)
+        if not callable(warm):
+            continue
+        try:
+            warm()
+        except Exception as exc:  # a missing package or model: its first use says so again
+            logger.warning("could not load %s before the workers: %s", encoder, exc)

