@@ -38,3 +38,11 @@ def test_event_details_become_the_errors_fields_and_unknown_codes_are_kept() -> 
     odd = error_from_event({"code": "not_found", "message": "m", "details": {"message": "x"}})
     assert odd.message == "m" and odd.fields == {}
     assert error_from_event("broken").message == "broken"
+
+
+def test_a_conflict_that_ends_soon_says_when_to_retry() -> None:
+    from eagle_rag.errors import ConflictError
+
+    soon = error_response(ConflictError("still undoing", job_id="t", retry_after=4))
+    assert soon.status_code == 409 and soon.headers["Retry-After"] == "4"
+    assert "Retry-After" not in error_response(ConflictError("the task completed")).headers
