@@ -180,6 +180,18 @@ def latency(samples: list[Sample]) -> dict[str, Any]:
     }
 
 
+def by_minute(samples: list[Sample]) -> list[dict[str, Any]]:
+    """p50 and p95 per minute of load: a tail that drifts up with the corpus reads differently
+    from one made of spikes (the whole run's p95/p50 cannot tell them apart)."""
+    minutes: dict[int, list[Sample]] = {}
+    for sample in samples:
+        minutes.setdefault(int(sample.at_s // 60), []).append(sample)
+    return [
+        {"minute": m, **{k: v for k, v in latency(s).items() if k != "mean_ms"}}
+        for m, s in sorted(minutes.items())
+    ]
+
+
 def rss_after(rss: list[tuple[float, int]], at_s: float) -> int:
     """The first RSS sample taken at or after ``at_s`` (the last one if the run was shorter)."""
     return next((value for t, value in rss if t >= at_s), rss[-1][1])
@@ -200,6 +212,7 @@ def report(soak: Soak, warmup_s: float, tasks: Counter[str]) -> dict[str, Any]:
         "server_errors_5xx": server_errors,
         "no_answer": no_answer,
         "latency": {op: latency(samples) for op, samples in by_op.items()},
+        "search_by_minute": by_minute(by_op["search"]),
         "uploaded_tasks": dict(tasks),
         "rss_after_warmup_mib": round(rss_first / MIB, 1),
         "rss_end_mib": round(rss_end / MIB, 1),

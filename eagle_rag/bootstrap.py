@@ -28,6 +28,7 @@ from eagle_rag.ingest.durability import Flusher, lost_on_crash
 from eagle_rag.ingest.leases import leases_for
 from eagle_rag.ingest.parsers.registry import warm_in_background
 from eagle_rag.ingest.pipeline import IngestPipeline
+from eagle_rag.ingest.priority import warm_encoders
 from eagle_rag.ingest.queue import InProcessQueue
 from eagle_rag.ingest.service import IngestService, TaskQueue
 from eagle_rag.models.embedders import TextEncoder
@@ -69,6 +70,9 @@ class EagleApp(Runtime):
         logger.info("object store: %s", await asyncio.to_thread(self.objects.ensure_bucket))
         await self.plugins.load_all()
         if start_queue and isinstance(self.queue, InProcessQueue):
+            if self.settings.ingest.worker_nice:  # model thread pools at the requests' priority
+                encoders = [r.component for r in self.registries.encoders]
+                await asyncio.to_thread(warm_encoders, encoders)
             await self.queue.start()
             if self.settings.ingest.ocr_warm:  # this process reads scans: load OCR now
                 warm_in_background([r.component for r in self.registries.parsers])
@@ -223,6 +227,7 @@ def build_queue(settings: Settings, pipeline: IngestPipeline, runtime: Runtime) 
         on_idle=Flusher(runtime),
         leases=leases_for(runtime.repositories, settings.ingest.lease_s),
         lost=functools.partial(lost_on_crash, runtime),
+        nice=settings.ingest.worker_nice,
     )
 
 

@@ -213,6 +213,9 @@ class IngestSettings(_Section):
     chunk_size: int = Field(default=400, ge=16, le=8192)
     chunk_overlap: int = Field(default=40, ge=0, le=4096)
     workers: int = Field(default=2, ge=1, le=64)
+    # In-process workers' thread work runs in a pool of its own, this much nicer than the
+    # requests' (ingest/priority.py); 0: it shares the requests' pool at their priority.
+    worker_nice: int = Field(default=10, ge=0, le=19)
     embed_batch: int = Field(default=32, ge=1, le=1024)
     # A task's phase and progress are written at most this often (0: every step). A document
     # that finishes sooner shows queued -> completed and costs no progress writes.

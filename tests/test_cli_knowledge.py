@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -158,3 +159,34 @@ def test_documents_are_named_inside_the_folder_the_files_share(
         monkeypatch.chdir(cwd)
         assert document_names([one, two]) == expected
     assert document_names([one]) == {one: "schema.yml"}
+
+
+def test_tasks_show_and_cancel_on_the_embedded_store(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "guide.md").write_text(docs.MARKDOWN)
+    ingested = runner.invoke(
+        app, ["ingest", str(tmp_path / "guide.md"), "--kb", "notes", "--create"], env=env
+    )
+    assert ingested.exit_code == 0, ingested.output
+    job_id = asyncio.run(_only_task(env))
+
+    shown = runner.invoke(app, ["tasks", "show", job_id, "--json"], env=env)
+    assert shown.exit_code == 0, shown.output
+    task = json.loads(shown.stdout)
+    assert (task["job_id"], task["status"]) == (job_id, "completed")
+    refused = runner.invoke(app, ["tasks", "cancel", job_id], env=env)
+    assert refused.exit_code == 1
+    assert "the task is completed; there is nothing to cancel" in refused.stderr
+    unknown = runner.invoke(app, ["tasks", "cancel", "no-such-task"], env=env)
+    assert unknown.exit_code == 1 and "not found" in unknown.stderr
+
+
+async def _only_task(env: dict[str, str]) -> str:
+    from eagle_rag.bootstrap import bootstrap
+    from eagle_rag.settings import load_settings
+
+    application = await bootstrap(load_settings(env), start_queue=False)
+    try:
+        (task,) = application.repositories.tasks.list()
+        return task.id
+    finally:
+        await application.stop()

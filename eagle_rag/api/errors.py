@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from eagle_rag.client.errors import error_from_event
 from eagle_rag.errors import (
     AuthenticationError,
     BackendUnavailableError,
@@ -69,19 +70,17 @@ def status_for(error: EagleError) -> int:
 def error_response(error: EagleError) -> JSONResponse:
     status = status_for(error)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
-    if status in RETRY_AFTER_S:
-        headers["Retry-After"] = str(error.fields.get("retry_after", RETRY_AFTER_S[status]))
+    if status in RETRY_AFTER_S or "retry_after" in error.fields:  # e.g. a 409 that ends soon
+        headers["Retry-After"] = str(error.fields.get("retry_after", RETRY_AFTER_S.get(status)))
     return JSONResponse(error.to_dict(), status_code=status, headers=headers)
 
 
 def outage_in(body: Mapping[str, Any] | None) -> BackendUnavailableError | None:
     """The outage an answer's ``error`` body reports (``backend_unavailable``), rebuilt as the
-    error it was, so the edge can answer 503 + Retry-After; None for any other body."""
-    if not body or body.get("code") != BackendUnavailableError.code:
-        return None
-    details = body.get("details")
-    fields = dict(details) if isinstance(details, Mapping) else {}
-    return BackendUnavailableError(str(body.get("message") or "a backend is unavailable"), **fields)
+    error it was (``error_from_event``), so the edge can answer 503 + Retry-After; None for any
+    other body."""
+    error = error_from_event(dict(body)) if body else None
+    return error if isinstance(error, BackendUnavailableError) else None
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -1,4 +1,4 @@
-"""Where the ``kb`` and ``ingest`` commands act: the embedded store, or a running server.
+"""Where the ``kb``, ``ingest`` and ``tasks`` commands act: the embedded store, or a running server.
 
 Milvus Lite admits one process per data dir, so while ``eagle-rag serve`` runs the commands must
 go through its REST API; when no server answers they open the embedded store themselves. Both
@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from eagle_rag.client import AsyncEagleClient, EagleClient
+from eagle_rag.client import AsyncEagleClient, EagleClient, Task
 from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import BackendUnavailableError, NotFoundError
 from eagle_rag.settings import Settings
@@ -38,6 +38,7 @@ class Catalog(Protocol):
         """Ingest one file under ``name`` (its path relative to where the files were found)."""
 
     async def task(self, job_id: str) -> dict[str, Any]: ...
+    async def cancel_task(self, job_id: str) -> dict[str, Any]: ...
     async def chunk_count(self, document_id: str) -> int: ...
     async def settle(self) -> None: ...
 
@@ -134,8 +135,10 @@ class RemoteCatalog:
         }
 
     async def task(self, job_id: str) -> dict[str, Any]:
-        task = await self._client.get_task(job_id)
-        return {"job_id": task.job_id, "status": task.status, "error": task.error}
+        return _task_dict(await self._client.get_task(job_id))
+
+    async def cancel_task(self, job_id: str) -> dict[str, Any]:
+        return _task_dict(await self._client.cancel_task(job_id))
 
     async def chunk_count(self, document_id: str) -> int:
         return (await self._client.get_document(document_id)).chunk_count
@@ -201,6 +204,15 @@ class LocalCatalog:
 
         return task_out(self._app.repositories.tasks.get(job_id))
 
+    async def cancel_task(self, job_id: str) -> dict[str, Any]:
+        """Marks the row: a worker running the task (a server's, a Celery worker's) reads it
+        at its next check and stops, undoing what it wrote."""
+        from eagle_rag.api.schemas import task_out
+        from eagle_rag.ingest.cancel import cancel_task
+
+        tasks = self._app.repositories.tasks
+        return task_out(await asyncio.to_thread(cancel_task, tasks, job_id))
+
     async def chunk_count(self, document_id: str) -> int:
         return int(self._app.repositories.documents.get(document_id).chunk_count)
 
@@ -209,3 +221,20 @@ class LocalCatalog:
 
         if isinstance(self._app.queue, InProcessQueue):
             await self._app.queue.join()  # includes the flush the queue runs when it drains
+
+
+def _task_dict(task: Task) -> dict[str, Any]:
+    """A client Task in the REST shape (``task_out``), as the local catalog gives it."""
+    return {
+        "job_id": task.job_id,
+        "document_id": task.document_id,
+        "kb_name": task.kb_name,
+        "status": task.status,
+        "phase": task.phase,
+        "progress": {"current": task.current, "total": task.total},
+        "error": task.error,
+        "attempts": task.attempts,
+        "log": list(task.log),
+        "created_at": task.created_at,
+        "updated_at": task.updated_at,
+    }

@@ -36,7 +36,7 @@ ServerOption = Annotated[
 T = TypeVar("T")
 
 
-def _on_catalog(
+def on_catalog(
     server: str | None, action: Callable[[Catalog], Awaitable[T]], *, workers: bool = False
 ) -> T:
     settings = settings_from_env()
@@ -63,14 +63,14 @@ def kb_create(
     creation = {
         k: v for k, v in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap)) if v
     }
-    _on_catalog(server, lambda catalog: catalog.create_kb(name, description, creation))
+    on_catalog(server, lambda catalog: catalog.create_kb(name, description, creation))
     typer.echo(f"created knowledge base {name}")
 
 
 @kb_app.command("list")
 def kb_list(as_json: JsonOption = False, server: ServerOption = None) -> None:
     """List knowledge bases with their document counts."""
-    rows = _on_catalog(server, lambda catalog: catalog.list_kbs())
+    rows = on_catalog(server, lambda catalog: catalog.list_kbs())
     if as_json:
         typer.echo(json.dumps(rows))
         return
@@ -89,7 +89,7 @@ def kb_list(as_json: JsonOption = False, server: ServerOption = None) -> None:
 @kb_app.command("show")
 def kb_show(name: str, as_json: JsonOption = False, server: ServerOption = None) -> None:
     """Show one knowledge base and its documents."""
-    info = _on_catalog(server, lambda catalog: catalog.show_kb(name))
+    info = on_catalog(server, lambda catalog: catalog.show_kb(name))
     if as_json:
         typer.echo(json.dumps(info))
         return
@@ -113,7 +113,7 @@ def kb_delete(
     """Delete a knowledge base with all its documents, vectors and files."""
     if not yes:
         typer.confirm(f"Delete knowledge base {name} and all its documents?", abort=True)
-    removed = _on_catalog(server, lambda catalog: catalog.delete_kb(name))
+    removed = on_catalog(server, lambda catalog: catalog.delete_kb(name))
     typer.echo(f"deleted knowledge base {name} ({removed} documents)")
 
 
@@ -152,7 +152,7 @@ def ingest(
             await catalog.create_kb(kb, "", {})
         return await _ingest_all(catalog, files, kb, tags or [], quiet=as_json)
 
-    outcomes = _on_catalog(server, run, workers=True)
+    outcomes = on_catalog(server, run, workers=True)
     if as_json:
         typer.echo(json.dumps([o.__dict__ for o in outcomes]))
     else:

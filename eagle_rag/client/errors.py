@@ -73,5 +73,17 @@ def error_from_body(status: int, body: Any, fallback_text: str = "") -> EagleErr
 
 
 def error_from_event(data: Any) -> EagleError:
-    """An SSE ``error`` event (``{code, message}``) as an error of the tree."""
-    return error_from_body(0, data if isinstance(data, dict) else {}, str(data))
+    """An ``error`` event or body (``{code, message, details?}``: SSE, an answer's ``error``
+    field) as the error of the tree that was raised, its details as the error's own fields: the
+    server edge can raise it again and answer with the same body (a 503's ``retry_after``
+    included). ``remote_code`` keeps a code the class does not carry (a bare ``EagleError``)."""
+    body: dict[str, Any] = data if isinstance(data, dict) else {}
+    code = str(body.get("code") or "")
+    kind = _BY_CODE.get(code, EagleError)
+    message = str(body.get("message") or code or data)
+    details = body.get("details")
+    given: dict[str, Any] = details if isinstance(details, dict) else {}
+    fields = {k: v for k, v in given.items() if k != "message"}  # the message is the message
+    if code and code != kind.code:
+        fields["remote_code"] = code
+    return kind(message, **fields)

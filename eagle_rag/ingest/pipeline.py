@@ -88,7 +88,10 @@ class IngestPipeline:
         repos, config = self._app.repositories, self._app.settings.ingest
         owner = owner or process_owner()
         try:
-            attempt = repos.ingest_runs.start(
+            # Every catalog transaction off the event loop: a write waiting for SQLite's lock
+            # there would hold up every request the server is answering meanwhile.
+            attempt = await asyncio.to_thread(
+                repos.ingest_runs.start,
                 task_id,
                 owner=owner,
                 lease_s=config.lease_s,
@@ -103,7 +106,9 @@ class IngestPipeline:
         document = attempt.document
         if document is None or attempt.kb is None:
             missing = "document" if document is None else "knowledge base"
-            repos.ingest_runs.fail(task_id, None, f"the {missing} was deleted")
+            await asyncio.to_thread(
+                repos.ingest_runs.fail, task_id, None, f"the {missing} was deleted"
+            )
             return PipelineResult(attempt.document_id, "failed", error=f"{missing} deleted")
         progress = ProgressReporter(
             lambda phase, current, total: repos.tasks.progress(
@@ -119,9 +124,12 @@ class IngestPipeline:
             ingested = await self._ingest(
                 task_id, document, attempt.kb, progress, first_attempt=attempt.attempts == 1
             )
-            progress.check()  # a cancel that came while the last batch was written
-            return self._succeed(task_id, document, ingested, (owner, attempt.attempts))
+            await asyncio.to_thread(progress.check)  # a cancel during the last batch's write
+            held = (owner, attempt.attempts)
+            return await asyncio.to_thread(self._succeed, task_id, document, ingested, held)
         except Exception as exc:  # the success step included: its writes are undone too
+            if stopped_by_cancel(exc):
+                return await self._stopped(task_id, document, exc, (owner, attempt.attempts))
             return await self._fail(task_id, document, exc, attempt)
 
     async def _ingest(
@@ -220,9 +228,12 @@ class IngestPipeline:
     ) -> IngestOutcome:
         """Visual extraction, then classify (all planned first), embed and upsert."""
         progress("visuals", 0, 1)
+        # The extraction reports its pages as "visuals" progress (a long scan's second pass),
+        # and so notices a cancel between pages.
+        paged = replace(ctx, extra={**ctx.extra, PAGE_CALLBACK: progress.pages("visuals")})
         visuals = await self._bus.invoke_first(
             hooks.ingest_visual_extract,
-            ctx=ctx,
+            ctx=paged,
             source=source,
             parsed=parsed,
             data=data,
@@ -356,18 +367,7 @@ class IngestPipeline:
         reason = _reason(exc)
         logger.warning("ingest of %s failed: %s", document.id, reason)
         runs = self._app.repositories.ingest_runs
-        try:
-            await asyncio.to_thread(self._app.vectors.delete_documents, [document.id])
-            prefix = visuals_prefix(self._app.namespace, document.kb_name, document.id)
-            await asyncio.to_thread(self._app.objects.delete_prefix, prefix)
-        except Exception as cleanup:  # report the original failure; note the cleanup one
-            reason += f" (cleanup also failed: {_reason(cleanup)})"
-        if stopped_by_cancel(exc):
-            # The row is no longer this attempt's: a cancel already wrote its reason (the API
-            # answered with it), or a retry owns the task now. Writing here would overwrite
-            # either, so only this attempt's writes are undone; the log says so.
-            self._note_stopped(task_id, f"attempt {attempt.attempts} stopped: {reason}")
-            return PipelineResult(document.id, "failed", error=reason)
+        reason += await self._undo(document)
         again = transient(exc) and attempt.attempts < attempt.max_attempts
         try:
             if again:
@@ -389,14 +389,51 @@ class IngestPipeline:
             logger.exception("could not record the failure of task %s", task_id)
         return PipelineResult(document.id, "failed", error=reason)
 
-    def _note_stopped(self, task_id: str, note: str) -> None:
-        """A log line only: status and error stay what the cancel (or the retry) wrote."""
+    async def _undo(self, document: DocumentRecord) -> str:
+        """Delete every vector and stored visual of the document; '' or what failed."""
         try:
-            self._app.repositories.tasks.append_log(task_id, f"{note}; its writes were undone")
+            await asyncio.to_thread(self._app.vectors.delete_documents, [document.id])
+            prefix = visuals_prefix(self._app.namespace, document.kb_name, document.id)
+            await asyncio.to_thread(self._app.objects.delete_prefix, prefix)
+        except Exception as cleanup:  # report the original failure; note the cleanup one
+            return f" (cleanup also failed: {_reason(cleanup)})"
+        return ""
+
+    async def _stopped(
+        self, task_id: str, document: DocumentRecord, exc: Exception, held: tuple[str, int]
+    ) -> PipelineResult:
+        """A cancel, a retry or a take-over stopped this attempt (``held``: owner, attempt).
+
+        The row is no longer this attempt's to write: a cancel already wrote its reason (the
+        API answered with it), or another attempt owns the task. So only the log is written,
+        and the writes are undone only while no newer attempt holds the document: deleting by
+        document id would take that attempt's vectors too (ids are deterministic: both write
+        the same rows). A newer attempt replaces the document's rows itself (a later attempt
+        deletes them before it writes), so leaving them to it loses nothing.
+        """
+        reason = _reason(exc)
+        logger.warning("ingest of %s stopped: %s", document.id, reason)
+        owner, number = held
+        task = await asyncio.to_thread(self._app.repositories.tasks.find, task_id)
+        newer = task is not None and (task.attempts != number or task.status != "failed")
+        if newer:
+            note = f"attempt {number} stopped: {reason}; a newer attempt holds the document"
+        else:  # cancelled (or deleted): nothing else will remove what this attempt wrote
+            note = f"attempt {number} stopped: {reason}{await self._undo(document)}"
+            note += "; its writes were undone"
+        try:
+            await asyncio.to_thread(
+                self._app.repositories.tasks.end_stopped,
+                task_id,
+                owner=owner,
+                attempt=number,
+                note=note,
+            )
         except NotFoundError:  # deleted meanwhile
             pass
-        except Exception:
+        except Exception:  # the lease then runs out by itself, and a retry waits until it has
             logger.exception("could not note that task %s stopped", task_id)
+        return PipelineResult(document.id, "failed", error=reason)
 
 
 def _answered(value: T | None, hook: HookSpec[Any], what: str, **fields: Any) -> T:

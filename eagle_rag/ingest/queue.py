@@ -20,6 +20,7 @@ from typing import Any
 
 from eagle_rag.errors import BackendUnavailableError
 from eagle_rag.ingest.leases import Leases
+from eagle_rag.ingest.priority import INGEST_WORK, install_split_executor
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class InProcessQueue:
         on_idle: IdleHook | None = None,
         leases: Leases | None = None,
         lost: LostCheck | None = None,
+        nice: int = 0,
     ) -> None:
         self._runner = runner
         self._workers = workers
@@ -54,6 +56,7 @@ class InProcessQueue:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._busy = 0
         self._held: set[str] = set()  # queued here or running: the leases the heartbeat renews
+        self._nice = nice  # > 0: the workers' thread work runs that much lower (priority.py)
 
     @property
     def owner(self) -> str | None:
@@ -66,6 +69,8 @@ class InProcessQueue:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        if self._nice > 0:
+            install_split_executor(self._loop, self._workers, self._nice)
         self._queue = asyncio.Queue()
         self._tasks = [asyncio.create_task(self._work(i)) for i in range(self._workers)]
         if self._leases is not None:
@@ -162,6 +167,7 @@ class InProcessQueue:
 
     async def _work(self, index: int) -> None:
         assert self._queue is not None
+        INGEST_WORK.set(True)  # this task's context only: its thread work, the ingest pool's
         while True:
             task_id = await self._queue.get()
             self._busy += 1

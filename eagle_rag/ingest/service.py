@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
-from eagle_rag.db.records import validate_kb_name
+from eagle_rag.db.records import TaskRecord, validate_kb_name
 from eagle_rag.db.repositories.base import new_id
 from eagle_rag.db.tables import utcnow
 from eagle_rag.errors import ConflictError, InvalidInputError, PayloadTooLargeError
@@ -154,6 +155,15 @@ class IngestService:
         task = self._app.repositories.tasks.get(task_id)
         if task.status == "completed":
             raise ConflictError("the task completed; there is nothing to retry", job_id=task_id)
+        cleaning = _cleanup_left_s(task)
+        if cleaning:
+            raise ConflictError(
+                "the task was cancelled while it ran and that attempt is still undoing what it "
+                f"wrote; retry in {cleaning} s",
+                job_id=task_id,
+                status=task.status,
+                retry_after=cleaning,
+            )
         if task.status != "failed" and not stranded(task):
             raise ConflictError(
                 f"the task is {task.status} and held by a running worker; it needs no retry",
@@ -303,3 +313,16 @@ def text_sample(head: bytes, *, whole: bool) -> bytes:
                 continue
             return part
     return head
+
+
+def _cleanup_left_s(task: TaskRecord) -> int:
+    """Seconds (rounded up) a cancelled attempt's lease still covers its cleanup; 0: none.
+
+    A cancel leaves a running attempt its lease until it has deleted what it wrote
+    (``TaskRepository.cancel``); a new attempt started meanwhile would lose its vectors to that
+    cleanup. A lease that ran out means the worker died: nothing will clean up, so retry away.
+    """
+    if task.status != "failed" or task.lease_expires_at is None:
+        return 0
+    left = (task.lease_expires_at - utcnow()).total_seconds()
+    return math.ceil(left) if left > 0 else 0

@@ -3,7 +3,8 @@ visuals off the event loop.
 
 A document whose pictures cannot be read (a damaged image stream, an odd PDF) keeps its text:
 extraction failures are logged and give no visuals. A failing object store is not hidden: it
-fails the document, and the pipeline deletes what this attempt stored.
+fails the document, and the pipeline deletes what this attempt stored. A cancel stops the
+extraction between pages: the page callback's error is not a damaged picture, it is passed on.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from eagle_rag.ingest.cancel import IngestCancelledError
 from eagle_rag.ingest.pixelrag.visuals import extract_visuals, store_visuals
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
 from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions
+from eagle_rag.ingest.progress import PageCallback
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
 from eagle_rag.settings import IngestSettings
 
@@ -38,8 +41,10 @@ async def extract_and_store(
     parsed: ParseResult,
     chunks: tuple[TextChunk, ...],
     settings: IngestSettings,
+    on_page: PageCallback | None = None,
 ) -> tuple[VisualChunk, ...]:
-    found = await asyncio.to_thread(_found, source, data, parsed, visual_options(settings))
+    options = visual_options(settings)
+    found = await asyncio.to_thread(_found, source, data, parsed, options, on_page)
     if not found:
         return ()
     stored = await asyncio.to_thread(store_visuals, objects, namespace, source, found, chunks)
@@ -47,10 +52,16 @@ async def extract_and_store(
 
 
 def _found(
-    source: DocumentSource, data: bytes, parsed: ParseResult, options: PdfVisualOptions
+    source: DocumentSource,
+    data: bytes,
+    parsed: ParseResult,
+    options: PdfVisualOptions,
+    on_page: PageCallback | None,
 ) -> list[FoundVisual]:
     try:
-        return extract_visuals(source, data, parsed, options)
+        return extract_visuals(source, data, parsed, options, on_page)
+    except IngestCancelledError:  # the task was cancelled: stop the attempt, not just visuals
+        raise
     except Exception as exc:  # pdfium / PIL raise their own types for damaged streams
         logger.warning("no visuals for %s: %s: %s", source.filename, type(exc).__name__, exc)
         return []

@@ -88,6 +88,11 @@ class MiniLMEncoder:
                 self._counter = counter
         return self._session, self._tokenizer
 
+    def warm(self) -> None:
+        """Load the session now: its intra-op threads start here, with this thread's priority
+        (not an ingest thread's lower one, which queries would then share)."""
+        self._load()
+
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts)
 

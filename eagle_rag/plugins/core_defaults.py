@@ -131,12 +131,13 @@ class CorePlugin:
             on_page=page_callback(ctx.extra),
         )
 
-    def build_structure(
+    async def build_structure(
         self, parsed: ParseResult, source: DocumentSource, pipeline: str
     ) -> StructureTree | None:
+        """In a thread: a long document's tree must not hold up the requests on the loop."""
         if pipeline not in self.manifest.provides_pipelines:
             return None
-        return core_steps.build_structure(parsed, source)
+        return await asyncio.to_thread(core_steps.build_structure, parsed, source)
 
     async def chunk_document(
         self, tree: StructureTree, source: DocumentSource, options: ChunkingOptions, pipeline: str
@@ -159,7 +160,14 @@ class CorePlugin:
             return None
         settings = self._context().settings.ingest
         return await visual_steps.extract_and_store(
-            self._host("objects"), ctx.plugin_namespace, source, data, parsed, chunks, settings
+            self._host("objects"),
+            ctx.plugin_namespace,
+            source,
+            data,
+            parsed,
+            chunks,
+            settings,
+            on_page=page_callback(ctx.extra),  # the pages, as progress; a cancel stops it
         )
 
     # --- subscribers: classify, embed, write, route queries ------------------------------------

@@ -117,3 +117,32 @@ def test_remote_search_goes_through_the_client(tmp_path: Path) -> None:
     assert body["kb_names"] == ["a"] and body["top_k"] == 3 and body["mode"] == "hybrid"
     assert headers["user-agent"].startswith("eagle-rag-client")
     assert not (tmp_path / "unused").exists()
+
+
+def test_tasks_show_and_cancel_over_http(
+    remote: RunningServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    from tests.ingest.long_scan import long_scan
+
+    assert runner.invoke(app, ["kb", "create", "scans"], env=env).exit_code == 0
+    with remote.client(Authorization=f"Bearer {KEY}") as http:
+        files = {"file": ("long.pdf", long_scan())}
+        answer = http.post("/ingest", data={"kb_name": "scans"}, files=files)
+        assert answer.status_code == 202, answer.text
+        job_id = str(answer.json()["job_id"])
+        shown = runner.invoke(app, ["tasks", "show", job_id, "--json"], env=env)
+        assert shown.exit_code == 0, shown.output
+        assert json.loads(shown.stdout)["status"] in ("queued", "processing")
+
+        cancelled = runner.invoke(app, ["tasks", "cancel", job_id], env=env)
+        assert cancelled.exit_code == 0, cancelled.output
+        assert f"{job_id}  failed" in cancelled.stdout
+        assert "cancelled by request" in cancelled.stdout
+        task = http.get(f"/tasks/{job_id}").json()
+        assert task["status"] == "failed" and "cancelled by request" in task["error"]
+
+        again = runner.invoke(app, ["tasks", "cancel", job_id], env=env)
+        assert again.exit_code == 1 and "nothing to cancel" in again.output
+        unknown = runner.invoke(app, ["tasks", "show", "no-such-task"], env=env)
+        assert unknown.exit_code == 1 and "not found" in unknown.output
+    assert runner.invoke(app, ["kb", "delete", "scans", "--yes"], env=env).exit_code == 0

@@ -307,6 +307,15 @@ def test_a_retry_right_after_a_cancel_is_not_taken_over_by_the_old_attempt(
     assert tasks.hand_to_broker(task_id)
     old = runs.start(task_id, owner="old", lease_s=30, max_attempts=3)
     assert tasks.cancel(task_id, CANCELLED)
+    # The running attempt keeps its lease until it has undone its writes (a retry waits).
+    assert tasks.get(task_id).lease_owner == "old"
+    tasks.end_stopped(task_id, owner="new", attempt=old.attempts, note="not this owner's")
+    tasks.end_stopped(task_id, owner="old", attempt=old.attempts + 1, note="nor this attempt's")
+    assert tasks.get(task_id).lease_owner == "old"
+    tasks.end_stopped(task_id, owner="old", attempt=old.attempts, note="attempt 1 stopped")
+    stopped = tasks.get(task_id)
+    assert (stopped.status, stopped.lease_owner, stopped.lease_expires_at) == ("failed", None, None)
+    assert stopped.log[-1].endswith("attempt 1 stopped")
     # A retry by hand for Celery: queued again under a fresh send lease (no owner).
     assert runs.requeue(
         task_id,

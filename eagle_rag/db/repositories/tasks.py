@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from eagle_rag.db.records import TASK_STATUSES, TaskRecord, as_utc
@@ -18,6 +18,7 @@ from eagle_rag.errors import InvalidInputError, NotFoundError
 LOG_LINES_KEPT = 200
 LIVE_STATUSES = ("queued", "processing")  # the states a lease covers
 STALE_SCAN_LIMIT = 1000
+_RUNNING = TaskRow.status == "processing"  # an attempt runs (queued: nothing does yet)
 ID_BATCH = 500  # ids per IN (...): well under every SQLite build's bound-parameter limit
 
 
@@ -96,6 +97,13 @@ class TaskRepository(NamespacedRepository):
     def get(self, task_id: str) -> TaskRecord:
         with self._db.session() as session:
             return task_record(self._existing(session, task_id))
+
+    def find(self, task_id: str) -> TaskRecord | None:
+        """The task, or None when it is gone (deleted with its document)."""
+        try:
+            return self.get(task_id)
+        except NotFoundError:
+            return None
 
     def list(
         self,
@@ -302,7 +310,13 @@ class TaskRepository(NamespacedRepository):
 
     def cancel(self, task_id: str, reason: str) -> bool:
         """Fail a live (queued or processing) task, and its document unless that completed, with
-        ``reason``. Returns False, changing nothing, when the task is no longer live."""
+        ``reason``. Returns False, changing nothing, when the task is no longer live.
+
+        A processing task keeps its attempt's lease: that attempt still runs until its next
+        check, and then deletes what it wrote. Until it ends the lease (``end_stopped``), or
+        the lease runs out because its worker died, a retry is refused: a new attempt's
+        vectors would go with the old attempt's cleanup. A queued task's lease ends now.
+        """
         now = utcnow()
         with self._db.session() as session:
             row = self._existing(session, task_id)
@@ -317,8 +331,9 @@ class TaskRepository(NamespacedRepository):
                     status="failed",
                     phase="failed",
                     error=reason,
-                    lease_owner=None,
-                    lease_expires_at=None,
+                    # SET reads the row as it was: the status before this update.
+                    lease_owner=case((_RUNNING, TaskRow.lease_owner), else_=None),
+                    lease_expires_at=case((_RUNNING, TaskRow.lease_expires_at), else_=None),
                     log=log_line(row.log, f"cancelled: {reason}"),
                     updated_at=now,
                 )
@@ -337,6 +352,27 @@ class TaskRepository(NamespacedRepository):
                 .execution_options(synchronize_session=False)
             )
         return True
+
+    def end_stopped(self, task_id: str, *, owner: str, attempt: int, note: str) -> None:
+        """The attempt ``attempt`` of ``owner`` that a cancel stopped has undone its writes:
+        log ``note`` and end the lease the cancel left it (only while the row is still that
+        attempt's, so a newer attempt's lease is never touched)."""
+        with self._db.session() as session:
+            row = self._existing(session, task_id)
+            row.log = log_line(row.log, note)
+            session.flush()
+            session.execute(
+                update(TaskRow)
+                .where(
+                    TaskRow.plugin_namespace == self.namespace,
+                    TaskRow.id == task_id,
+                    TaskRow.status == "failed",
+                    TaskRow.lease_owner == owner,
+                    TaskRow.attempts == attempt,
+                )
+                .values(lease_owner=None, lease_expires_at=None, updated_at=utcnow())
+                .execution_options(synchronize_session=False)
+            )
 
     def append_log(self, task_id: str, line: str) -> None:
         with self._db.session() as session:

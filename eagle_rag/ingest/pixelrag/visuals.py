@@ -17,6 +17,7 @@ from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
 from eagle_rag.ingest.pixelrag.visuals_image import image_visuals
 from eagle_rag.ingest.pixelrag.visuals_office import docx_visuals, pptx_visuals
 from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions, pdf_visuals
+from eagle_rag.ingest.progress import PageCallback
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
 from eagle_rag.storage.keys import object_key, validate_prefix
 
@@ -36,12 +37,18 @@ class StoredVisual:
 
 
 def extract_visuals(
-    source: DocumentSource, data: bytes, parsed: ParseResult, options: PdfVisualOptions
+    source: DocumentSource,
+    data: bytes,
+    parsed: ParseResult,
+    options: PdfVisualOptions,
+    on_page: PageCallback | None = None,
 ) -> list[FoundVisual]:
-    """Figures, tables and tiles of a PDF or image document; [] for other formats."""
+    """Figures, tables and tiles of a PDF or image document; [] for other formats.
+
+    ``on_page`` hears of a PDF's pages as they are done (and may raise to stop)."""
     ocr_pages = frozenset(int(p) for p in parsed.metadata.get("ocr_pages", ()) or ())
     if source.mime_type == PDF:
-        found = pdf_visuals(data, ocr_pages, options)
+        found = pdf_visuals(data, ocr_pages, options, on_page)
     elif source.mime_type == PPTX:
         found = pptx_visuals(data, max_per_page=options.max_per_page, min_side=options.min_side)
     elif source.mime_type == DOCX:

@@ -22,6 +22,7 @@ from eagle_rag.ingest.pixelrag.geometry import BBox, area, clamp, overlap
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual, VisualKind, crop, encode
 from eagle_rag.ingest.pixelrag.visuals_tables import ruled_tables
 from eagle_rag.ingest.pixelrag.visuals_vector import vector_figure_boxes
+from eagle_rag.ingest.progress import PageCallback
 
 RENDER_DPI = 150
 # An image over this share of the page is the page itself (a scan, a background), not a figure.
@@ -44,22 +45,33 @@ class PdfVisualOptions:
 
 
 def pdf_visuals(
-    data: bytes, ocr_pages: frozenset[int], options: PdfVisualOptions
+    data: bytes,
+    ocr_pages: frozenset[int],
+    options: PdfVisualOptions,
+    on_page: PageCallback | None = None,
 ) -> list[FoundVisual]:
-    """Every visual of the PDF, page by page in reading order."""
+    """Every visual of the PDF, page by page in reading order.
+
+    ``on_page(done, total)`` hears of each page as it is done; it may raise to stop the
+    extraction (a cancelled task: a 500-page scan stops within a page, not after all of them).
+    """
     with PDFIUM:  # PDFium is not thread-safe (pdfium_lock.py)
-        return _pdf_visuals(data, ocr_pages, options)
+        return _pdf_visuals(data, ocr_pages, options, on_page)
 
 
 def _pdf_visuals(
-    data: bytes, ocr_pages: frozenset[int], options: PdfVisualOptions
+    data: bytes,
+    ocr_pages: frozenset[int],
+    options: PdfVisualOptions,
+    on_page: PageCallback | None,
 ) -> list[FoundVisual]:
     data, _ = readable(data, "visuals.pdf")  # the bytes the parser read (a damaged file's rewrite)
     document = pdfium.PdfDocument(data)
     try:
         found: list[FoundVisual] = []
         table_pages: list[int] = []
-        for number in range(1, min(len(document), options.max_pages) + 1):
+        pages = min(len(document), options.max_pages)
+        for number in range(1, pages + 1):
             page = document[number - 1]
             try:
                 scanned = number in ocr_pages
@@ -69,6 +81,8 @@ def _pdf_visuals(
                     table_pages.append(number)
             finally:
                 page.close()
+            if on_page is not None:
+                on_page(number, pages)
         if table_pages:
             found.extend(_tables(document, data, table_pages, options))
             found = _without_table_duplicates(found)

@@ -1,0 +1,45 @@
+"""``eagle-rag tasks show|cancel JOB_ID``: an ingest task's state, and stopping it.
+
+Like ``kb``, they go through a running server when one answers and open the embedded store
+otherwise. A cancel marks the task's row; the worker running it (the server's, or a Celery
+worker's) stops at its next check (a page of a scan, an embedding batch) and undoes what it
+wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from eagle_rag.cli.common import JsonOption, app
+from eagle_rag.cli.knowledge import ServerOption, on_catalog
+
+tasks_app = typer.Typer(help="Show or cancel ingest tasks.", no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+
+
+@tasks_app.command("show")
+def task_show(job_id: str, as_json: JsonOption = False, server: ServerOption = None) -> None:
+    """Show an ingest task: status, phase, progress and error."""
+    _print(on_catalog(server, lambda catalog: catalog.task(job_id)), as_json)
+
+
+@tasks_app.command("cancel")
+def task_cancel(job_id: str, as_json: JsonOption = False, server: ServerOption = None) -> None:
+    """Cancel a queued or running ingest task (exit 1 if it already finished)."""
+    _print(on_catalog(server, lambda catalog: catalog.cancel_task(job_id)), as_json)
+
+
+def _print(task: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(task))
+        return
+    progress = task.get("progress") or {}
+    line = f"{task['job_id']}  {task['status']}  phase {task.get('phase', '-')}"
+    if progress.get("total"):
+        line += f"  {progress['current']}/{progress['total']}"
+    typer.echo(line)
+    if task.get("error"):
+        typer.echo(f"error: {task['error']}")
