@@ -13,7 +13,7 @@ import logging
 
 from eagle_rag.ingest.pixelrag.visuals import extract_visuals, store_visuals
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
-from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions
+from eagle_rag.ingest.pixelrag.visuals_pdf import LayoutModel, PdfVisualOptions
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
 from eagle_rag.settings import IngestSettings
 
@@ -38,8 +38,12 @@ async def extract_and_store(
     parsed: ParseResult,
     chunks: tuple[TextChunk, ...],
     settings: IngestSettings,
+    layout: LayoutModel | None = None,
 ) -> tuple[VisualChunk, ...]:
-    found = await asyncio.to_thread(_found, source, data, parsed, visual_options(settings))
+    """``layout``: the layout model for text-born pages with drawn charts (off when None or
+    when ``ingest.visual_layout`` is false)."""
+    model = layout if settings.visual_layout else None
+    found = await asyncio.to_thread(_found, source, data, parsed, visual_options(settings), model)
     if not found:
         return ()
     stored = await asyncio.to_thread(store_visuals, objects, namespace, source, found, chunks)
@@ -47,10 +51,14 @@ async def extract_and_store(
 
 
 def _found(
-    source: DocumentSource, data: bytes, parsed: ParseResult, options: PdfVisualOptions
+    source: DocumentSource,
+    data: bytes,
+    parsed: ParseResult,
+    options: PdfVisualOptions,
+    layout: LayoutModel | None,
 ) -> list[FoundVisual]:
     try:
-        return extract_visuals(source, data, parsed, options)
+        return extract_visuals(source, data, parsed, options, layout)
     except Exception as exc:  # pdfium / PIL raise their own types for damaged streams
         logger.warning("no visuals for %s: %s: %s", source.filename, type(exc).__name__, exc)
         return []
