@@ -28,6 +28,7 @@ from eagle_rag.ingest.pixelrag.geometry import (
     overlap,
     unrotate,
 )
+from eagle_rag.ingest.pixelrag.lines import Line, join, rows
 from eagle_rag.ingest.pixelrag.visuals_found import CAPTION, VisualKind
 
 VISUAL_REGIONS: Mapping[str, VisualKind] = {"figure": "image", "table": "table"}
@@ -93,9 +94,12 @@ def ocr_region_visuals(
     mapped back onto the page as stored (OCR read it turned upright)."""
 
     def text_in(box: BBox) -> str:
-        inside = [line for line in ocr.lines if contains(box, center(line.bbox), 0.005)]
-        inside.sort(key=lambda line: (round(line.bbox[1], 2), line.bbox[0]))
-        return " ".join(line.text for line in inside)
+        inside = [
+            Line(line.text, line.bbox, page)
+            for line in ocr.lines
+            if contains(box, center(line.bbox), 0.005)
+        ]
+        return join([line for row in rows(inside) for line in row])[0]
 
     found = region_visuals(ocr.regions, text_in, page, min_side=min_side, max_regions=max_regions)
     if not ocr.rotation:
