@@ -12,7 +12,9 @@ text in and around them) vote too, from their own ranked list: a chart's questio
 few words with the paragraphs around it but many with the chart's caption, title and labels,
 and the figure sits on exactly one page. Their vote counts ``VISUAL_WEIGHT`` of a text passage's
 at the same rank, and the full weight when the question names a figure, chart, table or the
-like ("in Figure 1", "the table on page 28"), since its answer is then in a picture.
+like ("in Figure 1", "the table on page 28"), since its answer is then in a picture. A figure
+or table the question names by number sends one more vote to the page printing its caption
+(``page_labels``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, Protocol
 
 from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
 from eagle_rag.retrieval.pack import ContextPack, Passage
+from eagle_rag.retrieval.page_labels import LABEL_VOTE, captioned_pages, named_labels
 from eagle_rag.retrieval.visual import is_visual_collection
 from eagle_rag.retrieval.wire import boxes
 
@@ -92,9 +95,11 @@ def rank_pages(
     limit: int,
     visuals: Sequence[Passage] = (),
     visual_weight: float = VISUAL_WEIGHT,
+    labels: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[PageEvidence]:
     """Pages by the rank-weighted shares of the text passages on them plus ``visual_weight``
-    times those of the visual hits (each list ranked on its own), best first (ties: earlier
+    times those of the visual hits (each list ranked on its own), plus a vote for each page
+    printing the caption of a figure or table in ``labels``; best first (ties: earlier
     page)."""
     if limit < 1:
         raise ValueError("limit must be at least 1")
@@ -107,6 +112,8 @@ def rank_pages(
                 entry = pages.setdefault(number, PageEvidence(number))
                 entry.score += weight * share / rank
                 entry.passages.append(passage)
+    for number in captioned_pages([*passages, *visuals], labels):
+        pages[number].score += LABEL_VOTE
     ordered = sorted(pages.values(), key=lambda e: (-e.score, e.page))
     return ordered[:limit]
 
@@ -147,5 +154,11 @@ async def best_pages(
     pack = await retrieval.search(request, allowed_kbs=allowed_kbs)
     text = [p for p in pack.passages if not is_visual_collection(p.collection)]
     visuals = [p for p in pack.passages if is_visual_collection(p.collection)]
-    ranked = rank_pages(text, limit=pages, visuals=visuals, visual_weight=visual_weight_for(query))
+    ranked = rank_pages(
+        text,
+        limit=pages,
+        visuals=visuals,
+        visual_weight=visual_weight_for(query),
+        labels=named_labels(query),
+    )
     return ranked, pack

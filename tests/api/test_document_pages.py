@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from eagle_rag.retrieval.pack import Passage
+from eagle_rag.retrieval.page_labels import LABEL_VOTE, captioned_pages, named_labels
 from eagle_rag.retrieval.pages import (
     NAMED_VISUAL_WEIGHT,
     VISUAL_WEIGHT,
@@ -179,6 +180,37 @@ def test_a_question_that_names_a_picture_weighs_visual_hits_fully() -> None:
     assert visual_weight_for("表 2 中的数据") == NAMED_VISUAL_WEIGHT
     assert visual_weight_for("Why did the turbine blade crack?") == VISUAL_WEIGHT
     assert visual_weight_for("Who configured the tablespoon settings?") == VISUAL_WEIGHT
+
+
+def _text(rank: int, page: int, text: str) -> Passage:
+    return Passage(
+        rank, f"t{rank}", text, "doc", (page,), "d", "f.pdf", "kb", "eagle_text", "text",
+        1.0 / rank,
+    )  # fmt: skip
+
+
+def test_a_named_figure_sends_a_vote_to_the_page_printing_its_caption() -> None:
+    assert named_labels("How many green bars appear in Figure 1?") == {("figure", "1")}
+    assert named_labels("Compare Fig. 2 with table 10 and 图 3") == {
+        ("figure", "2"),
+        ("table", "10"),
+        ("figure", "3"),
+    }
+    assert named_labels("Which table lists the signals?") == frozenset()
+    passages = [
+        _text(1, 4, "As Figure 1 shows, accuracy rises with the step-back question."),
+        _text(2, 7, "Results of Figure 12: errors by kind."),
+        _text(3, 2, "Intro text. Figure 1: Strong performance of the method on every task."),
+        _text(4, 9, "Table 1. Datasets used in this paper."),
+    ]
+    labels = named_labels("How many green bars appear in Figure 1?")
+    assert captioned_pages(passages, labels) == {2}  # a mention and Figure 12 are not it
+    assert captioned_pages(passages, named_labels("What is in table 1?")) == {9}
+    assert captioned_pages(passages, frozenset()) == set()
+    plain = rank_pages(passages, limit=4)
+    assert plain[0].page == 4
+    ranked = rank_pages(passages, limit=4, labels=labels)
+    assert ranked[0].page == 2 and ranked[0].score == pytest.approx(1 / 3 + LABEL_VOTE)
 
 
 @pytest.fixture(scope="module")
