@@ -4,8 +4,11 @@ For each question (its document named in ``metadata.doc``; qrels ids ``<pdf stem
 in one run:
 
 - project: every PDF ingested through the real pipeline (text layer, OCR for image-only pages,
-  headings, chunks with page-true pages and boxes); the question searched inside its document
-  and the pages ranked by ``best_pages`` — the code behind ``POST /documents/{id}/pages/search``.
+  headings, chunks with page-true pages and boxes, visual chunks); the question searched inside
+  its document and the pages ranked by ``best_pages`` — the code behind
+  ``POST /documents/{id}/pages/search`` (text passages and visual hits vote).
+- project, text votes only: the same search, pages ranked by its text passages alone (how
+  pages were ranked before visual hits voted), to show what the visuals add in the same run.
 - baseline: each page's text layer (pypdfium2) as one unit; BM25 (k1 1.2, b 0.75) and the same
   dense model (the app's text encoder) over the document's pages, fused by RRF (k 60).
 
@@ -40,7 +43,8 @@ import pypdfium2 as pdfium
 
 from eagle_rag.bootstrap import bootstrap
 from eagle_rag.evaluation.metrics import ndcg_at, recall_at
-from eagle_rag.retrieval.pages import best_pages
+from eagle_rag.retrieval.pages import best_pages, rank_pages
+from eagle_rag.retrieval.visual import is_visual_collection
 from eagle_rag.settings import load_settings
 
 KB = "longdocs"
@@ -165,7 +169,8 @@ async def ingest(app: Any, root: Path, docs: Sequence[str]) -> tuple[dict[str, s
 
 
 async def run(root: Path, questions: list[Question], docs: list[str]) -> dict[str, Any]:
-    runs: dict[str, dict[str, list[str]]] = {"project": {}, "baseline": {}}
+    runs: dict[str, dict[str, list[str]]] = {"project": {}, "text_votes": {}, "baseline": {}}
+    hits: dict[str, list[Any]] = {}  # each question's passages (collection, type, pages), --out
     with tempfile.TemporaryDirectory(prefix="eagle-pages-") as data:
         app = await bootstrap(load_settings({**os.environ, "EAGLE_DATA_DIR": data}))
         try:
@@ -174,14 +179,18 @@ async def run(root: Path, questions: list[Question], docs: list[str]) -> dict[st
             ingest_s = time.perf_counter() - started
             baseline = Baseline(app.text_encoder, root)
             for q in questions:
-                pages, _ = await best_pages(
+                pages, pack = await best_pages(
                     app.retrieval, query=q.text, document_id=ids[q.doc], kb_name=KB, pages=10
                 )
                 runs["project"][q.id] = [f"{q.doc}#p{p.page}" for p in pages]
+                text = [p for p in pack.passages if not is_visual_collection(p.collection)]
+                text_pages = rank_pages(text, limit=10)
+                runs["text_votes"][q.id] = [f"{q.doc}#p{p.page}" for p in text_pages]
+                hits[q.id] = [[p.collection, p.type, list(p.page_nums)] for p in pack.passages]
                 runs["baseline"][q.id] = await asyncio.to_thread(baseline.rank, q.doc, q.text)
         finally:
             await app.stop()
-    return {"runs": runs, "failed": failed, "ingest_seconds": round(ingest_s, 1)}
+    return {"runs": runs, "hits": hits, "failed": failed, "ingest_seconds": round(ingest_s, 1)}
 
 
 def scores(questions: Sequence[Question], ranked: dict[str, list[str]]) -> dict[str, Any]:
@@ -202,13 +211,21 @@ def scores(questions: Sequence[Question], ranked: dict[str, list[str]]) -> dict[
 
 
 def summary(result: dict[str, Any]) -> str:
-    project, baseline = result["scores"]["project"], result["scores"]["baseline"]
     lines = [
         f"longdocs-dev: {result['documents']} documents ({result['pages']} pages), "
         f"{result['questions']} questions, {len(result['failed'])} failed to ingest "
         f"{result['failed']}, ingest {result['ingest_seconds']} s",
+    ]
+    baseline = result["scores"]["baseline"]
+    for run, title in (("project", "project"), ("text_votes", "project, text votes only")):
+        lines += [f"-- {title} vs baseline", *_table(result["scores"][run], baseline)]
+    return "\n".join(lines)
+
+
+def _table(project: dict[str, Any], baseline: dict[str, Any]) -> list[str]:
+    lines = [
         f"{'evidence':10} {'n':>4}  {'nDCG@10 proj':>12} {'base':>6} {'ratio':>6}  "
-        f"{'R@5 proj':>8} {'base':>6} {'diff':>6}",
+        f"{'R@5 proj':>8} {'base':>6} {'diff':>6}"
     ]
     for name, ours in project.items():
         theirs = baseline[name]
@@ -218,7 +235,7 @@ def summary(result: dict[str, Any]) -> str:
             f"{ratio:>6.3f}  {ours['recall@5']:>8.4f} {theirs['recall@5']:>6.4f} "
             f"{ours['recall@5'] - theirs['recall@5']:>+6.3f}"
         )
-    return "\n".join(lines)
+    return lines
 
 
 def main() -> None:
@@ -237,7 +254,7 @@ def main() -> None:
         docs = [d for d in docs if counts[d] <= args.max_pages]
     questions = [q for q in questions if q.doc in docs]
     result = asyncio.run(run(args.root, questions, docs))
-    runs = result.pop("runs")
+    runs, hits = result.pop("runs"), result.pop("hits")
     result.update(
         date=datetime.date.today().isoformat(),
         documents=len(docs),
@@ -247,7 +264,7 @@ def main() -> None:
     )
     print(summary(result), flush=True)
     if args.out:
-        args.out.write_text(json.dumps({**result, "runs": runs}, indent=2))
+        args.out.write_text(json.dumps({**result, "runs": runs, "hits": hits}, indent=2))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import logging
 from eagle_rag.ingest.cancel import IngestCancelledError
 from eagle_rag.ingest.pixelrag.visuals import extract_visuals, store_visuals
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
-from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions
+from eagle_rag.ingest.pixelrag.visuals_pdf import LayoutModel, PdfVisualOptions
 from eagle_rag.ingest.progress import PageCallback
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
 from eagle_rag.settings import IngestSettings
@@ -41,10 +41,14 @@ async def extract_and_store(
     parsed: ParseResult,
     chunks: tuple[TextChunk, ...],
     settings: IngestSettings,
+    layout: LayoutModel | None = None,
     on_page: PageCallback | None = None,
 ) -> tuple[VisualChunk, ...]:
+    """``layout``: the layout model for text-born pages with drawn charts (off when None or
+    when ``ingest.visual_layout`` is false); ``on_page`` hears of pages and may stop it."""
+    model = layout if settings.visual_layout else None
     options = visual_options(settings)
-    found = await asyncio.to_thread(_found, source, data, parsed, options, on_page)
+    found = await asyncio.to_thread(_found, source, data, parsed, options, model, on_page)
     if not found:
         return ()
     stored = await asyncio.to_thread(store_visuals, objects, namespace, source, found, chunks)
@@ -56,10 +60,11 @@ def _found(
     data: bytes,
     parsed: ParseResult,
     options: PdfVisualOptions,
+    layout: LayoutModel | None,
     on_page: PageCallback | None,
 ) -> list[FoundVisual]:
     try:
-        return extract_visuals(source, data, parsed, options, on_page)
+        return extract_visuals(source, data, parsed, options, layout, on_page)
     except IngestCancelledError:  # the task was cancelled: stop the attempt, not just visuals
         raise
     except Exception as exc:  # pdfium / PIL raise their own types for damaged streams

@@ -68,11 +68,12 @@ class CorePlugin:
         self._ctx: PluginContext | None = None
         self.text_encoder = ""
         self.visual_encoder = ""  # "" when visual chunks are off (no encoder fits eagle_visual)
+        self._ocr: OcrEngine | None = None  # the parsers' engine; its layout model finds charts
 
     def on_load(self, ctx: PluginContext) -> None:
         self._ctx = ctx
         # OCR takes its cores from the text embedder's budget (when it has one).
-        ocr = OcrEngine(cores=_core_budget(ctx))
+        ocr = self._ocr = OcrEngine(cores=_core_budget(ctx))
         for parser in builtin_parsers(ocr):
             ctx.register_parser(parser.name, parser)
         ingest = ctx.settings.ingest
@@ -159,6 +160,7 @@ class CorePlugin:
         if not self.visual_encoder:
             return None
         settings = self._context().settings.ingest
+        layout = self._ocr.layout if self._ocr is not None else None
         return await visual_steps.extract_and_store(
             self._host("objects"),
             ctx.plugin_namespace,
@@ -167,6 +169,7 @@ class CorePlugin:
             parsed,
             chunks,
             settings,
+            layout,
             on_page=page_callback(ctx.extra),  # the pages, as progress; a cancel stops it
         )
 

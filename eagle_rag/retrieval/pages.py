@@ -6,22 +6,41 @@ shared among its pages by how much of it each holds: the best passage's main pag
 unless several lower passages agree on another page. A page
 keeps the passages that voted for it and their boxes on that page, so a viewer can open the
 page and highlight the evidence.
+
+Visual hits (figures, tables, page tiles of ``eagle_visual``, found by their caption and the
+text in and around them) vote too, from their own ranked list: a chart's question often shares
+few words with the paragraphs around it but many with the chart's caption, title and labels,
+and the figure sits on exactly one page. Their vote counts ``VISUAL_WEIGHT`` of a text passage's
+at the same rank, and the full weight when the question names a figure, chart, table or the
+like ("in Figure 1", "the table on page 28"), since its answer is then in a picture. A figure
+or table the question names by number sends one more vote to the page printing its caption
+(``page_labels``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
 from eagle_rag.retrieval.pack import ContextPack, Passage
+from eagle_rag.retrieval.page_labels import LABEL_VOTE, captioned_pages, named_labels
 from eagle_rag.retrieval.visual import is_visual_collection
 from eagle_rag.retrieval.wire import boxes
 
 # Passages searched to rank a document's pages: enough that pages with corroborating passages
 # outrank a page named by one stray hit.
 PAGE_SEARCH_DEPTH = 30
+# A visual hit's vote against a text passage's at the same rank (both lists are ranked apart).
+VISUAL_WEIGHT = 0.5
+NAMED_VISUAL_WEIGHT = 1.0
+NAMES_A_VISUAL = re.compile(
+    r"\b(fig(ure)?s?|charts?|graphs?|plots?|diagrams?|tables?|pictures?|images?|photos?|"
+    r"illustrations?|maps?|icons?|screenshots?|bars?|pie|slides?)\b|图|表",
+    re.IGNORECASE,
+)
 
 
 @dataclass(slots=True)
@@ -70,19 +89,38 @@ def page_shares(passage: Passage) -> dict[int, float]:
     return {n: a / total for n, a in area.items()}
 
 
-def rank_pages(passages: Sequence[Passage], *, limit: int) -> list[PageEvidence]:
-    """Pages by the rank-weighted shares of the passages on them, best first (ties: earlier
+def rank_pages(
+    passages: Sequence[Passage],
+    *,
+    limit: int,
+    visuals: Sequence[Passage] = (),
+    visual_weight: float = VISUAL_WEIGHT,
+    labels: frozenset[tuple[str, str]] = frozenset(),
+) -> list[PageEvidence]:
+    """Pages by the rank-weighted shares of the text passages on them plus ``visual_weight``
+    times those of the visual hits (each list ranked on its own), plus a vote for each page
+    printing the caption of a figure or table in ``labels``; best first (ties: earlier
     page)."""
     if limit < 1:
         raise ValueError("limit must be at least 1")
+    if visual_weight < 0:
+        raise ValueError("visual_weight must not be negative")
     pages: dict[int, PageEvidence] = {}
-    for rank, passage in enumerate(passages, start=1):
-        for number, share in page_shares(passage).items():
-            entry = pages.setdefault(number, PageEvidence(number))
-            entry.score += share / rank
-            entry.passages.append(passage)
+    for weight, ranked in ((1.0, passages), (visual_weight, visuals)):
+        for rank, passage in enumerate(ranked, start=1):
+            for number, share in page_shares(passage).items():
+                entry = pages.setdefault(number, PageEvidence(number))
+                entry.score += weight * share / rank
+                entry.passages.append(passage)
+    for number in captioned_pages([*passages, *visuals], labels):
+        pages[number].score += LABEL_VOTE
     ordered = sorted(pages.values(), key=lambda e: (-e.score, e.page))
     return ordered[:limit]
+
+
+def visual_weight_for(query: str) -> float:
+    """How much the visual hits count for this question (more when it names a picture)."""
+    return NAMED_VISUAL_WEIGHT if NAMES_A_VISUAL.search(query) else VISUAL_WEIGHT
 
 
 class PageSearcher(Protocol):
@@ -103,7 +141,8 @@ async def best_pages(
     allowed_kbs: Iterable[str] | None = None,
 ) -> tuple[list[PageEvidence], ContextPack]:
     """Search one document (``depth`` passages, no parent expansion: a parent's text would
-    name its whole section's pages) and rank its pages."""
+    name its whole section's pages) and rank its pages by its text passages and (hybrid
+    search) its visual hits."""
     request = QueryRequest(
         query,
         kb_names=(kb_name,),
@@ -113,7 +152,13 @@ async def best_pages(
         expand_parents=False,
     )
     pack = await retrieval.search(request, allowed_kbs=allowed_kbs)
-    # Pages are ranked by the text found on them, as measured (benchmarks/page_retrieval.py);
-    # the pictures of a hybrid search stay in the pack's image sources.
     text = [p for p in pack.passages if not is_visual_collection(p.collection)]
-    return rank_pages(text, limit=pages), pack
+    visuals = [p for p in pack.passages if is_visual_collection(p.collection)]
+    ranked = rank_pages(
+        text,
+        limit=pages,
+        visuals=visuals,
+        visual_weight=visual_weight_for(query),
+        labels=named_labels(query),
+    )
+    return ranked, pack

@@ -13,8 +13,16 @@ from pathlib import Path
 import pytest
 
 from eagle_rag.retrieval.pack import Passage
-from eagle_rag.retrieval.pages import page_shares, rank_pages
+from eagle_rag.retrieval.page_labels import LABEL_VOTE, captioned_pages, named_labels
+from eagle_rag.retrieval.pages import (
+    NAMED_VISUAL_WEIGHT,
+    VISUAL_WEIGHT,
+    page_shares,
+    rank_pages,
+    visual_weight_for,
+)
 from tests.api.server import RunningServer, running_server, wait_for_task
+from tests.ingest import visual_docs as vd
 
 FILLER = (
     "The committee met in the spring and reviewed the usual reports of the year, "
@@ -134,6 +142,103 @@ def _passage(rank: int, pages: tuple[int, ...], boxes: list[dict[str, object]]) 
         rank, f"c{rank}", "text", "doc", pages, "d", "f.pdf", "kb", "eagle_text", "text",
         1.0 / rank, metadata={"boxes": boxes},
     )  # fmt: skip
+
+
+def _visual(rank: int, page: int) -> Passage:
+    box = {"page": page, "bbox": [0.1, 0.2, 0.8, 0.5]}
+    return Passage(
+        rank, f"v{rank}", "Figure 1: output", "doc", (page,), "d", "f.pdf", "kb",
+        "eagle_visual", "image", 1.0 / rank, metadata={"fields": {"boxes": [box]}},
+    )  # fmt: skip
+
+
+def test_a_visual_hit_votes_for_its_page() -> None:
+    text = [_passage(1, (5,), []), _passage(2, (9,), [])]
+    assert [p.page for p in rank_pages(text, limit=2)] == [5, 9]
+    # The chart on page 9 is the best visual hit: its vote lifts page 9 over page 5.
+    visuals = [_visual(1, 9), _visual(2, 7)]
+    ranked = rank_pages(text, limit=3, visuals=visuals, visual_weight=NAMED_VISUAL_WEIGHT)
+    assert [p.page for p in ranked] == [9, 5, 7]
+    assert ranked[0].score == pytest.approx(1 / 2 + NAMED_VISUAL_WEIGHT)
+    # By default a visual vote is worth VISUAL_WEIGHT of a text vote at the same rank.
+    lifted = rank_pages(text, limit=3, visuals=visuals)
+    assert lifted[1].page == 9 and lifted[1].score == pytest.approx(1 / 2 + VISUAL_WEIGHT)
+    assert [e.chunk_id for e in ranked[0].passages] == ["c2", "v1"]
+    assert ranked[0].to_dict()["evidence"][1]["boxes"] == [
+        {"page": 9, "bbox": [0.1, 0.2, 0.8, 0.5]}
+    ]
+    ignored = rank_pages(text, limit=3, visuals=[_visual(1, 9)], visual_weight=0.0)
+    assert [p.page for p in ignored][:2] == [5, 9]
+    with pytest.raises(ValueError):
+        rank_pages(text, limit=3, visual_weight=-1)
+
+
+def test_a_question_that_names_a_picture_weighs_visual_hits_fully() -> None:
+    assert visual_weight_for("How many green bars appear in Figure 1?") == NAMED_VISUAL_WEIGHT
+    assert visual_weight_for("In the table at page 28, which signal is slowest?") == 1.0
+    assert visual_weight_for("How many pie charts are there?") == NAMED_VISUAL_WEIGHT
+    assert visual_weight_for("表 2 中的数据") == NAMED_VISUAL_WEIGHT
+    assert visual_weight_for("Why did the turbine blade crack?") == VISUAL_WEIGHT
+    assert visual_weight_for("Who configured the tablespoon settings?") == VISUAL_WEIGHT
+
+
+def _text(rank: int, page: int, text: str) -> Passage:
+    return Passage(
+        rank, f"t{rank}", text, "doc", (page,), "d", "f.pdf", "kb", "eagle_text", "text",
+        1.0 / rank,
+    )  # fmt: skip
+
+
+def test_a_named_figure_sends_a_vote_to_the_page_printing_its_caption() -> None:
+    assert named_labels("How many green bars appear in Figure 1?") == {("figure", "1")}
+    assert named_labels("Compare Fig. 2 with table 10 and 图 3") == {
+        ("figure", "2"),
+        ("table", "10"),
+        ("figure", "3"),
+    }
+    assert named_labels("Which table lists the signals?") == frozenset()
+    passages = [
+        _text(1, 4, "As Figure 1 shows, accuracy rises with the step-back question."),
+        _text(2, 7, "Results of Figure 12: errors by kind."),
+        _text(3, 2, "Intro text. Figure 1: Strong performance of the method on every task."),
+        _text(4, 9, "Table 1. Datasets used in this paper."),
+    ]
+    labels = named_labels("How many green bars appear in Figure 1?")
+    assert captioned_pages(passages, labels) == {2}  # a mention and Figure 12 are not it
+    assert captioned_pages(passages, named_labels("What is in table 1?")) == {9}
+    assert captioned_pages(passages, frozenset()) == set()
+    plain = rank_pages(passages, limit=4)
+    assert plain[0].page == 4
+    ranked = rank_pages(passages, limit=4, labels=labels)
+    assert ranked[0].page == 2 and ranked[0].score == pytest.approx(1 / 3 + LABEL_VOTE)
+
+
+@pytest.fixture(scope="module")
+def report_id(server: RunningServer, document_id: str) -> str:
+    with server.client() as http:
+        answer = http.post(
+            "/ingest", data={"kb_name": "reports"}, files={"file": ("wind.pdf", vd.report_pdf())}
+        )
+        assert answer.status_code == 202, answer.text
+        task = wait_for_task(http, answer.json()["job_id"], timeout=180)
+        assert task["status"] == "completed", task
+        return str(task["document_id"])
+
+
+def test_a_figure_question_finds_the_figures_page_with_the_figure_as_evidence(
+    server: RunningServer, report_id: str
+) -> None:
+    with server.client() as http:
+        answer = http.post(
+            f"/documents/{report_id}/pages/search",
+            json={"query": "Which figure shows turbine output by region?", "top_k": 2},
+        )
+    assert answer.status_code == 200, answer.text
+    best = answer.json()["pages"][0]
+    assert best["page"] == 1
+    [figure] = [e for e in best["evidence"] if e["type"] == "image"]
+    assert vd.FIGURE_CAPTION in figure["text"]
+    assert [b["page"] for b in figure["boxes"]] == [1]
 
 
 def test_a_passage_votes_mostly_for_the_page_most_of_it_is_on() -> None:

@@ -198,7 +198,7 @@ async def test_the_page_callback_of_visual_extraction_can_stop_it(app: EagleApp)
     settings = app.settings.ingest.model_copy(update={"visual_page_tiles": "all"})
     with pytest.raises(IngestCancelledError):
         await extract_and_store(
-            app.objects, app.namespace, source, data, ParseResult(""), (), settings, on_page
+            app.objects, app.namespace, source, data, ParseResult(""), (), settings, on_page=on_page
         )
     assert seen == [(1, 12), (2, 12), (3, 12)]
     assert app.objects.list(f"{app.namespace}/kb/doc-1/") == []

@@ -138,3 +138,77 @@ def vector_chart_pdf() -> bytes:
     pdf.set_font("helvetica", "I", 10)
     pdf.multi_cell(0, 6, VECTOR_CAPTION, new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())
+
+
+def figure_and_table_pdf() -> bytes:
+    """One text-born A4 page: heading, paragraph, chart + caption, table caption + ruled table
+    (scanned by the tests to give a page whose figure and table are only pixels)."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 18)
+    pdf.multi_cell(0, 10, "Wind Farm Report", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "", 11)
+    pdf.multi_cell(0, 6, INTRO, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(4)
+    pdf.image(io.BytesIO(chart_png()), x=40, w=130)
+    pdf.set_font("helvetica", "I", 10)
+    pdf.multi_cell(0, 6, FIGURE_CAPTION, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(6)
+    pdf.set_font("helvetica", "", 11)
+    pdf.multi_cell(0, 6, TABLE_INTRO, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(2)
+    pdf.set_font("helvetica", "I", 10)
+    pdf.multi_cell(0, 6, TABLE_CAPTION, new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "", 11)
+    with pdf.table(first_row_as_headings=True) as table:
+        for row in TABLE_ROWS:
+            cells = table.row()
+            for value in row:
+                cells.cell(value)
+    return bytes(pdf.output())
+
+
+def scanned_a4(images: list[Image.Image]) -> bytes:
+    """An image-only A4 PDF, one JPEG page per image (a scanner's output)."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    for image in images:
+        pdf.add_page()
+        buffer = io.BytesIO()
+        image.save(buffer, format="JPEG", quality=90)
+        pdf.image(io.BytesIO(buffer.getvalue()), x=0, y=0, w=210, h=297)
+    return bytes(pdf.output())
+
+
+SCATTER_CAPTION = "Figure 3: Wind speed against power for every turbine"
+
+
+def scatter_pdf() -> bytes:
+    """A text-born page with a scatter plot of 500 dots drawn one path each: too many pieces
+    for the vector grouping, so only the layout model sees one chart there."""
+    import random
+
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 16)
+    pdf.multi_cell(0, 10, "Power Curve", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "", 11)
+    pdf.multi_cell(0, 6, "Every turbine follows the same curve above cut-in speed.")
+    pdf.line(30, 160, 180, 160)
+    pdf.line(30, 60, 30, 160)
+    rng = random.Random(7)
+    pdf.set_fill_color(40, 90, 180)
+    for _ in range(500):
+        x = rng.uniform(32, 178)
+        y = 160 - 95 / (1 + 2.718 ** (-(x - 100) / 15)) + rng.uniform(-4, 4)
+        pdf.circle(x, y, 0.8, style="F")
+    pdf.set_xy(10, 166)
+    pdf.set_font("helvetica", "I", 10)
+    pdf.multi_cell(0, 6, SCATTER_CAPTION, new_x="LMARGIN", new_y="NEXT")
+    pdf.multi_cell(0, 6, "The spread narrows at rated power, where the pitch control holds it.")
+    return bytes(pdf.output())

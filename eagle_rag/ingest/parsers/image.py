@@ -13,7 +13,8 @@ from eagle_rag.ingest.detect import IMAGE_TYPES
 from eagle_rag.ingest.parsers.base import ParseContext, result
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.pixelrag import images
-from eagle_rag.ingest.pixelrag.reading import PageBlock, page_blocks, to_sections, with_content
+from eagle_rag.ingest.pixelrag.reading import PageBlock, to_sections, with_content
+from eagle_rag.ingest.pixelrag.visuals_regions import METADATA_KEY, RegionVisual
 from eagle_rag.plugins.payloads import ParseResult
 
 
@@ -29,11 +30,14 @@ class ImageParser(OcrReader):
                 filename=context.filename,
             )
         read: list[tuple[int, list[PageBlock]]] = []
+        regions: list[RegionVisual] = []
         total = images.page_count(context.data, context.filename)
         for number, page in enumerate(
             images.pages(context.data, context.filename, max_pages=context.max_pages), start=1
         ):
-            read.append((number, page_blocks(self.ocr.read(page), number)))
+            blocks, found = self.read_page(page, number)
+            read.append((number, blocks))
+            regions.extend(found)
             context.page_done(number, total)
         sections = with_content(to_sections(read))
         if not any(s.content.strip() for s in sections):
@@ -41,4 +45,9 @@ class ImageParser(OcrReader):
                 "no text was found in the image (it is blank, or holds no legible text)",
                 filename=context.filename,
             )
-        return result(sections, pages=len(read), ocr_pages=[n for n, _ in read])
+        return result(
+            sections,
+            pages=len(read),
+            ocr_pages=[n for n, _ in read],
+            **{METADATA_KEY: [region.to_dict() for region in regions]},
+        )

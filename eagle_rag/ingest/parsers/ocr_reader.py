@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from PIL import Image
+
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from eagle_rag.ingest.pixelrag.reading import PageBlock, page_blocks
+from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, ocr_region_visuals
+
+# Figure/table regions recorded per page for visual extraction (which applies its own bounds).
+MAX_RECORDED_REGIONS = 20
 
 
 class OcrReader:
@@ -22,3 +29,12 @@ class OcrReader:
     def warm(self) -> None:
         """Load the OCR models now (a worker at start), not on the first scanned page."""
         self.ocr.warm()
+
+    def read_page(
+        self, image: Image.Image, number: int
+    ) -> tuple[list[PageBlock], list[RegionVisual]]:
+        """One page read once: its text blocks, and its figure and table regions (cropped
+        later by visual extraction, so a scan's figures and tables become visual chunks)."""
+        page = self.ocr.read(image)
+        regions = ocr_region_visuals(page, number, max_regions=MAX_RECORDED_REGIONS)
+        return page_blocks(page, number), regions

@@ -26,7 +26,8 @@ from eagle_rag.ingest.parsers.pdf_structure import PageLines, sections
 from eagle_rag.ingest.parsers.pdf_text import TextLine, read_text_layer
 from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
 from eagle_rag.ingest.pixelrag.probe import probe
-from eagle_rag.ingest.pixelrag.reading import PageBlock, page_blocks, to_sections, with_content
+from eagle_rag.ingest.pixelrag.reading import PageBlock, to_sections, with_content
+from eagle_rag.ingest.pixelrag.visuals_regions import METADATA_KEY, RegionVisual
 from eagle_rag.plugins.payloads import ParseResult, TextSection
 
 OCR_DPI = 150
@@ -50,6 +51,7 @@ class _Read:
     bookmarks: list[_Bookmark]
     title: str
     pages: int
+    regions: list[RegionVisual]
 
 
 class PdfParser(OcrReader):
@@ -72,6 +74,7 @@ class PdfParser(OcrReader):
         metadata: dict[str, object] = {
             "pages": read.pages,
             "ocr_pages": [number for number, _ in read.ocr_pages],
+            METADATA_KEY: [region.to_dict() for region in read.regions],
         }
         if read.title:
             metadata["title"] = read.title
@@ -95,11 +98,14 @@ class PdfParser(OcrReader):
                 bookmarks = _outline(document)
             text_pages: list[PageLines] = []
             ocr_pages: list[tuple[int, list[PageBlock]]] = []
+            regions: list[RegionVisual] = []
             for number in range(1, count + 1):
                 with PDFIUM:
                     lines, scan = _read_page(document, number, ocr=context.ocr)
                 if scan is not None:
-                    ocr_pages.append((number, page_blocks(self.ocr.read(scan), number)))
+                    blocks, found = self.read_page(scan, number)
+                    ocr_pages.append((number, blocks))
+                    regions.extend(found)
                 else:  # a sparse text layer with nothing to OCR is still the page's text
                     text_pages.append(PageLines(number, lines))
                 context.page_done(number, count)
@@ -108,7 +114,7 @@ class PdfParser(OcrReader):
         finally:
             with PDFIUM:
                 document.close()
-        return _Read(text_pages, ocr_pages, bookmarks, title, count)
+        return _Read(text_pages, ocr_pages, bookmarks, title, count, regions)
 
 
 def _read_page(

@@ -129,6 +129,19 @@ class OcrEngine:
                 raise ModelProviderError(f"OCR failed on a page: {kind}: {exc}") from exc
         return OcrPage(width, height, rotation, lines, regions)
 
+    def layout(self, image: Image.Image) -> tuple[Region, ...]:
+        """Only the layout regions of an upright page (a text-born page's drawn charts)."""
+        models = self._load()
+        if models.layout is None:
+            return ()
+        array = np.asarray(image.convert("RGB"))[:, :, ::-1]
+        with self._cores_held():
+            try:
+                return tuple(_regions(models, array, image.width, image.height))
+            except Exception as exc:  # onnxruntime raises bare exceptions
+                kind = type(exc).__name__
+                raise ModelProviderError(f"layout failed on a page: {kind}: {exc}") from exc
+
     def _cores_held(self) -> contextlib.AbstractContextManager[object]:
         """The page's cores, taken from the shared budget (nothing to take without one)."""
         if self.cores is None:

@@ -16,7 +16,8 @@ from eagle_rag.ingest.pixelrag.visuals_anchors import anchors
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
 from eagle_rag.ingest.pixelrag.visuals_image import image_visuals
 from eagle_rag.ingest.pixelrag.visuals_office import docx_visuals, pptx_visuals
-from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions, pdf_visuals
+from eagle_rag.ingest.pixelrag.visuals_pdf import LayoutModel, PdfVisualOptions, pdf_visuals
+from eagle_rag.ingest.pixelrag.visuals_regions import from_metadata
 from eagle_rag.ingest.progress import PageCallback
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
 from eagle_rag.storage.keys import object_key, validate_prefix
@@ -41,20 +42,31 @@ def extract_visuals(
     data: bytes,
     parsed: ParseResult,
     options: PdfVisualOptions,
+    layout: LayoutModel | None = None,
     on_page: PageCallback | None = None,
 ) -> list[FoundVisual]:
     """Figures, tables and tiles of a PDF or image document; [] for other formats.
 
+    ``layout``: the layout model, for text-born PDF pages with drawn charts (None: skipped).
     ``on_page`` hears of a PDF's pages as they are done (and may raise to stop)."""
     ocr_pages = frozenset(int(p) for p in parsed.metadata.get("ocr_pages", ()) or ())
+    regions = from_metadata(parsed.metadata)  # figures and tables of OCR'd pages
     if source.mime_type == PDF:
-        found = pdf_visuals(data, ocr_pages, options, on_page)
+        found = pdf_visuals(data, ocr_pages, options, regions, layout, on_page)
     elif source.mime_type == PPTX:
         found = pptx_visuals(data, max_per_page=options.max_per_page, min_side=options.min_side)
     elif source.mime_type == DOCX:
         found = docx_visuals(data, max_pictures=options.max_per_page * 50)
     elif source.mime_type.startswith("image/") and options.tiles != "none":
-        found = image_visuals(data, source.filename, {}, max_pages=options.max_pages)
+        found = image_visuals(
+            data,
+            source.filename,
+            {},
+            max_pages=options.max_pages,
+            regions=regions,
+            min_side=options.min_side,
+            max_per_page=options.max_per_page,
+        )
     else:
         return []
     texts = _page_texts(parsed)

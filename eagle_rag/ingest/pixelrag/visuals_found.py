@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,6 +16,8 @@ VisualKind = Literal["tile", "image", "table"]
 # enough for a chat model's image budget and the object store.
 MAX_SIDE = 1600
 JPEG_QUALITY = 85
+# A caption line: "Figure 3", "Fig. 2", "Table 1", "图 1"...
+CAPTION = re.compile(r"^\s*(fig(ure)?\.?|table|chart|graph|diagram|图|表)\s*\S", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)

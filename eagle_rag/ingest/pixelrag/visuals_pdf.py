@@ -3,14 +3,17 @@
 pypdfium2 gives each embedded image's bounds on the page; the figure is cut from the rendered
 page (so vector overlays and masks look as the reader sees them) and its text is what the text
 layer holds inside it and in a caption band above or below. Pages read by OCR (scans) become
-page tiles: their picture is their content. Ruled tables come from pdfplumber (visuals_tables).
+page tiles: their picture is their content, and their figure and table regions (found by the
+parser's layout pass, visuals_regions) are cropped as figures and tables. A text-born page with
+drawn paths but no figure found in its objects gets a layout pass of its own (bounded by a
+per-document time budget). Ruled tables come from pdfplumber (visuals_tables).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -18,8 +21,10 @@ from PIL import Image
 
 from eagle_rag.ingest.parsers.pdf_repair import readable
 from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
+from eagle_rag.ingest.pixelrag.engine import Region
 from eagle_rag.ingest.pixelrag.geometry import BBox, area, clamp, overlap
-from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual, VisualKind, crop, encode
+from eagle_rag.ingest.pixelrag.visuals_found import CAPTION, FoundVisual, VisualKind, crop, encode
+from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, region_visuals
 from eagle_rag.ingest.pixelrag.visuals_tables import ruled_tables
 from eagle_rag.ingest.pixelrag.visuals_vector import vector_figure_boxes
 from eagle_rag.ingest.progress import PageCallback
@@ -32,7 +37,30 @@ PAGE_SIZED = 0.8
 MIN_TABLE_PATHS = 6
 MAX_TABLE_PATHS = 150
 CAPTION_BAND = 0.08  # of the page height, above and below a figure
-CAPTION = re.compile(r"^\s*(fig(ure)?\.?|table|chart|graph|diagram|图|表)\s*\S", re.IGNORECASE)
+# A text-born page with at least this many path objects and no figure found may hold a chart
+# drawn in pieces: the layout model looks at it, within LAYOUT_BUDGET_S per document.
+MIN_DRAWN_PATHS = 12
+LAYOUT_BUDGET_S = 6.0
+
+LayoutModel = Callable[[Image.Image], Sequence[Region]]
+
+
+@dataclass(slots=True)
+class LayoutPass:
+    """The layout model for text-born pages, with the document's remaining time budget."""
+
+    model: LayoutModel
+    budget_s: float = LAYOUT_BUDGET_S
+    spent_s: float = field(default=0.0)
+
+    def regions(self, rendered: Image.Image) -> Sequence[Region]:
+        if self.spent_s >= self.budget_s:
+            return ()
+        started = time.perf_counter()
+        try:
+            return self.model(rendered)
+        finally:
+            self.spent_s += time.perf_counter() - started
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,21 +76,28 @@ def pdf_visuals(
     data: bytes,
     ocr_pages: frozenset[int],
     options: PdfVisualOptions,
+    regions: Mapping[int, Sequence[RegionVisual]] | None = None,
+    layout: LayoutModel | None = None,
     on_page: PageCallback | None = None,
 ) -> list[FoundVisual]:
-    """Every visual of the PDF, page by page in reading order.
+    """Every visual of the PDF, page by page in reading order. ``regions``: the figure and
+    table regions the parser's layout pass found on OCR'd pages; ``layout``: the layout model
+    for text-born pages whose drawn charts are not one object (None: no such pass).
 
     ``on_page(done, total)`` hears of each page as it is done; it may raise to stop the
     extraction (a cancelled task: a 500-page scan stops within a page, not after all of them).
     """
     with PDFIUM:  # PDFium is not thread-safe (pdfium_lock.py)
-        return _pdf_visuals(data, ocr_pages, options, on_page)
+        layout_pass = LayoutPass(layout) if layout is not None else None
+        return _pdf_visuals(data, ocr_pages, options, regions or {}, layout_pass, on_page)
 
 
 def _pdf_visuals(
     data: bytes,
     ocr_pages: frozenset[int],
     options: PdfVisualOptions,
+    regions: Mapping[int, Sequence[RegionVisual]],
+    layout: LayoutPass | None,
     on_page: PageCallback | None,
 ) -> list[FoundVisual]:
     data, _ = readable(data, "visuals.pdf")  # the bytes the parser read (a damaged file's rewrite)
@@ -75,33 +110,53 @@ def _pdf_visuals(
             page = document[number - 1]
             try:
                 scanned = number in ocr_pages
-                found.extend(_page_visuals(page, number, scanned, options))
-                paths = _path_count(page) if options.tables and not scanned else 0
-                if MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS:
+                paths = 0 if scanned else _path_count(page)
+                hints = _PageHints(scanned, regions.get(number, ()), paths, layout)
+                found.extend(_page_visuals(page, number, hints, options))
+                if options.tables and MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS:
                     table_pages.append(number)
             finally:
                 page.close()
             if on_page is not None:
                 on_page(number, pages)
         if table_pages:
-            found.extend(_tables(document, data, table_pages, options))
-            found = _without_table_duplicates(found)
+            tables = list(_tables(document, data, table_pages, options))
+            found = _without_table_duplicates(found, tables) + tables
         return sorted(found, key=lambda v: (v.page, v.bbox[1], v.bbox[0]))
     finally:
         document.close()
 
 
+@dataclass(frozen=True, slots=True)
+class _PageHints:
+    scanned: bool
+    regions: Sequence[RegionVisual]  # the parser's layout regions (OCR'd pages)
+    paths: int  # drawn path objects (text-born pages)
+    layout: LayoutPass | None
+
+
 def _page_visuals(
-    page: pdfium.PdfPage, number: int, scanned: bool, options: PdfVisualOptions
+    page: pdfium.PdfPage, number: int, hints: _PageHints, options: PdfVisualOptions
 ) -> list[FoundVisual]:
     width, height = page.get_size()
-    tile = options.tiles == "all" or (options.tiles == "scanned" and scanned)
-    figures = [] if scanned else _all_figures(page, width, height, options)
-    if not tile and not figures:
+    tile = options.tiles == "all" or (options.tiles == "scanned" and hints.scanned)
+    figures = [] if hints.scanned else _all_figures(page, width, height, options)
+    regions = [r for r in hints.regions if _region_sized(r.bbox, options)]
+    drawn = not hints.scanned and not figures and hints.paths >= MIN_DRAWN_PATHS
+    looks = drawn and hints.layout is not None
+    if not tile and not figures and not regions and not looks:
         return []
     rendered = _render(page)
     text_page = page.get_textpage()
     try:
+        if looks and hints.layout is not None:
+            regions = region_visuals(
+                hints.layout.regions(rendered),
+                lambda box: _text_in(text_page, box, width, height),
+                number,
+                min_side=options.min_side,
+                max_regions=options.max_per_page,
+            )
         found = [
             _visual(
                 "image",
@@ -113,12 +168,20 @@ def _page_visuals(
             )
             for box in figures[: options.max_per_page]
         ]
+        found += [
+            _visual(r.kind, number, r.bbox, rendered, r.text, r.caption)
+            for r in regions[: options.max_per_page - len(found)]
+        ]
         if tile:
             page_text = _text_in(text_page, (0.0, 0.0, 1.0, 1.0), width, height)
             found.append(_visual("tile", number, (0.0, 0.0, 1.0, 1.0), rendered, page_text))
         return found
     finally:
         text_page.close()
+
+
+def _region_sized(box: BBox, options: PdfVisualOptions) -> bool:
+    return min(box[2] - box[0], box[3] - box[1]) >= options.min_side
 
 
 def _figure_boxes(
@@ -149,12 +212,14 @@ def _all_figures(
     return images + charts
 
 
-def _without_table_duplicates(found: list[FoundVisual]) -> list[FoundVisual]:
-    """A ruled table's lines also look like a vector chart: the table wins."""
-    tables = [v for v in found if v.kind == "table"]
+def _without_table_duplicates(
+    found: list[FoundVisual], tables: list[FoundVisual]
+) -> list[FoundVisual]:
+    """A ruled table's lines also look like a vector chart, and the layout model may call it a
+    table too: pdfplumber's table (with its cells) wins."""
 
     def duplicate(visual: FoundVisual) -> bool:
-        return visual.kind == "image" and any(
+        return visual.kind != "tile" and any(
             t.page == visual.page
             and overlap(t.bbox, visual.bbox) > 0.5 * min(area(t.bbox), area(visual.bbox))
             for t in tables

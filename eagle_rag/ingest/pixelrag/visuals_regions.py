@@ -1,0 +1,166 @@
+"""Figures and tables from rapid-layout regions (``figure``, ``table`` and their captions).
+
+A scanned page or a photographed one has no embedded images and no drawn paths: its figures
+and tables are only pixels, and the layout model is what finds them. The parser already ran it
+on every OCR'd page, so it records each page's figure and table regions here (with the OCR
+text inside them and the text of the caption region next to them) and visual extraction crops
+them from the page picture. On a text-born page whose drawn chart PDFium cannot see as one
+object, extraction runs the layout model itself and reads the text layer inside the regions.
+
+Bounded: a region smaller than ``min_side`` of the page's side (a logo, a stamp) or covering
+nearly the whole page (the page is the picture: its tile has it) is skipped, and at most
+``max_regions`` are kept per page, the most confident first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eagle_rag.ingest.pixelrag.engine import OcrPage, Region
+from eagle_rag.ingest.pixelrag.geometry import (
+    BBox,
+    area,
+    center,
+    clamp,
+    contains,
+    overlap,
+    unrotate,
+)
+from eagle_rag.ingest.pixelrag.lines import Line, join, rows
+from eagle_rag.ingest.pixelrag.visuals_found import CAPTION, VisualKind
+
+VISUAL_REGIONS: Mapping[str, VisualKind] = {"figure": "image", "table": "table"}
+CAPTIONS = {"figure": "figure_caption", "table": "table_caption"}
+# A region over this share of the page is the page itself (a slide photo, a full-page chart).
+PAGE_SIZED = 0.8
+# A caption region belongs to the figure whose edge is at most this far (of the page height).
+CAPTION_GAP = 0.06
+TEXT_CHARS = 1200  # what a summary can use; the region's full text is in the text chunks
+METADATA_KEY = "layout_regions"
+
+
+@dataclass(frozen=True, slots=True)
+class RegionVisual:
+    """A figure or table region of one page (box on the page as stored, top-left origin)."""
+
+    page: int
+    kind: VisualKind
+    bbox: BBox
+    text: str = ""
+    caption: str = ""
+    score: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "page": self.page,
+            "kind": self.kind,
+            "bbox": [round(v, 4) for v in self.bbox],
+            "text": self.text,
+            "caption": self.caption,
+            "score": round(self.score, 4),
+        }
+
+
+def region_visuals(
+    regions: Sequence[Region],
+    text_in: Callable[[BBox], str],
+    page: int,
+    *,
+    min_side: float,
+    max_regions: int,
+) -> list[RegionVisual]:
+    """The figure and table regions worth a visual, with their text and caption. Where the
+    model saw one thing twice (a chart as figure and as table), the more confident wins."""
+    kept: list[Region] = []
+    for region in sorted(regions, key=lambda r: -r.score):
+        wanted = region.kind in VISUAL_REGIONS and _sized(region.bbox, min_side)
+        if wanted and not any(_same_place(region.bbox, other.bbox) for other in kept):
+            kept.append(region)
+    found = []
+    for region in kept[:max_regions]:
+        caption = _caption(region, regions, text_in)
+        text = text_in(region.bbox)[:TEXT_CHARS]
+        kind = VISUAL_REGIONS[region.kind]
+        found.append(RegionVisual(page, kind, region.bbox, text, caption, region.score))
+    return sorted(found, key=lambda v: (v.bbox[1], v.bbox[0]))
+
+
+def ocr_region_visuals(
+    ocr: OcrPage, page: int, *, min_side: float = 0.0, max_regions: int = 100
+) -> list[RegionVisual]:
+    """Figure and table regions of an OCR'd page, their text what OCR read inside them; boxes
+    mapped back onto the page as stored (OCR read it turned upright)."""
+
+    def text_in(box: BBox) -> str:
+        inside = [
+            Line(line.text, line.bbox, page)
+            for line in ocr.lines
+            if contains(box, center(line.bbox), 0.005)
+        ]
+        return join([line for row in rows(inside) for line in row])[0]
+
+    found = region_visuals(ocr.regions, text_in, page, min_side=min_side, max_regions=max_regions)
+    if not ocr.rotation:
+        return found
+    return [
+        RegionVisual(v.page, v.kind, unrotate(v.bbox, ocr.rotation), v.text, v.caption, v.score)
+        for v in found
+    ]
+
+
+def from_metadata(metadata: Mapping[str, Any]) -> dict[int, list[RegionVisual]]:
+    """The parser's recorded regions by page (a malformed entry is skipped, not fatal)."""
+    by_page: dict[int, list[RegionVisual]] = {}
+    for item in metadata.get(METADATA_KEY) or ():
+        try:
+            kind = str(item["kind"])
+            if kind not in VISUAL_REGIONS.values():
+                continue
+            visual = RegionVisual(
+                int(item["page"]),
+                "table" if kind == "table" else "image",
+                clamp([float(v) for v in item["bbox"]]),
+                str(item.get("text") or ""),
+                str(item.get("caption") or ""),
+                float(item.get("score") or 0.0),
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+        by_page.setdefault(visual.page, []).append(visual)
+    return by_page
+
+
+def _same_place(a: BBox, b: BBox) -> bool:
+    return overlap(a, b) > 0.5 * min(area(a), area(b))
+
+
+def _sized(box: BBox, min_side: float) -> bool:
+    return min(box[2] - box[0], box[3] - box[1]) >= min_side and area(box) <= PAGE_SIZED
+
+
+def _caption(region: Region, regions: Sequence[Region], text_in: Callable[[BBox], str]) -> str:
+    """The text of the nearest caption region of the matching kind just above or below; else
+    a "Figure 2: ..." line in the band just below or above (the model often calls a caption
+    a plain text or reference region)."""
+    wanted = CAPTIONS[region.kind]
+    best: tuple[float, Region] | None = None
+    for other in regions:
+        if other.kind != wanted:
+            continue
+        shared = min(other.bbox[2], region.bbox[2]) - max(other.bbox[0], region.bbox[0])
+        gap = max(other.bbox[1] - region.bbox[3], region.bbox[1] - other.bbox[3])
+        if shared > 0 and gap <= CAPTION_GAP and (best is None or gap < best[0]):
+            best = (gap, other)
+    if best is not None:
+        return " ".join(text_in(best[1].bbox).split())
+    y0, y1 = region.bbox[1], region.bbox[3]
+    for band in (
+        (0.0, y1, 1.0, min(1.0, y1 + CAPTION_GAP)),
+        (0.0, max(0.0, y0 - CAPTION_GAP), 1.0, y0),
+    ):
+        text = " ".join(text_in(band).split())
+        if CAPTION.match(text):
+            return text
+    return ""
