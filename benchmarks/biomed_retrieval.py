@@ -88,8 +88,20 @@ class SharedPassageVectors:
     Queries are never shared: each profile embeds its own, so query latency stays fair.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path | None = None) -> None:
         self._vectors: dict[str, Any] = {}
+        self._path = path  # kept on disk so a later process (the other profile) reuses them
+        if path is not None and path.exists():
+            with np.load(path) as saved:
+                texts = json.loads(str(saved["texts"]))
+                self._vectors = dict(zip(texts, saved["vectors"], strict=True))
+
+    def save(self) -> None:
+        if self._path is None or not self._vectors:
+            return
+        texts = list(self._vectors)
+        vectors = np.stack([self._vectors[t] for t in texts])
+        np.savez(self._path, texts=np.array(json.dumps(texts)), vectors=vectors)
 
     def attach(self, app: EagleApp) -> None:
         encoder = app.text_encoder
@@ -159,27 +171,33 @@ async def compare(
     share_embeddings: bool = True,
     store: Path | None = None,
     ingest_only: bool = False,
+    profiles: Sequence[str] = PROFILES,
 ) -> dict[str, Any]:
     """``store``: keep both profiles' data there and reuse an ingest already completed in it
-    (a full corpus ingests once; the queries then run on the code under test)."""
+    (a full corpus ingests once; the queries then run on the code under test). ``profiles``
+    (with ``ingest_only``) ingests only those, e.g. core first while biomed's code changes."""
     dataset = subset(load_dataset(folder), docs, queries)
     with tempfile.TemporaryDirectory(prefix="eagle-biomed-") as scratch:
         root = Path(store or scratch)
         await asyncio.to_thread(root.mkdir, parents=True, exist_ok=True)
-        runs = {p: await start(p, str(root / p)) for p in PROFILES}
+        runs = {p: await start(p, str(root / p)) for p in (profiles if ingest_only else PROFILES)}
+        shared = SharedPassageVectors(root / "passage_vectors.npz" if store else None)
         if share_embeddings:
-            shared = SharedPassageVectors()
             for run in runs.values():
                 shared.attach(run.app)
         try:
             for profile, run in runs.items():
                 await ingest_once(run, dataset, root / f"{profile}.ingested.json")
-            ingest_hooks = hook_timings(runs["biomed"].app)
+                if share_embeddings:
+                    await asyncio.to_thread(shared.save)
+            biomed = runs.get("biomed")
+            ingest_hooks = hook_timings(biomed.app) if biomed else {}
             result = {} if ingest_only else await score_both(runs, dataset, variants)
-            result["biomed_hook_ms"] = {
-                "ingest": ingest_hooks,
-                "query": hook_timings(runs["biomed"].app),
-            }
+            if biomed:
+                result["biomed_hook_ms"] = {
+                    "ingest": ingest_hooks,
+                    "query": hook_timings(biomed.app),
+                }
         finally:
             for run in runs.values():
                 await run.app.stop()
@@ -351,6 +369,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--store", type=Path, default=None, help="keep/reuse the ingests here")
     parser.add_argument("--ingest-only", action="store_true", help="ingest into --store, stop")
+    parser.add_argument(
+        "--profiles",
+        default=",".join(PROFILES),
+        help="with --ingest-only: the profiles to ingest (comma-separated)",
+    )
     args = parser.parse_args(argv)
     print(
         f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC  machine: "
@@ -367,10 +390,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 share_embeddings=not args.no_shared_embeddings,
                 store=args.store,
                 ingest_only=args.ingest_only,
+                profiles=tuple(args.profiles.split(",")),
             )
         )
         if args.ingest_only:
-            print(json.dumps(result["ingest_s"]))
+            print(json.dumps({k: result.get(k) for k in ("ingest_s", "biomed_hook_ms")}))
             continue
         summarize(result)
         results.append(result)
