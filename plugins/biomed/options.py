@@ -46,10 +46,10 @@ class BiomedOptions(BaseModel):
     max_expansion_terms: int = Field(default=24, ge=0, le=200)
     supplement: bool = True  # RETRIEVE_SUPPLEMENT: entity-anchored BM25 list
     supplement_weight: float = Field(default=0.5, ge=0, le=10)
-    # RRF_POST_MERGE: one rescaled-score fusion over both text collections instead of Core's
-    # RRF of the plans. Needed by stores of the earlier layout (a chunk in one of the two
-    # collections only); with the view layout both plans hold the chunk, RRF rewards that.
-    refuse_split_collections: bool = False
+    # RRF_POST_MERGE: one rescaled-score fusion of the plans' dense and BM25 hits (and the
+    # supplement) instead of Core's RRF of the plans. Chosen on the dev half of a SciFact
+    # subset over RRF (benchmarks/RESULTS.md); it also serves stores of the earlier layout.
+    refuse_split_collections: bool = True
     # document: every chunk of a document naming any entity gets a biomed view;
     # chunk: only the chunks that name one. Every chunk stays on eagle_text either way.
     route_by: Literal["document", "chunk"] = "document"
