@@ -44,12 +44,15 @@ class BiomedOptions(BaseModel):
     expand_sparse: bool = True  # synonyms and abbreviation long forms join the BM25 query
     concept_terms: bool = True  # the entities' concept tokens join it (specialized plan)
     max_expansion_terms: int = Field(default=24, ge=0, le=200)
-    supplement: bool = True  # RETRIEVE_SUPPLEMENT: entity-anchored BM25 list
+    # RETRIEVE_SUPPLEMENT: entity-anchored BM25 list. Off by default: chosen on the dev half of
+    # a SciFact subset (better there, and one search fewer a query; benchmarks/RESULTS.md).
+    supplement: bool = False
     supplement_weight: float = Field(default=0.5, ge=0, le=10)
     # RRF_POST_MERGE: one rescaled-score fusion of the plans' dense and BM25 hits (and the
-    # supplement) instead of Core's RRF of the plans. Chosen on the dev half of a SciFact
-    # subset over RRF (benchmarks/RESULTS.md); it also serves stores of the earlier layout.
-    refuse_split_collections: bool = True
+    # supplement) instead of Core's RRF of the plans; for stores of the earlier layout (a chunk
+    # in one collection only). Off: with the view both plans hold the chunk, and Core's RRF
+    # scored better on the dev half of a SciFact subset (benchmarks/RESULTS.md).
+    refuse_split_collections: bool = False
     # document: every chunk of a document naming any entity gets a biomed view;
     # chunk: only the chunks that name one. Every chunk stays on eagle_text either way.
     route_by: Literal["document", "chunk"] = "document"

@@ -79,7 +79,9 @@ def biomed_settings(data: Path, **options: Any) -> Any:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def app(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EagleApp]:
-    application = await bootstrap(biomed_settings(tmp_path_factory.mktemp("biomed-app")))
+    # The supplement is off by default; on here, so its hooks are exercised through the app.
+    data = tmp_path_factory.mktemp("biomed-app")
+    application = await bootstrap(biomed_settings(data, supplement=True))
     application.repositories.knowledge_bases.create("med")
     application.repositories.knowledge_bases.create("other")
     for kb, name, text in (
@@ -174,7 +176,6 @@ async def test_entity_query_routes_to_both_collections_and_finds_the_evidence(
     assert pack.passages[0].filename == "metformin.md"
     steps = {s.name: s for s in pack.steps}
     assert steps["rerank"].detail == "reranked by a plugin (RERANK_MERGED)"
-    assert "rrf_post_merge" in steps
     assert "biomed_entity" in pack.passages[0].scores
     timings = plugin_of(app).runtime.timings.snapshot()
     for hook in ("CHUNK", "UPSERT_VECTORS", "CLASSIFY_QUERY", "RERANK_MERGED"):
@@ -393,16 +394,17 @@ async def test_rrf_post_merge_fuses_the_two_text_collections_as_one(app: EagleAp
             hooks.rrf_post_merge, ctx=ctx(), query=query, merged=hits, supplements=()
         )
 
-    out = await post_merge(merged)
-    assert [h.chunk_id for h in out] == ["big1", "big2", "small"]
-    assert await post_merge(merged[1:]) is None  # a single plan's list is left alone
+    assert await post_merge(merged) is None  # off by default: Core's RRF of the two plans
     runtime = plugin_of(app).runtime
     shipped = runtime.options
-    runtime.options = shipped.model_copy(update={"refuse_split_collections": False})
+    runtime.options = shipped.model_copy(update={"refuse_split_collections": True})
     try:
-        assert await post_merge(merged) is None  # off: Core's RRF of the two plans stands
+        out = await post_merge(merged)  # for stores of the earlier (split) layout
+        one = await post_merge(merged[1:])
     finally:
         runtime.options = shipped
+    assert [h.chunk_id for h in out] == ["big1", "big2", "small"]
+    assert one is None  # a single plan's list is left alone
 
 
 @pytest.mark.asyncio(loop_scope="module")
