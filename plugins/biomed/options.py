@@ -43,6 +43,9 @@ class BiomedOptions(BaseModel):
     abbreviations_path: str = ""  # empty: <data_dir>/biomed/corpus.json
     expand_sparse: bool = True  # synonyms and abbreviation long forms join the BM25 query
     concept_terms: bool = True  # the entities' concept tokens join it (specialized plan)
+    # False: the view plan runs BM25 only when its vectors are the base's (the base plan's
+    # dense list already covers every chunk), one ANN search fewer for an entity query.
+    view_dense: bool = True
     max_expansion_terms: int = Field(default=24, ge=0, le=200)
     # RETRIEVE_SUPPLEMENT: entity-anchored BM25 list. Off by default: chosen on the dev half of
     # a SciFact subset (better there, and one search fewer a query; benchmarks/RESULTS.md).

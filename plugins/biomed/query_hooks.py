@@ -54,8 +54,10 @@ class QueryHooks:
         self._start_supplement(query, entities, getattr(ctx, "kb_names", ()))
         core = core_route(query, rt.text_encoder, rt.encoders)
         names = ", ".join(rt.finder.name_of(e) for e in entities[:5]) or "dual text search"
+        same_vectors = rt.passage_encoder == rt.text_encoder
+        encoder = "" if same_vectors and not rt.options.view_dense else rt.query_encoder
         extra = tuple(
-            CollectionQueryPlan(name, rt.query_encoder, query.top_k, reason=f"biomed: {names}")
+            CollectionQueryPlan(name, encoder, query.top_k, reason=f"biomed: {names}")
             for name in (rt.collection, *rt.options.exploratory_search_collections)
             if name not in {p.collection for p in core.plans}
         )
