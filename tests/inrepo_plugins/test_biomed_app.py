@@ -518,21 +518,20 @@ async def test_a_query_is_embedded_once_for_both_text_plans(app: EagleApp) -> No
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_view_plan_can_run_bm25_only(app: EagleApp) -> None:
-    """``view_dense: false``: the view's vectors are the base's, so its plan skips the ANN."""
+    """``view_dense: false`` (default): the view's vectors are the base's, so its plan skips
+    the ANN; ``true`` searches it with the query encoder."""
     runtime = plugin_of(app).runtime
     shipped = runtime.options
     query = QueryRequest("aspirin and stroke", rerank=False)
-    runtime.options = shipped.model_copy(update={"view_dense": False})
-    try:
-        decision = await app.bus.invoke_first(
-            hooks.classify_query, ctx=ctx(), query=query, hints=()
-        )
-        pack = await app.retrieval.search(query)
-    finally:
-        runtime.options = shipped
+    decision = await app.bus.invoke_first(hooks.classify_query, ctx=ctx(), query=query, hints=())
+    pack = await app.retrieval.search(query)
     plans = {p.collection: p.encoder for p in decision.plans}
     assert plans[COLLECTION] == "" and plans[TEXT_COLLECTION] == app.text_encoder.name
     assert pack.passages
     assert any(s.name == f"{COLLECTION}:dense" and s.status == "skipped" for s in pack.steps)
-    default = await app.bus.invoke_first(hooks.classify_query, ctx=ctx(), query=query, hints=())
-    assert {p.collection: p.encoder for p in default.plans}[COLLECTION] == runtime.query_encoder
+    runtime.options = shipped.model_copy(update={"view_dense": True})
+    try:
+        dense = await app.bus.invoke_first(hooks.classify_query, ctx=ctx(), query=query, hints=())
+    finally:
+        runtime.options = shipped
+    assert {p.collection: p.encoder for p in dense.plans}[COLLECTION] == runtime.query_encoder
