@@ -88,8 +88,20 @@ class SharedPassageVectors:
     Queries are never shared: each profile embeds its own, so query latency stays fair.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path | None = None) -> None:
         self._vectors: dict[str, Any] = {}
+        self._path = path  # kept on disk so a later process (the other profile) reuses them
+        if path is not None and path.exists():
+            with np.load(path) as saved:
+                texts = json.loads(str(saved["texts"]))
+                self._vectors = dict(zip(texts, saved["vectors"], strict=True))
+
+    def save(self) -> None:
+        if self._path is None or not self._vectors:
+            return
+        texts = list(self._vectors)
+        vectors = np.stack([self._vectors[t] for t in texts])
+        np.savez(self._path, texts=np.array(json.dumps(texts)), vectors=vectors)
 
     def attach(self, app: EagleApp) -> None:
         encoder = app.text_encoder
@@ -137,17 +149,27 @@ async def ingest(run: ProfileRun, dataset: Dataset) -> None:
     run.owners = owners
 
 
-async def ranked(run: ProfileRun, text: str, rerank: bool | None) -> tuple[list[str], float, Any]:
+@dataclass
+class Ranked:
+    """One search's corpus ids, best first, and each one's rank-free plan score (ties)."""
+
+    ids: list[str]
+    ties: list[float]
+    ms: float
+    route: Any
+
+
+async def ranked(run: ProfileRun, text: str, rerank: bool | None) -> Ranked:
     started = time.perf_counter()
     pack = await run.app.retrieval.search(
         QueryRequest(text, kb_names=(run.kb,), top_k=DEPTH, rerank=rerank)
     )
     elapsed = (time.perf_counter() - started) * 1000
-    ids: dict[str, None] = {}
+    ids: dict[str, float] = {}
     for passage in pack.passages:
         for corpus_id in (run.owners or {}).get(passage.document_id, ()):
-            ids.setdefault(corpus_id, None)
-    return list(ids), elapsed, pack.route
+            ids.setdefault(corpus_id, round(passage.scores.get("plan_fused", passage.score), 9))
+    return Ranked(list(ids), list(ids.values()), elapsed, pack.route)
 
 
 async def compare(
@@ -159,27 +181,33 @@ async def compare(
     share_embeddings: bool = True,
     store: Path | None = None,
     ingest_only: bool = False,
+    profiles: Sequence[str] = PROFILES,
 ) -> dict[str, Any]:
     """``store``: keep both profiles' data there and reuse an ingest already completed in it
-    (a full corpus ingests once; the queries then run on the code under test)."""
+    (a full corpus ingests once; the queries then run on the code under test). ``profiles``
+    (with ``ingest_only``) ingests only those, e.g. core first while biomed's code changes."""
     dataset = subset(load_dataset(folder), docs, queries)
     with tempfile.TemporaryDirectory(prefix="eagle-biomed-") as scratch:
         root = Path(store or scratch)
         await asyncio.to_thread(root.mkdir, parents=True, exist_ok=True)
-        runs = {p: await start(p, str(root / p)) for p in PROFILES}
+        runs = {p: await start(p, str(root / p)) for p in (profiles if ingest_only else PROFILES)}
+        shared = SharedPassageVectors(root / "passage_vectors.npz" if store else None)
         if share_embeddings:
-            shared = SharedPassageVectors()
             for run in runs.values():
                 shared.attach(run.app)
         try:
             for profile, run in runs.items():
                 await ingest_once(run, dataset, root / f"{profile}.ingested.json")
-            ingest_hooks = hook_timings(runs["biomed"].app)
+                if share_embeddings:
+                    await asyncio.to_thread(shared.save)
+            biomed = runs.get("biomed")
+            ingest_hooks = hook_timings(biomed.app) if biomed else {}
             result = {} if ingest_only else await score_both(runs, dataset, variants)
-            result["biomed_hook_ms"] = {
-                "ingest": ingest_hooks,
-                "query": hook_timings(runs["biomed"].app),
-            }
+            if biomed:
+                result["biomed_hook_ms"] = {
+                    "ingest": ingest_hooks,
+                    "query": hook_timings(biomed.app),
+                }
         finally:
             for run in runs.values():
                 await run.app.stop()
@@ -208,6 +236,7 @@ async def score_both(
     """Both profiles query by query; each ``variants`` entry re-runs biomed with those
     query-time options (an ablation over one ingest), labelled ``biomed[key=value]``."""
     lists: dict[str, dict[str, list[str]]] = {}
+    ties: dict[str, dict[str, list[float]]] = {}
     timings: dict[str, list[float]] = {}
     routed: set[str] = set()
     runtime = biomed_runtime(runs["biomed"].app)
@@ -217,9 +246,11 @@ async def score_both(
             runtime.options = options
             for form, rerank in (("hybrid", False), ("default", None)):
                 runtime.query_embeddings.clear()  # every search embeds its query: fair p50
-                ids, ms, route = await ranked(run, text, rerank)
-                lists.setdefault(f"{label}/{form}", {})[qid] = ids
-                timings.setdefault(f"{label}/{form}", []).append(ms)
+                found = await ranked(run, text, rerank)
+                lists.setdefault(f"{label}/{form}", {})[qid] = found.ids
+                ties.setdefault(f"{label}/{form}", {})[qid] = found.ties
+                timings.setdefault(f"{label}/{form}", []).append(found.ms)
+                route = found.route
                 if label == "biomed" and form == "default" and route.classifier == "biomed":
                     routed.add(qid)
         runtime.options = shipped
@@ -232,7 +263,7 @@ async def score_both(
         "p50_ms": {k: round(percentile(v, 50), 2) for k, v in timings.items()},
         "paired_ratio": paired_ratio(timings),
         "biomed_routed_queries": len(routed),
-        "same_top10_as_core": same_top10(lists, routed),
+        "same_top10_as_core": same_top10(lists, ties, routed),
     }
 
 
@@ -246,16 +277,34 @@ def paired_ratio(timings: dict[str, list[float]]) -> dict[str, float]:
     return out
 
 
-def same_top10(lists: dict[str, dict[str, list[str]]], routed: set[str]) -> dict[str, list[int]]:
+def same_top10(
+    lists: dict[str, dict[str, list[str]]],
+    ties: dict[str, dict[str, list[float]]],
+    routed: set[str],
+) -> dict[str, list[int]]:
     """[queries, of which biomed/hybrid's top 10 equals core/hybrid's], for the queries biomed
-    routed (named entities) and for the others (which should run as in Core)."""
-    core, biomed = lists["core/hybrid"], lists["biomed/hybrid"]
+    routed (named entities) and for the others (which should run as in Core). Equal means the
+    same ids in the same order, where hits of equal plan score (a tie, ordered by chunk ids,
+    which differ between the two stores) may come in either order."""
     out = {"routed": [0, 0], "not_routed": [0, 0]}
-    for qid, ids in core.items():
+    for qid, ids in lists["core/hybrid"].items():
         entry = out["routed" if qid in routed else "not_routed"]
         entry[0] += 1
-        entry[1] += int(biomed.get(qid, [])[:10] == ids[:10])
+        core = tie_runs(ids[:10], ties["core/hybrid"][qid][:10])
+        other = lists["biomed/hybrid"].get(qid, [])[:10]
+        entry[1] += int(core == tie_runs(other, ties["biomed/hybrid"].get(qid, [])[:10]))
     return out
+
+
+def tie_runs(ids: Sequence[str], scores: Sequence[float]) -> list[tuple[float, frozenset[str]]]:
+    """The ranking as runs of equal scores, each run a set."""
+    runs: list[tuple[float, set[str]]] = []
+    for corpus_id, score in zip(ids, scores, strict=True):
+        if runs and runs[-1][0] == score:
+            runs[-1][1].add(corpus_id)
+        else:
+            runs.append((score, {corpus_id}))
+    return [(score, frozenset(members)) for score, members in runs]
 
 
 def split_ndcg(
@@ -351,6 +400,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--store", type=Path, default=None, help="keep/reuse the ingests here")
     parser.add_argument("--ingest-only", action="store_true", help="ingest into --store, stop")
+    parser.add_argument(
+        "--profiles",
+        default=",".join(PROFILES),
+        help="with --ingest-only: the profiles to ingest (comma-separated)",
+    )
     args = parser.parse_args(argv)
     print(
         f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC  machine: "
@@ -367,10 +421,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 share_embeddings=not args.no_shared_embeddings,
                 store=args.store,
                 ingest_only=args.ingest_only,
+                profiles=tuple(args.profiles.split(",")),
             )
         )
         if args.ingest_only:
-            print(json.dumps(result["ingest_s"]))
+            print(json.dumps({k: result.get(k) for k in ("ingest_s", "biomed_hook_ms")}))
             continue
         summarize(result)
         results.append(result)

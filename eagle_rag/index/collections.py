@@ -19,6 +19,9 @@ BASE_COLLECTIONS = (TEXT_COLLECTION, VISUAL_COLLECTION)
 DENSE_FIELD = "dense"
 SPARSE_FIELD = "sparse"
 SPARSE_TEXT_FIELD = "sparse_text"
+# A row may carry the text its BM25 vector is built from when that differs from the text it
+# shows (a plugin's own view of a chunk, e.g. with concept tokens); it is not stored itself.
+BM25_TEXT_KEY = "bm25_text"
 MAX_TEXT = 65535
 MAX_PAGES = 256
 

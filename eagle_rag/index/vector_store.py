@@ -22,6 +22,7 @@ from eagle_rag.errors import (
     VectorStoreError,
 )
 from eagle_rag.index.collections import (
+    BM25_TEXT_KEY,
     DENSE_FIELD,
     SPARSE_FIELD,
     SPARSE_TEXT_FIELD,
@@ -216,10 +217,12 @@ class MilvusVectorStore:
                 collection=spec.name,
                 row_id=row.get("id"),
             )
-        prepared = {k: v for k, v in row.items() if k not in (SPARSE_FIELD, SPARSE_TEXT_FIELD)}
+        derived = (SPARSE_FIELD, SPARSE_TEXT_FIELD, BM25_TEXT_KEY)
+        prepared = {k: v for k, v in row.items() if k not in derived}
         prepared[DENSE_FIELD] = [float(x) for x in vector]
         prepared.setdefault("metadata", {})
         body = row.get("text") if spec.kind == "text" else row.get("content_summary")
+        body = row.get(BM25_TEXT_KEY) or body
         prepared[SPARSE_TEXT_FIELD] = encode_for_bm25(str(body or ""))
         return prepared
 

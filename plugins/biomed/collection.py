@@ -1,8 +1,10 @@
 """The specialized collection ``eagle_text_biomed``: its spec, its rows and its entity filter.
 
-It has eagle_text's fields plus two scalar fields, ``biomed_entities`` (space-joined lexicon
-ids, for display and export) and ``biomed_section`` (IMRaD); the same values sit in the row's
-``metadata`` JSON, where ``json_contains_any`` filters on them.
+It holds a second view of the entity-bearing chunks Core stores in eagle_text (same ids, text
+and vectors): eagle_text's fields plus two scalar fields, ``biomed_entities`` (space-joined
+lexicon ids, for display and export) and ``biomed_section`` (IMRaD); the same values sit in the
+row's ``metadata`` JSON, where ``json_contains_any`` filters on them. Its BM25 text is the
+chunk's text plus one concept token per entity, so BM25 here matches concepts as well as words.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from eagle_rag.errors import PluginError
-from eagle_rag.index.collections import CollectionSpec
+from eagle_rag.index.collections import BM25_TEXT_KEY, CollectionSpec
 from eagle_rag.index.filters import Filter, literal
 
 ENTITY_FIELD = "biomed_entities"
@@ -40,8 +42,9 @@ def check_encoder_dims(collection: str, passage: Any, query: Any) -> int:
     return int(passage.dim)
 
 
-def with_entity_fields(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A row bound for the specialized collection, its scalar fields filled from metadata."""
+def biomed_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A base row's copy for the specialized collection: same id, text and vector, its scalar
+    entity fields filled from metadata, and its BM25 text with the concept tokens."""
     metadata = row.get("metadata") or {}
     entities = [str(e) for e in metadata.get(ENTITIES_KEY, ())]
     joined = ""
@@ -51,7 +54,15 @@ def with_entity_fields(row: Mapping[str, Any]) -> dict[str, Any]:
             break
         joined = candidate
     section = str(metadata.get(SECTION_KEY, ""))[:64]
-    return {**row, ENTITY_FIELD: joined, SECTION_FIELD: section}
+    bm25 = " ".join([str(row.get("text", "")), *(concept_token(e) for e in entities)])
+    return {**row, ENTITY_FIELD: joined, SECTION_FIELD: section, BM25_TEXT_KEY: bm25}
+
+
+def concept_token(concept_id: str) -> str:
+    """One BM25 word for a concept ("mesh:D009203" -> "bmcmeshd009203"): a passage and a query
+    that name one concept by different synonyms or an abbreviation share this word, and its
+    IDF is the concept's own (a word of letters and digits: the tokenizer keeps it whole)."""
+    return "bmc" + "".join(ch for ch in concept_id.lower() if ch.isascii() and ch.isalnum())
 
 
 def entity_filter(concept_ids: Sequence[str]) -> Filter:
@@ -63,7 +74,8 @@ def entity_filter(concept_ids: Sequence[str]) -> Filter:
 
 
 def hit_entities(metadata: Mapping[str, Any]) -> set[str]:
-    """The entity ids a retrieved hit's row carries (empty for eagle_text rows)."""
+    """The entity ids a retrieved hit's row carries (eagle_text rows carry them too: the
+    CHUNK hook's metadata)."""
     fields = metadata.get("fields")
     source: Iterable[Any] = ()
     if isinstance(fields, Mapping):

@@ -1,29 +1,28 @@
-"""Ingest hooks: CHUNK (IMRaD section + entities), CLASSIFY_CHUNK (route), UPSERT_VECTORS.
+"""Ingest hooks: CHUNK (IMRaD section + entities) and UPSERT_VECTORS (the biomed view).
 
 CHUNK learns the document's abbreviations first, so a short form defined in the abstract's
-first sentence is recognised in all its chunks. Chunks naming an entity go to the specialized
-collection instead of eagle_text (one ``exclusive_group``: written once); the rest stay Core's.
+first sentence is recognised in all its chunks. Every chunk is routed by Core to eagle_text
+and stored there as Core stores it; the entity-bearing ones are also written to the specialized
+collection, a second view of them with their entities and a concept-token BM25 text. Why a view
+and not a move (an ``exclusive_group`` routing): a query that names no entity then searches
+exactly what Core searches (one collection, one set of BM25 statistics), so its results are
+Core's by construction; a query that names entities adds the view (query_hooks.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from eagle_rag.index.collections import TEXT_COLLECTION
-from eagle_rag.plugins.payloads import (
-    ClassificationDecision,
-    DocumentSource,
-    TextChunk,
-    UpsertBatch,
-)
+from eagle_rag.plugins.payloads import DocumentSource, TextChunk, UpsertBatch
 from plugins.biomed.abbreviations import find_pairs
-from plugins.biomed.collection import DOCUMENT_KEY, ENTITIES_KEY, SECTION_KEY, with_entity_fields
+from plugins.biomed.collection import DOCUMENT_KEY, ENTITIES_KEY, SECTION_KEY, biomed_row
 from plugins.biomed.runtime import BiomedRuntime
 from plugins.biomed.sections import chunk_section
-
-EXCLUSIVE_GROUP = "biomed:text"
 
 
 class IngestHooks:
@@ -64,41 +63,42 @@ class IngestHooks:
         finder.book.save_if_due()
         return enriched
 
-    def classify_chunk(self, chunk: TextChunk) -> tuple[ClassificationDecision, ...] | None:
-        """CLASSIFY_CHUNK: entity-bearing chunks to the specialized collection, else abstain.
+    def mirrored(self, row: Mapping[str, Any]) -> bool:
+        """Whether a base row also goes to the specialized collection.
 
-        With ``route_by: document`` (the default) a chunk goes with its document: every chunk
-        of a document that names an entity anywhere goes to the specialized collection, so a
-        section's chunks are never split over two collections (parent expansion drills down
-        inside the summary's collection) and one document is searched in one place.
+        With ``route_by: document`` (the default) every chunk of a document that names an
+        entity anywhere goes (the specialized collection holds whole documents, so parent
+        expansion finds a hit's section there too); with ``chunk`` only the chunks naming one.
         """
-        rt = self._rt
-        entities = chunk.metadata.get(ENTITIES_KEY) or ()
-        by_document = rt.options.route_by == "document" and chunk.metadata.get(DOCUMENT_KEY)
-        if not entities and not by_document:
-            return None
-        return (
-            ClassificationDecision(
-                rt.collection,
-                rt.passage_encoder,
-                exclusive_group=EXCLUSIVE_GROUP,
-                reason=f"biomed: names {len(entities)} lexicon entities"
-                if entities
-                else "biomed: its document names lexicon entities",
-            ),
-            # Same group: never written while the first target is (documents the fallback).
-            ClassificationDecision(
-                TEXT_COLLECTION,
-                rt.text_encoder,
-                exclusive_group=EXCLUSIVE_GROUP,
-                reason="biomed: base fallback",
-            ),
-        )
+        metadata = row.get("metadata") or {}
+        if metadata.get(ENTITIES_KEY):
+            return True
+        return self._rt.options.route_by == "document" and bool(metadata.get(DOCUMENT_KEY))
 
     async def upsert(self, batch: UpsertBatch) -> UpsertBatch:
-        """UPSERT_VECTORS: write the specialized collection's rows (Core writes the base ones)."""
-        if batch.written_ids or batch.collection != self._rt.collection:
+        """UPSERT_VECTORS: copy a base batch's entity-bearing rows into the specialized view.
+
+        Core still writes every row to eagle_text exactly as it would without the plugin (the
+        batch goes on unchanged), so a query routed as in Core searches exactly what Core
+        searches. The copies keep the row's id, text and vector (no second embedding when the
+        collection shares the host's encoder) and add the entity fields and a BM25 text with
+        one concept token per entity (see collection.py).
+        """
+        if batch.written_ids or batch.collection != TEXT_COLLECTION:
             return batch
-        rows = [with_entity_fields(row) for row in batch.rows]
-        await asyncio.to_thread(self._rt.vectors.upsert, batch.collection, rows)
-        return replace(batch, written_ids=tuple(str(row["id"]) for row in rows))
+        rows = [row for row in batch.rows if self.mirrored(row)]
+        if rows:
+            await asyncio.to_thread(self._write_view, rows)
+        return batch
+
+    def _write_view(self, rows: list[Mapping[str, Any]]) -> None:
+        rt = self._rt
+        vectors: Sequence[Any] = [row["dense"] for row in rows]
+        if rt.passage_encoder != rt.text_encoder:  # a domain encoder: its own vectors
+            encoder = rt.encoders.get(rt.passage_encoder)
+            vectors = list(encoder.embed_passages([str(row["text"]) for row in rows]))
+        view = [
+            biomed_row({**row, "dense": list(vector)})
+            for row, vector in zip(rows, vectors, strict=True)
+        ]
+        rt.vectors.upsert(rt.collection, view)

@@ -42,12 +42,23 @@ class BiomedOptions(BaseModel):
     gilda_package: str | None = "gilda"
     abbreviations_path: str = ""  # empty: <data_dir>/biomed/corpus.json
     expand_sparse: bool = True  # synonyms and abbreviation long forms join the BM25 query
+    concept_terms: bool = True  # the entities' concept tokens join it (specialized plan)
+    # False: the view plan runs BM25 only when its vectors are the base's (the base plan's
+    # dense list already covers every chunk), one ANN search fewer for an entity query.
+    # Chosen on the dev half of a SciFact subset (better there, and faster).
+    view_dense: bool = False
     max_expansion_terms: int = Field(default=24, ge=0, le=200)
-    supplement: bool = True  # RETRIEVE_SUPPLEMENT: entity-anchored BM25 list
+    # RETRIEVE_SUPPLEMENT: entity-anchored BM25 list. Off by default: chosen on the dev half of
+    # a SciFact subset (better there, and one search fewer a query; benchmarks/RESULTS.md).
+    supplement: bool = False
     supplement_weight: float = Field(default=0.5, ge=0, le=10)
-    refuse_split_collections: bool = True  # RRF_POST_MERGE: one fusion over both text collections
-    # document: a document naming any entity goes to the specialized collection whole;
-    # chunk: only the chunks that name one (the others stay on eagle_text).
+    # RRF_POST_MERGE: one rescaled-score fusion of the plans' dense and BM25 hits (and the
+    # supplement) instead of Core's RRF of the plans; for stores of the earlier layout (a chunk
+    # in one collection only). Off: with the view both plans hold the chunk, and Core's RRF
+    # scored better on the dev half of a SciFact subset (benchmarks/RESULTS.md).
+    refuse_split_collections: bool = False
+    # document: every chunk of a document naming any entity gets a biomed view;
+    # chunk: only the chunks that name one. Every chunk stays on eagle_text either way.
     route_by: Literal["document", "chunk"] = "document"
     max_chunk_entities: int = Field(default=64, ge=1, le=1000)
     weights: RerankWeights = RerankWeights()

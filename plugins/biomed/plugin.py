@@ -4,6 +4,9 @@ Lifecycle: ``on_load`` reads the options, loads the lexicon (a clear error when 
 missing), registers the optional domain encoders and reranker; ``ensure_collections`` creates
 ``eagle_text_biomed`` in the namespace's Milvus Database (refusing an existing one of another
 dimension); ``register_hooks`` subscribes the ingest and query hooks for namespace ``biomed``.
+Core routes and stores every chunk; the plugin adds its view of the entity-bearing ones
+(ingest_hooks.py), so what Core would return for a query is never changed unless the query
+names an entity.
 """
 
 from __future__ import annotations
@@ -91,7 +94,6 @@ class BiomedPlugin:
         for hook, handler in (
             (hooks.embed_text, rt.query_embeddings.embed),
             (hooks.chunk, ingest.enrich_chunks),
-            (hooks.classify_chunk, ingest.classify_chunk),
             (hooks.upsert_vectors, ingest.upsert),
             (hooks.classify_query, query.classify_query),
             (hooks.query_dense_expand, query.dense_expand),

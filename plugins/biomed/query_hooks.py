@@ -23,7 +23,7 @@ from eagle_rag.plugins.payloads import (
     RetrievedHit,
 )
 from eagle_rag.retrieval.hits import to_hit
-from plugins.biomed.collection import entity_filter
+from plugins.biomed.collection import concept_token, entity_filter
 from plugins.biomed.early_supplement import discard
 from plugins.biomed.runtime import BiomedRuntime
 from plugins.biomed.scoring import refuse_text_collections, rerank_with_signals
@@ -54,8 +54,10 @@ class QueryHooks:
         self._start_supplement(query, entities, getattr(ctx, "kb_names", ()))
         core = core_route(query, rt.text_encoder, rt.encoders)
         names = ", ".join(rt.finder.name_of(e) for e in entities[:5]) or "dual text search"
+        same_vectors = rt.passage_encoder == rt.text_encoder
+        encoder = "" if same_vectors and not rt.options.view_dense else rt.query_encoder
         extra = tuple(
-            CollectionQueryPlan(name, rt.query_encoder, query.top_k, reason=f"biomed: {names}")
+            CollectionQueryPlan(name, encoder, query.top_k, reason=f"biomed: {names}")
             for name in (rt.collection, *rt.options.exploratory_search_collections)
             if name not in {p.collection for p in core.plans}
         )
@@ -64,17 +66,20 @@ class QueryHooks:
         )
 
     def dense_expand(self, query: QueryRequest, plan: CollectionQueryPlan) -> QueryExpansion | None:
-        """QUERY_DENSE_EXPAND: synonyms and long forms to BM25; entities and intent to hints."""
+        """QUERY_DENSE_EXPAND, for the specialized plan only: the entities' concept tokens (and
+        their other names' words) to BM25, entities and intent to the hints. The eagle_text
+        plan is left to Core, so it returns Core's own lists (the fusion adds the view's)."""
         rt = self._rt
-        if plan.collection not in self._text_collections:
+        if plan.collection != rt.collection:
             return None
         entities = rt.query_entities(query.text)
         if not entities:
             return None
         terms = self._expansion_terms(query.text, entities) if rt.options.expand_sparse else ()
+        concepts = tuple(concept_token(e) for e in entities) if rt.options.concept_terms else ()
         intents = query_intents(query.text)
         hints = {"biomed_entities": entities, "biomed_intents": list(intents)}
-        return QueryExpansion(sparse_terms=terms, hints=hints)
+        return QueryExpansion(sparse_terms=concepts + terms, hints=hints)
 
     def _expansion_terms(self, text: str, entities: list[str]) -> tuple[str, ...]:
         """Words of the entities' other names that the query does not already contain."""
@@ -127,7 +132,8 @@ class QueryHooks:
     ) -> tuple[RetrievedHit, ...]:
         rt = self._rt
         names = [name for e in entities for name in rt.finder.synonyms_of(e)[:3]]
-        text = " ".join([query.text, *names])
+        concepts = [concept_token(e) for e in entities] if rt.options.concept_terms else []
+        text = " ".join([query.text, *names, *concepts])
         where = all_of(scope, entity_filter(entities))
         found = await asyncio.to_thread(
             rt.vectors.search_sparse, rt.collection, [text], top_k=rt.candidates, where=where

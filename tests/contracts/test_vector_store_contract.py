@@ -148,6 +148,17 @@ def test_upsert_replaces_rows_with_the_same_id(store: MilvusVectorStore, kb: str
     assert hit.id == f"{kb}:d1:0"  # the BM25 side was replaced too
 
 
+def test_a_rows_bm25_text_feeds_bm25_and_is_not_stored(store: MilvusVectorStore, kb: str) -> None:
+    """``bm25_text`` (a plugin's view of a chunk) is what BM25 indexes; ``text`` is shown."""
+    row = _text_row(0, "shown words about pears", kb, bm25_text="indexed words about plums")
+    store.upsert(TEXT_COLLECTION, [row, _text_row(1, "plain text about apples", kb)])
+    [plums] = store.search_sparse(TEXT_COLLECTION, ["plums"], top_k=2, where=_in(kb))
+    [pears] = store.search_sparse(TEXT_COLLECTION, ["pears"], top_k=2, where=_in(kb))
+    assert [h.id for h in plums] == [f"{kb}:d1:0"] and pears == []
+    [stored] = store.query(TEXT_COLLECTION, f.eq("id", f"{kb}:d1:0"))
+    assert stored["text"] == "shown words about pears" and "bm25_text" not in stored
+
+
 def test_wrong_dimension_is_refused_before_writing(store: MilvusVectorStore, kb: str) -> None:
     bad = _text_row(0, "x", kb)
     bad["dense"] = [0.1] * (DIM + 1)

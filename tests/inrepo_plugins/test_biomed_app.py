@@ -19,7 +19,7 @@ from eagle_rag.errors import EagleError, PluginError
 from eagle_rag.evaluation.beir import load_dataset
 from eagle_rag.evaluation.runner import Evaluator
 from eagle_rag.index.collections import TEXT_COLLECTION
-from eagle_rag.index.filters import eq
+from eagle_rag.index.filters import eq, in_
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.payloads import (
@@ -29,8 +29,10 @@ from eagle_rag.plugins.payloads import (
     QueryRequest,
     RetrievedHit,
     TextChunk,
+    UpsertBatch,
 )
 from eagle_rag.settings import load_settings
+from plugins.biomed.collection import concept_token
 from plugins.biomed.plugin import BiomedPlugin
 
 BIOMED = "biomed"
@@ -77,7 +79,9 @@ def biomed_settings(data: Path, **options: Any) -> Any:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def app(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EagleApp]:
-    application = await bootstrap(biomed_settings(tmp_path_factory.mktemp("biomed-app")))
+    # The supplement is off by default; on here, so its hooks are exercised through the app.
+    data = tmp_path_factory.mktemp("biomed-app")
+    application = await bootstrap(biomed_settings(data, supplement=True))
     application.repositories.knowledge_bases.create("med")
     application.repositories.knowledge_bases.create("other")
     for kb, name, text in (
@@ -112,27 +116,47 @@ async def test_profile_loads_biomed_after_core_in_its_own_database(app: EagleApp
     assert [p["namespace"] for p in payload["plugins"]] == ["core", BIOMED]
     assert payload["specialized_collections"] == [COLLECTION]
     assert {"biomed_query_entities", "biomed_retrieve_compounds"} <= set(payload["mcp_tools"])
-    assert payload["hooks"]["CLASSIFY_CHUNK"][0]["plugin"] == BIOMED
+    assert [h["plugin"] for h in payload["hooks"]["CLASSIFY_CHUNK"]] == ["core"]  # Core routes
+    assert payload["hooks"]["UPSERT_VECTORS"][0]["plugin"] == BIOMED
     assert app.vectors.db_name == "biomed"
     assert COLLECTION in app.vectors.collections()
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_entity_chunks_go_to_the_specialized_collection_once(app: EagleApp) -> None:
+async def test_every_chunk_stays_on_eagle_text_and_entity_chunks_get_a_biomed_view(
+    app: EagleApp,
+) -> None:
     docs = documents(app, "med")
     assert {d.status for d in docs.values()} == {"completed"}
     metformin, plain = docs["metformin.md"], docs["plain.md"]
-    assert list(metformin.collections_used) == [COLLECTION]
-    assert list(plain.collections_used) == [TEXT_COLLECTION]
+    assert list(metformin.collections_used) == [TEXT_COLLECTION]  # it lives where Core puts it
+    base = app.vectors.query(TEXT_COLLECTION, eq("document_id", metformin.id))
     rows = app.vectors.query(COLLECTION, eq("document_id", metformin.id))
-    assert rows and not app.vectors.query(TEXT_COLLECTION, eq("document_id", metformin.id))
+    assert len(base) == metformin.chunk_count and len(rows) == len(base)  # route_by: document
+    assert {(r["id"], r["text"]) for r in rows} == {(r["id"], r["text"]) for r in base}
     sections = {r["metadata"]["biomed_section"] for r in rows}
     assert {"background", "methods", "results"} <= sections
     entities = {e for r in rows for e in r["metadata"]["biomed_entities"]}
     assert {"mesh:D008687", "mesh:D003924", "mesh:D013274"} <= entities  # metformin, T2DM, stomach
     assert any("mesh:D008687" in r["biomed_entities"] for r in rows)  # the scalar field too
+    assert app.vectors.query(TEXT_COLLECTION, eq("document_id", plain.id))
+    assert not app.vectors.query(COLLECTION, eq("document_id", plain.id))
     kb = app.repositories.knowledge_bases.get("med")
-    assert set(kb.collections_used) == {COLLECTION, TEXT_COLLECTION}
+    assert list(kb.collections_used) == [TEXT_COLLECTION]  # the scope never forces the view
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_view_matches_concepts_by_their_token_in_bm25(app: EagleApp) -> None:
+    """A concept token ("bmcmeshd013274": stomach neoplasms) is in the view's BM25 text only:
+    it finds metformin.md there and nothing on eagle_text, whose rows are Core's."""
+    token = concept_token("mesh:D013274")
+    where = eq("kb_name", "med")
+    [view] = app.vectors.search_sparse(COLLECTION, [token], top_k=5, where=where)
+    [base] = app.vectors.search_sparse(TEXT_COLLECTION, [token], top_k=5, where=where)
+    metformin = documents(app, "med")["metformin.md"]
+    assert view and {h.fields["document_id"] for h in view} == {metformin.id}
+    assert not base
+    assert token not in " ".join(h.fields["text"] for h in view)  # never shown
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -152,10 +176,9 @@ async def test_entity_query_routes_to_both_collections_and_finds_the_evidence(
     assert pack.passages[0].filename == "metformin.md"
     steps = {s.name: s for s in pack.steps}
     assert steps["rerank"].detail == "reranked by a plugin (RERANK_MERGED)"
-    assert "rrf_post_merge" in steps
     assert "biomed_entity" in pack.passages[0].scores
     timings = plugin_of(app).runtime.timings.snapshot()
-    for hook in ("CHUNK", "CLASSIFY_CHUNK", "CLASSIFY_QUERY", "RERANK_MERGED"):
+    for hook in ("CHUNK", "UPSERT_VECTORS", "CLASSIFY_QUERY", "RERANK_MERGED"):
         assert timings[hook]["calls"] >= 1 and timings[hook]["total_ms"] >= 0
 
 
@@ -207,15 +230,55 @@ async def test_chunk_hook_enriches_without_touching_text(app: EagleApp) -> None:
     assert out[1].metadata["biomed_entities"] == []
     assert out[1].metadata["biomed_document"] is True
     decisions = await app.bus.invoke_first(hooks.classify_chunk, ctx=ctx(), chunk=out[0])
-    assert [d.collection for d in decisions] == [COLLECTION, TEXT_COLLECTION]
-    assert len({d.exclusive_group for d in decisions}) == 1
-    # a chunk without entities goes with its document (route_by: document)...
-    along = await app.bus.invoke_first(hooks.classify_chunk, ctx=ctx(), chunk=out[1])
-    assert along[0].collection == COLLECTION and "its document" in along[0].reason
-    # ...and a document that names none stays Core's
-    [plain] = await app.bus.invoke_transform(hooks.chunk, chunks[1:], ctx=ctx(), source=source)
-    core = await app.bus.invoke_first(hooks.classify_chunk, ctx=ctx(), chunk=plain)
-    assert [d.collection for d in core] == [TEXT_COLLECTION]
+    assert [d.collection for d in decisions] == [TEXT_COLLECTION]  # Core routes every chunk
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_upsert_hook_copies_entity_rows_and_leaves_the_batch_to_core(app: EagleApp) -> None:
+    plugin = plugin_of(app)
+    dim = app.encoders.collection_dim(COLLECTION)
+    named = {"biomed_entities": ["mesh:D001241"], "biomed_document": True}
+    rows = (
+        _row("hook-named", "Aspirin reduced stroke.", named, dim),
+        _row("hook-along", "Follow-up was short.", {"biomed_document": True}, dim),
+        _row("hook-plain", "The printer is fixed.", {"biomed_document": False}, dim),
+    )
+    batch = UpsertBatch(TEXT_COLLECTION, rows)
+    out = await app.bus.invoke_transform(hooks.upsert_vectors, batch, ctx=ctx())
+    assert set(out.written_ids) == {r["id"] for r in rows}  # Core wrote them all
+    ids = ["hook-named", "hook-along", "hook-plain"]
+    base = app.vectors.query(TEXT_COLLECTION, in_("id", ids))
+    view = app.vectors.query(COLLECTION, in_("id", ids))
+    assert {r["id"] for r in base} == set(ids)
+    assert {r["id"] for r in view} == {"hook-named", "hook-along"}  # route_by: document
+    runtime = plugin.runtime
+    shipped = runtime.options
+    runtime.options = shipped.model_copy(update={"route_by": "chunk"})
+    try:
+        chunked = UpsertBatch(TEXT_COLLECTION, tuple({**r, "id": "chunk-" + r["id"]} for r in rows))
+        await app.bus.invoke_transform(hooks.upsert_vectors, chunked, ctx=ctx())
+    finally:
+        runtime.options = shipped
+    copied = app.vectors.query(COLLECTION, in_("id", ["chunk-" + i for i in ids]))
+    assert {r["id"] for r in copied} == {"chunk-hook-named"}
+    app.vectors.delete_documents(["d-hook"])
+
+
+def _row(chunk_id: str, text: str, metadata: dict[str, Any], dim: int) -> dict[str, Any]:
+    """A base row as IngestOrchestrator makes it (document d-hook, KB med)."""
+    return {
+        "id": chunk_id,
+        "document_id": "d-hook",
+        "kb_name": "med",
+        "text": text,
+        "path": "hook.md",
+        "level": 1,
+        "type": "text",
+        "chunk_index": 0,
+        "page_nums": [],
+        "metadata": metadata,
+        "dense": [1.0] + [0.0] * (dim - 1),
+    }
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -255,6 +318,10 @@ async def test_dense_expand_adds_long_forms_synonyms_and_intent(app: EagleApp) -
     assert "T2DM" not in expansion.sparse_terms  # words the query has are not repeated
     assert expansion.hints["biomed_entities"] == ["mesh:D003924"]
     assert expansion.hints["biomed_intents"] == ["treatment"]
+    assert expansion.sparse_terms[0] == concept_token("mesh:D003924")  # the concept's token
+    base = CollectionQueryPlan(TEXT_COLLECTION, "x", 5)
+    core = await app.bus.invoke_first(hooks.query_dense_expand, ctx=ctx(), query=query, plan=base)
+    assert core is None or not core.sparse_terms  # eagle_text's plan is left to Core
     visual = CollectionQueryPlan("eagle_visual", "x", 5)
     assert (
         await app.bus.invoke_first(
@@ -321,13 +388,22 @@ async def test_rrf_post_merge_fuses_the_two_text_collections_as_one(app: EagleAp
         _hit("big2", COLLECTION, [], dense=0.8, sparse=6.0),
     )
     query = QueryRequest("aspirin")
-    out = await app.bus.invoke_first(
-        hooks.rrf_post_merge, ctx=ctx(), query=query, merged=merged, supplements=()
-    )
+
+    async def post_merge(hits: tuple[RetrievedHit, ...]) -> Any:
+        return await app.bus.invoke_first(
+            hooks.rrf_post_merge, ctx=ctx(), query=query, merged=hits, supplements=()
+        )
+
+    assert await post_merge(merged) is None  # off by default: Core's RRF of the two plans
+    runtime = plugin_of(app).runtime
+    shipped = runtime.options
+    runtime.options = shipped.model_copy(update={"refuse_split_collections": True})
+    try:
+        out = await post_merge(merged)  # for stores of the earlier (split) layout
+        one = await post_merge(merged[1:])
+    finally:
+        runtime.options = shipped
     assert [h.chunk_id for h in out] == ["big1", "big2", "small"]
-    one = await app.bus.invoke_first(
-        hooks.rrf_post_merge, ctx=ctx(), query=query, merged=merged[1:], supplements=()
-    )
     assert one is None  # a single plan's list is left alone
 
 
@@ -414,7 +490,7 @@ async def test_eval_reports_the_core_table_on_the_biomed_profile(
     # Per-hook timings, per phase: the plugin's ingest and query subscribers, each timed.
     ingest, queries = report.hook_ms["ingest"], report.hook_ms["hybrid"]
     assert ingest["CHUNK biomed"]["calls"] == 3 and ingest["CHUNK biomed"]["mean_ms"] > 0
-    assert "CLASSIFY_CHUNK biomed" in ingest and "CLASSIFY_QUERY biomed" not in ingest
+    assert "UPSERT_VECTORS biomed" in ingest and "CLASSIFY_QUERY biomed" not in ingest
     assert queries["CLASSIFY_QUERY biomed"]["calls"] == 2  # each query once
     assert queries["RRF_POST_MERGE biomed"]["calls"] == 2
     assert not any(k.startswith("RERANK_MERGED") for k in queries)  # hybrid: rerank off
@@ -438,3 +514,24 @@ async def test_a_query_is_embedded_once_for_both_text_plans(app: EagleApp) -> No
     passages = EmbedRequest(("aspirin dose once",), encoder, purpose="passage")
     await app.bus.invoke_first(hooks.embed_text, ctx=ctx(), request=passages)
     assert len(shared) == before + 1  # passages are never cached
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_view_plan_can_run_bm25_only(app: EagleApp) -> None:
+    """``view_dense: false`` (default): the view's vectors are the base's, so its plan skips
+    the ANN; ``true`` searches it with the query encoder."""
+    runtime = plugin_of(app).runtime
+    shipped = runtime.options
+    query = QueryRequest("aspirin and stroke", rerank=False)
+    decision = await app.bus.invoke_first(hooks.classify_query, ctx=ctx(), query=query, hints=())
+    pack = await app.retrieval.search(query)
+    plans = {p.collection: p.encoder for p in decision.plans}
+    assert plans[COLLECTION] == "" and plans[TEXT_COLLECTION] == app.text_encoder.name
+    assert pack.passages
+    assert any(s.name == f"{COLLECTION}:dense" and s.status == "skipped" for s in pack.steps)
+    runtime.options = shipped.model_copy(update={"view_dense": True})
+    try:
+        dense = await app.bus.invoke_first(hooks.classify_query, ctx=ctx(), query=query, hints=())
+    finally:
+        runtime.options = shipped
+    assert {p.collection: p.encoder for p in dense.plans}[COLLECTION] == runtime.query_encoder
