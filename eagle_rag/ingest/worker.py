@@ -34,6 +34,7 @@ from eagle_rag.errors import SettingsError
 from eagle_rag.ingest.celery_app import TASK_NAME, CeleryQueue, make_celery
 from eagle_rag.ingest.leases import Leases, heartbeat, process_owner
 from eagle_rag.ingest.parsers.registry import warm_in_background
+from eagle_rag.ingest.task_loop import TaskLoop
 from eagle_rag.ingest.worker_metrics import WorkerMetrics
 from eagle_rag.ingest.worker_metrics import enable as enable_metrics
 from eagle_rag.logs import install_celery_logging
@@ -50,6 +51,7 @@ OWNER = process_owner()
 _app: EagleApp | None = None
 _stop = threading.Event()
 _metrics: WorkerMetrics | None = None  # worker.metrics_port: set in the main process at start
+task_loop = TaskLoop()  # one event loop per process for all its tasks (task_loop.py)
 
 
 def _leases(repos: Any) -> Leases:
@@ -120,7 +122,7 @@ async def _run(task_id: str) -> str:
 
 @celery.task(name=TASK_NAME)  # type: ignore[untyped-decorator]
 def run_ingest(task_id: str) -> str:
-    return asyncio.run(_run(task_id))
+    return task_loop.run(_run(task_id))
 
 
 def _recovery_loop() -> None:
@@ -195,3 +197,4 @@ def _final_flush(**_: Any) -> None:
             flusher.flush(_app)  # what the last tasks wrote, before the process goes
         except Exception:
             logger.exception("the final flush of the vector store failed")
+    task_loop.close()  # not while a task runs on it (a solo pool's signal handler)
