@@ -26,7 +26,7 @@ from eagle_rag.ingest.pixelrag.visuals_regions import (
 from tests.ingest import scans
 from tests.ingest import visual_docs as vd
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+ASYNC = pytest.mark.asyncio(loop_scope="module")  # only the tests through the app are async
 
 
 async def _ingest(app: EagleApp, kb: str, data: bytes, name: str) -> str:
@@ -68,12 +68,14 @@ def _check_crops(app: EagleApp, document_id: str) -> None:
         assert picture.height < visuals["tile"]["metadata"]["height"] / 2  # a crop of the page
 
 
+@ASYNC
 async def test_a_scanned_page_gives_its_figure_and_table_as_visuals(app: EagleApp, kb: str) -> None:
     page = scans.render(vd.figure_and_table_pdf(), dpi=100)[0]
     document_id = await _ingest(app, kb, vd.scanned_a4([page]), "scanned-report.pdf")
     _check_crops(app, document_id)
 
 
+@ASYNC
 async def test_a_photographed_page_gives_its_figure_and_table_as_visuals(
     app: EagleApp, kb: str
 ) -> None:
