@@ -19,10 +19,12 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image
 
+from eagle_rag.ingest.parsers.pdf_margins import BAND as RUNNING_HEAD_BAND
 from eagle_rag.ingest.parsers.pdf_repair import readable
 from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
 from eagle_rag.ingest.pixelrag.engine import Region
-from eagle_rag.ingest.pixelrag.geometry import BBox, area, clamp, overlap
+from eagle_rag.ingest.pixelrag.geometry import BBox, area, overlap
+from eagle_rag.ingest.pixelrag.pdf_objects import page_objects
 from eagle_rag.ingest.pixelrag.visuals_found import CAPTION, FoundVisual, VisualKind, crop, encode
 from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, region_visuals
 from eagle_rag.ingest.pixelrag.visuals_tables import ruled_tables
@@ -37,6 +39,11 @@ PAGE_SIZED = 0.8
 MIN_TABLE_PATHS = 6
 MAX_TABLE_PATHS = 150
 CAPTION_BAND = 0.08  # of the page height, above and below a figure
+# An unlabelled chart's title: the nearest lines above it, over its width and a little more
+# (titles are often set flush left of the plot area), trimmed.
+TITLE_LINES = 3
+TITLE_SLACK = 0.03
+TITLE_CHARS = 200
 # A text-born page with at least this many path objects and no figure found may hold a chart
 # drawn in pieces: the layout model looks at it, within LAYOUT_BUDGET_S per document.
 MIN_DRAWN_PATHS = 12
@@ -140,7 +147,7 @@ def _page_visuals(
 ) -> list[FoundVisual]:
     width, height = page.get_size()
     tile = options.tiles == "all" or (options.tiles == "scanned" and hints.scanned)
-    figures = [] if hints.scanned else _all_figures(page, width, height, options)
+    figures = [] if hints.scanned else _all_figures(page, options)
     regions = [r for r in hints.regions if _region_sized(r.bbox, options)]
     drawn = not hints.scanned and not figures and hints.paths >= MIN_DRAWN_PATHS
     looks = drawn and hints.layout is not None
@@ -184,14 +191,11 @@ def _region_sized(box: BBox, options: PdfVisualOptions) -> bool:
     return min(box[2] - box[0], box[3] - box[1]) >= options.min_side
 
 
-def _figure_boxes(
-    page: pdfium.PdfPage, width: float, height: float, options: PdfVisualOptions
-) -> Iterator[BBox]:
-    """Embedded images big enough to be figures (no icons, bullets or page backgrounds)."""
+def _figure_boxes(page: pdfium.PdfPage, options: PdfVisualOptions) -> Iterator[BBox]:
+    """Embedded images big enough to be figures (no icons, bullets or page backgrounds), also
+    those inside Form XObjects, where papers' included figures sit (``pdf_objects``)."""
     seen: list[BBox] = []
-    for image in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=3):
-        left, bottom, right, top = image.get_bounds()
-        box = clamp((left / width, 1 - top / height, right / width, 1 - bottom / height))
+    for _, box in page_objects(page, (pdfium_c.FPDF_PAGEOBJ_IMAGE,)):
         side_w, side_h = box[2] - box[0], box[3] - box[1]
         if min(side_w, side_h) < options.min_side or area(box) > PAGE_SIZED or box in seen:
             continue
@@ -199,14 +203,12 @@ def _figure_boxes(
         yield box
 
 
-def _all_figures(
-    page: pdfium.PdfPage, width: float, height: float, options: PdfVisualOptions
-) -> list[BBox]:
+def _all_figures(page: pdfium.PdfPage, options: PdfVisualOptions) -> list[BBox]:
     """Embedded images, then vector charts that are not one of those images."""
-    images = list(_figure_boxes(page, width, height, options))
+    images = list(_figure_boxes(page, options))
     charts = [
         box
-        for box in vector_figure_boxes(page, width, height, options.min_side)
+        for box in vector_figure_boxes(page, options.min_side)
         if not any(overlap(box, image) > 0.5 * area(box) for image in images)
     ]
     return images + charts
@@ -267,18 +269,38 @@ def _text_in(text_page: pdfium.PdfTextPage, box: BBox, width: float, height: flo
 
 
 def _caption(text_page: pdfium.PdfTextPage, box: BBox, width: float, height: float) -> str:
-    """A line starting "Figure 3", "Table 2", "图 1"... just below or above the region."""
+    """A line starting "Figure 3", "Table 2", "图 1"... just below or above the region; else,
+    for an unlabelled chart, its title (``_title_above``)."""
     # The whole width: a caption is often set flush left under a centred figure.
     below = (0.0, box[3], 1.0, min(1.0, box[3] + CAPTION_BAND))
     above = (0.0, max(0.0, box[1] - CAPTION_BAND), 1.0, box[1])
     for band in (below, above):
-        left, right = band[0] * width, band[2] * width
-        top, bottom = (1 - band[1]) * height, (1 - band[3]) * height
-        raw: str = text_page.get_text_bounded(left=left, bottom=bottom, right=right, top=top)
-        for line in raw.splitlines():
+        for line in _lines_in(text_page, band, width, height):
             if CAPTION.match(line):
                 return " ".join(line.split())
-    return ""
+    return _title_above(text_page, box, width, height)
+
+
+def _title_above(text_page: pdfium.PdfTextPage, box: BBox, width: float, height: float) -> str:
+    """The lines printed just above a chart, across its width: reports, slides and filings
+    title their charts there without a "Figure n" label ("Views of China's growing military
+    power", one title over each panel of a grid of small charts), and that title is what a
+    question about the chart names. At most TITLE_LINES lines (the nearest), TITLE_CHARS."""
+    # Not from the top margin, where the running head is (pdf_margins drops it from the text).
+    top = max(RUNNING_HEAD_BAND, box[1] - CAPTION_BAND)
+    if top >= box[1]:
+        return ""
+    band = (max(0.0, box[0] - TITLE_SLACK), top, min(1.0, box[2] + TITLE_SLACK), box[1])
+    lines = [" ".join(line.split()) for line in _lines_in(text_page, band, width, height)]
+    title = " ".join(line for line in lines[-TITLE_LINES:] if line)
+    return title[:TITLE_CHARS].strip()
+
+
+def _lines_in(text_page: pdfium.PdfTextPage, band: BBox, width: float, height: float) -> list[str]:
+    left, right = band[0] * width, band[2] * width
+    top, bottom = (1 - band[1]) * height, (1 - band[3]) * height
+    raw: str = text_page.get_text_bounded(left=left, bottom=bottom, right=right, top=top)
+    return raw.splitlines()
 
 
 def _path_count(page: pdfium.PdfPage) -> int:

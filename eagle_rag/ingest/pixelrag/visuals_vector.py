@@ -10,7 +10,8 @@ from __future__ import annotations
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from eagle_rag.ingest.pixelrag.geometry import BBox, area, clamp, union
+from eagle_rag.ingest.pixelrag.geometry import BBox, area, union
+from eagle_rag.ingest.pixelrag.pdf_objects import page_objects
 
 GAP = 0.03  # of the page side: strokes of one chart (and small multiples) are this close
 MIN_PATHS = 12
@@ -18,13 +19,10 @@ MAX_PATHS = 400  # beyond this a page is a drawing, and grouping would cost too 
 PAGE_SIZED = 0.8
 
 
-def vector_figure_boxes(
-    page: pdfium.PdfPage, width: float, height: float, min_side: float
-) -> list[BBox]:
+def vector_figure_boxes(page: pdfium.PdfPage, min_side: float) -> list[BBox]:
+    """Boxes of path groups that look like charts (paths inside forms placed on the page)."""
     boxes = []
-    for path in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2):
-        left, bottom, right, top = path.get_bounds()
-        box = clamp((left / width, 1 - top / height, right / width, 1 - bottom / height))
+    for _, box in page_objects(page, (pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2):
         if area(box) < PAGE_SIZED and (box[2] - box[0]) < 0.95:
             boxes.append(box)
         if len(boxes) > MAX_PATHS:

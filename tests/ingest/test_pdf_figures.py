@@ -1,0 +1,131 @@
+"""Figures of text-born PDFs where papers and reports put them: a figure placed as a Form
+XObject (how LaTeX's \\includegraphics and most "insert PDF" tools embed a chart) is cut from
+where it is printed and keeps its caption; an unlabelled chart is captioned by the title
+printed above it, not by the page's running head."""
+
+from __future__ import annotations
+
+import io
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+from PIL import Image
+
+from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions, pdf_visuals
+from tests.ingest import visual_docs as vd
+
+# Where the figure page is placed on the report page, in PDF points (A4: 595 x 842, origin
+# bottom-left): 60 pt from the left, its bottom 430 pt above the page's bottom.
+PLACED_AT = (60.0, 430.0)
+FIGURE_SIZE = (300.0, 190.0)  # the figure page, points
+
+
+def _figure_page() -> bytes:
+    """A one-page PDF that is just the chart picture, as a plotting tool exports a figure."""
+    from fpdf import FPDF
+
+    width_mm, height_mm = (v * 25.4 / 72 for v in FIGURE_SIZE)
+    pdf = FPDF(unit="mm", format=(width_mm, height_mm))
+    pdf.add_page()
+    pdf.image(io.BytesIO(vd.chart_png()), x=0, y=0, w=width_mm, h=height_mm)
+    return bytes(pdf.output())
+
+
+def _report_with_placed_figure() -> bytes:
+    """A text page with a gap for the figure and its caption under it; the figure page is then
+    placed in the gap as a Form XObject."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 18)
+    pdf.multi_cell(0, 10, "Wind Farm Report", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "", 11)
+    pdf.multi_cell(0, 6, vd.INTRO, new_x="LMARGIN", new_y="NEXT")
+    # The caption just under the figure: its bottom edge is 430 pt up, i.e. ~145 mm down.
+    pdf.set_xy(20, 297 - PLACED_AT[1] * 25.4 / 72 + 2)
+    pdf.set_font("helvetica", "I", 10)
+    pdf.multi_cell(0, 6, vd.FIGURE_CAPTION, new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "", 11)
+    pdf.multi_cell(0, 6, vd.OUTRO, new_x="LMARGIN", new_y="NEXT")
+    report = pdfium.PdfDocument(bytes(pdf.output()))
+    figure = pdfium.PdfDocument(_figure_page())
+    try:
+        placed = figure.page_as_xobject(0, report)
+        form = placed.as_pageobject()
+        form.transform(pdfium.PdfMatrix().translate(*PLACED_AT))
+        page = report[0]
+        page.insert_obj(form)
+        page.gen_content()
+        out = io.BytesIO()
+        report.save(out)
+        return out.getvalue()
+    finally:
+        figure.close()
+        report.close()
+
+
+def test_a_figure_inside_a_form_is_boxed_on_the_page_with_its_caption() -> None:
+    data = _report_with_placed_figure()
+    document = pdfium.PdfDocument(data)
+    try:  # the premise: the picture is nested in a form, not on the page itself
+        images = document[0].get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=3)
+        nested = [item.level for item in images]
+    finally:
+        document.close()
+    assert nested == [1]
+
+    [figure] = pdf_visuals(data, frozenset(), PdfVisualOptions())
+    assert figure.kind == "image" and figure.page == 1
+    width, height = 595.28, 841.89
+    expected = (
+        PLACED_AT[0] / width,
+        1 - (PLACED_AT[1] + FIGURE_SIZE[1]) / height,
+        (PLACED_AT[0] + FIGURE_SIZE[0]) / width,
+        1 - PLACED_AT[1] / height,
+    )
+    assert all(abs(a - b) < 0.01 for a, b in zip(figure.bbox, expected, strict=True))
+    assert figure.caption == vd.FIGURE_CAPTION
+    crop = Image.open(io.BytesIO(figure.image)).convert("RGB")
+    # The crop is the chart (blue bars), not the text around where the form's own
+    # coordinates would put it.
+    blue = sum(1 for r, g, b in crop.get_flattened_data() if b > 150 and r < 80)
+    assert blue > 0.1 * crop.width * crop.height
+
+
+CHART_TITLE = "Blade failures per year by coating"
+RUNNING_HEAD = "Lake Vireo Wind Farm - Annual Report"
+
+
+def _titled_charts_pdf() -> bytes:
+    """Two vector bar charts without a "Figure n" caption: one titled just above it, one set
+    right under the page's running head with no title of its own."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.add_page()
+    pdf.set_font("helvetica", "", 9)
+    pdf.text(20, 12, RUNNING_HEAD)
+
+    def bars(top: float) -> None:
+        pdf.line(30, top + 60, 180, top + 60)
+        pdf.line(30, top, 30, top + 60)
+        for i, value in enumerate((55, 45, 38, 30, 22, 15, 10)):
+            pdf.set_fill_color(200, 60, 40)
+            pdf.rect(38 + i * 20, top + 60 - value, 12, value, style="F")
+        for tick in range(5):
+            pdf.line(27, top + 60 - tick * 12, 30, top + 60 - tick * 12)
+
+    bars(top=30)  # just under the running head: its top is ~10% down the page
+    pdf.set_font("helvetica", "B", 12)
+    pdf.text(30, 130, CHART_TITLE)
+    bars(top=140)
+    return bytes(pdf.output())
+
+
+def test_an_unlabelled_chart_is_captioned_by_its_title_not_the_running_head() -> None:
+    charts = pdf_visuals(_titled_charts_pdf(), frozenset(), PdfVisualOptions())
+    assert [v.kind for v in charts] == ["image", "image"]
+    under_head, titled = charts
+    assert titled.caption == CHART_TITLE
+    assert RUNNING_HEAD not in under_head.caption and "Vireo" not in under_head.caption
