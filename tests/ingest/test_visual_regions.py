@@ -97,13 +97,15 @@ def test_a_chart_drawn_in_pieces_is_found_by_the_layout_model() -> None:
 
 
 def test_the_layout_pass_on_text_pages_stops_at_its_budget() -> None:
+    import time
+
     calls: list[int] = []
 
     def slow_layout(image: Image.Image) -> list[Region]:
         calls.append(image.width)
-        import time
-
-        time.sleep(0.05)
+        started = time.thread_time()
+        while time.thread_time() - started < 0.05:  # the model's CPU work
+            pass
         return []
 
     from eagle_rag.ingest.pixelrag.visuals_pdf import LayoutPass
@@ -112,6 +114,27 @@ def test_the_layout_pass_on_text_pages_stops_at_its_budget() -> None:
     page = Image.new("RGB", (50, 50), "white")
     assert budget.regions(page) == [] and budget.regions(page) == ()
     assert len(calls) == 1
+
+
+def test_waiting_for_cores_does_not_spend_the_layout_budget() -> None:
+    """The budget is CPU time: a page that waits (shared cores, a loaded machine) still gets
+    its layout pass, so the same document gives the same charts under any load."""
+    import time
+
+    calls: list[int] = []
+
+    def waiting_layout(image: Image.Image) -> list[Region]:
+        calls.append(image.width)
+        time.sleep(0.05)  # its turn on the CoreBudget, another process's load
+        return []
+
+    from eagle_rag.ingest.pixelrag.visuals_pdf import LayoutPass
+
+    budget = LayoutPass(waiting_layout, budget_s=0.04)
+    page = Image.new("RGB", (50, 50), "white")
+    for _ in range(3):
+        assert budget.regions(page) == []
+    assert len(calls) == 3
 
 
 def _region(kind: str, bbox: tuple[float, float, float, float], score: float = 0.9) -> Region:

@@ -45,7 +45,10 @@ TITLE_LINES = 3
 TITLE_SLACK = 0.03
 TITLE_CHARS = 200
 # A text-born page with at least this many path objects and no figure found may hold a chart
-# drawn in pieces: the layout model looks at it, within LAYOUT_BUDGET_S per document.
+# drawn in pieces: the layout model looks at it, within LAYOUT_BUDGET_S per document. The
+# budget is CPU seconds of the calling thread (the model runs there, on one onnxruntime thread
+# by default), not wall time: on a loaded machine, or while the page waits for its turn on the
+# shared cores, a wall-clock budget ran out pages earlier, and the same document lost charts.
 MIN_DRAWN_PATHS = 12
 LAYOUT_BUDGET_S = 6.0
 
@@ -63,11 +66,11 @@ class LayoutPass:
     def regions(self, rendered: Image.Image) -> Sequence[Region]:
         if self.spent_s >= self.budget_s:
             return ()
-        started = time.perf_counter()
+        started = time.thread_time()
         try:
             return self.model(rendered)
         finally:
-            self.spent_s += time.perf_counter() - started
+            self.spent_s += time.thread_time() - started
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +158,12 @@ def _page_visuals(
         return []
     rendered = _render(page)
     text_page = page.get_textpage()
+
+    def title(box: BBox) -> str:
+        """A text page's layout region without a caption region: its labelled caption or
+        title from the text layer (a scan has none: its regions keep their own)."""
+        return "" if hints.scanned else _caption(text_page, box, width, height)
+
     try:
         if looks and hints.layout is not None:
             regions = region_visuals(
@@ -176,7 +185,7 @@ def _page_visuals(
             for box in figures[: options.max_per_page]
         ]
         found += [
-            _visual(r.kind, number, r.bbox, rendered, r.text, r.caption)
+            _visual(r.kind, number, r.bbox, rendered, r.text, r.caption or title(r.bbox))
             for r in regions[: options.max_per_page - len(found)]
         ]
         if tile:
