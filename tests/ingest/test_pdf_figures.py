@@ -129,3 +129,12 @@ def test_an_unlabelled_chart_is_captioned_by_its_title_not_the_running_head() ->
     under_head, titled = charts
     assert titled.caption == CHART_TITLE
     assert RUNNING_HEAD not in under_head.caption and "Vireo" not in under_head.caption
+
+
+def test_a_caption_is_a_label_with_its_number() -> None:
+    from eagle_rag.ingest.pixelrag.visuals_found import CAPTION
+
+    for line in ("Figure 3: Output", "Fig. 2", "Table IV: Costs", "Figure S2", "图 1 产量", "表2"):
+        assert CAPTION.match(line), line
+    for line in ("Table of Contents", "Tables show the costs", "Figures are in thousands"):
+        assert not CAPTION.match(line), line

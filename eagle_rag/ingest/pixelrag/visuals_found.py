@@ -16,8 +16,11 @@ VisualKind = Literal["tile", "image", "table"]
 # enough for a chat model's image budget and the object store.
 MAX_SIDE = 1600
 JPEG_QUALITY = 85
-# A caption line: "Figure 3", "Fig. 2", "Table 1", "图 1"...
-CAPTION = re.compile(r"^\s*(fig(ure)?\.?|table|chart|graph|diagram|图|表)\s*\S", re.IGNORECASE)
+# A caption line: "Figure 3", "Fig. 2", "Table 1", "Table IV", "Figure S2", "图 1"... — a label
+# and its number, so "Table of Contents" (the link atop every page of a filing) is no caption.
+CAPTION = re.compile(
+    r"^\s*(fig(ure)?\.?|table|chart|graph|diagram|图|表)\s*([a-z]?\d+|[ivxlc]+\b)", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True, slots=True)
