@@ -44,6 +44,7 @@ CAPTION_BAND = 0.08  # of the page height, above and below a figure
 TITLE_LINES = 3
 TITLE_SLACK = 0.03
 TITLE_CHARS = 200
+FULL_WIDTH = 0.5  # a chart this wide has no text column beside it
 # A text-born page with at least this many path objects and no figure found may hold a chart
 # drawn in pieces: the layout model looks at it, within LAYOUT_BUDGET_S per document. The
 # budget is CPU seconds of the calling thread (the model runs there, on one onnxruntime thread
@@ -299,7 +300,10 @@ def _title_above(text_page: pdfium.PdfTextPage, box: BBox, width: float, height:
     top = max(RUNNING_HEAD_BAND, box[1] - CAPTION_BAND)
     if top >= box[1]:
         return ""
-    band = (max(0.0, box[0] - TITLE_SLACK), top, min(1.0, box[2] + TITLE_SLACK), box[1])
+    if box[2] - box[0] >= FULL_WIDTH:  # no column beside it: whole lines, not cut words
+        band = (0.0, top, 1.0, box[1])
+    else:
+        band = (max(0.0, box[0] - TITLE_SLACK), top, min(1.0, box[2] + TITLE_SLACK), box[1])
     lines = [" ".join(line.split()) for line in _lines_in(text_page, band, width, height)]
     title = " ".join(line for line in lines[-TITLE_LINES:] if line)
     return title[:TITLE_CHARS].strip()
