@@ -237,12 +237,14 @@ def chunk_project(
     files: list[tuple[str, bytes]], profile: str, count_tokens: Any, chunk_size: int = 400
 ) -> tuple[list[tuple[str, Any]], list[Any]]:
     """Parse, build the tree and chunk every file as ``profile`` would, in process: the
-    (document, chunks) pairs and the lakehouse files' lineage entries."""
+    (document, chunks) pairs and the lakehouse files' lineage entries. A lakehouse file's
+    chunks lose the summaries the plugin's CHUNK_DOCUMENT drops, as in the pipeline."""
     from eagle_rag.ingest.detect import detect
     from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_tree
     from eagle_rag.ingest.knowhere.tree import build_tree
     from eagle_rag.ingest.parsers.base import ParseContext
     from eagle_rag.ingest.parsers.registry import builtin_parsers, parser_for
+    from plugins.lakehouse_bi.chunking import without_repeating_summaries
     from plugins.lakehouse_bi.lineage import Entry
     from plugins.lakehouse_bi.model import SemanticObject
     from plugins.lakehouse_bi.parser import LakehouseParser
@@ -263,6 +265,8 @@ def chunk_project(
         chunks = chunk_tree(
             tree, document_id=str(i), kb_name="big", options=options, count_tokens=count_tokens
         )
+        if found:
+            chunks = without_repeating_summaries(chunks)
         chunked.append((str(i), chunks))
     return chunked, entries
 

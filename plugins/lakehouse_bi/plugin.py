@@ -3,6 +3,8 @@
 - on_load: registers the lakehouse Parser (dbt, MetricFlow, LookML, Cube, SQL DDL).
 - PARSE: names the project root of the file's sections and writes the file's entry in the
   KB's lineage index.
+- CHUNK_DOCUMENT: Core's chunker, without the section summaries that only repeat the object
+  chunks beside them (``chunking.py``).
 - CHUNK: gives each chunk its object's metadata (object_type, model, grain, data_type, tests,
   the file's own upstream refs, owner, tags).
 - QUERY_ASSEMBLE / QUERY_DENSE_EXPAND: identifiers and glossary terms of the question.
@@ -24,6 +26,9 @@ from typing import Any
 
 from eagle_rag.errors import PluginError
 from eagle_rag.index.filters import Filter, all_of, in_
+from eagle_rag.ingest import core_steps
+from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
+from eagle_rag.ingest.knowhere.tree import StructureTree
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext, PluginContext
 from eagle_rag.plugins.contract import DOMAIN_PRIORITY, PluginManifest
@@ -38,6 +43,7 @@ from eagle_rag.plugins.payloads import (
     TextChunk,
 )
 from eagle_rag.retrieval.filters import ScopedResolver, build_metadata_filter
+from plugins.lakehouse_bi.chunking import without_repeating_summaries
 from plugins.lakehouse_bi.enrich import enrich_chunks, with_lineage
 from plugins.lakehouse_bi.exact import exact_first, named_hits
 from plugins.lakehouse_bi.hints import GLOSSARY, question_terms
@@ -108,6 +114,7 @@ class LakehouseBiPlugin:
         self._bus = bus
         for hook, handler in (
             (hooks.parse, self.name_project),
+            (hooks.chunk_document, self.chunk_objects),
             (hooks.chunk, self.type_chunks),
             (hooks.query_assemble, self.assemble),
             (hooks.query_dense_expand, self.expand),
@@ -171,6 +178,21 @@ class LakehouseBiPlugin:
         index = self._require(self._index, "lineage index")
         await asyncio.to_thread(index.write, source.kb_name, entry)
         return replace(result, sections=sections, metadata={**result.metadata, "title": project})
+
+    async def chunk_objects(
+        self, tree: StructureTree, source: DocumentSource, options: ChunkingOptions
+    ) -> tuple[TextChunk, ...] | None:
+        """CHUNK_DOCUMENT: a lakehouse file (one its PARSE step indexed) is cut by Core's
+        chunker, then loses the summaries that only repeat its object chunks; any other file is
+        left to Core (None)."""
+        index = self._require(self._index, "lineage index")
+        mine = await asyncio.to_thread(index.document_entry, source.kb_name, source.document_id)
+        if mine is None:
+            return None
+        host = self._require(self._ctx, "plugin context").host
+        encoder = self._require(host.encoders, "encoder registry").get(host.text_encoder)
+        chunks = await core_steps.chunk_document(tree, source, options, encoder.count_tokens)
+        return without_repeating_summaries(chunks)
 
     async def type_chunks(
         self, chunks: tuple[TextChunk, ...], source: DocumentSource

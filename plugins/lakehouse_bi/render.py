@@ -22,8 +22,6 @@ from plugins.lakehouse_bi.model import (
 
 PROJECT_PLACEHOLDER = "project"
 META_KEY = "lakehouse"
-MAX_SUMMARY_COLUMNS = 40
-COLUMN_NOTE_CHARS = 80
 
 _FRAMEWORKS = {
     "dbt": "dbt",
@@ -116,18 +114,14 @@ def describe(obj: SemanticObject, members: list[SemanticObject]) -> str:
 
 
 def _members(members: list[SemanticObject]) -> str:
-    """The columns (or dimensions and measures) summary of a model's chunk."""
+    """The columns (or dimensions and measures) summary of a model's chunk: names and types.
+
+    Every member is also its own chunk, with its description, in the same file, so the model's
+    chunk does not repeat the descriptions (they were most of its tokens, embedded twice): it
+    says what the relation is and which members it has; each member's chunk says what it is."""
     by_type: dict[str, list[str]] = defaultdict(list)
-    brief = len(members) > MAX_SUMMARY_COLUMNS
     for member in members:
-        item = member.name
-        if member.data_type:
-            item += f" {member.data_type}"
-        if member.description and not brief:
-            note = member.description
-            if len(note) > COLUMN_NOTE_CHARS:
-                note = note[:COLUMN_NOTE_CHARS].rsplit(" ", 1)[0] + "…"
-            item += f" ({note})"
+        item = f"{member.name} {member.data_type}" if member.data_type else member.name
         by_type[member.object_type].append(item)
     parts = []
     for kind, items in by_type.items():

@@ -140,7 +140,8 @@ def _source(source: dict[str, Any]) -> list[SemanticObject]:
             p for p in (database, schema, clean(table.get("identifier") or table["name"])) if p
         )
         columns = named_items(table.get("columns"))
-        details = [("Relation", relation)]
+        # The warehouse relation when it is not the name the chunk already starts with.
+        details = [("Relation", relation)] if relation != name else []
         if table.get("loaded_at_field"):
             details.append(("Loaded at", clean(table["loaded_at_field"])))
         objects.append(
