@@ -34,6 +34,50 @@ from benchmarks.upload_memory import status_bytes
 MIB = 1024 * 1024
 
 
+class MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (glibc >= 2.33): every arena's totals, in bytes."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",  # bytes the heaps took from the system (sbrk and arena mmaps)
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",  # bytes in chunks mmapped on their own (above the mmap threshold)
+            "usmblks",
+            "fsmblks",
+            "uordblks",  # bytes in use in the heaps
+            "fordblks",  # bytes free in the heaps (kept, not returned)
+            "keepcost",
+        )
+    ]
+
+
+def glibc_heap() -> dict[str, float]:
+    """What glibc's malloc holds: in use, free but kept, and mmapped chunks (MiB)."""
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = MallInfo2
+    info = libc.mallinfo2()
+    return {
+        "malloc_in_use_mib": round(info.uordblks / MIB, 1),
+        "malloc_free_kept_mib": round(info.fordblks / MIB, 1),
+        "malloc_mmapped_mib": round(info.hblkhd / MIB, 1),
+    }
+
+
+def sqlite_mib() -> float:
+    """The process's SQLite allocations (page caches of every connection included)."""
+    lib = ctypes.CDLL("libsqlite3.so.0")
+    lib.sqlite3_memory_used.restype = ctypes.c_int64
+    return round(lib.sqlite3_memory_used() / MIB, 1)
+
+
+def os_threads(pid: int) -> int:
+    """Threads of the process, native ones (gRPC's, the arrow pool's) included."""
+    return sum(1 for _ in Path(f"/proc/{pid}/task").iterdir())
+
+
 def memory() -> dict[str, float]:
     import pyarrow as pa
 
@@ -45,6 +89,10 @@ def memory() -> dict[str, float]:
         "file_mib": round(status_bytes(pid, "RssFile") / MIB, 1),
         "arrow_mib": round(pool.bytes_allocated() / MIB, 1),
         "arrow_peak_mib": round(pool.max_memory() / MIB, 1),
+        **glibc_heap(),
+        "sqlite_mib": sqlite_mib(),
+        "threads": threading.active_count(),
+        "os_threads": os_threads(pid),
     }
 
 
@@ -62,7 +110,7 @@ def batch(client: httpx.Client, rng: random.Random, size: int) -> None:
     wait_tasks(client, jobs, timeout=600)
 
 
-def start_server(port: int) -> Any:
+def start_server(port: int) -> tuple[Any, threading.Thread]:
     import uvicorn
 
     from eagle_rag.api.app import create_app
@@ -71,19 +119,28 @@ def start_server(port: int) -> Any:
     api = create_app(settings_from_env())
     config = uvicorn.Config(api, host="127.0.0.1", port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
-    threading.Thread(target=server.run, daemon=True).start()
-    return server
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    return server, thread
+
+
+def wait_started(server: Any, thread: threading.Thread, client: httpx.Client) -> None:
+    """Until this process's server answers. Its thread ends if the port was taken meanwhile
+    (another process on a shared machine), and then /health could answer from that process."""
+    deadline = time.monotonic() + 600
+    while not (server.started and _healthy(client)):
+        if not thread.is_alive():
+            raise RuntimeError("the server stopped while starting (port taken?)")
+        if time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        time.sleep(1)
 
 
 def measure(warm: int, documents: int, size: int) -> dict[str, Any]:
     port, rng = free_port(), random.Random(1)
-    server = start_server(port)
+    server, thread = start_server(port)
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
-        deadline = time.monotonic() + 600
-        while not _healthy(client):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server did not start")
-            time.sleep(1)
+        wait_started(server, thread, client)
         client.post("/knowledge_bases", json={"kb_name": KB})
         batch(client, rng, warm)
         before, steps = census(), [{"documents": warm, **memory()}]

@@ -37,10 +37,11 @@ def serve(
     bind_port = port or settings.server.port
     # Through logging, so a JSON deployment's output stays one JSON object per line.
     logging.getLogger("eagle_rag.serve").info(
-        "Eagle-RAG on http://%s:%s  (docs /docs, MCP /mcp, data %s)",
+        "Eagle-RAG on http://%s:%s  (docs /docs, MCP /mcp, data %s, Arrow memory pool %s)",
         bind_host,
         bind_port,
         settings.data_dir,
+        arrow_pool(),
     )
     # log_config=None: uvicorn's records go through our handler (format, ids, redaction), and
     # the API middleware writes one access line per request, so uvicorn's own is off.
@@ -52,6 +53,16 @@ def serve(
         log_config=None,
         access_log=False,
     )
+
+
+def arrow_pool() -> str:
+    """The allocator Arrow (and so Milvus Lite) uses in this process: ``system`` when started
+    through the ``eagle-rag`` entry point (eagle_rag/launcher.py explains why)."""
+    try:
+        import pyarrow
+    except ImportError:  # only Milvus Lite needs it; a server-only install may lack it
+        return "none (pyarrow not installed)"
+    return str(pyarrow.default_memory_pool().backend_name)
 
 
 @app.command()
