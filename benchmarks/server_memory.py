@@ -4,11 +4,15 @@ An in-process server (the app ``eagle-rag serve`` runs, under uvicorn on a threa
 process, embedded default: SQLite, Milvus Lite, deterministic encoder) takes ``--warm``
 documents, then ``--documents`` more in batches, each batch with as many ``/search`` and
 ``/query`` calls. Printed: RSS (anonymous and file-backed), the pyarrow pool Milvus Lite
-allocates from, and the Python objects by type that are new since the warm-up (``gc``), so
+allocates from, glibc's heap (in use, free but kept, mmapped chunks), SQLite's allocations,
+thread counts, and the Python objects by type that are new since the warm-up (``gc``), so
 growth held by Python objects reads apart from native growth; then what ``malloc_trim(0)``
 returns to the system.
 
     PYTHONPATH=$PWD nice -n 10 .venv/bin/python -m benchmarks.server_memory --documents 240
+
+Arrow's pool is the one ``eagle-rag serve`` gets (eagle_rag/launcher.py: ``system``); run with
+``ARROW_DEFAULT_MEMORY_POOL=mimalloc`` for Arrow's own default.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import httpx
 from benchmarks.crash_recovery import WORDS, free_port
 from benchmarks.load_soak import KB, upload, wait_tasks
 from benchmarks.upload_memory import status_bytes
+from eagle_rag.launcher import prepare_process
 
 MIB = 1024 * 1024
 
@@ -178,10 +183,14 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.warm, args.documents, args.batch) < 1:
         parser.error("--warm, --documents and --batch must be >= 1")
+    # As the ``eagle-rag`` entry point does, before anything loads libarrow (set
+    # ARROW_DEFAULT_MEMORY_POOL=mimalloc to measure Arrow's own default).
+    pool = prepare_process()
     with tempfile.TemporaryDirectory(prefix="eagle-memory-") as tmp:
         os.environ["EAGLE_DATA_DIR"] = str(Path(tmp) / "data")
         os.environ.setdefault("EAGLE_ENCODER_MODE", "deterministic")
-        print(json.dumps(measure(args.warm, args.documents, args.batch), indent=2))
+        result = {"arrow_pool": pool, **measure(args.warm, args.documents, args.batch)}
+        print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
