@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.crash_recovery import free_port, serve, server_env
+from eagle_rag.cli.server import arrow_pool_warning
 from eagle_rag.launcher import ARROW_POOL_VARIABLE, DEFAULT_ARROW_POOL, prepare_process
 
 POOL_AFTER_CLI = "import eagle_rag.cli, pyarrow; print(pyarrow.default_memory_pool().backend_name)"
@@ -79,3 +80,10 @@ def test_serve_started_by_the_entry_point_runs_arrow_on_the_system_allocator(
     with serve(data_dir, free_port(), log, env, startup_s=300):
         started = log.read_text()
     assert "Arrow memory pool system" in started, started[-2000:]
+
+
+def test_serve_warns_when_nobody_chose_the_pool() -> None:
+    warning = arrow_pool_warning("mimalloc", {})
+    assert warning and "ARROW_DEFAULT_MEMORY_POOL=system" in warning
+    assert arrow_pool_warning("mimalloc", {ARROW_POOL_VARIABLE: "mimalloc"}) is None  # chosen
+    assert arrow_pool_warning("system", {ARROW_POOL_VARIABLE: "system"}) is None
