@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import tempfile
 import threading
@@ -262,6 +263,7 @@ def run(
             serve(data_dir, port, log, server_env(data_dir), startup_s=STARTUP_S) as process,
             httpx.Client(base_url=url, timeout=REQUEST_TIMEOUT_S) as admin,
         ):
+            pool = arrow_pool_of(log)
             seed(admin, documents, rng)
             soak = drive(url, process.pid, clients, options, duration_s)
             jobs = [j["job_id"] for j in admin.get("/tasks", params={"limit": 1000}).json()]
@@ -269,7 +271,14 @@ def run(
         result = report(soak, warmup_s, tasks)
     result.update(clients=clients, duration_s=duration_s, weights=options[0], keep=options[1])
     result.update(seed_documents=documents, load_average=os.getloadavg())
+    result.update(server_arrow_pool=pool)
     return result
+
+
+def arrow_pool_of(log: Path) -> str:
+    """The Arrow memory pool the server reported at start (its first log line says)."""
+    found = re.search(r"Arrow memory pool (\w+)", log.read_text(errors="replace"))
+    return found.group(1) if found else "not reported"
 
 
 def main() -> None:
