@@ -80,6 +80,15 @@ def document_text(word: str, index: int, paragraphs: int, rng: random.Random) ->
     return "\n".join(lines)
 
 
+# What the ``eagle-rag`` console script runs (the launcher sets the allocator defaults before
+# libarrow loads); a checkout from before the launcher (``SERVER_PYTHONPATH``) runs its CLI.
+CLI_ENTRY = (
+    "try:\n    from eagle_rag.launcher import main\n"
+    "except ImportError:\n    from eagle_rag.cli import app as main\n"
+    "main()"
+)
+
+
 def server_env(data_dir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The server's environment; ``SERVER_PYTHONPATH`` runs another checkout (a before/after)."""
     path = os.environ.get("SERVER_PYTHONPATH")
@@ -99,7 +108,7 @@ def serve(
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``eagle-rag serve`` as its own process; yields once /health answers."""
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-c", "from eagle_rag.cli import app; app()", "serve"]
+    command = [sys.executable, "-c", CLI_ENTRY, "serve"]
     command += ["--host", "127.0.0.1", "--port", str(port)]
     with log.open("ab") as out:
         # cwd outside any checkout: with ``-c``, the working directory comes first on sys.path.
@@ -202,7 +211,7 @@ def check_chunks(client: httpx.Client, document_ids: list[str]) -> tuple[int, in
 
 def consistency(data_dir: Path, env: dict[str, str]) -> dict[str, Any]:
     """``eagle-rag doctor --consistency --json`` on the stopped server's data dir."""
-    command = [sys.executable, "-c", "from eagle_rag.cli import app; app()", "doctor"]
+    command = [sys.executable, "-c", CLI_ENTRY, "doctor"]
     command += ["--consistency", "--json"]
     done = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=300, cwd=data_dir.parent

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import tempfile
 import threading
@@ -52,11 +53,16 @@ class Soak:
 
     samples: list[Sample] = field(default_factory=list)
     rss: list[tuple[float, int]] = field(default_factory=list)
+    jobs: list[str] = field(default_factory=list)  # every accepted upload's task
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, sample: Sample) -> None:
         with self.lock:
             self.samples.append(sample)
+
+    def accepted(self, job_id: str) -> None:
+        with self.lock:
+            self.jobs.append(job_id)
 
 
 def text_for(rng: random.Random, word: str) -> str:
@@ -117,6 +123,7 @@ def client_loop(
             soak.add(Sample(op, status, ms, at))
             if body and status == 202:
                 mine.append(str(body["document_id"]))
+                soak.accepted(str(body["job_id"]))
             if keep and len(mine) > keep:
                 at = time.monotonic() - began
                 status, ms = delete(client, mine.popleft())
@@ -262,14 +269,23 @@ def run(
             serve(data_dir, port, log, server_env(data_dir), startup_s=STARTUP_S) as process,
             httpx.Client(base_url=url, timeout=REQUEST_TIMEOUT_S) as admin,
         ):
+            pool = arrow_pool_of(log)
             seed(admin, documents, rng)
             soak = drive(url, process.pid, clients, options, duration_s)
-            jobs = [j["job_id"] for j in admin.get("/tasks", params={"limit": 1000}).json()]
-            tasks = wait_tasks(admin, jobs, timeout=300)
+            # Every upload's own task (GET /tasks lists at most 1,000: a quiet machine's run
+            # accepts more, and those would go unchecked).
+            tasks = wait_tasks(admin, soak.jobs, timeout=300)
         result = report(soak, warmup_s, tasks)
     result.update(clients=clients, duration_s=duration_s, weights=options[0], keep=options[1])
     result.update(seed_documents=documents, load_average=os.getloadavg())
+    result.update(server_arrow_pool=pool)
     return result
+
+
+def arrow_pool_of(log: Path) -> str:
+    """The Arrow memory pool the server reported at start (its first log line says)."""
+    found = re.search(r"Arrow memory pool (\w+)", log.read_text(errors="replace"))
+    return found.group(1) if found else "not reported"
 
 
 def main() -> None:

@@ -271,7 +271,7 @@ def _start_api(root: Path, env: Mapping[str, str], name: str) -> tuple[Process, 
     command = [
         sys.executable,
         "-c",
-        "from eagle_rag.cli import app; app()",
+        "from eagle_rag.launcher import main; main()",
         "serve",
         "--host",
         "127.0.0.1",

