@@ -18,6 +18,9 @@ overall nDCG@10 and R@5 >= the baseline's; R@5 on Figure / Chart / Table >= base
 
     .venv/bin/python -m benchmarks.page_retrieval ../shared/datasets/longdocs-dev
     .venv/bin/python -m benchmarks.page_retrieval ../shared/datasets/longdocs-dev --max-pages 50
+
+``--store DIR`` keeps the ingest (and the baseline's page vectors) and reuses them on the next
+run with the same documents, so a ranking change is measured without ingesting again.
 """
 
 from __future__ import annotations
@@ -125,21 +128,31 @@ def rrf(rankings: Sequence[Sequence[int]], depth: int) -> list[int]:
 class Baseline:
     """BM25 + dense over each page's text layer, RRF; page vectors embedded once per document."""
 
-    def __init__(self, encoder: Any, root: Path) -> None:
-        self._encoder, self._root = encoder, root
+    def __init__(self, encoder: Any, root: Path, cache: Path | None = None) -> None:
+        self._encoder, self._root, self._cache = encoder, root, cache
         self._pages: dict[str, list[str]] = {}
         self._vectors: dict[str, np.ndarray] = {}
 
     def rank(self, doc: str, query: str, depth: int = 10) -> list[str]:
         if doc not in self._pages:
             self._pages[doc] = page_texts(self._root / "pdf" / f"{doc}.pdf")
-            self._vectors[doc] = self._encoder.embed_passages(self._pages[doc])
+            self._vectors[doc] = self._page_vectors(doc)
         pages = self._pages[doc]
         query_vector = self._encoder.embed_queries([query])[0]
         similarity = self._vectors[doc] @ query_vector
         dense = sorted(range(len(pages)), key=lambda i: (-similarity[i], i))
         fused = rrf([bm25_ranking(pages, query), dense], depth)
         return [f"{doc}#p{i + 1}" for i in fused]
+
+    def _page_vectors(self, doc: str) -> np.ndarray:
+        """The pages' vectors, kept beside a ``--store`` ingest (same model, same pages)."""
+        saved = self._cache / f"baseline-{doc}.npy" if self._cache else None
+        if saved is not None and saved.exists():
+            return np.asarray(np.load(saved))
+        vectors = np.asarray(self._encoder.embed_passages(self._pages[doc]))
+        if saved is not None:
+            np.save(saved, vectors)
+        return vectors
 
 
 async def ingest(app: Any, root: Path, docs: Sequence[str]) -> tuple[dict[str, str], list[str]]:
@@ -168,16 +181,34 @@ async def ingest(app: Any, root: Path, docs: Sequence[str]) -> tuple[dict[str, s
     return ids, failed
 
 
-async def run(root: Path, questions: list[Question], docs: list[str]) -> dict[str, Any]:
+async def ingest_once(app: Any, root: Path, docs: Sequence[str], marker: Path) -> dict[str, Any]:
+    """Ingest, and record it in ``marker`` (a kept ``--store``); a marker for the same documents
+    skips the ingest, so ranking changes are measured again without ingesting again."""
+    if await asyncio.to_thread(marker.exists):
+        done: dict[str, Any] = json.loads(await asyncio.to_thread(marker.read_text, "utf-8"))
+        if sorted(done["ids"]) != sorted(docs):
+            raise SystemExit(f"{marker} records other documents: use a fresh --store")
+        return done
+    started = time.perf_counter()
+    ids, failed = await ingest(app, root, docs)
+    done = {"ids": ids, "failed": failed, "ingest_s": time.perf_counter() - started}
+    await asyncio.to_thread(marker.write_text, json.dumps(done), "utf-8")
+    return done
+
+
+async def run(
+    root: Path, questions: list[Question], docs: list[str], store: Path | None = None
+) -> dict[str, Any]:
     runs: dict[str, dict[str, list[str]]] = {"project": {}, "text_votes": {}, "baseline": {}}
     hits: dict[str, list[Any]] = {}  # each question's passages (collection, type, pages), --out
-    with tempfile.TemporaryDirectory(prefix="eagle-pages-") as data:
-        app = await bootstrap(load_settings({**os.environ, "EAGLE_DATA_DIR": data}))
+    with tempfile.TemporaryDirectory(prefix="eagle-pages-") as scratch:
+        data = Path(store or scratch)
+        await asyncio.to_thread(data.mkdir, parents=True, exist_ok=True)
+        app = await bootstrap(load_settings({**os.environ, "EAGLE_DATA_DIR": str(data)}))
         try:
-            started = time.perf_counter()
-            ids, failed = await ingest(app, root, docs)
-            ingest_s = time.perf_counter() - started
-            baseline = Baseline(app.text_encoder, root)
+            done = await ingest_once(app, root, docs, data / "ingested.json")
+            ids, failed, ingest_s = done["ids"], done["failed"], done["ingest_s"]
+            baseline = Baseline(app.text_encoder, root, store)
             for q in questions:
                 pages, pack = await best_pages(
                     app.retrieval, query=q.text, document_id=ids[q.doc], kb_name=KB, pages=10
@@ -244,6 +275,7 @@ def main() -> None:
     parser.add_argument("--docs", default="", help="comma-separated PDF stems (default: all)")
     parser.add_argument("--max-pages", type=int, default=0, help="only documents this short")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--store", type=Path, default=None, help="keep/reuse the ingest here")
     args = parser.parse_args()
     questions = load_questions(args.root)
     counts = {p.stem: len(pdfium.PdfDocument(str(p))) for p in (args.root / "pdf").glob("*.pdf")}
@@ -253,7 +285,7 @@ def main() -> None:
     if args.max_pages:
         docs = [d for d in docs if counts[d] <= args.max_pages]
     questions = [q for q in questions if q.doc in docs]
-    result = asyncio.run(run(args.root, questions, docs))
+    result = asyncio.run(run(args.root, questions, docs, args.store))
     runs, hits = result.pop("runs"), result.pop("hits")
     result.update(
         date=datetime.date.today().isoformat(),
