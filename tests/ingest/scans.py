@@ -103,3 +103,23 @@ def scanned_pdf(images: Sequence[Image.Image], *, text_first: bytes | None = Non
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
+
+
+ECF_STAMP = "Case 1:20-cv-01234-ABC Document 45 Filed 03/12/21 Page 3 of 17"
+BATES = "ACME-0004512"
+
+
+def stamped_scan(image: Image.Image) -> bytes:
+    """A one-page scan (the image over the whole page) with a text-layer stamp over it: an ECF
+    header at the top and a Bates number at the bottom right, as a court's e-filing system and
+    a document production print them."""
+    from fpdf import FPDF
+
+    pdf = FPDF(orientation="L", format=(105, 148))
+    pdf.set_auto_page_break(False)
+    pdf.add_page()
+    pdf.image(io.BytesIO(encode(image, "JPEG", quality=90)), x=0, y=0, w=PAGE_MM[0], h=PAGE_MM[1])
+    pdf.set_font("helvetica", size=7)
+    pdf.text(6, 4, ECF_STAMP)
+    pdf.text(PAGE_MM[0] - 26, PAGE_MM[1] - 3, BATES)
+    return bytes(pdf.output())

@@ -1,15 +1,18 @@
 """PDF: each page from its text layer (pypdfium2), or from its pixels when it has none.
 
-Pages are probed one by one (characters per page area, share of unreadable glyphs); a page
-without a usable text layer that shows an image is rendered and OCR'd, so a scanned PDF, or
-the scanned pages of a mixed one, read like the rest. The outline, when present, gives the
-headings; without one they come from the text layer's typography (and OCR'd title regions).
+Pages are probed one by one (characters per page area, share of unreadable glyphs, images
+covering the page, text only in the margins: ``probe``); a page without a usable text layer
+that shows an image, a scan under a stamped header, and a page whose glyphs are unreadable are
+rendered and OCR'd, so a scanned PDF, or the scanned pages of a mixed one, read like the rest.
+The outline, when present, gives the headings; without one they come from the text layer's
+typography (and OCR'd title regions).
 Every block keeps its boxes on its page. A file PDFium cannot open is re-read and rewritten by
 a second reader (pypdf) before it is given up; an encrypted one is refused.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, replace
 
@@ -25,10 +28,14 @@ from eagle_rag.ingest.parsers.pdf_repair import open_pdf, read_title, readable
 from eagle_rag.ingest.parsers.pdf_structure import PageLines, sections
 from eagle_rag.ingest.parsers.pdf_text import TextLine, read_text_layer
 from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
-from eagle_rag.ingest.pixelrag.probe import probe
+from eagle_rag.ingest.pixelrag.geometry import area
+from eagle_rag.ingest.pixelrag.pdf_objects import page_objects
+from eagle_rag.ingest.pixelrag.probe import chars_outside_margins, probe
 from eagle_rag.ingest.pixelrag.reading import PageBlock, to_sections, with_content
 from eagle_rag.ingest.pixelrag.visuals_regions import METADATA_KEY, RegionVisual
 from eagle_rag.plugins.payloads import ParseResult, TextSection
+
+logger = logging.getLogger(__name__)
 
 OCR_DPI = 150
 # A page rendered for OCR is capped at this many pixels (a poster-sized page at 150 dpi).
@@ -126,11 +133,20 @@ def _read_page(
     try:
         layer = read_text_layer(page)
         width, height = page.get_size()
+        images, cover = _images(page)
         found = probe(
-            layer.text + "\ufffd" * layer.unmapped, width, height, images=_image_count(page)
+            layer.text + "\ufffd" * layer.unmapped,
+            width,
+            height,
+            images,
+            image_cover=cover,
+            body_chars=chars_outside_margins((line.text, line.bbox) for line in layer.lines),
         )
         if found.needs_ocr and ocr:
             return (), _render_for_ocr(page)
+        if found.garbled:  # unreadable glyphs are noise in the index, not the page's text
+            logger.info("page %d: its text layer is unreadable and the page is not OCR'd", number)
+            return (), None
         return layer.lines, None
     finally:
         page.close()
@@ -174,8 +190,11 @@ def _key(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _image_count(page: pdfium.PdfPage) -> int:
-    return sum(1 for _ in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=3))
+def _images(page: pdfium.PdfPage) -> tuple[int, float]:
+    """How many images the page shows, and the share of the page they cover (summed: a scan
+    cut into strips covers it as a whole one does)."""
+    boxes = [box for _, box in page_objects(page, (pdfium_c.FPDF_PAGEOBJ_IMAGE,))]
+    return len(boxes), min(1.0, sum(area(box) for box in boxes))
 
 
 def _outline(document: pdfium.PdfDocument) -> list[_Bookmark]:
