@@ -1,7 +1,8 @@
 """Scans too large or too thin to OCR as they are: a poster-sized PDF page is rendered under a
-pixel cap, a few-KB image-only PDF hiding a 3.6-gigapixel image renders in bounded memory, and a
-strip too thin to hold legible text is refused with its size (rapidocr's resize used to raise,
-which surfaced as a model-provider failure instead of a reason)."""
+pixel cap (for OCR and for visual extraction alike), a few-KB image-only PDF hiding a
+3.6-gigapixel image renders in bounded memory, and a strip too thin to hold legible text is
+refused with its size (rapidocr's resize used to raise, which surfaced as a model-provider
+failure instead of a reason)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest import detect as d
 from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.ingest.parsers.image import ImageParser
-from eagle_rag.ingest.parsers.pdf import MAX_RENDER_PIXELS, PdfParser
-from eagle_rag.ingest.pixelrag.engine import OcrEngine, OcrPage
+from eagle_rag.ingest.parsers.pdf import PdfParser
+from eagle_rag.ingest.parsers.pdf_render import MAX_RENDER_PIXELS
+from eagle_rag.ingest.pixelrag.engine import OcrEngine, OcrPage, Region
+from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions, pdf_visuals
 from tests.ingest import pdf_codecs, scans
 
 
@@ -137,3 +140,31 @@ def test_a_long_thin_image_within_the_limit_is_still_read(ocr: SizeRecordingEngi
         tall.paste(page, (0, page.height * index))
     parsed = ImageParser(ocr).parse(ParseContext(scans.encode(tall, "PNG"), "tall.png", d.PNG))
     assert parsed.text.count("Forklift inspections") == 3
+
+
+def _poster_with_scattered_marks() -> bytes:
+    """A text-born 60 by 44 inch poster (60 megapixels at 150 dpi): a title and 20 small marks
+    drawn far apart, too scattered to group as a chart, so the layout model looks at the page."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format=(1524, 1130))
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 60)
+    pdf.text(100, 100, "Site Plan")
+    for index in range(20):
+        x, y = 100 + (index % 5) * 280, 250 + (index // 5) * 220
+        pdf.rect(x, y, 8, 8, style="F")
+    return bytes(pdf.output())
+
+
+def test_visual_extraction_renders_a_poster_page_under_the_same_cap(ocr: OcrEngine) -> None:
+    seen: list[tuple[int, int]] = []
+
+    def layout(image: Image.Image) -> tuple[Region, ...]:
+        seen.append(image.size)  # the rendered page the real layout model is given
+        return ocr.layout(image)
+
+    pdf_visuals(_poster_with_scattered_marks(), frozenset(), PdfVisualOptions(), layout=layout)
+    [(width, height)] = seen
+    assert width * height <= MAX_RENDER_PIXELS
+    assert width * height > MAX_RENDER_PIXELS * 0.9  # capped, not shrunk to nothing

@@ -13,7 +13,6 @@ a second reader (pypdf) before it is given up; an encrypted one is refused.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, replace
 
 import pypdfium2 as pdfium
@@ -24,6 +23,7 @@ from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import PDF
 from eagle_rag.ingest.parsers.base import ParseContext, result
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
+from eagle_rag.ingest.parsers.pdf_render import render
 from eagle_rag.ingest.parsers.pdf_repair import open_pdf, read_title, readable
 from eagle_rag.ingest.parsers.pdf_structure import PageLines, sections
 from eagle_rag.ingest.parsers.pdf_text import TextLine, read_text_layer
@@ -38,8 +38,6 @@ from eagle_rag.plugins.payloads import ParseResult, TextSection
 logger = logging.getLogger(__name__)
 
 OCR_DPI = 150
-# A page rendered for OCR is capped at this many pixels (a poster-sized page at 150 dpi).
-MAX_RENDER_PIXELS = 40_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,15 +151,7 @@ def _read_page(
 
 
 def _render_for_ocr(page: pdfium.PdfPage) -> Image.Image:
-    width, height = page.get_size()
-    scale = OCR_DPI / 72
-    if width * height * scale * scale > MAX_RENDER_PIXELS:
-        # PDFium rounds each side up, so solve (w·s + 1)(h·s + 1) = cap: never over the cap.
-        area, perimeter = width * height, width + height
-        root = math.sqrt(perimeter * perimeter + 4 * area * (MAX_RENDER_PIXELS - 1))
-        scale = (root - perimeter) / (2 * area)
-    image: Image.Image = page.render(scale=scale).to_pil().convert("RGB")
-    return image
+    return render(page, OCR_DPI).convert("RGB")
 
 
 def _merge(read: _Read) -> list[TextSection]:

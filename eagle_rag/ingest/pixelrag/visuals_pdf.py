@@ -20,6 +20,7 @@ import pypdfium2.raw as pdfium_c
 from PIL import Image
 
 from eagle_rag.ingest.parsers.pdf_margins import BAND as RUNNING_HEAD_BAND
+from eagle_rag.ingest.parsers.pdf_render import render
 from eagle_rag.ingest.parsers.pdf_repair import readable
 from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
 from eagle_rag.ingest.pixelrag.engine import Region
@@ -267,8 +268,8 @@ def _visual(
 
 
 def _render(page: pdfium.PdfPage) -> Image.Image:
-    image: Image.Image = page.render(scale=RENDER_DPI / 72).to_pil()
-    return image
+    """The page at RENDER_DPI, under the parser's pixel cap (a poster is not 656 megapixels)."""
+    return render(page, RENDER_DPI)
 
 
 def _text_in(text_page: pdfium.PdfTextPage, box: BBox, width: float, height: float) -> str:
