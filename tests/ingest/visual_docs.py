@@ -212,3 +212,22 @@ def scatter_pdf() -> bytes:
     pdf.multi_cell(0, 6, SCATTER_CAPTION, new_x="LMARGIN", new_y="NEXT")
     pdf.multi_cell(0, 6, "The spread narrows at rated power, where the pitch control holds it.")
     return bytes(pdf.output())
+
+
+PLACEHOLDER_CAPTION = "Output of the northern region during the storm season."
+
+
+def placeholder_deck_pptx() -> bytes:
+    """One "Picture with Caption" slide whose picture was put into the layout's placeholder
+    (what PowerPoint's "insert picture" icon in a placeholder does): a PlaceholderPicture."""
+    from pptx import Presentation
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[8])
+    slide.shapes.title.text = "Northern Region"
+    picture, body = (slide.placeholders[i] for i in (1, 2))
+    picture.insert_picture(io.BytesIO(chart_png()))
+    body.text_frame.text = PLACEHOLDER_CAPTION
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()

@@ -1,9 +1,9 @@
 """Pictures embedded in DOCX and PPTX files as visual chunks.
 
-PPTX: every picture shape of a slide (groups included), with its place on the slide as the box
-and the slide number as the page. DOCX: every inline picture, in document order; a Word file
-has no pages, so the page is 0 (unknown) and the picture is anchored by the paragraph around
-it. Pictures PIL cannot open (EMF/WMF drawings) and icons are skipped.
+PPTX: every picture of a slide (in groups and placeholders too), with its place on the slide as
+the box and the slide number as the page. DOCX: every inline picture, in document order; a Word
+file has no pages, so the page is 0 (unknown) and the picture is anchored by the paragraph
+around it. Pictures PIL cannot open (EMF/WMF drawings) and icons are skipped.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual, encode
 MIN_PIXELS = 64  # a picture smaller than this on either side is an icon or a bullet
 BLIP = "{http://schemas.openxmlformats.org/drawingml/2006/main}blip"
 EMBED = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}embed"
-PICTURE_SHAPE = 13  # MSO_SHAPE_TYPE.PICTURE
-GROUP_SHAPE = 6  # MSO_SHAPE_TYPE.GROUP
 
 
 def pptx_visuals(data: bytes, *, max_per_page: int, min_side: float) -> list[FoundVisual]:
@@ -69,10 +67,15 @@ def docx_visuals(data: bytes, *, max_pictures: int) -> list[FoundVisual]:
 
 
 def _pictures(shapes: Any) -> Iterator[Any]:
+    """Picture shapes, in groups too. A picture inserted into a layout's picture (or content)
+    placeholder is a PlaceholderPicture, shape type 14 rather than 13: a Picture all the same."""
+    from pptx.shapes.group import GroupShape
+    from pptx.shapes.picture import Picture
+
     for shape in shapes:
-        if shape.shape_type == GROUP_SHAPE:
+        if isinstance(shape, GroupShape):
             yield from _pictures(shape.shapes)
-        elif shape.shape_type == PICTURE_SHAPE:
+        elif isinstance(shape, Picture):
             yield shape
 
 
