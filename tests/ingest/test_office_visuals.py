@@ -1,5 +1,5 @@
 """Pictures in Word and PowerPoint files through the real pipeline: placeholder pictures are
-visuals."""
+visuals, and a picture over the pixel limit is skipped before it is decoded."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.index import filters as f
-from eagle_rag.index.collections import VISUAL_COLLECTION
+from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
+from eagle_rag.ingest.pixelrag.images import MAX_PIXELS
 from tests.ingest import visual_docs as vd
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -38,3 +39,17 @@ async def test_a_picture_in_a_slide_placeholder_is_a_visual(app: EagleApp, kb: s
     assert "Northern Region" in picture["parent_section"]
     x0, y0, x1, y1 = picture["metadata"]["bbox"]
     assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1 and x1 - x0 > 0.3
+
+
+async def test_a_picture_over_the_pixel_limit_is_skipped_and_the_document_ingests(
+    app: EagleApp, kb: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    bomb = vd.oversized_png()  # 100 megapixels declared in its header, over MAX_PIXELS
+    assert len(bomb) < 200_000
+    width, height = (int.from_bytes(bomb[i : i + 4], "big") for i in (16, 20))  # PNG IHDR
+    assert width * height > MAX_PIXELS
+    document_id = await _ingest(app, kb, vd.docx_with(bomb), "bomb.docx")
+    assert _visuals(app, document_id) == []
+    texts = app.vectors.query(TEXT_COLLECTION, f.eq("document_id", document_id))
+    assert any(vd.DOC_TEXT in t["text"] for t in texts)
+    assert "over the limit" in caplog.text

@@ -231,3 +231,25 @@ def placeholder_deck_pptx() -> bytes:
     out = io.BytesIO()
     deck.save(out)
     return out.getvalue()
+
+
+def docx_with(picture: bytes, text: str = DOC_TEXT) -> bytes:
+    """A Word file: a heading, a paragraph, then ``picture`` (encoded image bytes)."""
+    import docx
+    from docx.shared import Inches
+
+    document = docx.Document()
+    document.add_heading("Output Review", level=1)
+    if text:
+        document.add_paragraph(text)
+    document.add_picture(io.BytesIO(picture), width=Inches(4))
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def oversized_png(side: int = 10_000) -> bytes:
+    """A white 1-bit PNG of ``side`` squared pixels: a few KB that decode to ``side``² bytes."""
+    buffer = io.BytesIO()
+    Image.new("1", (side, side), 1).save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()

@@ -19,12 +19,13 @@ from eagle_rag.errors import InvalidInputError
 
 # What Pillow raises on a damaged file while reading headers or pixels (a cut TIFF's missing
 # page header is a TypeError "Missing dimensions", a cut frame table an EOFError).
-_DECODE_ERRORS = (OSError, ValueError, SyntaxError, TypeError, EOFError, KeyError)
+DECODE_ERRORS = (OSError, ValueError, SyntaxError, TypeError, EOFError, KeyError)
 # Pillow's own default limit (about 89 megapixels: a 9,500 × 9,500 page, 600 dpi A1).
 MAX_PIXELS = 89_478_485
 # Longer than this many times its width (or the reverse), an image holds no legible text once
 # OCR fits its long side to the model's input (and rapidocr's resize fails outright at ~125:1).
 MAX_ASPECT = 100
+STRETCH_ROWS = 256  # rows of a 16-bit or float image scaled to 8 bits at a time
 
 
 def page_count(data: bytes, filename: str) -> int:
@@ -57,7 +58,7 @@ def pages(
             try:
                 frame.load()
                 yield to_rgb(ImageOps.exif_transpose(frame) or frame)
-            except _DECODE_ERRORS as exc:
+            except DECODE_ERRORS as exc:
                 raise _corrupt(exc, filename) from exc
 
 
@@ -65,7 +66,7 @@ def _frame_count(image: Image.Image, filename: str) -> int:
     """Counting a TIFF's pages reads every page's header: a cut one raises here."""
     try:
         return int(getattr(image, "n_frames", 1))
-    except _DECODE_ERRORS as exc:
+    except DECODE_ERRORS as exc:
         raise _corrupt(exc, filename) from exc
 
 
@@ -73,7 +74,7 @@ def _frames(image: Image.Image, count: int, filename: str) -> Iterator[Image.Ima
     for index in range(count):
         try:
             image.seek(index)
-        except _DECODE_ERRORS as exc:
+        except DECODE_ERRORS as exc:
             raise _corrupt(exc, filename) from exc
         yield image
 
@@ -134,11 +135,14 @@ def to_rgb(image: Image.Image) -> Image.Image:
 
 def _stretch(image: Image.Image) -> Image.Image:
     """16-bit or float grey → 8-bit over its actual range (Pillow's convert would clip at 255,
-    turning most 16-bit scans white)."""
-    array = np.asarray(image, dtype=np.float64)
+    turning most 16-bit scans white). Scaled STRETCH_ROWS rows at a time: a float copy of the
+    whole picture would be four to eight times its 8-bit size."""
+    array = np.asarray(image)  # its own type (uint16, int32 or float32), not float64
     low, high = float(array.min()), float(array.max())
-    if high <= low:
-        scaled = np.full(array.shape, 255, dtype=np.uint8)
-    else:
-        scaled = ((array - low) * (255.0 / (high - low))).round().astype(np.uint8)
+    scaled = np.full(array.shape, 255, dtype=np.uint8)
+    if high > low:
+        factor = np.float32(255.0 / (high - low))
+        for top in range(0, array.shape[0], STRETCH_ROWS):
+            rows = array[top : top + STRETCH_ROWS].astype(np.float32)
+            scaled[top : top + STRETCH_ROWS] = ((rows - np.float32(low)) * factor).round()
     return Image.fromarray(scaled, mode="L")
