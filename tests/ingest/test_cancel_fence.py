@@ -202,3 +202,61 @@ async def test_the_page_callback_of_visual_extraction_can_stop_it(app: EagleApp)
         )
     assert seen == [(1, 12), (2, 12), (3, 12)]
     assert app.objects.list(f"{app.namespace}/kb/doc-1/") == []
+
+
+def _tiff(frames: int) -> bytes:
+    from tests.ingest import scans
+
+    page = scans.en_page()
+    return scans.encode(page, "TIFF", save_all=True, append_images=[page] * (frames - 1))
+
+
+async def test_visual_extraction_of_a_multi_page_tiff_reports_and_stops_per_frame(
+    app: EagleApp,
+) -> None:
+    from eagle_rag.ingest.cancel import IngestCancelledError
+    from eagle_rag.ingest.detect import TIFF
+    from eagle_rag.ingest.visual_steps import extract_and_store
+    from eagle_rag.plugins.payloads import DocumentSource, ParseResult
+
+    data = _tiff(4)
+    source = DocumentSource("doc-tiff", "kb", "fax.tif", TIFF, len(data), "0" * 64, "key", {})
+    seen: list[tuple[int, int]] = []
+    stored = await extract_and_store(
+        app.objects, app.namespace, source, data, ParseResult(""), (), app.settings.ingest,
+        on_page=lambda done, total: seen.append((done, total)),
+    )  # fmt: skip
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert [v.page for v in stored] == [1, 2, 3, 4]
+    app.objects.delete_prefix(f"{app.namespace}/kb/doc-tiff/")
+
+    def cancel_at_two(done: int, total: int) -> None:
+        seen.append((done, total))
+        if done == 2:
+            raise IngestCancelledError("the ingest was cancelled by request")
+
+    seen.clear()
+    source = DocumentSource("doc-tiff2", "kb", "fax.tif", TIFF, len(data), "0" * 64, "key", {})
+    with pytest.raises(IngestCancelledError):
+        await extract_and_store(
+            app.objects, app.namespace, source, data, ParseResult(""), (), app.settings.ingest,
+            on_page=cancel_at_two,
+        )  # fmt: skip
+    assert seen == [(1, 4), (2, 4)]
+    assert app.objects.list(f"{app.namespace}/kb/doc-tiff2/") == []
+
+
+async def test_visual_extraction_of_a_deck_reports_each_slide(app: EagleApp) -> None:
+    from eagle_rag.ingest.detect import PPTX
+    from eagle_rag.ingest.visual_steps import extract_and_store
+    from eagle_rag.plugins.payloads import DocumentSource, ParseResult
+    from tests.ingest import visual_docs as vd
+
+    data = vd.deck_pptx()
+    source = DocumentSource("doc-deck", "kb", "deck.pptx", PPTX, len(data), "0" * 64, "key", {})
+    seen: list[tuple[int, int]] = []
+    await extract_and_store(
+        app.objects, app.namespace, source, data, ParseResult(""), (), app.settings.ingest,
+        on_page=lambda done, total: seen.append((done, total)),
+    )  # fmt: skip
+    assert seen == [(1, 2), (2, 2)]

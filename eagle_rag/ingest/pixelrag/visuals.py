@@ -48,13 +48,16 @@ def extract_visuals(
     """Figures, tables and tiles of a PDF or image document; [] for other formats.
 
     ``layout``: the layout model, for text-born PDF pages with drawn charts (None: skipped).
-    ``on_page`` hears of a PDF's pages as they are done (and may raise to stop)."""
+    ``on_page`` hears of the pages (a PDF's, an image's frames, a deck's slides) as they are
+    done, and may raise to stop; a Word file has no pages to report."""
     ocr_pages = frozenset(int(p) for p in parsed.metadata.get("ocr_pages", ()) or ())
     regions = from_metadata(parsed.metadata)  # figures and tables of OCR'd pages
     if source.mime_type == PDF:
         found = pdf_visuals(data, ocr_pages, options, regions, layout, on_page)
     elif source.mime_type == PPTX:
-        found = pptx_visuals(data, max_per_page=options.max_per_page, min_side=options.min_side)
+        found = pptx_visuals(
+            data, max_per_page=options.max_per_page, min_side=options.min_side, on_page=on_page
+        )
     elif source.mime_type == DOCX:
         found = docx_visuals(data, max_pictures=options.max_per_page * 50)
     elif source.mime_type.startswith("image/") and options.tiles != "none":
@@ -66,6 +69,7 @@ def extract_visuals(
             regions=regions,
             min_side=options.min_side,
             max_per_page=options.max_per_page,
+            on_page=on_page,
         )
     else:
         return []

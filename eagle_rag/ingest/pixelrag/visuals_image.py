@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from eagle_rag.ingest.pixelrag import images
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual, crop, encode
 from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual
+from eagle_rag.ingest.progress import PageCallback
 
 WHOLE_PAGE = (0.0, 0.0, 1.0, 1.0)
 
@@ -26,8 +27,11 @@ def image_visuals(
     regions: Mapping[int, Sequence[RegionVisual]] | None = None,
     min_side: float = 0.0,
     max_per_page: int = 8,
+    on_page: PageCallback | None = None,
 ) -> list[FoundVisual]:
+    """``on_page(done, total)`` hears of each frame as it is done; it may raise to stop."""
     found = []
+    total = images.page_count(data, filename)
     for number, frame in enumerate(images.pages(data, filename, max_pages=max_pages), start=1):
         kept = [
             r
@@ -45,4 +49,6 @@ def image_visuals(
         image, media, width, height = encode(frame, "tile")
         text = page_text.get(number, "")
         found.append(FoundVisual("tile", number, WHOLE_PAGE, image, media, width, height, text))
+        if on_page is not None:
+            on_page(number, total)
     return found

@@ -18,15 +18,20 @@ from eagle_rag.ingest.pixelrag.office_pictures import (
     slide_pictures,
 )
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual, encode
+from eagle_rag.ingest.progress import PageCallback
 
 
-def pptx_visuals(data: bytes, *, max_per_page: int, min_side: float) -> list[FoundVisual]:
+def pptx_visuals(
+    data: bytes, *, max_per_page: int, min_side: float, on_page: PageCallback | None = None
+) -> list[FoundVisual]:
+    """``on_page(done, total)`` hears of each slide as it is done; it may raise to stop."""
     from pptx import Presentation
 
     deck = Presentation(io.BytesIO(data))
     width, height = float(deck.slide_width or 1), float(deck.slide_height or 1)
     found: list[FoundVisual] = []
-    for number, slide in enumerate(deck.slides, start=1):
+    slides = list(deck.slides)
+    for number, slide in enumerate(slides, start=1):
         on_slide = 0
         for picture in slide_pictures(slide, number, width, height):
             box = picture.box
@@ -36,6 +41,8 @@ def pptx_visuals(data: bytes, *, max_per_page: int, min_side: float) -> list[Fou
             if visual is not None:
                 found.append(visual)
                 on_slide += 1
+        if on_page is not None:
+            on_page(number, len(slides))
     return found
 
 
