@@ -254,6 +254,9 @@ class IngestSettings(_Section):
     # rapid-layout on text-born pages with drawn paths but no figure object (charts drawn in
     # pieces), within a per-document time budget; scanned pages always use the parser's pass.
     visual_layout: bool = True
+    # OCR of pictures with little text of their own (raster figures of text PDFs, pictures in
+    # DOCX/PPTX) for their content_summary, within a per-document CPU budget.
+    visual_ocr: bool = True
     visual_min_side: float = Field(default=0.08, ge=0, le=1)  # of the page's side: no icons
     visual_max_per_page: int = Field(default=8, ge=1, le=100)
 

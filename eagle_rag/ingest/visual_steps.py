@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 from eagle_rag.ingest.cancel import IngestCancelledError
+from eagle_rag.ingest.pixelrag.picture_ocr import PageReader
 from eagle_rag.ingest.pixelrag.visuals import extract_visuals, store_visuals
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
 from eagle_rag.ingest.pixelrag.visuals_pdf import LayoutModel, PdfVisualOptions
@@ -21,6 +23,12 @@ from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, V
 from eagle_rag.settings import IngestSettings
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Models:
+    layout: LayoutModel | None
+    ocr: PageReader | None
 
 
 def visual_options(settings: IngestSettings) -> PdfVisualOptions:
@@ -43,12 +51,18 @@ async def extract_and_store(
     settings: IngestSettings,
     layout: LayoutModel | None = None,
     on_page: PageCallback | None = None,
+    ocr: PageReader | None = None,
 ) -> tuple[VisualChunk, ...]:
     """``layout``: the layout model for text-born pages with drawn charts (off when None or
-    when ``ingest.visual_layout`` is false); ``on_page`` hears of pages and may stop it."""
+    when ``ingest.visual_layout`` is false); ``on_page`` hears of pages and may stop it;
+    ``ocr``: the OCR reader for pictures' words (off when None or ``ingest.visual_ocr`` is
+    false)."""
     model = layout if settings.visual_layout else None
+    reader = ocr if settings.visual_ocr else None
     options = visual_options(settings)
-    found = await asyncio.to_thread(_found, source, data, parsed, options, model, on_page)
+    found = await asyncio.to_thread(
+        _found, source, data, parsed, options, _Models(model, reader), on_page
+    )
     if not found:
         return ()
     stored = await asyncio.to_thread(store_visuals, objects, namespace, source, found, chunks)
@@ -60,11 +74,13 @@ def _found(
     data: bytes,
     parsed: ParseResult,
     options: PdfVisualOptions,
-    layout: LayoutModel | None,
+    models: _Models,
     on_page: PageCallback | None,
 ) -> list[FoundVisual]:
     try:
-        return extract_visuals(source, data, parsed, options, layout, on_page)
+        return extract_visuals(
+            source, data, parsed, options, models.layout, on_page, ocr=models.ocr
+        )
     except IngestCancelledError:  # the task was cancelled: stop the attempt, not just visuals
         raise
     except Exception as exc:  # pdfium / PIL raise their own types for damaged streams

@@ -22,7 +22,7 @@ from eagle_rag.engines.ragflow import RagflowEngine
 from eagle_rag.errors import PluginError
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.ingest import core_steps, visual_steps
-from eagle_rag.ingest.detect import IMAGE_TYPES, PDF
+from eagle_rag.ingest.detect import DOCX, IMAGE_TYPES, PDF, PPTX
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
 from eagle_rag.ingest.knowhere.tree import StructureTree
 from eagle_rag.ingest.parsers.registry import builtin_parsers
@@ -50,8 +50,9 @@ from eagle_rag.plugins.payloads import (
 
 KNOWHERE = "knowhere"  # structure-aware text from the document's own text (no OCR)
 PIXELRAG = "pixelrag"  # the same, with pages read from their pixels where they have no text
-# Formats whose pages may have to be read from pixels: scanned PDFs (page by page) and images.
-PIXEL_TYPES = IMAGE_TYPES | {PDF}
+# Formats whose pages may have to be read from pixels: scanned PDFs (page by page), images, and
+# Office files that are only pictures (a scan pasted into Word, a deck of screenshots).
+PIXEL_TYPES = IMAGE_TYPES | {PDF, DOCX, PPTX}
 
 
 class CorePlugin:
@@ -110,8 +111,9 @@ class CorePlugin:
     # --- subscribers: ingest --------------------------------------------------------------------
 
     def route(self, source: DocumentSource) -> str:
-        """PDFs and images go to pixelrag (each PDF page is probed: its text layer when it has
-        a usable one, OCR when not); every other format to knowhere."""
+        """PDFs, images, DOCX and PPTX go to pixelrag (each PDF page is probed: its text layer
+        when it has a usable one, OCR when not; an Office file without text is read from its
+        pictures); every other format to knowhere."""
         return PIXELRAG if source.mime_type in PIXEL_TYPES else KNOWHERE
 
     async def parse_document(
@@ -161,6 +163,7 @@ class CorePlugin:
             return None
         settings = self._context().settings.ingest
         layout = self._ocr.layout if self._ocr is not None else None
+        read = self._ocr.read if self._ocr is not None else None
         return await visual_steps.extract_and_store(
             self._host("objects"),
             ctx.plugin_namespace,
@@ -171,6 +174,7 @@ class CorePlugin:
             settings,
             layout,
             on_page=page_callback(ctx.extra),  # the pages, as progress; a cancel stops it
+            ocr=read,  # the words in pictures (raster figures, Office pictures)
         )
 
     # --- subscribers: classify, embed, write, route queries ------------------------------------

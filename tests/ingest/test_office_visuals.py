@@ -1,21 +1,29 @@
-"""Pictures in Word and PowerPoint files through the real pipeline: placeholder pictures are
-visuals, and a picture over the pixel limit is skipped before it is decoded."""
+"""Pictures in Word and PowerPoint files (and raster figures of text PDFs) through the real
+pipeline: placeholder pictures are visuals, a picture's words are read by OCR into its summary
+(and into the text of a file that is only pictures), and a picture over the pixel limit is
+skipped before it is decoded."""
 
 from __future__ import annotations
 
 import asyncio
 import io
+import re
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
+from eagle_rag.ingest.pixelrag.cpu_budget import CpuBudget
+from eagle_rag.ingest.pixelrag.engine import OcrPage
 from eagle_rag.ingest.pixelrag.images import MAX_PIXELS
+from eagle_rag.ingest.pixelrag.picture_ocr import PictureOcr
+from tests.ingest import scans
 from tests.ingest import visual_docs as vd
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+ASYNC = pytest.mark.asyncio(loop_scope="module")  # the tests through the app
 
 
 async def _ingest(app: EagleApp, kb: str, data: bytes, name: str) -> str:
@@ -32,6 +40,7 @@ def _visuals(app: EagleApp, document_id: str) -> list[dict[str, Any]]:
     return app.vectors.query(VISUAL_COLLECTION, f.eq("document_id", document_id))
 
 
+@ASYNC
 async def test_a_picture_in_a_slide_placeholder_is_a_visual(app: EagleApp, kb: str) -> None:
     document_id = await _ingest(app, kb, vd.placeholder_deck_pptx(), "placeholder.pptx")
     [picture] = _visuals(app, document_id)
@@ -41,6 +50,7 @@ async def test_a_picture_in_a_slide_placeholder_is_a_visual(app: EagleApp, kb: s
     assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1 and x1 - x0 > 0.3
 
 
+@ASYNC
 async def test_a_picture_over_the_pixel_limit_is_skipped_and_the_document_ingests(
     app: EagleApp, kb: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -53,3 +63,67 @@ async def test_a_picture_over_the_pixel_limit_is_skipped_and_the_document_ingest
     texts = app.vectors.query(TEXT_COLLECTION, f.eq("document_id", document_id))
     assert any(vd.DOC_TEXT in t["text"] for t in texts)
     assert "over the limit" in caplog.text
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text).casefold()
+
+
+@ASYNC
+async def test_a_word_file_that_is_only_a_scan_is_searchable(app: EagleApp, kb: str) -> None:
+    scan = scans.encode(scans.en_page(), "PNG")
+    document_id = await _ingest(app, kb, vd.docx_with(scan, text="", heading=""), "scan.docx")
+    texts = app.vectors.query(TEXT_COLLECTION, f.eq("document_id", document_id))
+    words = _squash("Forklift inspections were completed")
+    assert any(words in _squash(t["text"]) for t in texts)
+    [picture] = _visuals(app, document_id)
+    assert words in _squash(picture["content_summary"])
+    assert picture["source_chunk_id"] in {t["id"] for t in texts}  # anchored by its words
+
+
+@ASYNC
+async def test_a_deck_of_screenshots_is_searchable(app: EagleApp, kb: str) -> None:
+    document_id = await _ingest(app, kb, _screenshot_deck(), "screens.pptx")
+    texts = app.vectors.query(TEXT_COLLECTION, f.eq("document_id", document_id))
+    assert any(_squash("Forklift inspections") in _squash(t["text"]) for t in texts)
+    assert all(1 in t["page_nums"] for t in texts if "Forklift" in t["text"])
+
+
+def _screenshot_deck() -> bytes:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])  # blank: no title, no text
+    slide.shapes.add_picture(
+        io.BytesIO(scans.encode(scans.en_page(), "PNG")), Inches(1), Inches(1), width=Inches(8)
+    )
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+@ASYNC
+async def test_a_raster_figure_of_a_text_pdf_is_found_by_its_words(app: EagleApp, kb: str) -> None:
+    screenshot = scans.encode(scans.en_page(), "PNG")
+    document_id = await _ingest(app, kb, vd.screenshot_pdf(screenshot), "notice.pdf")
+    [figure] = _visuals(app, document_id)
+    assert figure["chunk_type"] == "image"
+    assert _squash("Forklift inspections were completed") in _squash(figure["content_summary"])
+
+
+def test_picture_ocr_stops_at_its_budget_and_keeps_text_it_has() -> None:
+    reads: list[tuple[int, int]] = []
+
+    def read(image: Image.Image) -> OcrPage:
+        reads.append(image.size)
+        return OcrPage(image.width, image.height, 0, (), ())
+
+    picture = Image.new("RGB", (100, 100), "white")
+    spent = PictureOcr(read, budget=CpuBudget(0.0))
+    assert spent.text(picture, own="Q1 Q2") == "Q1 Q2" and reads == []
+    enough = "Quarterly output by region, in megawatts, 2019 to 2023"
+    assert PictureOcr(read).text(picture, own=enough) == enough and reads == []
+    known = PictureOcr(read, known={"k": "read by the parser"})
+    assert known.text(picture, key="k") == "read by the parser" and reads == []
+    assert PictureOcr(read).text(picture, own="Q1") == "Q1" and reads == [(100, 100)]

@@ -108,9 +108,10 @@ def test_the_layout_pass_on_text_pages_stops_at_its_budget() -> None:
             pass
         return []
 
+    from eagle_rag.ingest.pixelrag.cpu_budget import CpuBudget
     from eagle_rag.ingest.pixelrag.visuals_pdf import LayoutPass
 
-    budget = LayoutPass(slow_layout, budget_s=0.04)
+    budget = LayoutPass(slow_layout, CpuBudget(0.04))
     page = Image.new("RGB", (50, 50), "white")
     assert budget.regions(page) == [] and budget.regions(page) == ()
     assert len(calls) == 1
@@ -128,9 +129,10 @@ def test_waiting_for_cores_does_not_spend_the_layout_budget() -> None:
         time.sleep(0.05)  # its turn on the CoreBudget, another process's load
         return []
 
+    from eagle_rag.ingest.pixelrag.cpu_budget import CpuBudget
     from eagle_rag.ingest.pixelrag.visuals_pdf import LayoutPass
 
-    budget = LayoutPass(waiting_layout, budget_s=0.04)
+    budget = LayoutPass(waiting_layout, CpuBudget(0.04))
     page = Image.new("RGB", (50, 50), "white")
     for _ in range(3):
         assert budget.regions(page) == []

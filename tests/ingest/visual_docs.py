@@ -233,13 +233,15 @@ def placeholder_deck_pptx() -> bytes:
     return out.getvalue()
 
 
-def docx_with(picture: bytes, text: str = DOC_TEXT) -> bytes:
-    """A Word file: a heading, a paragraph, then ``picture`` (encoded image bytes)."""
+def docx_with(picture: bytes, text: str = DOC_TEXT, heading: str = "Output Review") -> bytes:
+    """A Word file: a heading, a paragraph, then ``picture`` (encoded image bytes); without
+    ``heading`` and ``text``, the picture alone (a scan pasted into Word)."""
     import docx
     from docx.shared import Inches
 
     document = docx.Document()
-    document.add_heading("Output Review", level=1)
+    if heading:
+        document.add_heading(heading, level=1)
     if text:
         document.add_paragraph(text)
     document.add_picture(io.BytesIO(picture), width=Inches(4))
@@ -253,3 +255,21 @@ def oversized_png(side: int = 10_000) -> bytes:
     buffer = io.BytesIO()
     Image.new("1", (side, side), 1).save(buffer, format="PNG", optimize=True)
     return buffer.getvalue()
+
+
+def screenshot_pdf(picture: bytes) -> bytes:
+    """A text-born A4 page: a heading, a paragraph, then ``picture`` (a screenshot of a page:
+    its words are only pixels) with a caption."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 18)
+    pdf.multi_cell(0, 10, "Wind Farm Report", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "", 11)
+    pdf.multi_cell(0, 6, INTRO, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(4)
+    pdf.image(io.BytesIO(picture), x=30, w=150)
+    pdf.set_font("helvetica", "I", 10)
+    pdf.multi_cell(0, 6, "Figure 4: The safety notice", new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())

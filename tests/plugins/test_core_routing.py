@@ -1,9 +1,10 @@
 """INGEST_ROUTE_SELECTORS chooses the pipeline, and the pipeline decides what is read how.
 
-Through a real app (Core plus ``tests.plugins.override_plugin``): Core routes PDFs and images to
-``pixelrag`` (each PDF page from its text layer, or by OCR where it has none) and other formats
-to ``knowhere``; a plugin that routes a PDF to ``knowhere`` gets its text layer only, so a scan
-fails with a reason naming the pipeline, and an image is refused.
+Through a real app (Core plus ``tests.plugins.override_plugin``): Core routes PDFs, images and
+Office files to ``pixelrag`` (each PDF page from its text layer, or by OCR where it has none; an
+Office file without text from its pictures) and other formats to ``knowhere``; a plugin that
+routes a PDF to ``knowhere`` gets its text layer only, so a scan fails with a reason naming the
+pipeline, and an image is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.plugins.core_defaults import KNOWHERE, PIXELRAG, CorePlugin
 from eagle_rag.settings import load_settings
+from tests.ingest import documents as docs
 from tests.ingest import scans
 from tests.plugins.override_plugin import NAMESPACE, OverridePlugin
 
@@ -99,6 +101,9 @@ async def test_core_routes_pdfs_and_images_to_pixelrag_and_text_to_knowhere(
     image = await _ingest(app, kb, "notice.png", scans.encode(scans.en_page(), "PNG"))
     assert image.status == "completed" and image.structure["pipeline"] == PIXELRAG
     assert image.structure["ocr_pages"] == [1]
+    # An Office file may be only pictures (a scan pasted into Word): read by OCR when it is.
+    report = await _ingest(app, kb, "report.docx", docs.docx_bytes())
+    assert report.status == "completed" and report.structure["pipeline"] == PIXELRAG
 
 
 async def test_a_plugin_routing_pdfs_to_knowhere_gets_their_text_layer_only(

@@ -1,6 +1,8 @@
 """Office Open XML: DOCX (heading styles, lists, tables) and PPTX (slide titles and bodies).
 
-The archive guard (ingest/safety.py) has already refused zip bombs when these run.
+A file with no text of its own (a scan pasted into Word, a deck of screenshots) is read from its
+pictures by OCR where the pipeline OCRs (``office_ocr``). The archive guard (ingest/safety.py)
+has already refused zip bombs when these run.
 """
 
 from __future__ import annotations
@@ -8,17 +10,22 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import DOCX, PPTX
 from eagle_rag.ingest.parsers.base import ParseContext, markdown_table, result
+from eagle_rag.ingest.parsers.ocr_reader import OcrReader
+from eagle_rag.ingest.parsers.office_ocr import has_text, picture_sections
+from eagle_rag.ingest.pixelrag.office_pictures import docx_pictures, slide_pictures
+from eagle_rag.ingest.pixelrag.picture_ocr import PICTURE_TEXT_KEY
 from eagle_rag.plugins.payloads import ParseResult, TextSection
 
 _HEADING = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
 
 
-class DocxParser:
+class DocxParser(OcrReader):
     name = "docx"
     supported_mime_types: tuple[str, ...] = (DOCX,)
 
@@ -44,7 +51,13 @@ class DocxParser:
             if section is not None:
                 sections.append(section)
         title = (document.core_properties.title or "").strip()
-        return result(sections, title=title) if title else result(sections)
+        metadata: dict[str, object] = {"title": title} if title else {}
+        if context.ocr and not has_text(sections):
+            pictures = list(docx_pictures(document))
+            found, texts = picture_sections(self.ocr, pictures, context)
+            sections.extend(found)
+            metadata[PICTURE_TEXT_KEY] = texts
+        return result(sections, **metadata)
 
 
 def _paragraph(paragraph: Any) -> TextSection | None:
@@ -63,7 +76,7 @@ def _paragraph(paragraph: Any) -> TextSection | None:
     return TextSection(text)
 
 
-class PptxParser:
+class PptxParser(OcrReader):
     """One section per slide: its title is the heading, the page is the slide number."""
 
     name = "pptx"
@@ -94,7 +107,21 @@ class PptxParser:
                 if title_shape is not None and shape.shape_id == title_shape.shape_id:
                     continue
                 sections.extend(_shape_sections(shape, number))
-        return result(sections, pages=len(slides))
+        metadata: dict[str, object] = {"pages": len(slides)}
+        if context.ocr and not has_text(sections):
+            width = float(presentation.slide_width or 1)
+            height = float(presentation.slide_height or 1)
+            pictures = [
+                picture
+                for number, slide in enumerate(slides, start=1)
+                for picture in slide_pictures(slide, number, width, height)
+            ]
+            found, texts = picture_sections(self.ocr, pictures, context)
+            # Under its slide's title; the sort is stable, so each title stays first.
+            below = [replace(s, level=s.level + 1) if s.heading else s for s in found]
+            sections = sorted([*sections, *below], key=lambda s: s.page or 0)
+            metadata[PICTURE_TEXT_KEY] = texts
+        return result(sections, **metadata)
 
 
 def _shape_sections(shape: Any, page: int) -> Iterator[TextSection]:

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 
 def builtin_parsers(ocr: OcrEngine | None = None) -> list[Parser]:
-    """One of each; the PDF and image parsers share one OCR engine (its models load once, at
+    """One of each; the PDF, image and Office parsers share one OCR engine (its models load once, at
     :func:`warm_in_background` or on the first page that needs them)."""
     ocr = ocr or OcrEngine()
     return [
@@ -33,8 +33,8 @@ def builtin_parsers(ocr: OcrEngine | None = None) -> list[Parser]:
         HtmlParser(),
         PdfParser(ocr),
         ImageParser(ocr),
-        DocxParser(),
-        PptxParser(),
+        DocxParser(ocr),
+        PptxParser(ocr),
         XlsxParser(),
         CsvParser(),
     ]

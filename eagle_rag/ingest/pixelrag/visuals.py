@@ -12,6 +12,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from eagle_rag.ingest.pixelrag.picture_ocr import PageReader, PictureOcr, known_texts
 from eagle_rag.ingest.pixelrag.visuals_anchors import anchors
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
 from eagle_rag.ingest.pixelrag.visuals_image import image_visuals
@@ -44,22 +45,30 @@ def extract_visuals(
     options: PdfVisualOptions,
     layout: LayoutModel | None = None,
     on_page: PageCallback | None = None,
+    ocr: PageReader | None = None,
 ) -> list[FoundVisual]:
-    """Figures, tables and tiles of a PDF or image document; [] for other formats.
+    """Figures, tables and tiles of a PDF, image or Office document; [] for other formats.
 
     ``layout``: the layout model, for text-born PDF pages with drawn charts (None: skipped).
+    ``ocr``: the OCR engine's reader, for the words in raster figures and Office pictures that
+    have little text of their own (None: only what the parser read is used).
     ``on_page`` hears of the pages (a PDF's, an image's frames, a deck's slides) as they are
     done, and may raise to stop; a Word file has no pages to report."""
     ocr_pages = frozenset(int(p) for p in parsed.metadata.get("ocr_pages", ()) or ())
     regions = from_metadata(parsed.metadata)  # figures and tables of OCR'd pages
+    pictures = PictureOcr(ocr, known_texts(parsed.metadata))  # one budget per document
     if source.mime_type == PDF:
-        found = pdf_visuals(data, ocr_pages, options, regions, layout, on_page)
+        found = pdf_visuals(data, ocr_pages, options, regions, layout, on_page, pictures)
     elif source.mime_type == PPTX:
         found = pptx_visuals(
-            data, max_per_page=options.max_per_page, min_side=options.min_side, on_page=on_page
+            data,
+            max_per_page=options.max_per_page,
+            min_side=options.min_side,
+            on_page=on_page,
+            pictures=pictures,
         )
     elif source.mime_type == DOCX:
-        found = docx_visuals(data, max_pictures=options.max_per_page * 50)
+        found = docx_visuals(data, max_pictures=options.max_per_page * 50, pictures=pictures)
     elif source.mime_type.startswith("image/") and options.tiles != "none":
         found = image_visuals(
             data,

@@ -22,6 +22,8 @@ SUMMARY_CHARS = 800  # embedding cost grows with length; caption and heading com
 OWN_TEXT_ENOUGH = 40  # characters: below this a visual borrows its chunk's text
 BORROWED_CHARS = 400
 SKIPPED_TYPES = ("section_summary",)
+NEAR_WORDS = 6  # a run of words of a picture's nearby text that finds its chunk
+MAX_NEAR_PROBES = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +49,7 @@ def anchors(visual: FoundVisual, chunks: Sequence[TextChunk], root: str) -> Anch
 
 def _source(visual: FoundVisual, chunks: Sequence[TextChunk]) -> TextChunk | None:
     if visual.near:  # no page to look on: the chunk that holds the text next to it
-        probe = visual.near[:80]
-        return next((c for c in chunks if probe in " ".join(c.text.split())), None)
+        return _holding(visual.near, chunks)
     on_page = [c for c in chunks if visual.page in c.page_nums]
     if not on_page:
         return None
@@ -65,6 +66,21 @@ def _source(visual: FoundVisual, chunks: Sequence[TextChunk]) -> TextChunk | Non
         if best is None or key < best:
             best, chosen = key, chunk
     return chosen
+
+
+def _holding(near: str, chunks: Sequence[TextChunk]) -> TextChunk | None:
+    """The chunk holding the start of ``near``; else the first holding a run of NEAR_WORDS of
+    its words (a picture's OCR text, whose first line became a heading, not chunk text)."""
+    texts = [(chunk, " ".join(chunk.text.split())) for chunk in chunks]
+    words = near.split()
+    probes = [near[:80]] + [
+        " ".join(words[i : i + NEAR_WORDS]) for i in range(NEAR_WORDS, len(words), NEAR_WORDS)
+    ]
+    for probe in probes[:MAX_NEAR_PROBES]:
+        found = next((chunk for chunk, text in texts if probe in text), None)
+        if found is not None:
+            return found
+    return None
 
 
 def _boxes(chunk: TextChunk, page: int) -> list[BBox]:

@@ -6,12 +6,12 @@ layer holds inside it and in a caption band above or below. Pages read by OCR (s
 page tiles: their picture is their content, and their figure and table regions (found by the
 parser's layout pass, visuals_regions) are cropped as figures and tables. A text-born page with
 drawn paths but no figure found in its objects gets a layout pass of its own (bounded by a
-per-document time budget). Ruled tables come from pdfplumber (visuals_tables).
+per-document time budget), and a raster figure with little text layer over it is read by OCR
+(``picture_ocr``, within its own budget). Ruled tables come from pdfplumber (visuals_tables).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -23,9 +23,11 @@ from eagle_rag.ingest.parsers.pdf_margins import BAND as RUNNING_HEAD_BAND
 from eagle_rag.ingest.parsers.pdf_render import render
 from eagle_rag.ingest.parsers.pdf_repair import readable
 from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
+from eagle_rag.ingest.pixelrag.cpu_budget import CpuBudget
 from eagle_rag.ingest.pixelrag.engine import Region
 from eagle_rag.ingest.pixelrag.geometry import BBox, area, overlap
 from eagle_rag.ingest.pixelrag.pdf_objects import page_objects
+from eagle_rag.ingest.pixelrag.picture_ocr import PictureOcr
 from eagle_rag.ingest.pixelrag.visuals_found import CAPTION, FoundVisual, VisualKind, crop, encode
 from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, region_visuals
 from eagle_rag.ingest.pixelrag.visuals_tables import ruled_tables
@@ -47,10 +49,8 @@ TITLE_SLACK = 0.03
 TITLE_CHARS = 200
 FULL_WIDTH = 0.5  # a chart this wide has no text column beside it
 # A text-born page with at least this many path objects and no figure found may hold a chart
-# drawn in pieces: the layout model looks at it, within LAYOUT_BUDGET_S per document. The
-# budget is CPU seconds of the calling thread (the model runs there, on one onnxruntime thread
-# by default), not wall time: on a loaded machine, or while the page waits for its turn on the
-# shared cores, a wall-clock budget ran out pages earlier, and the same document lost charts.
+# drawn in pieces: the layout model looks at it, within LAYOUT_BUDGET_S CPU seconds per
+# document (cpu_budget: CPU, not wall time).
 MIN_DRAWN_PATHS = 12
 LAYOUT_BUDGET_S = 6.0
 
@@ -62,17 +62,10 @@ class LayoutPass:
     """The layout model for text-born pages, with the document's remaining time budget."""
 
     model: LayoutModel
-    budget_s: float = LAYOUT_BUDGET_S
-    spent_s: float = field(default=0.0)
+    budget: CpuBudget = field(default_factory=lambda: CpuBudget(LAYOUT_BUDGET_S))
 
     def regions(self, rendered: Image.Image) -> Sequence[Region]:
-        if self.spent_s >= self.budget_s:
-            return ()
-        started = time.thread_time()
-        try:
-            return self.model(rendered)
-        finally:
-            self.spent_s += time.thread_time() - started
+        return self.budget.spend(lambda: self.model(rendered), ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,17 +84,20 @@ def pdf_visuals(
     regions: Mapping[int, Sequence[RegionVisual]] | None = None,
     layout: LayoutModel | None = None,
     on_page: PageCallback | None = None,
+    pictures: PictureOcr | None = None,
 ) -> list[FoundVisual]:
     """Every visual of the PDF, page by page in reading order. ``regions``: the figure and
     table regions the parser's layout pass found on OCR'd pages; ``layout``: the layout model
-    for text-born pages whose drawn charts are not one object (None: no such pass).
+    for text-born pages whose drawn charts are not one object (None: no such pass);
+    ``pictures``: reads raster figures with no text layer over them (None: not read).
 
     ``on_page(done, total)`` hears of each page as it is done; it may raise to stop the
     extraction (a cancelled task: a 500-page scan stops within a page, not after all of them).
     """
     with PDFIUM:  # PDFium is not thread-safe (pdfium_lock.py)
         layout_pass = LayoutPass(layout) if layout is not None else None
-        return _pdf_visuals(data, ocr_pages, options, regions or {}, layout_pass, on_page)
+        models = _Models(layout_pass, pictures)
+        return _pdf_visuals(data, ocr_pages, options, regions or {}, models, on_page)
 
 
 def _pdf_visuals(
@@ -109,7 +105,7 @@ def _pdf_visuals(
     ocr_pages: frozenset[int],
     options: PdfVisualOptions,
     regions: Mapping[int, Sequence[RegionVisual]],
-    layout: LayoutPass | None,
+    models: _Models,
     on_page: PageCallback | None,
 ) -> list[FoundVisual]:
     data, _ = readable(data, "visuals.pdf")  # the bytes the parser read (a damaged file's rewrite)
@@ -123,7 +119,7 @@ def _pdf_visuals(
             try:
                 scanned = number in ocr_pages
                 paths = 0 if scanned else _path_count(page)
-                hints = _PageHints(scanned, regions.get(number, ()), paths, layout)
+                hints = _PageHints(scanned, regions.get(number, ()), paths, models)
                 found.extend(_page_visuals(page, number, hints, options))
                 if options.tables and MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS:
                     table_pages.append(number)
@@ -140,11 +136,19 @@ def _pdf_visuals(
 
 
 @dataclass(frozen=True, slots=True)
+class _Models:
+    """The document's optional model passes, each with its own CPU budget."""
+
+    layout: LayoutPass | None  # text-born pages' charts drawn in pieces
+    pictures: PictureOcr | None  # raster figures' words
+
+
+@dataclass(frozen=True, slots=True)
 class _PageHints:
     scanned: bool
     regions: Sequence[RegionVisual]  # the parser's layout regions (OCR'd pages)
     paths: int  # drawn path objects (text-born pages)
-    layout: LayoutPass | None
+    models: _Models
 
 
 def _page_visuals(
@@ -155,7 +159,8 @@ def _page_visuals(
     figures = [] if hints.scanned else _all_figures(page, options)
     regions = [r for r in hints.regions if _region_sized(r.bbox, options)]
     drawn = not hints.scanned and not figures and hints.paths >= MIN_DRAWN_PATHS
-    looks = drawn and hints.layout is not None
+    layout = hints.models.layout
+    looks = drawn and layout is not None
     if not tile and not figures and not regions and not looks:
         return []
     rendered = _render(page)
@@ -166,10 +171,19 @@ def _page_visuals(
         title from the text layer (a scan has none: its regions keep their own)."""
         return "" if hints.scanned else _caption(text_page, box, width, height)
 
+    def figure_text(box: BBox, raster: bool) -> str:
+        """The text layer inside a figure; for a raster one with little of it, what OCR reads
+        in its pixels (a chart's labels, a screenshot's words)."""
+        own = _text_in(text_page, box, width, height)
+        pictures = hints.models.pictures
+        if not raster or pictures is None:
+            return own
+        return pictures.text(crop(rendered, box), own=own)
+
     try:
-        if looks and hints.layout is not None:
+        if looks and layout is not None:
             regions = region_visuals(
-                hints.layout.regions(rendered),
+                layout.regions(rendered),
                 lambda box: _text_in(text_page, box, width, height),
                 number,
                 min_side=options.min_side,
@@ -181,10 +195,10 @@ def _page_visuals(
                 number,
                 box,
                 rendered,
-                _text_in(text_page, box, width, height),
+                figure_text(box, raster),
                 _caption(text_page, box, width, height),
             )
-            for box in figures[: options.max_per_page]
+            for box, raster in figures[: options.max_per_page]
         ]
         found += [
             _visual(r.kind, number, r.bbox, rendered, r.text, r.caption or title(r.bbox))
@@ -214,15 +228,16 @@ def _figure_boxes(page: pdfium.PdfPage, options: PdfVisualOptions) -> Iterator[B
         yield box
 
 
-def _all_figures(page: pdfium.PdfPage, options: PdfVisualOptions) -> list[BBox]:
-    """Embedded images, then vector charts that are not one of those images."""
+def _all_figures(page: pdfium.PdfPage, options: PdfVisualOptions) -> list[tuple[BBox, bool]]:
+    """Embedded images, then vector charts that are not one of those images; each box with
+    whether it is raster (an image: its words are pixels) or drawn."""
     images = list(_figure_boxes(page, options))
     charts = [
         box
         for box in vector_figure_boxes(page, options.min_side)
         if not any(overlap(box, image) > 0.5 * area(box) for image in images)
     ]
-    return images + charts
+    return [(box, True) for box in images] + [(box, False) for box in charts]
 
 
 def _without_table_duplicates(
