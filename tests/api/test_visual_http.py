@@ -107,3 +107,19 @@ async def test_mcp_retrieve_visual_returns_image_content_and_anchors(
     decoded = Image.open(io.BytesIO(base64.b64decode(images[0].data)))
     assert decoded.size == (sources[0]["width"], sources[0]["height"])
     assert sources[0]["image_id"] in texts[0].text and vd.FIGURE_CAPTION in texts[0].text
+
+
+def test_health_says_visuals_are_on(served: dict[str, Any]) -> None:
+    with _client(served, ADMIN) as admin:
+        health = admin.get("/health").json()
+    assert health["visuals"] == "on" and health["warnings"] == []
+
+
+def test_health_says_why_visuals_are_off(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # An explicit visual_dim that the (384-d) summary encoder does not fit.
+    data = tmp_path_factory.mktemp("visuals-off")
+    with running_server(data, milvus={"visual_dim": 16}) as off, off.client() as client:
+        health = client.get("/health").json()
+    assert health["status"] == "ok" and health["visuals"] == "off"
+    [warning] = health["warnings"]
+    assert warning.startswith("visuals off: ") and "milvus.visual_dim is 16" in warning
