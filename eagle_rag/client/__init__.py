@@ -1,8 +1,8 @@
 """A typed Python client for Eagle-RAG's REST API, sync (:class:`EagleClient`) and async
-(:class:`AsyncEagleClient`): knowledge bases, ingest with progress, tasks, documents, search and
-answers (plain or streamed as typed events). Errors are the classes of :mod:`eagle_rag.errors`;
-429 and 503 answers are retried after ``Retry-After``. See docs/integrations.md
-("Python client").
+(:class:`AsyncEagleClient`): knowledge bases, ingest with progress, tasks, documents and the best
+pages of one, search and answers (plain or streamed as typed events). Errors are the classes of
+:mod:`eagle_rag.errors`; 429 and 503 answers are retried after ``Retry-After``. See
+docs/integrations.md ("Python client").
 """
 
 from eagle_rag.client.aio import AsyncEagleClient
@@ -27,6 +27,7 @@ from eagle_rag.client.models import (
     TextSource,
     TokenEvent,
 )
+from eagle_rag.client.pages import PageHit, PageSearch
 from eagle_rag.client.sync import EagleClient
 from eagle_rag.client.transport import ClientConfig
 
@@ -40,6 +41,8 @@ __all__ = [
     "ErrorEvent",
     "ImageSource",
     "KnowledgeBase",
+    "PageHit",
+    "PageSearch",
     "QueryEvent",
     "Scope",
     "SearchDone",

@@ -9,6 +9,7 @@ import pytest
 from eagle_rag.client import (
     AnswerDone,
     EagleClient,
+    PageHit,
     SearchDone,
     SessionEvent,
     SourcesEvent,
@@ -145,3 +146,17 @@ def test_errors_are_the_error_tree(server: RunningServer, corpus: dict[str, str]
         nobody.list_knowledge_bases()
     with pytest.raises(InvalidInputError, match="http"):
         EagleClient("ftp://example.org")
+
+
+def test_best_pages_of_one_document(client: EagleClient, corpus: dict[str, str]) -> None:
+    report = corpus["report.pdf"]
+    found = client.best_pages(report, "scope of the audit", top_k=2)
+    assert found.document_id == report and found.filename == "report.pdf"
+    assert isinstance(found.pages[0], PageHit) and found.pages[0].page == 2
+    assert len(found.pages) <= 2 and found.pages[0].score >= found.pages[-1].score
+    assert "audit" in found.pages[0].evidence[0]["text"] and found.steps
+    with EagleClient(client.config.base_url, api_key=SCOPED_KEY) as scoped:
+        with pytest.raises(PermissionDeniedError):
+            scoped.best_pages(report, "audit")
+        with pytest.raises(NotFoundError):
+            scoped.best_pages("no-such-document", "audit")
