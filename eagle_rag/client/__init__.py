@@ -10,6 +10,7 @@ from eagle_rag.client.calls import Scope
 from eagle_rag.client.models import (
     Answer,
     AnswerDone,
+    AttachmentSource,
     Document,
     ErrorEvent,
     ImageSource,
@@ -35,6 +36,7 @@ __all__ = [
     "Answer",
     "AnswerDone",
     "AsyncEagleClient",
+    "AttachmentSource",
     "ClientConfig",
     "Document",
     "EagleClient",

@@ -57,10 +57,16 @@ IMAGE_SOURCE: dict[str, Any] = {
     },
     "required": ["index", "chunk_id", "document_id", "score"],
 }
+ATTACHMENT_SOURCE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"index": _INT, "name": _STR},
+    "required": ["index", "name"],
+}
 SOURCES: dict[str, Any] = {
     "type": "object",
     "properties": {
         "text": {"type": "array", "items": TEXT_SOURCE},
+        "attachments": {"type": "array", "items": ATTACHMENT_SOURCE},
         "image": {"type": "array", "items": IMAGE_SOURCE},
     },
     "required": ["text", "image"],
@@ -119,7 +125,11 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object",
         "properties": {
             "session_id": _STR,
-            "answer": {**_STR, "description": "the answer, citing sources.text as [n]"},
+            "answer": {
+                **_STR,
+                "description": "the answer; [n] is the index of a source: text 1..T, then "
+                "attachments, then images (one numbering)",
+            },
             "sources": SOURCES,
             "warnings": {"type": "array", "items": _STR},
             "route": _OBJ,

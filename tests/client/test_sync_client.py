@@ -8,6 +8,7 @@ import pytest
 
 from eagle_rag.client import (
     AnswerDone,
+    AttachmentSource,
     EagleClient,
     PageHit,
     SearchDone,
@@ -160,3 +161,21 @@ def test_best_pages_of_one_document(client: EagleClient, corpus: dict[str, str])
             scoped.best_pages(report, "audit")
         with pytest.raises(NotFoundError):
             scoped.best_pages("no-such-document", "audit")
+
+
+def test_an_answer_numbers_text_attachments_and_images_in_one_sequence(
+    client: EagleClient, corpus: dict[str, str]
+) -> None:
+    notes = {"name": "notes.txt", "text": "Bring the copper cables on Monday."}
+    answer = client.query("How is the inverter wired?", "energy", top_n=2, attachments=[notes])
+    texts = answer.sources.text
+    assert [s.index for s in texts] == list(range(1, len(texts) + 1))
+    [attached] = answer.sources.attachments
+    assert attached == AttachmentSource(len(texts) + 1, "notes.txt")
+    assert answer.sources.cited(attached.index) == attached
+    assert answer.sources.cited(1) == texts[0] and answer.sources.cited(99) is None
+    assert [s.index for s in answer.sources.image] == [
+        len(texts) + 2 + i for i in range(len(answer.sources.image))
+    ]
+    found = client.search("inverter", "energy")
+    assert found.sources.attachments == () and found.sources.text[0].index == 1
