@@ -132,26 +132,26 @@ def register_visual_encoder(
     registries: ComponentRegistries,
     encoders: EncoderRegistry,
     text: TextEncoder,
-) -> str:
-    """The EMBED_VISUAL encoder, registered when its dimension fits ``eagle_visual`` ("" and a
-    warning when not: visuals are then not extracted, text ingest is untouched)."""
+) -> tuple[str, str]:
+    """The EMBED_VISUAL encoder, registered when its dimension fits ``eagle_visual``: (its name,
+    "") or ("", why visuals are off). Off, visuals are not extracted; text ingest is untouched."""
     visual = build_visual_encoder(settings.models.visual_embedding, text)
     dim = settings.milvus.visual_dim
     if int(visual.dim) != dim:
-        logger.warning(
-            "visual chunks are off: the visual encoder %s makes %d-d vectors but "
-            "milvus.visual_dim is %d",
-            visual.name,
-            visual.dim,
-            dim,
+        reason = (
+            f"the visual encoder {visual.name} makes {visual.dim}-d vectors but "
+            f"milvus.visual_dim is {dim} (unset it to follow the encoder)"
         )
+        logger.warning("visual chunks are off: %s", reason)
         encoders.set_collection_dim(VISUAL_COLLECTION, dim)
-        return ""
+        return "", reason
     registries.encoders.register(visual.name, visual, owner="host")
     # The summary encoder's queries are the text encoder's: one name, so one query vector.
     query = text.name if isinstance(visual, SummaryEncoder) else visual.name
     encoders.set_collection_dim(VISUAL_COLLECTION, dim, query_encoder=query)
-    return visual.name
+    if not settings.ingest.visuals:
+        return visual.name, "ingest.visuals is false"
+    return visual.name, ""
 
 
 def build_runtime(settings: Settings) -> Runtime:
@@ -165,7 +165,9 @@ def build_runtime(settings: Settings) -> Runtime:
     bus = HookBus(audit, tracing)
     registries = ComponentRegistries()
     encoders, text_encoder = build_encoders(settings, registries)
-    visual_encoder = register_visual_encoder(settings, registries, encoders, text_encoder)
+    visual_encoder, visuals_off = register_visual_encoder(
+        settings, registries, encoders, text_encoder
+    )
     database = Database(settings.database.url, echo=settings.database.echo)
     pool = build_pool(settings.milvus)
     vectors = build_vector_store(settings.milvus, pool, namespace)
@@ -191,6 +193,7 @@ def build_runtime(settings: Settings) -> Runtime:
         encoders=encoders,
         text_encoder=text_encoder,
         stage_metrics=stage_metrics,
+        visuals_off=visuals_off,
     )
 
 

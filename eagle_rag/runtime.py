@@ -43,6 +43,12 @@ class Runtime:
     encoders: EncoderRegistry
     text_encoder: TextEncoder
     stage_metrics: StageMetrics  # observes the bus's stage timings and the audit's decisions
+    visuals_off: str  # why no visual chunks are made ("" when they are)
+
+    @property
+    def visuals_warning(self) -> str:
+        """``visuals off: <reason>`` for health reports, "" when visuals are on."""
+        return f"visuals off: {self.visuals_off}" if self.visuals_off else ""
 
     @property
     def namespace(self) -> str:

@@ -79,7 +79,10 @@ class MilvusSettings(_Section):
     # Empty means derived from the namespace (core -> default, lakehouse-bi -> lakehouse_bi).
     db_name: str = ""
     text_dim: int = Field(default=384, ge=2, le=32768)
-    visual_dim: int = Field(default=384, ge=2, le=32768)
+    # eagle_visual's dimension; 0 (unset): the visual encoder's, i.e. text_dim for the summary
+    # encoder (which is the text encoder) and models.visual_embedding.dim for a multimodal one.
+    # Resolved when the settings load, so a changed text embedder does not switch visuals off.
+    visual_dim: int = Field(default=0, ge=0, le=32768)
     # AUTO = FLAT on Milvus Lite, HNSW on a server; benchmarks/RESULTS.md shows why.
     index_type: Literal["AUTO", "FLAT", "HNSW", "IVF_FLAT", "AUTOINDEX"] = "AUTO"
     hnsw_m: int = Field(default=16, ge=4, le=64)
@@ -344,6 +347,16 @@ class Settings(BaseSettings):
         # load_settings layers file, profiles and the *passed* environment itself; pydantic's
         # own env source would read os.environ globally, which is what we avoid.
         return (init_settings,)
+
+    @model_validator(mode="after")
+    def _derive_visual_dim(self) -> Settings:
+        if self.milvus.visual_dim == 1:
+            raise ValueError("milvus.visual_dim must be 0 (follow the visual encoder) or >= 2")
+        if not self.milvus.visual_dim:
+            visual = self.models.visual_embedding
+            summary = visual.provider == "summary"
+            self.milvus.visual_dim = self.milvus.text_dim if summary else visual.dim
+        return self
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

@@ -23,12 +23,14 @@ def sse(*deltas: str, done: bool = True) -> tuple[int, dict[str, str], bytes]:
 
 
 @contextmanager
-def openai_model(app: Any, reply: Callable[[dict[str, Any]], Any]) -> Iterator[Recorded]:
+def openai_model(
+    app: Any, reply: Callable[[dict[str, Any]], Any], *, model_name: str = "m"
+) -> Iterator[Recorded]:
     """Swap the app's chat model for the OpenAI client against a local server answering
     ``reply(request_body)``; the previous model comes back afterwards."""
     previous = app.answers.model
     with serve(lambda path, body, headers: reply(body)) as (url, recorded):
-        model = OpenAICompatibleChat(base_url=url + "/v1", model="m", max_retries=0)
+        model = OpenAICompatibleChat(base_url=url + "/v1", model=model_name, max_retries=0)
         app.answers.model = app.pipeline.chat = model  # answers and section summaries
         try:
             yield recorded

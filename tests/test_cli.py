@@ -128,3 +128,17 @@ def test_doctor_reports_an_unreachable_milvus_server(tmp_path: Path) -> None:
     assert result.exit_code == 1
     [milvus] = [b for b in json.loads(result.stdout)["backends"] if b["name"] == "milvus"]
     assert milvus["status"] == "down" and "Milvus" in milvus["detail"]
+
+
+def test_doctor_says_why_visuals_are_off(tmp_path: Path) -> None:
+    env = _env(tmp_path, EAGLE_ENCODER_MODE="deterministic", EAGLE_VISUAL_DIM="16")
+    result = runner.invoke(app, ["doctor", "--json"], env=env)
+    assert result.exit_code == 0, result.output  # a feature off, not a failure
+    [warning] = json.loads(result.stdout)["warnings"]
+    assert warning.startswith("visuals off: ") and "milvus.visual_dim is 16" in warning
+    printed = runner.invoke(app, ["doctor"], env=env)
+    assert "visuals off:" in printed.stdout
+    on = runner.invoke(
+        app, ["doctor", "--json"], env=_env(tmp_path, EAGLE_ENCODER_MODE="deterministic")
+    )
+    assert json.loads(on.stdout)["warnings"] == []

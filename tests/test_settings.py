@@ -186,3 +186,17 @@ def test_deep_merge_does_not_mutate_inputs() -> None:
     merged = deep_merge(base, overlay)
     assert merged == {"a": {"b": 2, "c": [1]}}
     assert base == {"a": {"b": 1, "c": [1]}}
+
+
+def test_visual_dim_follows_the_visual_encoder_unless_set() -> None:
+    assert load_settings({}).milvus.visual_dim == 384  # the summary encoder: text_dim
+    small = load_settings({"EAGLE_RAG_MILVUS__TEXT_DIM": "16"})
+    assert small.milvus.visual_dim == 16
+    multimodal = load_settings(
+        {"EAGLE_VISUAL_EMBEDDING_PROVIDER": "multimodal", "EAGLE_VISUAL_EMBEDDING_DIM": "512"}
+    )
+    assert multimodal.milvus.visual_dim == 512
+    assert load_settings({"EAGLE_VISUAL_DIM": "32"}).milvus.visual_dim == 32
+    assert load_settings({"EAGLE_RAG_MILVUS__VISUAL_DIM": "64"}).milvus.visual_dim == 64
+    with pytest.raises(SettingsError, match="visual_dim"):
+        load_settings({"EAGLE_VISUAL_DIM": "1"})

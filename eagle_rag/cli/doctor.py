@@ -75,18 +75,21 @@ def doctor(
     probes = probe_all(settings)
     plugin_report: dict[str, Any]
     plugin_error: str | None = None
+    warnings: list[str] = []
     try:
         application = asyncio.run(_loaded(settings))
         plugin_report = application.plugins.health_payload()
+        warnings = [w for w in (application.visuals_warning,) if w]
         application.plugins.unload_all()
     except EagleError as exc:
         plugin_error = str(exc)
         plugin_report = {}
     healthy = plugin_error is None and all(p.status != "down" for p in probes)
     if as_json:
-        typer.echo(json.dumps(_doctor_json(settings, probes, plugin_report, plugin_error)))
+        report = _doctor_json(settings, probes, plugin_report, plugin_error)
+        typer.echo(json.dumps({**report, "warnings": warnings}))
     else:
-        _print_doctor(settings, probes, plugin_report, plugin_error, healthy)
+        _print_doctor(settings, probes, plugin_report, plugin_error, healthy, warnings)
     raise typer.Exit(code=0 if healthy else 1)
 
 
@@ -148,6 +151,7 @@ def _print_doctor(
     plugins: dict[str, Any],
     plugin_error: str | None,
     healthy: bool,
+    warnings: list[str],
 ) -> None:
     console = Console()
     console.rule(f"Eagle-RAG {__version__} — profile {settings.active_profile}")
@@ -170,6 +174,8 @@ def _print_doctor(
             names = ", ".join(f"{s['plugin']}@{s['priority']}" for s in subs) or "-"
             hook_table.add_row(spec.name, spec.mode.value, spec.policy.value, names)
         console.print(hook_table)
+    for warning in warnings:  # a feature that is off, not a failure: the exit code stays
+        console.print(f"[yellow]{warning}[/yellow]")
     console.print("[green]healthy[/green]" if healthy else "[red]unhealthy[/red]")
 
 

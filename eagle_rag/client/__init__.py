@@ -1,8 +1,8 @@
 """A typed Python client for Eagle-RAG's REST API, sync (:class:`EagleClient`) and async
-(:class:`AsyncEagleClient`): knowledge bases, ingest with progress, tasks, documents, search and
-answers (plain or streamed as typed events). Errors are the classes of :mod:`eagle_rag.errors`;
-429 and 503 answers are retried after ``Retry-After``. See docs/integrations.md
-("Python client").
+(:class:`AsyncEagleClient`): knowledge bases, ingest with progress, tasks, documents and the best
+pages of one, search and answers (plain or streamed as typed events). Errors are the classes of
+:mod:`eagle_rag.errors`; 429 and 503 answers are retried after ``Retry-After``. See
+docs/integrations.md ("Python client").
 """
 
 from eagle_rag.client.aio import AsyncEagleClient
@@ -10,6 +10,7 @@ from eagle_rag.client.calls import Scope
 from eagle_rag.client.models import (
     Answer,
     AnswerDone,
+    AttachmentSource,
     Document,
     ErrorEvent,
     ImageSource,
@@ -27,6 +28,7 @@ from eagle_rag.client.models import (
     TextSource,
     TokenEvent,
 )
+from eagle_rag.client.pages import PageHit, PageSearch
 from eagle_rag.client.sync import EagleClient
 from eagle_rag.client.transport import ClientConfig
 
@@ -34,12 +36,15 @@ __all__ = [
     "Answer",
     "AnswerDone",
     "AsyncEagleClient",
+    "AttachmentSource",
     "ClientConfig",
     "Document",
     "EagleClient",
     "ErrorEvent",
     "ImageSource",
     "KnowledgeBase",
+    "PageHit",
+    "PageSearch",
     "QueryEvent",
     "Scope",
     "SearchDone",

@@ -91,6 +91,8 @@ class AnswerOptions(ScopeOptions, total=False):
     mode: Mode | None
     rerank: bool | None
     with_images: bool | None
+    # [{name, text}] or [{name, content_base64}]: numbered after the text sources
+    attachments: Sequence[Mapping[str, str]] | None
 
 
 class UploadOptions(TypedDict, total=False):
@@ -176,6 +178,7 @@ def query_call(
     mode: Mode | None = None,
     rerank: bool | None = None,
     with_images: bool | None = None,
+    attachments: Sequence[Mapping[str, str]] | None = None,
     stream: bool = False,
 ) -> Call:
     body = {
@@ -190,6 +193,7 @@ def query_call(
                 "mode": mode,
                 "rerank": rerank,
                 "with_images": with_images,
+                "attachments": [dict(a) for a in attachments] if attachments else None,
             }
         ),
     }

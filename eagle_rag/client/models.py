@@ -221,11 +221,29 @@ class ImageSource:
 
 
 @dataclass(frozen=True, slots=True)
+class AttachmentSource:
+    """A file attached to the question, as the answer numbers it."""
+
+    index: int
+    name: str
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> AttachmentSource:
+        return cls(int(body["index"]), str(body.get("name", "")))
+
+
+@dataclass(frozen=True, slots=True)
 class Sources:
-    """Text and image sources, each numbered from 1; text numbers are the answer's ``[n]``."""
+    """The sources of a search or an answer, each with its ``index``.
+
+    An answer (``/query``) numbers them in one sequence, the ``[n]`` its text cites: text
+    ``1..T``, then the attachments ``T+1..T+A``, then the images. A search (``/search``) has no
+    attachments and numbers the text and the image sources each from 1.
+    """
 
     text: tuple[TextSource, ...] = ()
     image: tuple[ImageSource, ...] = ()
+    attachments: tuple[AttachmentSource, ...] = ()
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any] | None) -> Sources:
@@ -233,7 +251,17 @@ class Sources:
         return cls(
             tuple(TextSource.from_json(s) for s in body.get("text") or ()),
             tuple(ImageSource.from_json(s) for s in body.get("image") or ()),
+            tuple(AttachmentSource.from_json(s) for s in body.get("attachments") or ()),
         )
+
+    def cited(self, number: int) -> TextSource | AttachmentSource | ImageSource | None:
+        """The source an answer's ``[number]`` names (None: no such source was sent)."""
+        every: list[TextSource | AttachmentSource | ImageSource] = [
+            *self.text,
+            *self.attachments,
+            *self.image,
+        ]
+        return next((s for s in every if s.index == number), None)
 
 
 @dataclass(frozen=True, slots=True)

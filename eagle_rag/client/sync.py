@@ -9,13 +9,14 @@ from typing import Any, TypeVar, Unpack
 
 import httpx
 
-from eagle_rag.client import calls
+from eagle_rag.client import calls, pages
 from eagle_rag.client.calls import (
     AnswerOptions,
     Call,
     Exchange,
     FileLike,
     KbScope,
+    Mode,
     SearchOptions,
     UploadOptions,
     finished_or_raise,
@@ -33,6 +34,7 @@ from eagle_rag.client.models import (
     query_event,
     search_event,
 )
+from eagle_rag.client.pages import PageSearch
 from eagle_rag.client.transport import (
     ClientConfig,
     SseDecoder,
@@ -167,6 +169,20 @@ class EagleClient:
 
     def delete_document(self, document_id: str) -> bool:
         return self._run(calls.delete_document(document_id))
+
+    def best_pages(
+        self,
+        document_id: str,
+        query: str,
+        *,
+        top_k: int | None = None,
+        depth: int | None = None,
+        mode: Mode | None = None,
+    ) -> PageSearch:
+        """The document's pages that best answer ``query`` (``top_k`` of them, ranked from
+        ``depth`` passages), each with its evidence and boxes; None: the server's default."""
+        exchange = pages.best_pages(document_id, query, top_k=top_k, depth=depth, mode=mode)
+        return self._run(exchange)
 
     # --- search and answers -------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from eagle_rag.generation.prompt import (
     build_messages,
     detect_language,
 )
+from eagle_rag.generation.text_only import TextOnlyModels
 from eagle_rag.models.chat import ChatModel, GenerationInput
 from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.retrieval.pack import ContextPack, Passage
@@ -68,6 +69,7 @@ class AnswerEngine:
         self._retriever = retrieval
         self.model = model
         self._config = app.settings.generation
+        self._text_only = TextOnlyModels()  # the models that refused images, remembered
 
     async def answer(
         self, request: AnswerRequest, *, allowed_kbs: Iterable[str] | None = None
@@ -121,11 +123,13 @@ class AnswerEngine:
         cited_range = len(texts) + len(request.attachments) + len(images)
         started = time.perf_counter()
         parts: list[str] = []
-        async for delta in self._app.bus.tracing.stream("generate", self.model.stream(job)):
+        notes = self._held_back(images)  # the model's own warnings join the citation check's
+        tokens = self._text_only.stream(self.model, job, notes)
+        async for delta in self._app.bus.tracing.stream("generate", tokens):
             parts.append(delta)
             yield "token", {"delta": delta}
         answer = "".join(parts)
-        generate, warnings = self._generate_step(answer, cited_range, language, started)
+        generate, warnings = self._generate_step(answer, cited_range, language, started, notes)
         steps.append(generate)
         await asyncio.to_thread(self._store, session_id, request.query, answer, sources, steps)
         yield (
@@ -175,10 +179,10 @@ class AnswerEngine:
         return GenerationInput(request.query, language, messages, references)
 
     def _generate_step(
-        self, answer: str, references: int, language: str, started: float
+        self, answer: str, references: int, language: str, started: float, notes: list[str]
     ) -> tuple[dict[str, Any], list[str]]:
         report = check_citations(answer, references)
-        warnings = []
+        warnings = list(notes)
         if report.out_of_range:
             warnings.append(
                 f"the answer cites sources that were not sent: {list(report.out_of_range)}"
@@ -241,9 +245,15 @@ class AnswerEngine:
     def _pictures(self, images: list[Passage]) -> list[str | None]:
         """Each image's picture as a data URL for the chat model (None: caption only — images
         are off, or the picture cannot be read)."""
-        if not self._config.send_images:
+        if not self._config.send_images or self._text_only.refused(self.model):
             return [None] * len(images)
         return [picture_url(self._app.objects, p) for p in images]
+
+    def _held_back(self, images: list[Passage]) -> list[str]:
+        """A warning when images were held back from a model that refused them before."""
+        if images and self._config.send_images and self._text_only.refused(self.model):
+            return [self._text_only.known_warning(self.model, len(images))]
+        return []
 
     def _session(self, request: AnswerRequest) -> tuple[str, list[Turn]]:
         sessions = self._app.repositories.sessions

@@ -57,13 +57,41 @@ IMAGE_SOURCE: dict[str, Any] = {
     },
     "required": ["index", "chunk_id", "document_id", "score"],
 }
+ATTACHMENT_SOURCE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"index": _INT, "name": _STR},
+    "required": ["index", "name"],
+}
 SOURCES: dict[str, Any] = {
     "type": "object",
     "properties": {
         "text": {"type": "array", "items": TEXT_SOURCE},
+        "attachments": {"type": "array", "items": ATTACHMENT_SOURCE},
         "image": {"type": "array", "items": IMAGE_SOURCE},
     },
     "required": ["text", "image"],
+}
+PAGE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "page": {**_INT, "description": "1-based; open it with GET /documents/{id}/pages/{page}"},
+        "score": _NUM,
+        "evidence": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "citation": {**_INT, "description": "the passage's rank in the search"},
+                    "chunk_id": _STR,
+                    "type": _STR,
+                    "path": _STR,
+                    "text": _STR,
+                    "boxes": {"type": "array", "items": _OBJ},
+                },
+            },
+        },
+    },
+    "required": ["page", "score", "evidence"],
 }
 KNOWLEDGE_BASE: dict[str, Any] = {
     "type": "object",
@@ -82,11 +110,26 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
         "properties": {"sources": {"type": "array", "items": IMAGE_SOURCE}},
         "required": ["sources"],
     },
+    "best_pages": {
+        "type": "object",
+        "properties": {
+            "document_id": _STR,
+            "filename": _STR,
+            "query": _STR,
+            "pages": {"type": "array", "items": PAGE},
+            "steps": {"type": "array", "items": _OBJ},
+        },
+        "required": ["document_id", "pages"],
+    },
     "query": {
         "type": "object",
         "properties": {
             "session_id": _STR,
-            "answer": {**_STR, "description": "the answer, citing sources.text as [n]"},
+            "answer": {
+                **_STR,
+                "description": "the answer; [n] is the index of a source: text 1..T, then "
+                "attachments, then images (one numbering)",
+            },
             "sources": SOURCES,
             "warnings": {"type": "array", "items": _STR},
             "route": _OBJ,
@@ -141,6 +184,9 @@ ANNOTATIONS: dict[str, dict[str, Any]] = {
     "retrieve_text": _hints("Search passages", read_only=True, idempotent=True, open_world=False),
     "retrieve_visual": _hints(
         "Search page images", read_only=True, idempotent=True, open_world=False
+    ),
+    "best_pages": _hints(
+        "Best pages of a document", read_only=True, idempotent=True, open_world=False
     ),
     "query": _hints("Answer with citations", read_only=False, idempotent=False, open_world=False),
     "ingest": _hints("Add a document", read_only=False, idempotent=True, open_world=True),

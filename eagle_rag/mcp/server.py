@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastmcp import FastMCP
 from fastmcp.tools import ToolResult
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from eagle_rag import __version__
+from eagle_rag.api.documented import first_problem
+from eagle_rag.api.routes.document_pages import PageSearchBody, document_pages
 from eagle_rag.api.schemas import RetrievalOptions
 from eagle_rag.api.security import Caller, Gatekeeper
 from eagle_rag.client.errors import error_from_event
@@ -29,6 +31,7 @@ from eagle_rag.mcp.resources import register_resources
 from eagle_rag.mcp.schemas import ANNOTATIONS, OUTPUT_SCHEMAS
 from eagle_rag.mcp.visual import visual_result
 from eagle_rag.retrieval.pack import ContextPack
+from eagle_rag.retrieval.pages import PAGE_SEARCH_DEPTH
 from eagle_rag.retrieval.wire import search_response
 
 if TYPE_CHECKING:
@@ -115,6 +118,12 @@ class CoreTools:
                 "for a query, with their page and section anchors.",
             ),
             (
+                "best_pages",
+                self.best_pages,
+                "The pages of one document that best answer a query, each with the passages "
+                "found on it and their boxes on the page.",
+            ),
+            (
                 "list_knowledge_bases",
                 self.list_knowledge_bases,
                 "The knowledge bases this caller may search, with document counts.",
@@ -167,6 +176,22 @@ class CoreTools:
         pack = await self._search(query, options)
         objects = self._app.objects
         return await asyncio.to_thread(visual_result, pack, objects, with_images=include_images)
+
+    async def best_pages(
+        self,
+        document_id: str,
+        query: str,
+        top_k: Annotated[int, Field(description="Pages to return (1-50).")] = 5,
+        depth: Annotated[
+            int, Field(description="Passages searched to rank them (1-100).")
+        ] = PAGE_SEARCH_DEPTH,
+        mode: Literal["dense", "sparse", "hybrid"] = "hybrid",
+    ) -> dict[str, Any]:
+        try:
+            body = PageSearchBody(query=query, top_k=top_k, depth=depth, mode=mode)
+        except ValidationError as exc:
+            raise first_problem(exc, "request") from None
+        return await document_pages(self._app, self.caller(), document_id, body)
 
     async def query(
         self,

@@ -36,6 +36,7 @@ CORE_TOOLS = {
     "core_query",
     "core_retrieve_text",
     "core_retrieve_visual",
+    "core_best_pages",
     "core_list_knowledge_bases",
     "core_get_document",
 }
@@ -100,6 +101,15 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
             await client.call_tool("core_retrieve_visual", {"query": "chart"})
         ).structured_content
         assert visual == {"sources": []}
+        pages = (
+            await client.call_tool(
+                "core_best_pages",
+                {"document_id": pdf["document_id"], "query": "scope of the audit", "top_k": 2},
+            )
+        ).structured_content
+        assert pages["document_id"] == pdf["document_id"] and pages["filename"] == "report.pdf"
+        assert pages["pages"][0]["page"] == 2 and len(pages["pages"]) <= 2
+        assert "audit" in pages["pages"][0]["evidence"][0]["text"]
 
 
 @pytest.mark.parametrize(
@@ -112,6 +122,7 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
         ("core_ingest", {"kb_name": "mcp"}, "exactly one"),
         ("core_ingest", {"kb_name": "mcp", "content_base64": "%%"}, "base64"),
         ("core_get_document", {"document_id": "nope"}, "not found"),
+        ("core_best_pages", {"document_id": "nope", "query": "x"}, "not found"),
     ],
 )
 async def test_http_tool_errors_are_clear(

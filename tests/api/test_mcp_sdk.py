@@ -23,7 +23,12 @@ from tests.retrieval.conftest import GARDEN, SOLAR
 
 KEY = "sdk-key"
 SCOPED = "sdk-garden"
-READ_ONLY = {"core_retrieve_text", "core_retrieve_visual", "core_list_knowledge_bases"}
+READ_ONLY = {
+    "core_retrieve_text",
+    "core_retrieve_visual",
+    "core_best_pages",
+    "core_list_knowledge_bases",
+}
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +143,13 @@ async def test_ingest_search_answer_and_resources(keyed: RunningServer) -> None:
             await scoped.read_resource("eagle://knowledge_bases/energy")
         refused = await scoped.call_tool("core_retrieve_text", {"query": "x", "kb_name": "energy"})
         assert refused.is_error and "may not use" in str(refused.content[0])
+        arguments = {"document_id": solar["document_id"], "query": "inverter"}
+        blocked = await scoped.call_tool("core_best_pages", arguments)
+        assert blocked.is_error and "may not use" in str(blocked.content[0])
+        own = {"document_id": garden["document_id"], "query": "tomatoes", "top_k": 3}
+        assert (await call(scoped, "core_best_pages", own))["document_id"] == garden["document_id"]
+        too_many = await scoped.call_tool("core_best_pages", {**own, "top_k": 500})
+        assert too_many.is_error and "top_k" in str(too_many.content[0])
 
 
 async def test_keys_and_origins_are_checked(keyed: RunningServer) -> None:

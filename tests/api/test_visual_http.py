@@ -14,10 +14,12 @@ from fastmcp.client.transports import StreamableHttpTransport
 from mcp.types import ImageContent, TextContent
 from PIL import Image
 
+from eagle_rag.index.filters import eq
 from tests.api.server import RunningServer, running_server, wait_for_task
 from tests.ingest import visual_docs as vd
 
 ADMIN, SCOPED = "visual-admin-0123456789", "visual-scoped-0123456789"
+TENANT = "visual-tenant-0123456789"
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +71,35 @@ def test_get_image_serves_the_picture_with_type_and_cache_headers(
         assert "private" in response.headers["cache-control"]
         picture = Image.open(io.BytesIO(response.content))
         assert picture.size == (figure["width"], figure["height"])
+        assert "immutable" not in response.headers["cache-control"]  # ids are reused
         again = client.get(figure["url"], headers={"If-None-Match": response.headers["etag"]})
         assert again.status_code == 304 and not again.content
+        listed = client.get(
+            figure["url"], headers={"If-None-Match": f'"x", W/{again.headers["etag"]}'}
+        )
+        assert listed.status_code == 304
+
+
+def test_a_picture_rebuilt_under_the_same_id_gets_a_new_etag(served: dict[str, Any]) -> None:
+    """A rebuilt document keeps its id, so its image ids come back, maybe with other pictures
+    (what the pipeline writes under the same key): a cached copy must not stay valid."""
+    figure = served["mine"][0]
+    server: RunningServer = served["server"]
+    eagle = server.eagle
+    [row] = eagle.vectors.query("eagle_visual", eq("image_id", figure["image_id"]), limit=1)
+    key = row["metadata"]["object_key"]
+    original = b"".join(eagle.objects.open(key))
+    with _client(served, SCOPED) as client:
+        before = client.get(figure["url"])
+        redrawn = io.BytesIO()
+        Image.new("RGB", (figure["width"], figure["height"]), "navy").save(redrawn, format="PNG")
+        eagle.objects.put(key, io.BytesIO(redrawn.getvalue()), content_type="image/png")
+        try:
+            after = client.get(figure["url"], headers={"If-None-Match": before.headers["etag"]})
+        finally:
+            eagle.objects.put(key, io.BytesIO(original), content_type="image/png")
+    assert after.status_code == 200 and after.content == redrawn.getvalue()
+    assert after.headers["etag"] != before.headers["etag"]
 
 
 def test_get_image_enforces_the_key_scope_and_rejects_bad_ids(served: dict[str, Any]) -> None:
@@ -86,6 +115,33 @@ def test_get_image_enforces_the_key_scope_and_rejects_bad_ids(served: dict[str, 
         assert anonymous.get(theirs["url"]).status_code == 401
     with _client(served, ADMIN) as admin:
         assert admin.get(theirs["url"]).status_code == 200
+        other = admin.get(theirs["url"], headers={"X-Eagle-Namespace": "tenant"})
+        assert other.status_code == 403 and other.json()["code"] == "namespace_forbidden"
+
+
+def test_another_namespace_does_not_see_the_image(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An instance of another namespace over the same stores, with its own key, finds no such
+    image: its eagle_visual is its own Milvus database."""
+    data = tmp_path_factory.mktemp("two-namespaces")
+    with running_server(data) as core, core.client() as client:
+        assert client.post("/knowledge_bases", json={"kb_name": "kb"}).status_code == 201
+        submitted = client.post(
+            "/ingest", data={"kb_name": "kb"}, files={"file": ("r.pdf", vd.report_pdf())}
+        ).json()
+        assert wait_for_task(client, submitted["job_id"])["status"] == "completed"
+        found = client.post("/search", json={"query": "turbine output", "kb_name": "kb"}).json()
+        url = found["sources"]["image"][0]["url"]
+        assert client.get(url).status_code == 200
+    keys = [{"name": "tenant", "key": TENANT}]
+    plugins = {"default_namespace": "tenant"}
+    with (
+        running_server(data, server={"api_keys": keys}, plugins=plugins) as tenant,
+        tenant.client(Authorization=f"Bearer {TENANT}") as client,
+    ):
+        missing = client.get(url)
+        assert missing.status_code == 404 and missing.json()["code"] == "not_found"
+        refused = client.get(url, headers={"X-Eagle-Namespace": "core"})
+        assert refused.status_code == 403
 
 
 async def test_mcp_retrieve_visual_returns_image_content_and_anchors(
@@ -107,3 +163,19 @@ async def test_mcp_retrieve_visual_returns_image_content_and_anchors(
     decoded = Image.open(io.BytesIO(base64.b64decode(images[0].data)))
     assert decoded.size == (sources[0]["width"], sources[0]["height"])
     assert sources[0]["image_id"] in texts[0].text and vd.FIGURE_CAPTION in texts[0].text
+
+
+def test_health_says_visuals_are_on(served: dict[str, Any]) -> None:
+    with _client(served, ADMIN) as admin:
+        health = admin.get("/health").json()
+    assert health["visuals"] == "on" and health["warnings"] == []
+
+
+def test_health_says_why_visuals_are_off(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # An explicit visual_dim that the (384-d) summary encoder does not fit.
+    data = tmp_path_factory.mktemp("visuals-off")
+    with running_server(data, milvus={"visual_dim": 16}) as off, off.client() as client:
+        health = client.get("/health").json()
+    assert health["status"] == "ok" and health["visuals"] == "off"
+    [warning] = health["warnings"]
+    assert warning.startswith("visuals off: ") and "milvus.visual_dim is 16" in warning

@@ -36,3 +36,13 @@ async def test_async_flow(server: RunningServer, corpus: dict[str, str]) -> None
     async with AsyncEagleClient(server.url, api_key=SCOPED_KEY) as scoped:
         with pytest.raises(PermissionDeniedError, match="energy"):
             await scoped.query("x", "energy")
+        with pytest.raises(PermissionDeniedError, match="energy"):
+            await scoped.best_pages(corpus["report.pdf"], "audit")
+
+
+async def test_async_best_pages(server: RunningServer, corpus: dict[str, str]) -> None:
+    async with AsyncEagleClient(server.url, api_key=KEY) as client:
+        found = await client.best_pages(
+            corpus["report.pdf"], "steady demand next year", mode="sparse"
+        )
+    assert found.pages[0].page == 3 and found.query == "steady demand next year"

@@ -8,7 +8,9 @@ import pytest
 
 from eagle_rag.client import (
     AnswerDone,
+    AttachmentSource,
     EagleClient,
+    PageHit,
     SearchDone,
     SessionEvent,
     SourcesEvent,
@@ -145,3 +147,35 @@ def test_errors_are_the_error_tree(server: RunningServer, corpus: dict[str, str]
         nobody.list_knowledge_bases()
     with pytest.raises(InvalidInputError, match="http"):
         EagleClient("ftp://example.org")
+
+
+def test_best_pages_of_one_document(client: EagleClient, corpus: dict[str, str]) -> None:
+    report = corpus["report.pdf"]
+    found = client.best_pages(report, "scope of the audit", top_k=2)
+    assert found.document_id == report and found.filename == "report.pdf"
+    assert isinstance(found.pages[0], PageHit) and found.pages[0].page == 2
+    assert len(found.pages) <= 2 and found.pages[0].score >= found.pages[-1].score
+    assert "audit" in found.pages[0].evidence[0]["text"] and found.steps
+    with EagleClient(client.config.base_url, api_key=SCOPED_KEY) as scoped:
+        with pytest.raises(PermissionDeniedError):
+            scoped.best_pages(report, "audit")
+        with pytest.raises(NotFoundError):
+            scoped.best_pages("no-such-document", "audit")
+
+
+def test_an_answer_numbers_text_attachments_and_images_in_one_sequence(
+    client: EagleClient, corpus: dict[str, str]
+) -> None:
+    notes = {"name": "notes.txt", "text": "Bring the copper cables on Monday."}
+    answer = client.query("How is the inverter wired?", "energy", top_n=2, attachments=[notes])
+    texts = answer.sources.text
+    assert [s.index for s in texts] == list(range(1, len(texts) + 1))
+    [attached] = answer.sources.attachments
+    assert attached == AttachmentSource(len(texts) + 1, "notes.txt")
+    assert answer.sources.cited(attached.index) == attached
+    assert answer.sources.cited(1) == texts[0] and answer.sources.cited(99) is None
+    assert [s.index for s in answer.sources.image] == [
+        len(texts) + 2 + i for i in range(len(answer.sources.image))
+    ]
+    found = client.search("inverter", "energy")
+    assert found.sources.attachments == () and found.sources.text[0].index == 1

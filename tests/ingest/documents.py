@@ -181,3 +181,10 @@ def many_entries_xlsx(entries: int) -> bytes:
         for i in range(entries):
             archive.writestr(f"xl/junk/{i}.xml", "x")
     return out.getvalue()
+
+
+def without_root(pdf: bytes) -> bytes:
+    """A damaged PDF PDFium refuses: the trailer loses its /Root (same length, so every offset
+    stays right); pypdf still reads it."""
+    at = pdf.rindex(b"/Root")
+    return pdf[:at] + b"/Roo " + pdf[at + 5 :]

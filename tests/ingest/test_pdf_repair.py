@@ -21,18 +21,13 @@ from eagle_rag.ingest.pixelrag.engine import OcrEngine
 from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions, pdf_visuals
 from tests.ingest import documents as docs
 from tests.ingest import pdf_codecs, scans, visual_docs
+from tests.ingest.documents import without_root
 
 TITLE, BODY = "Boiler Room Log", "The boiler pressure was checked every morning."
 
 
 def _typeset() -> bytes:
     return scans.text_pdf([(TITLE, BODY)])
-
-
-def _without_root(pdf: bytes) -> bytes:
-    """The trailer loses its /Root (same length, so every offset stays right)."""
-    at = pdf.rindex(b"/Root")
-    return pdf[:at] + b"/Roo " + pdf[at + 5 :]
 
 
 def _bad_header(pdf: bytes) -> bytes:
@@ -47,7 +42,7 @@ def _refused_by_pdfium(data: bytes) -> bool:
     return False
 
 
-@pytest.mark.parametrize("damage", [_without_root, _bad_header], ids=["no-root", "bad-header"])
+@pytest.mark.parametrize("damage", [without_root, _bad_header], ids=["no-root", "bad-header"])
 def test_a_pdf_pdfium_refuses_is_read_through_the_second_reader(damage: object) -> None:
     data = damage(_typeset())  # type: ignore[operator]
     assert _refused_by_pdfium(data)
@@ -60,7 +55,7 @@ def test_a_pdf_pdfium_refuses_is_read_through_the_second_reader(damage: object) 
 
 def test_a_scan_with_a_broken_trailer_is_repaired_then_read_by_ocr() -> None:
     page = scans.en_page()
-    data = _without_root(pdf_codecs.image_pdf(page, pdf_codecs.grayscale(page)))
+    data = without_root(pdf_codecs.image_pdf(page, pdf_codecs.grayscale(page)))
     assert _refused_by_pdfium(data)
     parsed = PdfParser(OcrEngine()).parse(ParseContext(data, "scan.pdf", d.PDF))
     assert parsed.metadata["repaired"] is True and parsed.metadata["ocr_pages"] == [1]
@@ -96,7 +91,7 @@ def test_a_file_neither_reader_can_open_is_refused_with_both_reasons() -> None:
     assert "corrupt or unreadable" in message and "a second reader also failed" in message
 
 
-@pytest.mark.parametrize("damage", [None, _without_root], ids=["intact", "no-root"])
+@pytest.mark.parametrize("damage", [None, without_root], ids=["intact", "no-root"])
 def test_an_encrypted_pdf_is_refused_clearly_by_either_reader(damage: object) -> None:
     data = docs.encrypted_pdf_bytes()
     data = damage(data) if damage else data  # type: ignore[operator]
@@ -110,7 +105,7 @@ async def test_a_repaired_pdf_ingests_end_to_end(app: EagleApp, kb: str) -> None
         app.ingest.submit_file,
         kb_name=kb,
         filename="damaged.pdf",
-        stream=io.BytesIO(_without_root(_typeset())),
+        stream=io.BytesIO(without_root(_typeset())),
     )
     await app.queue.join()  # type: ignore[attr-defined]
     document = app.repositories.documents.get(submission.document_id)
@@ -123,7 +118,7 @@ async def test_a_repaired_pdf_ingests_end_to_end(app: EagleApp, kb: str) -> None
 
 def test_a_repaired_pdf_keeps_its_figures() -> None:
     """Visual extraction reads the same rewrite the parser read, not the bytes PDFium refused."""
-    damaged = _without_root(visual_docs.report_pdf())
+    damaged = without_root(visual_docs.report_pdf())
     assert _refused_by_pdfium(damaged)
     found = pdf_visuals(damaged, frozenset(), PdfVisualOptions())
     assert any(v.kind == "image" for v in found), [v.kind for v in found]

@@ -17,6 +17,7 @@ from eagle_rag.generation.engine import AnswerRequest
 from eagle_rag.generation.prompt import Attachment
 from eagle_rag.plugins.payloads import QueryRequest
 from tests.chat_fakes import openai_model, sse
+from tests.http_fakes import json_answer
 from tests.ingest import visual_docs as vd
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -111,3 +112,45 @@ async def test_send_images_off_keeps_captions_only(app: EagleApp, kb: str) -> No
         object.__setattr__(config, "send_images", previous)
     _, body, _ = recorded.requests[-1]
     assert isinstance(body["messages"][-1]["content"], str)
+
+
+def _text_only(body: dict[str, Any]) -> Any:
+    """A text-only chat endpoint: any image part is a 400, as such providers answer it."""
+    user = body["messages"][-1]["content"]
+    if isinstance(user, list) and any(part["type"] == "image_url" for part in user):
+        return json_answer(400, {"error": {"message": "image input is not supported"}})
+    return sse("The north led [1].")
+
+
+async def test_a_text_only_model_gets_the_question_again_without_pictures(
+    app: EagleApp, kb: str
+) -> None:
+    await _report(app, kb)
+    with openai_model(app, _text_only, model_name="text-only") as recorded:
+        first = await app.answers.answer(_ask(kb))
+        assert first["answer"] == "The north led [1]." and first["sources"]["image"]
+        assert any("refused the images (400)" in w for w in first["warnings"])
+        refused, retried = (body for _, body, _ in recorded.requests)
+        assert isinstance(refused["messages"][-1]["content"], list)
+        prompt = retried["messages"][-1]["content"]
+        assert isinstance(prompt, str) and vd.FIGURE_CAPTION in prompt  # captions stay
+        generate = next(s for s in first["steps"] if s["name"] == "generate")
+        assert generate["status"] == "warning"
+
+        second = await app.answers.answer(_ask(kb))  # remembered: one request, text only
+    assert second["answer"] == "The north led [1]."
+    assert any("refused images before" in w for w in second["warnings"])
+    assert len(recorded.requests) == 3
+    assert isinstance(recorded.requests[-1][1]["messages"][-1]["content"], str)
+
+
+async def test_a_refusal_that_is_not_about_pictures_stays_an_error(app: EagleApp, kb: str) -> None:
+    await _report(app, kb)
+
+    def unauthorised(body: dict[str, Any]) -> Any:
+        return json_answer(401, {"error": {"message": "bad key"}})
+
+    with openai_model(app, unauthorised, model_name="locked") as recorded:
+        result = await app.answers.answer(_ask(kb))
+    assert result["error"]["code"] == "model_provider_error" and "401" in result["error"]["message"]
+    assert len(recorded.requests) == 1

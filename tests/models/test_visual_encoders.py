@@ -195,3 +195,27 @@ async def test_a_visual_encoder_that_does_not_fit_eagle_visual_turns_visuals_off
         assert document.status == "completed" and document.collections_used == ("eagle_text",)
     finally:
         await app.stop()
+
+
+async def test_visual_dim_follows_a_small_text_encoder(tmp_path: Path) -> None:
+    settings = load_settings(
+        {"EAGLE_DATA_DIR": str(tmp_path), "EAGLE_ENCODER_MODE": "deterministic"},
+        overrides={"models": {"embedding": {"dim": 16}}, "milvus": {"text_dim": 16}},
+    )
+    app = await bootstrap(settings)
+    try:
+        assert app.visuals_off == "" and settings.milvus.visual_dim == 16
+        app.repositories.knowledge_bases.create("small")
+        submission = await asyncio.to_thread(
+            app.ingest.submit_file,
+            kb_name="small",
+            filename="r.pdf",
+            stream=io.BytesIO(vd.report_pdf()),
+        )
+        await app.queue.join()  # type: ignore[attr-defined]
+        document = app.repositories.documents.get(submission.document_id)
+        assert document.status == "completed", document.error
+        rows = app.vectors.query(VISUAL_COLLECTION, f.eq("document_id", document.id))
+        assert rows and {r["chunk_type"] for r in rows} >= {"image"}
+    finally:
+        await app.stop()

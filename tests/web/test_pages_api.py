@@ -7,11 +7,14 @@ import io
 from collections.abc import Iterator
 
 import pytest
+from fpdf import FPDF
 from PIL import Image
 
-from eagle_rag.api.page_images import page_image
+from eagle_rag.api.page_images import MAX_HEIGHT, page_image
 from eagle_rag.errors import NotFoundError
 from tests.api.server import RunningServer, running_server, wait_for_task
+from tests.ingest import scans
+from tests.ingest.documents import without_root
 from tests.web.documents import MARKDOWN, text_pdf
 
 ADMIN, SCOPED = "pages-admin-0123456789", "pages-scoped-0123456789"
@@ -33,6 +36,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, obje
             for kb, name, body in (
                 ("mine", "manual.pdf", text_pdf()),
                 ("mine", "guide.md", MARKDOWN),
+                ("mine", "fax.tif", two_frame_tiff()),
+                ("mine", "damaged.pdf", without_root(text_pdf())),
                 ("theirs", "other.pdf", text_pdf()),
             ):
                 submitted = admin.post(
@@ -41,6 +46,12 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, obje
                 assert wait_for_task(admin, submitted["job_id"])["status"] == "completed"
                 ids[name] = submitted["document_id"]
         yield ids
+
+
+def two_frame_tiff() -> bytes:
+    """A two-page scan: English on page 1, Chinese on page 2 (A6 landscape, 150 dpi)."""
+    first, second = scans.en_page(), scans.zh_page()
+    return scans.encode(first, "TIFF", save_all=True, append_images=[second])
 
 
 def _client(ids: dict[str, object], key: str) -> object:
@@ -110,7 +121,7 @@ def test_fragments_need_the_key_and_show_only_its_kbs(secured: dict[str, object]
     with _client(secured, SCOPED) as client:  # type: ignore[attr-defined]
         rows = client.get("/ui/fragments/kbs").text
         assert 'data-kb="mine"' in rows and "theirs" not in rows
-        assert 'data-count="documents">2<' in rows
+        assert 'data-count="documents">4<' in rows
         assert (
             client.get("/ui/fragments/documents", params={"kb_name": "theirs"}).status_code == 403
         )
@@ -120,13 +131,51 @@ def test_fragments_need_the_key_and_show_only_its_kbs(secured: dict[str, object]
         assert "script-src 'self'" in page.headers["content-security-policy"]
 
 
+def test_every_frame_of_a_tiff_is_a_png_page_at_the_asked_width(
+    secured: dict[str, object],
+) -> None:
+    url = f"/documents/{secured['fax.tif']}/pages"
+    with _client(secured, SCOPED) as client:  # type: ignore[attr-defined]
+        second = client.get(f"{url}/2", params={"width": 600})
+        assert second.status_code == 200, second.text
+        assert second.headers["content-type"] == "image/png"
+        assert second.headers["x-page-count"] == "2"
+        image = Image.open(io.BytesIO(second.content))
+        assert image.format == "PNG" and image.width == 600
+        aspect = scans.PAGE_MM[0] / scans.PAGE_MM[1]
+        assert abs(image.width / image.height - aspect) < 0.02
+        first = client.get(f"{url}/1", params={"width": 300})
+        assert Image.open(io.BytesIO(first.content)).width == 300
+        assert client.get(f"{url}/3").status_code == 404
+
+
+def test_a_repaired_pdf_previews_like_any_other(secured: dict[str, object]) -> None:
+    with _client(secured, SCOPED) as client:  # type: ignore[attr-defined]
+        response = client.get(f"/documents/{secured['damaged.pdf']}/pages/1", params={"width": 420})
+    assert response.status_code == 200, response.text
+    image = Image.open(io.BytesIO(response.content))
+    assert image.width == 420 and image.convert("L").getextrema()[0] < 100
+
+
 def test_an_image_document_is_its_own_single_page() -> None:
     buffer = io.BytesIO()
     Image.new("RGB", (40, 30), "white").save(buffer, format="PNG")
     image = page_image(buffer.getvalue(), "image/png", 1, 500)
-    assert image.content == buffer.getvalue() and image.media_type == "image/png"
+    assert image.media_type == "image/png" and image.pages == 1
+    assert Image.open(io.BytesIO(image.content)).size == (500, 375)
     with pytest.raises(NotFoundError):
         page_image(buffer.getvalue(), "image/png", 2, 500)
+
+
+def test_a_tall_page_is_scaled_to_the_height_cap() -> None:
+    strip = io.BytesIO()
+    Image.new("RGB", (100, 5000), "white").save(strip, format="PNG")  # a till receipt
+    image = Image.open(io.BytesIO(page_image(strip.getvalue(), "image/png", 1, 2400).content))
+    assert image.height == MAX_HEIGHT and image.width == round(100 * MAX_HEIGHT / 5000)
+    pdf = FPDF(unit="mm", format=(80, 3000))  # a receipt printed to PDF
+    pdf.add_page()
+    tall = page_image(bytes(pdf.output()), "application/pdf", 1, 2400).content
+    assert Image.open(io.BytesIO(tall)).height <= MAX_HEIGHT
 
 
 def test_the_document_list_is_paged_not_loaded_whole(server: RunningServer) -> None:

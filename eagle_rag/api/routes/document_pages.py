@@ -1,4 +1,5 @@
-"""``POST /documents/{id}/pages/search``: the best pages of one document for a question."""
+"""``POST /documents/{id}/pages/search``: the best pages of one document for a question (MCP
+``core_best_pages`` answers the same)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from eagle_rag.api.deps import App, Who
 from eagle_rag.api.schemas import ERRORS
+from eagle_rag.api.security import Caller
+from eagle_rag.bootstrap import EagleApp
 from eagle_rag.retrieval.pages import PAGE_SEARCH_DEPTH, best_pages
 from eagle_rag.retrieval.wire import steps_list
 
@@ -33,6 +36,14 @@ async def search_pages(
 ) -> dict[str, Any]:
     """Pages ranked by the passages found on them, each with that evidence and its boxes on
     the page (open it with ``GET /documents/{id}/pages/{page}``)."""
+    return await document_pages(app, who, document_id, body)
+
+
+async def document_pages(
+    app: EagleApp, who: Caller, document_id: str, body: PageSearchBody
+) -> dict[str, Any]:
+    """The best pages of one document for the caller (its key must cover the document's KB):
+    the answer of this route and of MCP ``core_best_pages``."""
     document = await asyncio.to_thread(app.repositories.documents.get, document_id)
     who.check_kb(document.kb_name)
     pages, pack = await best_pages(

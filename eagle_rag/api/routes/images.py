@@ -4,11 +4,18 @@ The id is looked up in this namespace's ``eagle_visual`` (another namespace's im
 not there), the document in this namespace's catalog, and the caller's key must cover its KB.
 The object key read back from the row must lie under that document's visuals prefix, so a
 tampered row cannot make this route read anything else.
+
+An image id is ``{document_id}-p{page}-{kind}{n}``, and a document keeps its id when it goes
+through the pipeline again (``POST /knowledge_bases/{kb}/rebuild``, a consistency repair, a
+retried task), while what it extracts may change (other settings, newer layout or OCR models):
+the same id can name another picture later. So the ETag is the picture's own hash and caches
+revalidate (a 304 costs no transfer), never ``immutable``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +33,9 @@ if TYPE_CHECKING:
     from eagle_rag.bootstrap import EagleApp
 
 router = APIRouter(responses=ERRORS)
-CACHE = "private, max-age=86400, immutable"  # private: behind the caller's key; ids never reuse
+# private: behind the caller's key; a minute fresh (a page of results shows each thumbnail once),
+# then revalidated against the picture's hash, since a rebuilt document reuses its image ids.
+CACHE = "private, max-age=60, must-revalidate"
 IMAGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
@@ -53,15 +62,20 @@ async def get_image(image_id: str, request: Request, app: App, who: Who) -> Resp
         raise NotFoundError(f"image {image_id} has no stored picture", image_id=image_id)
     if media_type not in MEDIA_TYPES:
         raise NotFoundError(f"image {image_id} has no stored picture", image_id=image_id)
-    etag = f'"{image_id}-{document.sha256[:16]}"'
-    headers = {"ETag": etag, "Cache-Control": CACHE, "X-Content-Type-Options": "nosniff"}
-    if request.headers.get("if-none-match") == etag:
-        return Response(status_code=304, headers=headers)
     try:
         data = await asyncio.to_thread(lambda: b"".join(app.objects.open(key)))
     except NotFoundError:
         raise NotFoundError(f"image {image_id} has no stored picture", image_id=image_id) from None
+    etag = f'"{hashlib.sha256(data).hexdigest()[:32]}"'
+    headers = {"ETag": etag, "Cache-Control": CACHE, "X-Content-Type-Options": "nosniff"}
+    if _etags(request.headers.get("if-none-match")) & {etag, "*"}:
+        return Response(status_code=304, headers=headers)
     return Response(data, media_type=media_type, headers=headers)
+
+
+def _etags(header: str | None) -> set[str]:
+    """The entity tags of an If-None-Match header (a list; weak ones compare weakly)."""
+    return {tag.strip().removeprefix("W/") for tag in (header or "").split(",") if tag.strip()}
 
 
 def _row(app: EagleApp, image_id: str) -> dict[str, Any]:

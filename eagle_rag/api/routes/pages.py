@@ -30,8 +30,9 @@ async def get_page(
     who: Who,
     width: Annotated[int, Query(ge=MIN_WIDTH, le=MAX_WIDTH)] = 1000,
 ) -> Response:
-    """A PDF page rendered to PNG (``width`` pixels wide), or an image document as stored;
-    404 for a page the document does not have."""
+    """Page ``page`` as PNG, ``width`` pixels wide (narrower when the page is so tall that its
+    height would pass 4,800 px): a PDF page rendered, or a frame of an image document (a
+    multi-page TIFF has one per page); 404 for a page the document does not have."""
     document = await asyncio.to_thread(app.repositories.documents.get, document_id)
     who.check_kb(document.kb_name)
     if not is_paged(document.mime_type) or not document.object_key:
@@ -42,6 +43,8 @@ async def get_page(
         return Response(status_code=304, headers=headers)
     key = document.object_key
     data = await asyncio.to_thread(lambda: b"".join(app.objects.open(key)))
-    image = await asyncio.to_thread(page_image, data, document.mime_type, page, width)
+    image = await asyncio.to_thread(
+        page_image, data, document.mime_type, page, width, filename=document.filename
+    )
     headers["X-Page-Count"] = str(image.pages)
     return Response(image.content, media_type=image.media_type, headers=headers)

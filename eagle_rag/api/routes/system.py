@@ -18,7 +18,8 @@ router = APIRouter()
 @router.get("/health", tags=["system"])
 async def health(app: App) -> JSONResponse:
     """Liveness plus every backend: ``ok``, ``degraded`` (a non-critical one is down) or
-    ``down`` (the metadata database or Milvus does not answer; HTTP 503)."""
+    ``down`` (the metadata database or Milvus does not answer; HTTP 503); ``visuals`` says
+    whether visual chunks are made, and ``warnings`` why not (``visuals off: <reason>``)."""
     results = await asyncio.to_thread(probe_running, app)
     status = overall_status(results)
     body = {
@@ -26,6 +27,8 @@ async def health(app: App) -> JSONResponse:
         "version": __version__,
         "namespace": app.settings.plugins.default_namespace,
         "checks": {r.name: r.to_dict() for r in results},
+        "visuals": "off" if app.visuals_off else "on",
+        "warnings": [w for w in (app.visuals_warning,) if w],
     }
     return JSONResponse(body, status_code=503 if status == "down" else 200)
 

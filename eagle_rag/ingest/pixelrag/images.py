@@ -45,21 +45,39 @@ def pages(
                 f"the image has {frames} pages (limit {max_pages})", filename=filename
             )
         for frame in _frames(image, frames, filename):
-            width, height = frame.size
-            if width * height > max_pixels:
-                raise InvalidInputError(
-                    f"the image is {width}×{height} pixels, over the limit of {max_pixels} "
-                    "(a decompression bomb, or a scan at a needlessly high resolution)",
-                    filename=filename,
-                    pixels=width * height,
-                    limit=max_pixels,
-                )
-            _check_aspect(width, height, filename)
-            try:
-                frame.load()
-                yield to_rgb(ImageOps.exif_transpose(frame) or frame)
-            except DECODE_ERRORS as exc:
-                raise _corrupt(exc, filename) from exc
+            yield _decoded(frame, filename, max_pixels)
+
+
+def page(
+    data: bytes, filename: str, number: int, *, max_pixels: int = MAX_PIXELS
+) -> tuple[Image.Image | None, int]:
+    """Frame ``number`` (1-based) as upright RGB, decoding no other frame, and the frame
+    count; (None, count) for a number past the last frame."""
+    with _opened(data, filename) as image:
+        count = _frame_count(image, filename)
+        if not 1 <= number <= count:
+            return None, count
+        frame = next(_frames(image, number, filename, first=number - 1))
+        return _decoded(frame, filename, max_pixels), count
+
+
+def _decoded(frame: Image.Image, filename: str, max_pixels: int) -> Image.Image:
+    """The frame's pixels, upright RGB, once its size passed the bomb and aspect checks."""
+    width, height = frame.size
+    if width * height > max_pixels:
+        raise InvalidInputError(
+            f"the image is {width}×{height} pixels, over the limit of {max_pixels} "
+            "(a decompression bomb, or a scan at a needlessly high resolution)",
+            filename=filename,
+            pixels=width * height,
+            limit=max_pixels,
+        )
+    _check_aspect(width, height, filename)
+    try:
+        frame.load()
+        return to_rgb(ImageOps.exif_transpose(frame) or frame)
+    except DECODE_ERRORS as exc:
+        raise _corrupt(exc, filename) from exc
 
 
 def _frame_count(image: Image.Image, filename: str) -> int:
@@ -70,8 +88,10 @@ def _frame_count(image: Image.Image, filename: str) -> int:
         raise _corrupt(exc, filename) from exc
 
 
-def _frames(image: Image.Image, count: int, filename: str) -> Iterator[Image.Image]:
-    for index in range(count):
+def _frames(
+    image: Image.Image, count: int, filename: str, *, first: int = 0
+) -> Iterator[Image.Image]:
+    for index in range(first, count):
         try:
             image.seek(index)
         except DECODE_ERRORS as exc:
