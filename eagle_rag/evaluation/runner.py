@@ -99,9 +99,14 @@ class Evaluator:
         try:
             owners, seconds, failed = await self._ingest(kb, dataset)
             ingest_hooks = times.take()
-            # Text chunks in every text collection (a plugin's specialized ones too).
+            # Text chunks in every text collection (a plugin's specialized ones too, but not
+            # its views: their rows are copies of chunks counted in the base).
+            views = app.plugins.collection_views()
             specialized = [
-                c for p in app.plugins.loaded for c in p.manifest.provides_specialized_collections
+                c
+                for p in app.plugins.loaded
+                for c in p.manifest.provides_specialized_collections
+                if c not in views
             ]
             texts = [
                 TEXT_COLLECTION,

@@ -237,6 +237,10 @@ class PluginManager:
             found.extend(m for m in modules or () if m not in found)
         return tuple(found)
 
+    def collection_views(self) -> dict[str, str]:
+        """Every loaded plugin's view collections: view name -> the collection it mirrors."""
+        return {v: b for p in self._loaded for v, b in p.manifest.collection_views.items()}
+
     # --- reporting ------------------------------------------------------------------------------
 
     def health_payload(self) -> dict[str, Any]:

