@@ -23,6 +23,8 @@ from eagle_rag.evaluation.metrics import percentile, score_run
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
 from eagle_rag.ingest.deletion import remove_knowledge_base
+from eagle_rag.plugins import hooks
+from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
 
 if TYPE_CHECKING:
@@ -66,6 +68,18 @@ class EvalReport:
         data = asdict(self)
         data["ingest_docs_per_s"] = round(self.ingest_docs_per_s, 2)
         return data
+
+
+def reranker_name(app: EagleApp) -> str | None:
+    """What ``hybrid+rerank`` reranks with: the RERANK_MERGED subscribers of the app's namespace
+    (they answer first; biomed's reranks every entity query), then Core's configured reranker.
+    None when there is neither, and then the mode is skipped."""
+    ctx = HookContext(plugin_namespace=app.namespace)
+    subscribers = app.bus.subscribers(hooks.rerank_merged)
+    names = [f"{s.plugin} (RERANK_MERGED)" for s in subscribers if s.applies_to(ctx)]
+    if app.retrieval.reranker is not None:
+        names.append(app.retrieval.reranker.name)
+    return ", then ".join(names) or None
 
 
 class Evaluator:
@@ -124,7 +138,7 @@ class Evaluator:
                 queries=0,
                 ingest_seconds=round(seconds, 2),
                 encoder=app.text_encoder.name,
-                reranker=app.retrieval.reranker.name if app.retrieval.reranker else None,
+                reranker=reranker_name(app),
                 hybrid_fusion=app.settings.retrieval.hybrid_fusion,
                 failed_documents=failed,
                 blank_queries=dataset.blank_queries,
@@ -138,8 +152,8 @@ class Evaluator:
             report.baseline_p50_ms = round(percentile(baseline, 50), 2)
             report.baseline_p95_ms = round(percentile(baseline, 95), 2)
             for mode in modes:
-                if mode == "hybrid+rerank" and app.retrieval.reranker is None:
-                    continue
+                if mode == "hybrid+rerank" and report.reranker is None:
+                    continue  # nothing reranks: the mode would repeat hybrid
                 report.modes.append(await self._mode(kb, mode, queries, qrels, owners))
                 report.hook_ms[mode] = times.take()
             return report

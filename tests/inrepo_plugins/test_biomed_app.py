@@ -484,13 +484,17 @@ async def test_eval_reports_the_core_table_on_the_biomed_profile(
     queries = [{"_id": "q1", "text": "metformin gastric cancer"}, {"_id": "q2", "text": "LDL"}]
     (folder / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries))
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tm\t1\nq2\ts\t1\n")
-    report = await Evaluator(app, top_k=10, keep=True).run(load_dataset(folder), modes=("hybrid",))
+    modes = ("hybrid", "hybrid+rerank")
+    report = await Evaluator(app, top_k=10, keep=True).run(load_dataset(folder), modes=modes)
     [kb] = [k.name for k in app.repositories.knowledge_bases.list() if k.name.startswith("eval-")]
     stored = sum(d.chunk_count for d in app.repositories.documents.list(kb_name=kb))
     await asyncio.to_thread(remove_knowledge_base, app, kb)
     assert report.chunks == stored  # eagle_text's chunks; the view's copies are not counted
-    [hybrid] = report.modes
-    assert hybrid.metrics["ndcg@10"] > 0.5
+    # No Core reranker here, but biomed's RERANK_MERGED reranks every entity query: the mode runs.
+    assert report.reranker == "biomed (RERANK_MERGED)"
+    hybrid, reranked = report.modes
+    assert (hybrid.mode, reranked.mode) == modes
+    assert hybrid.metrics["ndcg@10"] > 0.5 and reranked.metrics["ndcg@10"] > 0.5
     # Per-hook timings, per phase: the plugin's ingest and query subscribers, each timed.
     ingest, queries = report.hook_ms["ingest"], report.hook_ms["hybrid"]
     assert ingest["CHUNK biomed"]["calls"] == 3 and ingest["CHUNK biomed"]["mean_ms"] > 0
@@ -498,6 +502,7 @@ async def test_eval_reports_the_core_table_on_the_biomed_profile(
     assert queries["CLASSIFY_QUERY biomed"]["calls"] == 2  # each query once
     assert queries["RRF_POST_MERGE biomed"]["calls"] == 2
     assert not any(k.startswith("RERANK_MERGED") for k in queries)  # hybrid: rerank off
+    assert report.hook_ms["hybrid+rerank"]["RERANK_MERGED biomed"]["calls"] == 2
     assert report.to_dict()["hook_ms"]["hybrid"] == queries
 
 
