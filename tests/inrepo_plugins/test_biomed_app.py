@@ -184,6 +184,17 @@ async def test_entity_query_routes_to_both_collections_and_finds_the_evidence(
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_a_search_says_why_the_view_plan_was_expanded(app: EagleApp) -> None:
+    pack = await app.retrieval.search(QueryRequest("Does T2DM treatment work?"))
+    steps = {s.name: s for s in pack.steps}
+    expand = steps[f"{COLLECTION}:expand"]
+    assert expand.status == "ok" and "BM25 terms added" in expand.detail
+    assert "biomed_entities: mesh:D003924" in expand.detail
+    assert "biomed_intents: treatment" in expand.detail
+    assert f"{TEXT_COLLECTION}:expand" not in steps  # Core's plan keeps Core's lists
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_query_without_entities_is_routed_as_in_core(app: EagleApp) -> None:
     pack = await app.retrieval.search(QueryRequest("blue folder for the Tuesday meeting"))
     assert pack.route is not None and pack.route.classifier == "core"
