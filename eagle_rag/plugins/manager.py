@@ -208,6 +208,7 @@ class PluginManager:
             audit=self._audit,
             registries=self._registries,
             host=self._host,
+            declared_tools=plugin.manifest.provides_mcp_tools,
         )
         # Appended before on_load so a failure in any step still gets this plugin unloaded.
         self._loaded.append(LoadedPlugin(module, plugin, context))
