@@ -11,13 +11,14 @@ names an entity.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.errors import SettingsError
-from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.index.collections import BASE_COLLECTIONS, TEXT_COLLECTION, CollectionSpec
 from eagle_rag.models.factory import build_text_encoder
 from eagle_rag.models.rerankers import build_reranker
 from eagle_rag.plugins import hooks
@@ -37,6 +38,7 @@ from plugins.biomed.runtime import BiomedRuntime
 from plugins.biomed.tools import BiomedTools
 
 NAMESPACE = "biomed"
+logger = logging.getLogger(__name__)
 DOMAIN_ENCODER = "biomed-passage"
 DOMAIN_QUERY_ENCODER = "biomed-query"
 
@@ -93,10 +95,29 @@ class BiomedPlugin:
         )
 
     def ensure_collections(self, ctx: PluginContext) -> None:
-        """Create eagle_text_biomed in this namespace's Database; refuse one of another dim."""
+        """Create eagle_text_biomed in this namespace's Database; refuse one of another dim.
+
+        The exploratory collections that exist are opened as text collections of that dim
+        (another dim is refused at start-up, as for the view); a missing one is skipped with
+        a warning: a typo or a dropped collection must not fail every entity query."""
         rt = self._require()
         dim = rt.encoders.collection_dim(rt.collection)
-        rt.vectors.ensure_collections([collection_spec(rt.collection, dim)])
+        existing = set(rt.vectors.collections())
+        wanted = rt.options.exploratory_search_collections
+        rt.exploratory = tuple(c for c in wanted if c in existing and c != rt.collection)
+        opened = [c for c in rt.exploratory if c not in BASE_COLLECTIONS]
+        rt.vectors.ensure_collections(
+            [collection_spec(rt.collection, dim), *(CollectionSpec(c, "text", dim) for c in opened)]
+        )
+        missing = [c for c in wanted if c not in existing]
+        if missing:
+            logger.warning(
+                "plugins.options.biomed.exploratory_search_collections: %s not in Milvus "
+                "Database %r; skipped (a restart looks again)",
+                ", ".join(map(repr, missing)),
+                getattr(rt.vectors, "db_name", ctx.default_namespace),
+            )
+            ctx.log_decision("exploratory_collections", "skipped", missing=missing)
 
     def register_hooks(self, bus: HookBus) -> None:
         rt = self._require()

@@ -55,10 +55,13 @@ class QueryHooks:
         core = core_route(query, rt.text_encoder, rt.encoders)
         names = ", ".join(rt.finder.name_of(e) for e in entities[:5]) or "dual text search"
         same_vectors = rt.passage_encoder == rt.text_encoder
-        encoder = "" if same_vectors and not rt.options.view_dense else rt.query_encoder
+        view = "" if same_vectors and not rt.options.view_dense else rt.query_encoder
+        # An exploratory collection holds rows of its own (no base plan's dense list covers
+        # them), so it is searched dense and BM25 with the view's query encoder.
+        encoders = {rt.collection: view} | dict.fromkeys(rt.exploratory, rt.query_encoder)
         extra = tuple(
             CollectionQueryPlan(name, encoder, query.top_k, reason=f"biomed: {names}")
-            for name in (rt.collection, *rt.options.exploratory_search_collections)
+            for name, encoder in encoders.items()
             if name not in {p.collection for p in core.plans}
         )
         return QueryRouteDecision(

@@ -30,6 +30,8 @@ class BiomedRuntime:
     timings: HookTimings = field(default_factory=HookTimings)
     query_embeddings: Any = None  # SharedQueryEmbeddings (EMBED_TEXT for queries)
     early_supplements: EarlySupplements = field(default_factory=EarlySupplements)
+    # The options' exploratory_search_collections that exist (ensure_collections checks).
+    exploratory: tuple[str, ...] = ()
     _queries: OrderedDict[str, tuple[Mention, ...]] = field(default_factory=OrderedDict)
     _queries_version: int = -1  # the book's version the cached mentions were found with
 
