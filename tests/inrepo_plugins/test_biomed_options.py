@@ -13,8 +13,9 @@ import pytest_asyncio
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.errors import EagleError
 from eagle_rag.index.collections import TEXT_COLLECTION, CollectionSpec
+from eagle_rag.index.filters import eq
 from eagle_rag.plugins.payloads import QueryRequest
-from plugins.biomed.collection import collection_spec
+from plugins.biomed.collection import FIELD_CHARS, collection_spec
 from tests.inrepo_plugins.test_biomed_app import (
     BIOMED,
     COLLECTION,
@@ -90,3 +91,37 @@ async def test_an_exploratory_collection_of_another_dimension_is_refused(tmp_pat
     with pytest.raises(EagleError) as caught:
         await bootstrap(biomed_settings(tmp_path, exploratory_search_collections=[TRIALS]))
     assert TRIALS in caught.value.message and "64-d" in caught.value.message
+
+
+async def test_a_ten_thousand_entity_abstract_is_ingested_with_capped_entity_fields(
+    tmp_path: Path,
+) -> None:
+    """Through submit_file: every chunk keeps at most max_chunk_entities ids, and the view
+    row's scalar field (at most FIELD_CHARS bytes) holds whole ids only."""
+    app = await bootstrap(biomed_settings(tmp_path, max_chunk_entities=200))
+    try:
+        lexicon = plugin_of(app).runtime.finder.lexicon
+        names = [c.name for c in list(lexicon.concepts.values())[:10_000]]
+        abstract = "# Abstract\n\n" + ". ".join(names) + ".\n"
+        app.repositories.knowledge_bases.create("big", creation_settings={"chunk_size": 4096})
+        submission = app.ingest.submit_file(
+            kb_name="big", filename="abstract.md", stream=io.BytesIO(abstract.encode())
+        )
+        await app.queue.join()  # type: ignore[attr-defined]
+        document = app.repositories.documents.get(submission.document_id)
+        assert document.status == "completed", document.error
+        where = eq("document_id", document.id)
+        base = app.vectors.query(TEXT_COLLECTION, where)
+        view = {r["id"]: r for r in app.vectors.query(COLLECTION, where)}
+        assert len(base) == document.chunk_count and set(view) == {r["id"] for r in base}
+        for row in base:
+            ids = row["metadata"]["biomed_entities"]
+            assert 0 < len(ids) <= 200
+            field = view[row["id"]]["biomed_entities"]
+            assert len(field.encode()) <= FIELD_CHARS
+            assert field.split() == ids[: len(field.split())]  # whole ids, in order
+        capped = [r for r in base if len(r["metadata"]["biomed_entities"]) == 200]
+        assert capped  # the list was capped, and its scalar field cut at a whole id
+        assert len(view[capped[0]["id"]]["biomed_entities"].split()) < 200
+    finally:
+        await app.stop()
