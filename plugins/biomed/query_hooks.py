@@ -79,10 +79,18 @@ class QueryHooks:
         if not entities:
             return None
         terms = self._expansion_terms(query.text, entities) if rt.options.expand_sparse else ()
-        concepts = tuple(concept_token(e) for e in entities) if rt.options.concept_terms else ()
+        concepts = self._concept_terms(entities)
         intents = query_intents(query.text)
         hints = {"biomed_entities": entities, "biomed_intents": list(intents)}
         return QueryExpansion(sparse_terms=concepts + terms, hints=hints)
+
+    def _concept_terms(self, entities: list[str]) -> tuple[str, ...]:
+        """The first entities' concept tokens, at most ``max_expansion_terms`` (a query naming
+        hundreds of entities must not grow its BM25 query without bound)."""
+        if not self._rt.options.concept_terms:
+            return ()
+        limit = self._rt.options.max_expansion_terms
+        return tuple(concept_token(e) for e in entities[:limit])
 
     def _expansion_terms(self, text: str, entities: list[str]) -> tuple[str, ...]:
         """Words of the entities' other names that the query does not already contain."""
@@ -135,8 +143,7 @@ class QueryHooks:
     ) -> tuple[RetrievedHit, ...]:
         rt = self._rt
         names = [name for e in entities for name in rt.finder.synonyms_of(e)[:3]]
-        concepts = [concept_token(e) for e in entities] if rt.options.concept_terms else []
-        text = " ".join([query.text, *names, *concepts])
+        text = " ".join([query.text, *names, *self._concept_terms(entities)])
         where = all_of(scope, entity_filter(entities))
         found = await asyncio.to_thread(
             rt.vectors.search_sparse, rt.collection, [text], top_k=rt.candidates, where=where

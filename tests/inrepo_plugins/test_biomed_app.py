@@ -344,6 +344,26 @@ async def test_dense_expand_adds_long_forms_synonyms_and_intent(app: EagleApp) -
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_concept_tokens_are_capped_by_max_expansion_terms(app: EagleApp) -> None:
+    runtime = plugin_of(app).runtime
+    query = QueryRequest("aspirin, metformin, atorvastatin and warfarin after stroke")
+    entities = runtime.query_entities(query.text)
+    assert len(entities) > 2
+    plan = CollectionQueryPlan(COLLECTION, "x", 5)
+    shipped = runtime.options
+    runtime.options = shipped.model_copy(update={"max_expansion_terms": 2})
+    try:
+        expansion = await app.bus.invoke_first(
+            hooks.query_dense_expand, ctx=ctx(), query=query, plan=plan
+        )
+    finally:
+        runtime.options = shipped
+    concepts = [t for t in expansion.sparse_terms if t.startswith("bmc")]
+    assert concepts == [concept_token(e) for e in entities[:2]]
+    assert len(expansion.sparse_terms) <= 4  # two concept tokens, two other words
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_supplement_returns_only_chunks_naming_the_entities(app: EagleApp) -> None:
     query = QueryRequest("atorvastatin")
     decision = await app.bus.invoke_first(hooks.classify_query, ctx=ctx(), query=query, hints=())
