@@ -113,28 +113,10 @@ class Evaluator:
         try:
             owners, seconds, failed = await self._ingest(kb, dataset)
             ingest_hooks = times.take()
-            # Text chunks in every text collection (a plugin's specialized ones too, but not
-            # its views: their rows are copies of chunks counted in the base).
-            views = app.plugins.collection_views()
-            specialized = [
-                c
-                for p in app.plugins.loaded
-                for c in p.manifest.provides_specialized_collections
-                if c not in views
-            ]
-            texts = [
-                TEXT_COLLECTION,
-                *(c for c in specialized if app.vectors.spec(c).kind == "text"),
-            ]
-            chunks = sum(
-                await asyncio.gather(
-                    *(asyncio.to_thread(app.vectors.count, c, eq("kb_name", kb)) for c in texts)
-                )
-            )
             report = EvalReport(
                 dataset=dataset.name,
                 documents=len(dataset.corpus),
-                chunks=chunks,
+                chunks=await self._chunks(kb),
                 queries=0,
                 ingest_seconds=round(seconds, 2),
                 encoder=app.text_encoder.name,
@@ -161,6 +143,22 @@ class Evaluator:
             app.bus.observe(None)
             if not self._keep:
                 await asyncio.to_thread(remove_knowledge_base, app, kb)
+
+    async def _chunks(self, kb: str) -> int:
+        """Text chunks of the KB in every text collection: a plugin's specialized ones too,
+        but not its views, whose rows are copies of chunks counted in their base."""
+        app = self._app
+        views = app.plugins.collection_views()
+        specialized = [
+            c
+            for p in app.plugins.loaded
+            for c in p.manifest.provides_specialized_collections
+            if c not in views
+        ]
+        texts = [TEXT_COLLECTION, *(c for c in specialized if app.vectors.spec(c).kind == "text")]
+        where = eq("kb_name", kb)
+        counts = [asyncio.to_thread(app.vectors.count, c, where) for c in texts]
+        return sum(await asyncio.gather(*counts))
 
     async def _ingest(self, kb: str, dataset: Dataset) -> tuple[dict[str, list[str]], float, int]:
         """Submit every corpus document and wait; returns document id → corpus ids."""
