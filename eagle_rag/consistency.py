@@ -12,6 +12,10 @@ the three for the instance namespace and reports:
 - ``extra_vectors``: a completed document with more (rows an older chunking left behind);
 - ``missing_object``: a document whose original is gone (it can be searched, not rebuilt).
 
+A plugin's view collection (``collection_views`` in its manifest) holds second copies of base
+rows, so it is left out of the missing/extra counts; its rows still count as orphans or as a
+failed attempt's leftovers.
+
 ``repair`` removes orphans and a failed document's vectors, and sends a document with missing or
 extra vectors through the pipeline again (a new task, picked up by whichever queue runs next);
 one whose original is also gone is removed, since nothing could rebuild it. Documents still in
@@ -75,8 +79,9 @@ def check(app: Runtime, *, repair: bool = False) -> ConsistencyReport:
     collections = app.vectors.collections()
     counts = {name: app.vectors.document_counts(name) for name in collections}
     keys = app.objects.list(validate_prefix(app.namespace))
+    views = set(app.plugins.collection_views())
     findings = [
-        *_vector_findings(documents, counts),
+        *_vector_findings(documents, counts, views),
         *_object_findings(documents, keys, app.objects),
     ]
     if repair:
@@ -92,13 +97,14 @@ def check(app: Runtime, *, repair: bool = False) -> ConsistencyReport:
 
 
 def _vector_findings(
-    documents: dict[str, DocumentRecord], counts: dict[str, dict[str, int]]
+    documents: dict[str, DocumentRecord], counts: dict[str, dict[str, int]], views: set[str]
 ) -> list[Finding]:
     findings: list[Finding] = []
     totals: dict[str, int] = {}
     for collection, per_document in sorted(counts.items()):
         for document_id, rows in sorted(per_document.items()):
-            totals[document_id] = totals.get(document_id, 0) + rows
+            if collection not in views:  # a view's rows are copies: counted in their base
+                totals[document_id] = totals.get(document_id, 0) + rows
             document = documents.get(document_id)
             if document is None:
                 detail = f"{rows} rows of a document the catalog does not know"

@@ -23,6 +23,8 @@ from eagle_rag.evaluation.metrics import percentile, score_run
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
 from eagle_rag.ingest.deletion import remove_knowledge_base
+from eagle_rag.plugins import hooks
+from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
 
 if TYPE_CHECKING:
@@ -68,6 +70,18 @@ class EvalReport:
         return data
 
 
+def reranker_name(app: EagleApp) -> str | None:
+    """What ``hybrid+rerank`` reranks with: the RERANK_MERGED subscribers of the app's namespace
+    (they answer first; biomed's reranks every entity query), then Core's configured reranker.
+    None when there is neither, and then the mode is skipped."""
+    ctx = HookContext(plugin_namespace=app.namespace)
+    subscribers = app.bus.subscribers(hooks.rerank_merged)
+    names = [f"{s.plugin} (RERANK_MERGED)" for s in subscribers if s.applies_to(ctx)]
+    if app.retrieval.reranker is not None:
+        names.append(app.retrieval.reranker.name)
+    return ", then ".join(names) or None
+
+
 class Evaluator:
     """Evaluates one dataset on one running app (embedded); the KB is removed afterwards."""
 
@@ -99,27 +113,14 @@ class Evaluator:
         try:
             owners, seconds, failed = await self._ingest(kb, dataset)
             ingest_hooks = times.take()
-            # Text chunks in every text collection (a plugin's specialized ones too).
-            specialized = [
-                c for p in app.plugins.loaded for c in p.manifest.provides_specialized_collections
-            ]
-            texts = [
-                TEXT_COLLECTION,
-                *(c for c in specialized if app.vectors.spec(c).kind == "text"),
-            ]
-            chunks = sum(
-                await asyncio.gather(
-                    *(asyncio.to_thread(app.vectors.count, c, eq("kb_name", kb)) for c in texts)
-                )
-            )
             report = EvalReport(
                 dataset=dataset.name,
                 documents=len(dataset.corpus),
-                chunks=chunks,
+                chunks=await self._chunks(kb),
                 queries=0,
                 ingest_seconds=round(seconds, 2),
                 encoder=app.text_encoder.name,
-                reranker=app.retrieval.reranker.name if app.retrieval.reranker else None,
+                reranker=reranker_name(app),
                 hybrid_fusion=app.settings.retrieval.hybrid_fusion,
                 failed_documents=failed,
                 blank_queries=dataset.blank_queries,
@@ -133,8 +134,8 @@ class Evaluator:
             report.baseline_p50_ms = round(percentile(baseline, 50), 2)
             report.baseline_p95_ms = round(percentile(baseline, 95), 2)
             for mode in modes:
-                if mode == "hybrid+rerank" and app.retrieval.reranker is None:
-                    continue
+                if mode == "hybrid+rerank" and report.reranker is None:
+                    continue  # nothing reranks: the mode would repeat hybrid
                 report.modes.append(await self._mode(kb, mode, queries, qrels, owners))
                 report.hook_ms[mode] = times.take()
             return report
@@ -142,6 +143,22 @@ class Evaluator:
             app.bus.observe(None)
             if not self._keep:
                 await asyncio.to_thread(remove_knowledge_base, app, kb)
+
+    async def _chunks(self, kb: str) -> int:
+        """Text chunks of the KB in every text collection: a plugin's specialized ones too,
+        but not its views, whose rows are copies of chunks counted in their base."""
+        app = self._app
+        views = app.plugins.collection_views()
+        specialized = [
+            c
+            for p in app.plugins.loaded
+            for c in p.manifest.provides_specialized_collections
+            if c not in views
+        ]
+        texts = [TEXT_COLLECTION, *(c for c in specialized if app.vectors.spec(c).kind == "text")]
+        where = eq("kb_name", kb)
+        counts = [asyncio.to_thread(app.vectors.count, c, where) for c in texts]
+        return sum(await asyncio.gather(*counts))
 
     async def _ingest(self, kb: str, dataset: Dataset) -> tuple[dict[str, list[str]], float, int]:
         """Submit every corpus document and wait; returns document id → corpus ids."""

@@ -180,6 +180,14 @@ def _hints(title: str, *, read_only: bool, idempotent: bool, open_world: bool) -
     }
 
 
+# A plugin tool its manifest declares: read-only retrieval over this instance's stores (ADR-008).
+PLUGIN_TOOL_ANNOTATIONS: dict[str, Any] = {
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
+
 ANNOTATIONS: dict[str, dict[str, Any]] = {
     "retrieve_text": _hints("Search passages", read_only=True, idempotent=True, open_world=False),
     "retrieve_visual": _hints(

@@ -28,8 +28,9 @@ from eagle_rag.errors import InvalidInputError
 from eagle_rag.generation.engine import AnswerRequest
 from eagle_rag.mcp.caller import mcp_caller
 from eagle_rag.mcp.resources import register_resources
-from eagle_rag.mcp.schemas import ANNOTATIONS, OUTPUT_SCHEMAS
+from eagle_rag.mcp.schemas import ANNOTATIONS, OUTPUT_SCHEMAS, PLUGIN_TOOL_ANNOTATIONS
 from eagle_rag.mcp.visual import visual_result
+from eagle_rag.plugins.mcp_registry import McpToolSpec
 from eagle_rag.retrieval.pack import ContextPack
 from eagle_rag.retrieval.pages import PAGE_SEARCH_DEPTH
 from eagle_rag.retrieval.wire import search_response
@@ -79,11 +80,18 @@ def sync_tools(server: FastMCP, app: EagleApp) -> None:
                 spec.handler,
                 name=spec.name,
                 description=spec.description,
-                annotations=ANNOTATIONS.get(short),
+                annotations=ANNOTATIONS.get(short) or _plugin_hints(spec),
                 output_schema=OUTPUT_SCHEMAS.get(short, ...),  # ...: derived from the handler
             )
             served.add(spec.name)
     server._eagle_tools = served  # type: ignore[attr-defined]
+
+
+def _plugin_hints(spec: McpToolSpec) -> dict[str, Any] | None:
+    """A declared (so read-only) plugin tool's hints; None leaves an undeclared one unhinted."""
+    if spec.namespace == "core" or not spec.read_only:
+        return None
+    return dict(PLUGIN_TOOL_ANNOTATIONS)
 
 
 class CoreTools:

@@ -93,12 +93,14 @@ class PluginContext:
         audit: PluginAudit,
         registries: ComponentRegistries,
         host: HostServices | None = None,
+        declared_tools: Sequence[str] = (),
     ) -> None:
         self.namespace = namespace
         self.settings = settings
         self.audit = audit
         self.host = host or HostServices()
         self._registries = registries
+        self._declared_tools = frozenset(declared_tools)  # the manifest's provides_mcp_tools
 
     @property
     def default_namespace(self) -> str:
@@ -162,9 +164,16 @@ class PluginContext:
         self._registries.knowledge_engines.register(name, engine, owner=self.namespace)
 
     def register_mcp_tool(self, name: str, handler: Callable[..., Any], *, description: str) -> str:
-        """Register a read-only MCP tool as ``{namespace}_{name}``; returns the full name."""
+        """Register a read-only MCP tool as ``{namespace}_{name}``; returns the full name.
+
+        A plugin's tools are read-only by contract (ADR-008); one its manifest declares in
+        ``provides_mcp_tools`` is served with read-only, idempotent, closed-world hints."""
         return self._registries.mcp_tools.register(
-            self.namespace, name, handler, description=description
+            self.namespace,
+            name,
+            handler,
+            description=description,
+            read_only=name in self._declared_tools,
         )
 
     def log_decision(self, category: str, decision: str, **details: Any) -> None:

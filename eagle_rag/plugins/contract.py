@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 if TYPE_CHECKING:
     from eagle_rag.plugins.context import PluginContext
@@ -38,6 +38,12 @@ class PluginManifest(BaseModel):
     depends_on: tuple[str, ...] = ()
     provides_pipelines: tuple[str, ...] = ()
     provides_specialized_collections: tuple[str, ...] = ()
+    # A specialized collection that is a view of another: view name -> base name. Its rows are
+    # copies of base rows (same ids and documents), so what counts a document's rows (the
+    # consistency check, eval's chunk count) counts the base only.
+    collection_views: dict[str, str] = Field(default_factory=dict)
+    # Declared MCP tools; the plugin registers them in register_mcp_tools. A plugin's tools are
+    # read-only by contract (ADR-008), so declared ones are served with read-only hints.
     provides_mcp_tools: tuple[str, ...] = ()
     resource_hints: dict[str, Any] = Field(default_factory=dict)
     description: str = ""
@@ -63,6 +69,15 @@ class PluginManifest(BaseModel):
             if not _COLLECTION.match(name):
                 raise ValueError(f"collection name {name!r} is not a valid Milvus name")
         return value
+
+    @model_validator(mode="after")
+    def _views_are_declared_collections(self) -> PluginManifest:
+        for view, base in self.collection_views.items():
+            if view not in self.provides_specialized_collections:
+                raise ValueError(f"view {view!r} is not one of provides_specialized_collections")
+            if not _COLLECTION.match(base) or base == view:
+                raise ValueError(f"view {view!r} names an invalid base collection {base!r}")
+        return self
 
 
 def milvus_database_for(namespace: str) -> str:

@@ -208,6 +208,7 @@ class PluginManager:
             audit=self._audit,
             registries=self._registries,
             host=self._host,
+            declared_tools=plugin.manifest.provides_mcp_tools,
         )
         # Appended before on_load so a failure in any step still gets this plugin unloaded.
         self._loaded.append(LoadedPlugin(module, plugin, context))
@@ -236,6 +237,10 @@ class PluginManager:
         for modules in await self._bus.invoke_all(hooks.celery_tasks, ctx=ctx):
             found.extend(m for m in modules or () if m not in found)
         return tuple(found)
+
+    def collection_views(self) -> dict[str, str]:
+        """Every loaded plugin's view collections: view name -> the collection it mirrors."""
+        return {v: b for p in self._loaded for v, b in p.manifest.collection_views.items()}
 
     # --- reporting ------------------------------------------------------------------------------
 

@@ -52,12 +52,14 @@ def assert_rag_only_tool_name(name: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class McpToolSpec:
-    """A registered MCP tool: full name, owning namespace, handler and description."""
+    """A registered MCP tool: full name, owning namespace, handler and description;
+    ``read_only`` when its plugin's manifest declares it (served with read-only hints)."""
 
     name: str
     namespace: str
     handler: Callable[..., Any]
     description: str
+    read_only: bool = False
 
 
 class McpToolRegistry:
@@ -73,6 +75,7 @@ class McpToolRegistry:
         handler: Callable[..., Any],
         *,
         description: str,
+        read_only: bool = False,
     ) -> str:
         if not _SHORT_NAME.match(short_name):
             raise McpToolNameError(
@@ -90,7 +93,8 @@ class McpToolRegistry:
             raise McpToolNameError(
                 f"MCP tool {full_name!r} needs a description", plugin=namespace, tool=full_name
             )
-        self._tools[full_name] = McpToolSpec(full_name, namespace, handler, description)
+        spec = McpToolSpec(full_name, namespace, handler, description, read_only)
+        self._tools[full_name] = spec
         return full_name
 
     def exposed(self, default_namespace: str) -> list[McpToolSpec]:

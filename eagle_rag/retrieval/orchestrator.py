@@ -1,8 +1,9 @@
 """RetrieverOrchestrator: one CollectionQueryPlan → one ranked list.
 
-Per plan: QUERY_DENSE_EXPAND, then dense ANN and BM25 sparse search (the sparse search runs
-while the query is being embedded), fused inside the plan (by rescaled scores, or by RRF when
-configured), then the plan's RERANK hook.
+Per plan: QUERY_DENSE_EXPAND (what it added and its hints, the why, are the plan's ``expand``
+step), then dense ANN and BM25 sparse search (the sparse search runs while the query is being
+embedded), fused inside the plan (by rescaled scores, or by RRF when configured), then the
+plan's RERANK hook.
 A failing half (say the embedder) leaves the other half's list with a warning; a plan whose
 every search fails is reported and contributes nothing, and keeps its failures so the service
 can tell an outage (every plan failed because a backend is down: a 503) from a partial one.
@@ -24,6 +25,7 @@ from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.payloads import (
     CollectionQueryPlan,
     EmbedRequest,
+    QueryExpansion,
     QueryRequest,
     RetrievedHit,
     VisualFilter,
@@ -38,6 +40,8 @@ from eagle_rag.tracing import annotate, traced
 
 # BM25 scores a passage that shares no word with the query 0: the scale's true zero.
 BM25_NO_MATCH = 0.0
+# A hint shown in a step's detail is cut here (a step is read by a person, not parsed).
+MAX_HINT_CHARS = 200
 
 
 @dataclass(slots=True)
@@ -54,6 +58,21 @@ class PlanResult:
     # Why each failed search of the plan failed (kept whole: the outage check reads causes).
     failures: list[Exception] = field(default_factory=list)
     shared: QueryVectors | None = None  # the search's query vectors, shared by its plans
+
+
+def expansion_detail(expansion: QueryExpansion, *, max_chars: int = MAX_HINT_CHARS) -> str:
+    """A QUERY_DENSE_EXPAND result as a step's detail: what it changed, then its hints (why)."""
+    parts = []
+    if expansion.dense_text:
+        parts.append("dense query rewritten")
+    if expansion.sparse_terms:
+        parts.append(f"{len(expansion.sparse_terms)} BM25 terms added")
+    for key, value in expansion.hints.items():
+        shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+        if len(shown) > max_chars:
+            shown = shown[:max_chars] + "…"
+        parts.append(f"{key}: {shown or '-'}")
+    return "; ".join(parts) or "no change"
 
 
 class RetrieverOrchestrator:
@@ -84,9 +103,12 @@ class RetrieverOrchestrator:
         annotate(collection=plan.collection, encoder=plan.encoder or None, mode=request.mode)
         log = StepLog()
         result = PlanResult(plan, shared=shared)
+        started = log.now()
         expansion = await self._bus.invoke_first(
             hooks.query_dense_expand, ctx=ctx, query=request, plan=plan
         )
+        if expansion is not None:  # say what was added and why (the subscriber's hints)
+            log.add(f"{plan.collection}:expand", "ok", expansion_detail(expansion), since=started)
         dense_text = (expansion.dense_text if expansion else None) or request.text
         sparse_terms = expansion.sparse_terms if expansion else ()
         result.sparse_text = " ".join((request.text, *sparse_terms))

@@ -5,15 +5,15 @@ Pairs are found with the Schwartz-Hearst rule (PSB 2003): the short form is 2-10
 in parentheses, with a letter and an upper-case letter; its characters occur, in order and from
 the right, in the words just before it, its first character starting a word. The book keeps,
 per short form, the long form seen most often, and persists to a JSON file so what one ingest
-learned serves later queries after a restart. Entity counts only grow (deleting documents
-does not lower them): they weigh entities against each other, where that drift is harmless.
+learned serves later queries after a restart and in the instance's other processes (a save
+merges into the file, a reader reloads it when it changed: corpus_file.py). Entity counts only
+grow (deleting documents does not lower them): they weigh entities against each other, where
+that drift is harmless.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
 import threading
 import time
@@ -21,11 +21,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from plugins.biomed.corpus_file import CorpusCounts, CorpusFile, Stamp
+
 _PAREN = re.compile(r"\(([^()]{2,10})\)")
 _WORD = re.compile(r"\S+")
 MAX_SHORT_FORMS = 50_000  # a corpus cannot grow the book without bound
 MAX_LONG_CHARS = 120
 SAVE_INTERVAL_S = 10.0
+# How often a process looks whether another one saved the corpus file (one stat call).
+RELOAD_INTERVAL_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,18 +83,32 @@ def _long_form(short: str, window: str) -> str | None:
 
 
 class AbbreviationBook:
-    """Short form → its most frequent long form, shared by ingest and query; thread-safe."""
+    """Short form → its most frequent long form, shared by ingest and query; thread-safe.
 
-    def __init__(self, path: Path | None = None) -> None:
-        self._path = path
+    Backed by a corpus file that several processes share (corpus_file.py): the book keeps what
+    this process counted since its last save apart (``_pending``), so a save adds exactly that
+    to the file, and a reload shows the file's counts plus what is not saved yet.
+    """
+
+    def __init__(
+        self, path: Path | None = None, *, reload_interval_s: float = RELOAD_INTERVAL_S
+    ) -> None:
+        self._file = CorpusFile(path) if path is not None else None
+        self._reload_interval_s = reload_interval_s
         self._lock = threading.Lock()
-        self._counts: dict[str, dict[str, int]] = {}
+        self._save_lock = threading.Lock()  # one save at a time: each merges a disjoint delta
+        self._counts: dict[str, dict[str, int]] = {}  # the file's counts plus _pending's
         self._best: dict[str, str] = {}
         self._entity_chunks: dict[str, int] = {}
         self.chunks = 0
-        self._saved_at = time.monotonic()
-        if path is not None and path.is_file():
-            self._load(path)
+        self._pending = CorpusCounts()
+        self._stamp: Stamp | None = None  # of the file content last merged in
+        self._fresh: list[tuple[str, str]] = []  # best forms a reload changed, not yet taken
+        self.version = 0  # grows whenever a best long form changes (for caches of mentions)
+        self._saved_at = self._checked_at = time.monotonic()
+        if self._file is not None:
+            self._reload(self._file)
+            self._fresh.clear()  # the finder indexes items() when it is built
 
     def __len__(self) -> int:
         return len(self._best)
@@ -109,25 +127,44 @@ class AbbreviationBook:
             for short, long in pairs:
                 if short not in self._counts and len(self._counts) >= MAX_SHORT_FORMS:
                     continue
-                forms = self._counts.setdefault(short, {})
-                forms[long] = forms.get(long, 0) + 1
-                best = max(forms, key=lambda lf: (forms[lf], lf))
+                for counts in (self._counts, self._pending.pairs):
+                    forms = counts.setdefault(short, {})
+                    forms[long] = forms.get(long, 0) + 1
+                best = _best_form(self._counts[short])
                 if self._best.get(short) != best:
                     self._best[short] = best
                     changed.append((short, best))
+            self.version += bool(changed)
         return changed
 
     def observe_entities(self, concept_ids: Iterable[str]) -> None:
         """Count one chunk that names these entities."""
         with self._lock:
             self.chunks += 1
+            self._pending.chunks += 1
             for concept_id in set(concept_ids):
-                self._entity_chunks[concept_id] = self._entity_chunks.get(concept_id, 0) + 1
+                for counts in (self._entity_chunks, self._pending.entity_chunks):
+                    counts[concept_id] = counts.get(concept_id, 0) + 1
 
     def idf(self, concept_id: str) -> float:
         """log(1 + chunks / chunks naming it): rare entities weigh more; unseen ones most."""
         seen = self._entity_chunks.get(concept_id, 0)
         return math.log(1.0 + (self.chunks + 1) / (seen + 1))
+
+    def refresh(self) -> list[tuple[str, str]]:
+        """Take in what other processes saved (the file is looked at, one ``stat``, at most
+        every ``reload_interval_s``); returns the (short, long) best forms that changed since
+        the last call, for the entity finder's index."""
+        now = time.monotonic()
+        if self._file is not None and now - self._checked_at >= self._reload_interval_s:
+            self._checked_at = now
+            if self._file.stamp() != self._stamp:
+                self._reload(self._file)
+        if not self._fresh:  # the usual case: no lock taken
+            return []
+        with self._lock:
+            fresh, self._fresh = self._fresh, []
+        return fresh
 
     def save_if_due(self, interval_s: float = SAVE_INTERVAL_S) -> None:
         """Save at most every ``interval_s`` seconds: writing per document would cost ingest
@@ -136,33 +173,44 @@ class AbbreviationBook:
             self.save()
 
     def save(self) -> None:
-        """Write the book atomically (a crash mid-write leaves the previous file)."""
-        if self._path is None:
+        """Add what this process counted since its last save to the file (see corpus_file.py)
+        and take in what others added meanwhile; nothing to add writes nothing."""
+        if self._file is None:
             return
-        with self._lock:
-            self._saved_at = time.monotonic()
-            data = {
-                "version": 1,
-                "counts": self._counts,
-                "entity_chunks": self._entity_chunks,
-                "chunks": self.chunks,
-            }
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self._path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            temporary.write_text(json.dumps(data, ensure_ascii=False), "utf-8")
-            temporary.replace(self._path)
+        with self._save_lock:
+            with self._lock:
+                self._saved_at = time.monotonic()
+                delta, self._pending = self._pending, CorpusCounts()
+            if not delta:
+                return
+            try:
+                merged, stamp = self._file.merge(delta, max_short_forms=MAX_SHORT_FORMS)
+            except OSError:
+                with self._lock:  # kept for the next save
+                    delta.add(self._pending, max_short_forms=MAX_SHORT_FORMS)
+                    self._pending = delta
+                raise
+            with self._lock:
+                self._take(merged, stamp)
 
-    def _load(self, path: Path) -> None:
-        try:
-            data = json.loads(path.read_text("utf-8"))
-            counts = data["counts"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return  # a damaged book is relearned from the next ingests, never fatal
-        self._entity_chunks = {
-            str(k): int(v) for k, v in dict(data.get("entity_chunks", {})).items()
-        }
-        self.chunks = int(data.get("chunks", 0))
-        for short, forms in counts.items():
-            if isinstance(forms, dict):
-                for long, count in forms.items():
-                    self.learn([(str(short), str(long))] * max(1, int(count)))
+    def _reload(self, file: CorpusFile) -> None:
+        disk, stamp = file.read()
+        with self._lock:
+            self._take(disk, stamp)
+
+    def _take(self, disk: CorpusCounts, stamp: Stamp | None) -> None:
+        """The file's counts plus this process's unsaved ones become the book (lock held)."""
+        current = disk.copy()
+        current.add(self._pending, max_short_forms=MAX_SHORT_FORMS)
+        best = {short: _best_form(forms) for short, forms in current.pairs.items() if forms}
+        changed = [(s, lf) for s, lf in best.items() if self._best.get(s) != lf]
+        self._counts, self._best = current.pairs, best
+        self._entity_chunks, self.chunks = current.entity_chunks, current.chunks
+        self._stamp = stamp
+        self._fresh.extend(changed)
+        self.version += bool(changed)
+
+
+def _best_form(forms: dict[str, int]) -> str:
+    """The long form seen most often (ties: the last in sort order, as always)."""
+    return max(forms, key=lambda lf: (forms[lf], lf))

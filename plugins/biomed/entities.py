@@ -47,7 +47,14 @@ class EntityFinder:
             self._index_long_form(short, long)
         return len(changed)
 
+    def refresh(self) -> None:
+        """Take in the long forms other processes learned (the book reloads its file when it
+        changed, looking at most every few seconds)."""
+        for short, long in self.book.refresh():
+            self._index_long_form(short, long)
+
     def mentions(self, text: str) -> list[Mention]:
+        self.refresh()
         text = text[:MAX_TEXT_CHARS]
         words = tokens(text)
         covered = [False] * len(words)

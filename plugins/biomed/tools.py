@@ -29,10 +29,14 @@ class BiomedTools:
         self._rt = runtime
         self._gate = gate  # admits each caller as Core's tools do (API key, its KBs)
 
-    def query_entities(self, text: str) -> dict[str, Any]:
+    async def query_entities(self, text: str) -> dict[str, Any]:
         """Entities a text names (lexicon ids, names, synonyms, mentions), its abbreviations
         and the intent of a question."""
+        mcp_caller(self._gate)  # admitted as every tool is: key, namespace, rate limit
         _check_text(text, "text")
+        return await asyncio.to_thread(self._entities, text)
+
+    def _entities(self, text: str) -> dict[str, Any]:
         finder = self._rt.finder
         grouped: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         for mention in finder.mentions(text):

@@ -20,6 +20,7 @@ from eagle_rag.evaluation.beir import load_dataset
 from eagle_rag.evaluation.runner import Evaluator
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq, in_
+from eagle_rag.ingest.deletion import remove_knowledge_base
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.payloads import (
@@ -183,6 +184,17 @@ async def test_entity_query_routes_to_both_collections_and_finds_the_evidence(
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_a_search_says_why_the_view_plan_was_expanded(app: EagleApp) -> None:
+    pack = await app.retrieval.search(QueryRequest("Does T2DM treatment work?"))
+    steps = {s.name: s for s in pack.steps}
+    expand = steps[f"{COLLECTION}:expand"]
+    assert expand.status == "ok" and "BM25 terms added" in expand.detail
+    assert "biomed_entities: mesh:D003924" in expand.detail
+    assert "biomed_intents: treatment" in expand.detail
+    assert f"{TEXT_COLLECTION}:expand" not in steps  # Core's plan keeps Core's lists
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_query_without_entities_is_routed_as_in_core(app: EagleApp) -> None:
     pack = await app.retrieval.search(QueryRequest("blue folder for the Tuesday meeting"))
     assert pack.route is not None and pack.route.classifier == "core"
@@ -329,6 +341,26 @@ async def test_dense_expand_adds_long_forms_synonyms_and_intent(app: EagleApp) -
         )
         is None
     )
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_concept_tokens_are_capped_by_max_expansion_terms(app: EagleApp) -> None:
+    runtime = plugin_of(app).runtime
+    query = QueryRequest("aspirin, metformin, atorvastatin and warfarin after stroke")
+    entities = runtime.query_entities(query.text)
+    assert len(entities) > 2
+    plan = CollectionQueryPlan(COLLECTION, "x", 5)
+    shipped = runtime.options
+    runtime.options = shipped.model_copy(update={"max_expansion_terms": 2})
+    try:
+        expansion = await app.bus.invoke_first(
+            hooks.query_dense_expand, ctx=ctx(), query=query, plan=plan
+        )
+    finally:
+        runtime.options = shipped
+    concepts = [t for t in expansion.sparse_terms if t.startswith("bmc")]
+    assert concepts == [concept_token(e) for e in entities[:2]]
+    assert len(expansion.sparse_terms) <= 4  # two concept tokens, two other words
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -483,10 +515,17 @@ async def test_eval_reports_the_core_table_on_the_biomed_profile(
     queries = [{"_id": "q1", "text": "metformin gastric cancer"}, {"_id": "q2", "text": "LDL"}]
     (folder / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries))
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tm\t1\nq2\ts\t1\n")
-    report = await Evaluator(app, top_k=10).run(load_dataset(folder), modes=("hybrid",))
-    assert report.chunks >= 3  # both text collections counted
-    [hybrid] = report.modes
-    assert hybrid.metrics["ndcg@10"] > 0.5
+    modes = ("hybrid", "hybrid+rerank")
+    report = await Evaluator(app, top_k=10, keep=True).run(load_dataset(folder), modes=modes)
+    [kb] = [k.name for k in app.repositories.knowledge_bases.list() if k.name.startswith("eval-")]
+    stored = sum(d.chunk_count for d in app.repositories.documents.list(kb_name=kb))
+    await asyncio.to_thread(remove_knowledge_base, app, kb)
+    assert report.chunks == stored  # eagle_text's chunks; the view's copies are not counted
+    # No Core reranker here, but biomed's RERANK_MERGED reranks every entity query: the mode runs.
+    assert report.reranker == "biomed (RERANK_MERGED)"
+    hybrid, reranked = report.modes
+    assert (hybrid.mode, reranked.mode) == modes
+    assert hybrid.metrics["ndcg@10"] > 0.5 and reranked.metrics["ndcg@10"] > 0.5
     # Per-hook timings, per phase: the plugin's ingest and query subscribers, each timed.
     ingest, queries = report.hook_ms["ingest"], report.hook_ms["hybrid"]
     assert ingest["CHUNK biomed"]["calls"] == 3 and ingest["CHUNK biomed"]["mean_ms"] > 0
@@ -494,6 +533,7 @@ async def test_eval_reports_the_core_table_on_the_biomed_profile(
     assert queries["CLASSIFY_QUERY biomed"]["calls"] == 2  # each query once
     assert queries["RRF_POST_MERGE biomed"]["calls"] == 2
     assert not any(k.startswith("RERANK_MERGED") for k in queries)  # hybrid: rerank off
+    assert report.hook_ms["hybrid+rerank"]["RERANK_MERGED biomed"]["calls"] == 2
     assert report.to_dict()["hook_ms"]["hybrid"] == queries
 
 

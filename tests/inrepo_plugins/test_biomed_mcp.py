@@ -53,6 +53,18 @@ async def test_biomed_tools_are_listed_and_pass_the_rag_only_guard(server: Runni
         assert_rag_only_tool_name(name)
 
 
+async def test_declared_plugin_tools_carry_read_only_hints(server: RunningServer) -> None:
+    async with client(server) as mcp:
+        tools = {t.name: t for t in await mcp.list_tools()}
+    for name in ("biomed_query_entities", "biomed_retrieve_compounds"):
+        hints = tools[name].annotations
+        assert hints is not None, name
+        assert hints.read_only_hint is True and hints.idempotent_hint is True, name
+        assert hints.open_world_hint is False and hints.destructive_hint is False, name
+    core_query = tools["core_query"].annotations
+    assert core_query is not None and core_query.read_only_hint is False  # Core's own hints stay
+
+
 async def test_query_entities_returns_ids_synonyms_mentions_and_intent(
     server: RunningServer,
 ) -> None:

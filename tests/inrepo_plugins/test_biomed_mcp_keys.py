@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,6 +11,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import ToolError
 
+from eagle_rag.api.security import NAMESPACE_HEADER
 from tests.api.server import RunningServer, running_server, wait_for_task
 from tests.inrepo_plugins.test_biomed_mcp import ARTICLE
 
@@ -40,8 +42,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
         yield running
 
 
-def client(server: RunningServer, key: str) -> Client[Any]:
-    headers = {"Authorization": f"Bearer {key}"}
+def client(server: RunningServer, key: str, **headers: str) -> Client[Any]:
+    headers = {"Authorization": f"Bearer {key}", **headers}
     return Client(StreamableHttpTransport(server.url + "/mcp", headers=headers))
 
 
@@ -57,3 +59,42 @@ async def test_a_restricted_key_gets_evidence_from_its_own_kbs_only(server: Runn
         assert own["passages"] and {p["kb_name"] for p in own["passages"]} == {"med"}
         with pytest.raises(ToolError, match="may not use knowledge base 'private'"):
             await mcp.call_tool("biomed_retrieve_compounds", {**arguments, "kb_name": "private"})
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("biomed_query_entities", {"text": "aspirin"}),
+        ("biomed_retrieve_compounds", {"compound": "aspirin"}),
+    ],
+)
+async def test_both_tools_refuse_a_caller_of_another_namespace(
+    server: RunningServer, tool: str, arguments: dict[str, Any]
+) -> None:
+    async with client(server, "med-key", **{NAMESPACE_HEADER: "legal"}) as mcp:
+        with pytest.raises(ToolError, match="namespace"):
+            await mcp.call_tool(tool, arguments)
+    async with client(server, "med-key", **{NAMESPACE_HEADER: "biomed"}) as mcp:
+        assert (await mcp.call_tool(tool, arguments)).data  # its own namespace is admitted
+
+
+def test_query_entities_counts_against_the_callers_rate_limit(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    plugins = {
+        "enabled": ["eagle_rag.plugins.core_defaults", "plugins.biomed"],
+        "default_namespace": "biomed",
+    }
+    limited = {"api_keys": [{"name": "l", "key": "limited-key"}], "rate_limit_per_minute": 2}
+    with running_server(
+        tmp_path_factory.mktemp("biomed-rate"), plugins=plugins, server=limited
+    ) as running:
+
+        async def three_calls() -> None:
+            async with client(running, "limited-key") as mcp:
+                for _ in range(2):
+                    await mcp.call_tool("biomed_query_entities", {"text": "aspirin"})
+                with pytest.raises(ToolError, match="rate limit"):
+                    await mcp.call_tool("biomed_query_entities", {"text": "aspirin"})
+
+        asyncio.run(three_calls())

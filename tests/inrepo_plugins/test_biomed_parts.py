@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,78 @@ def test_abbreviation_book_persists_pairs_and_entity_counts(tmp_path: Path) -> N
     assert again.idf("mesh:D2") > again.idf("mesh:D1")
     path.write_text("{not json")  # a damaged book is relearned, never fatal
     assert len(AbbreviationBook(path)) == 0
+
+
+def test_a_book_sees_what_another_process_saved_once_the_file_changed(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.json"
+    worker = AbbreviationBook(path)
+    api = AbbreviationBook(path, reload_interval_s=0)  # another process's, looking every time
+    slow = AbbreviationBook(path, reload_interval_s=3600)
+    worker.learn([("FBP", "foo binding protein")])
+    worker.observe_entities(["mesh:D1"])
+    assert api.refresh() == [] and api.long_form("FBP") is None  # not saved yet
+    worker.save()
+    assert slow.refresh() == [] and slow.long_form("FBP") is None  # not looked at yet
+    assert api.refresh() == [("FBP", "foo binding protein")]
+    assert api.long_form("FBP") == "foo binding protein" and api.chunks == 1
+    assert api.refresh() == []  # unchanged file: nothing new
+
+
+def test_saves_merge_with_the_file_and_count_each_observation_once(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.json"
+    first, second = AbbreviationBook(path), AbbreviationBook(path)
+    first.learn([("ACE", "angiotensin converting enzyme")])
+    first.observe_entities(["mesh:D1"])
+    first.save()
+    second.learn([("ACE", "acetylcholinesterase")] * 2 + [("LDL", "low density lipoprotein")])
+    second.observe_entities(["mesh:D1", "mesh:D2"])
+    second.save()  # merges: the first book's counts stay
+    first.save()  # nothing new since its last save: counted once, not again
+    first.learn([("ACE", "angiotensin converting enzyme")])
+    first.save()
+    data = json.loads(path.read_text())
+    assert data["counts"] == {
+        "ACE": {"angiotensin converting enzyme": 2, "acetylcholinesterase": 2},
+        "LDL": {"low density lipoprotein": 1},
+    }
+    assert (data["chunks"], data["entity_chunks"]) == (2, {"mesh:D1": 2, "mesh:D2": 1})
+    # Each book now holds the file's counts: the second's save brought the first's in, too.
+    assert first.long_form("LDL") == "low density lipoprotein" and first.chunks == 2
+    assert AbbreviationBook(path).items() == first.items()
+
+
+def test_concurrent_saves_of_many_books_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.json"
+    books, rounds = 4, 25
+
+    def work(index: int) -> None:
+        book = AbbreviationBook(path)
+        for round_ in range(rounds):
+            book.learn([(f"S{index}X{round_}", f"long form {index} {round_}"), ("SH", "shared")])
+            book.observe_entities([f"mesh:D{index}", "mesh:D0"])
+            book.save()
+
+    with ThreadPoolExecutor(books) as pool:
+        list(pool.map(work, range(books)))
+    data = json.loads(path.read_text())
+    assert len(data["counts"]) == books * rounds + 1
+    assert data["counts"]["SH"] == {"shared": books * rounds}
+    assert data["chunks"] == books * rounds
+    assert data["entity_chunks"]["mesh:D0"] == books * rounds
+    assert all(data["entity_chunks"][f"mesh:D{i}"] == rounds for i in range(1, books))
+
+
+def test_a_finder_indexes_long_forms_another_process_learned(
+    lexicon: Lexicon, tmp_path: Path
+) -> None:
+    path = tmp_path / "corpus.json"
+    reader = EntityFinder(lexicon, AbbreviationBook(path, reload_interval_s=0))
+    assert reader.mentions("FBP rose") == []
+    writer = AbbreviationBook(path)
+    writer.learn([("FBP", "foo binding protein")])
+    writer.save()
+    assert [m.concept_id for m in reader.mentions("the foo binding protein")] == ["abbr:FBP"]
+    assert [m.concept_id for m in reader.mentions("FBP rose")] == ["abbr:FBP"]
 
 
 def test_parenthesised_text_that_is_no_abbreviation_is_ignored() -> None:

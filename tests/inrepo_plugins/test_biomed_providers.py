@@ -1,6 +1,6 @@
 """The optional providers behind Core's ports, against local HTTP servers speaking their protocol:
 a MedCPT-style pair of domain encoders (article / query models) on an OpenAI-compatible
-``/embeddings`` endpoint, and a cross-encoder on a Cohere-style ``/rerank`` endpoint."""
+``/embeddings`` endpoint, and a cross-encoder on a Cohere-style or a TEI ``/rerank`` endpoint."""
 
 from __future__ import annotations
 
@@ -89,6 +89,40 @@ async def test_domain_encoders_and_cross_encoder_behind_the_same_ports(
         assert "warfarin" in pack.passages[0].text.lower()
     finally:
         await app.stop()
+
+
+async def test_cross_encoder_under_tei_speaks_its_rerank_protocol(tmp_path: Path) -> None:
+    """A MedCPT cross-encoder served by Text Embeddings Inference: ``{query, texts}`` in, a
+    bare list of ``{index, score}`` out."""
+
+    def answer(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        if path.endswith("/embeddings"):
+            return json_answer(200, embeddings_body(body["input"], DIM))
+        scores = [1.0 if "warfarin" in t.lower() else 0.1 for t in body["texts"]]
+        return json_answer(200, [{"index": i, "score": s} for i, s in enumerate(scores)])
+
+    with serve(answer) as (url, recorded):
+        settings = settings_with(tmp_path, url)
+        settings.plugins.options["biomed"]["reranker"] = {
+            "provider": "http",
+            "style": "tei",
+            "url": f"{url}/rerank",
+        }
+        app = await bootstrap(settings)
+        try:
+            app.repositories.knowledge_bases.create("med")
+            app.ingest.submit_file(
+                kb_name="med", filename="a.md", stream=io.BytesIO(ARTICLE.encode())
+            )
+            await app.queue.join()  # type: ignore[attr-defined]
+            pack = await app.retrieval.search(QueryRequest("aspirin for stroke", kb_names=("med",)))
+        finally:
+            await app.stop()
+    [rerank] = [body for path, body, _ in recorded.requests if path.endswith("/rerank")]
+    assert rerank["query"] == "aspirin for stroke" and rerank["texts"]
+    assert "documents" not in rerank  # TEI's shape, not Cohere's
+    assert pack.passages[0].scores["cross_encoder"] == 1.0
+    assert "warfarin" in pack.passages[0].text.lower()
 
 
 async def test_failing_cross_encoder_leaves_the_signal_rerank(tmp_path: Path) -> None:

@@ -3,8 +3,11 @@ from __future__ import annotations
 import pytest
 
 from eagle_rag.errors import ComponentError, McpToolNameError
+from eagle_rag.plugins.audit import PluginAudit
+from eagle_rag.plugins.context import ComponentRegistries, PluginContext
 from eagle_rag.plugins.mcp_registry import McpToolRegistry, assert_rag_only_tool_name
 from eagle_rag.plugins.registries import ComponentRegistry
+from eagle_rag.settings import Settings
 
 
 def test_component_names_are_owned_once() -> None:
@@ -75,3 +78,20 @@ def test_only_core_and_the_instance_namespace_are_exposed() -> None:
         "core_query",
     ]
     assert [t.name for t in tools.exposed("core")] == ["core_query"]
+
+
+def test_tools_the_manifest_declares_are_registered_read_only(
+    settings: Settings, audit: PluginAudit
+) -> None:
+    registries = ComponentRegistries()
+    ctx = PluginContext(
+        namespace="dom",
+        settings=settings,
+        audit=audit,
+        registries=registries,
+        declared_tools=("lookup",),
+    )
+    ctx.register_mcp_tool("lookup", dict, description="declared")
+    ctx.register_mcp_tool("extra", dict, description="not declared")
+    read_only = {t.name: t.read_only for t in registries.mcp_tools}
+    assert read_only == {"dom_lookup": True, "dom_extra": False}

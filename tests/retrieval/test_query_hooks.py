@@ -86,9 +86,12 @@ async def test_query_dense_expand_adds_sparse_terms(
 ) -> None:
     request: dict[str, Any] = {"kb_names": ("beta",), "mode": "sparse", "top_k": 1}
     assert (await search(app, "zzzz", **request)).passages == ()
-    subscribe(hooks.query_dense_expand, lambda: QueryExpansion(sparse_terms=("compost",)))
+    expansion = QueryExpansion(sparse_terms=("compost",), hints={"why": ["garden", "soil"]})
+    subscribe(hooks.query_dense_expand, lambda: expansion)
     pack = await search(app, "zzzz", **request)
     assert pack.passages[0].path == "Garden Notes/Compost"
+    # The plan's step says what the expansion added and why (its hints).
+    assert steps(pack)["eagle_text:expand"] == ("ok", "1 BM25 terms added; why: garden, soil")
 
 
 async def test_per_plan_rerank_reorders_that_plan(
