@@ -15,11 +15,6 @@ at the same rank, and the full weight when the question names a figure, chart, t
 like ("in Figure 1", "the table on page 28"), since its answer is then in a picture. A figure
 or table the question names by number sends one more vote to the page printing its caption
 (``page_labels``).
-
-The document's pages also vote as whole texts (``page_units``): BM25 over each page's text
-ranks them in one more list, at the weight of the text passages' list, so a page whose words
-answer the question together (a table's rows and its caption, a slide) rises even when no one
-chunk of it ranks high.
 """
 
 from __future__ import annotations
@@ -32,7 +27,6 @@ from typing import Any, Protocol
 from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
 from eagle_rag.retrieval.pack import ContextPack, Passage
 from eagle_rag.retrieval.page_labels import LABEL_VOTE, captioned_pages, named_labels
-from eagle_rag.retrieval.page_units import rank_page_texts
 from eagle_rag.retrieval.visual import is_visual_collection
 from eagle_rag.retrieval.wire import boxes
 
@@ -41,9 +35,6 @@ from eagle_rag.retrieval.wire import boxes
 PAGE_SEARCH_DEPTH = 30
 # A visual hit's vote against a text passage's at the same rank (both lists are ranked apart).
 VISUAL_WEIGHT = 0.5
-# The pages ranked as whole texts (BM25) against the text passages' list: one more ranked list
-# of the same standing, not fitted to a dataset.
-PAGE_TEXT_WEIGHT = 1.0
 NAMED_VISUAL_WEIGHT = 1.0
 NAMES_A_VISUAL = re.compile(
     r"\b(fig(ure)?s?|charts?|graphs?|plots?|diagrams?|tables?|pictures?|images?|photos?|"
@@ -105,13 +96,11 @@ def rank_pages(
     visuals: Sequence[Passage] = (),
     visual_weight: float = VISUAL_WEIGHT,
     labels: frozenset[tuple[str, str]] = frozenset(),
-    page_texts: Sequence[int] = (),
 ) -> list[PageEvidence]:
     """Pages by the rank-weighted shares of the text passages on them plus ``visual_weight``
-    times those of the visual hits (each list ranked on its own), plus ``PAGE_TEXT_WEIGHT``
-    over the rank of each page in ``page_texts`` (pages ranked as whole texts), plus a vote
-    for each page printing the caption of a figure or table in ``labels``; best first (ties:
-    earlier page)."""
+    times those of the visual hits (each list ranked on its own), plus a vote for each page
+    printing the caption of a figure or table in ``labels``; best first (ties: earlier
+    page)."""
     if limit < 1:
         raise ValueError("limit must be at least 1")
     if visual_weight < 0:
@@ -123,8 +112,6 @@ def rank_pages(
                 entry = pages.setdefault(number, PageEvidence(number))
                 entry.score += weight * share / rank
                 entry.passages.append(passage)
-    for rank, number in enumerate(page_texts, start=1):
-        pages.setdefault(number, PageEvidence(number)).score += PAGE_TEXT_WEIGHT / rank
     for number in captioned_pages([*passages, *visuals], labels):
         pages[number].score += LABEL_VOTE
     ordered = sorted(pages.values(), key=lambda e: (-e.score, e.page))
@@ -141,8 +128,6 @@ class PageSearcher(Protocol):
         self, request: QueryRequest, *, allowed_kbs: Iterable[str] | None = None
     ) -> ContextPack: ...
 
-    async def page_texts(self, *, document_id: str, kb_name: str) -> dict[int, str]: ...
-
 
 async def best_pages(
     retrieval: PageSearcher,
@@ -156,9 +141,8 @@ async def best_pages(
     allowed_kbs: Iterable[str] | None = None,
 ) -> tuple[list[PageEvidence], ContextPack]:
     """Search one document (``depth`` passages, no parent expansion: a parent's text would
-    name its whole section's pages) and rank its pages by its text passages, its pages' own
-    texts (BM25, ``depth`` pages; not in dense-only search) and (hybrid search) its visual
-    hits."""
+    name its whole section's pages) and rank its pages by its text passages and (hybrid
+    search) its visual hits."""
     request = QueryRequest(
         query,
         kb_names=(kb_name,),
@@ -170,16 +154,11 @@ async def best_pages(
     pack = await retrieval.search(request, allowed_kbs=allowed_kbs)
     text = [p for p in pack.passages if not is_visual_collection(p.collection)]
     visuals = [p for p in pack.passages if is_visual_collection(p.collection)]
-    whole_pages: list[int] = []
-    if mode != "dense":
-        texts = await retrieval.page_texts(document_id=document_id, kb_name=kb_name)
-        whole_pages = rank_page_texts(texts, query, limit=depth)
     ranked = rank_pages(
         text,
         limit=pages,
         visuals=visuals,
         visual_weight=visual_weight_for(query),
         labels=named_labels(query),
-        page_texts=whole_pages,
     )
     return ranked, pack

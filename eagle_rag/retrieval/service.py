@@ -37,7 +37,6 @@ from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
 from eagle_rag.retrieval.orchestrator import PlanResult, RetrieverOrchestrator
 from eagle_rag.retrieval.outage import total_outage
 from eagle_rag.retrieval.pack import ContextPack, Passage, StepLog, trim_to_budget
-from eagle_rag.retrieval.page_units import document_page_texts
 from eagle_rag.retrieval.query_vectors import QueryVectors
 from eagle_rag.retrieval.scope import Scope, resolve_scope
 from eagle_rag.retrieval.visual import prune_visual_plans, rank_visuals, split_results
@@ -198,13 +197,6 @@ class RetrievalService:
             return merged
         log.add("rrf_post_merge", "ok", "a plugin adjusted the merged list")
         return tuple(adjusted)
-
-    async def page_texts(self, *, document_id: str, kb_name: str) -> dict[int, str]:
-        """One document's pages as texts (page number → text), from its stored chunks: the
-        units page search ranks beside the passages (retrieval/page_units.py)."""
-        return await asyncio.to_thread(
-            document_page_texts, self._app.vectors, document_id=document_id, kb_name=kb_name
-        )
 
     def validate(self, request: QueryRequest) -> None:
         """Reject a malformed request with a message that names the field."""
