@@ -12,7 +12,14 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from eagle_rag.ingest.pixelrag.picture_ocr import PageReader, PictureOcr, known_texts
+from eagle_rag.ingest.pixelrag.cpu_budget import CpuBudget
+from eagle_rag.ingest.pixelrag.picture_ocr import (
+    PDF_PICTURE_OCR_BUDGET_S,
+    PICTURE_OCR_BUDGET_S,
+    PageReader,
+    PictureOcr,
+    known_texts,
+)
 from eagle_rag.ingest.pixelrag.visuals_anchors import anchors
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
 from eagle_rag.ingest.pixelrag.visuals_image import image_visuals
@@ -56,7 +63,8 @@ def extract_visuals(
     done, and may raise to stop; a Word file has no pages to report."""
     ocr_pages = frozenset(int(p) for p in parsed.metadata.get("ocr_pages", ()) or ())
     regions = from_metadata(parsed.metadata)  # figures and tables of OCR'd pages
-    pictures = PictureOcr(ocr, known_texts(parsed.metadata))  # one budget per document
+    seconds = PDF_PICTURE_OCR_BUDGET_S if source.mime_type == PDF else PICTURE_OCR_BUDGET_S
+    pictures = PictureOcr(ocr, known_texts(parsed.metadata), CpuBudget(seconds))  # per document
     if source.mime_type == PDF:
         found = pdf_visuals(data, ocr_pages, options, regions, layout, on_page, pictures)
     elif source.mime_type == PPTX:
