@@ -21,6 +21,7 @@ overall nDCG@10 and R@5 >= the baseline's; R@5 on Figure / Chart / Table >= base
 
 ``--store DIR`` keeps the ingest (and the baseline's page vectors) and reuses them on the next
 run with the same documents, so a ranking change is measured without ingesting again.
+``--combine A.json B.json`` scores the union of runs over disjoint document sets (``--out``).
 """
 
 from __future__ import annotations
@@ -269,6 +270,25 @@ def _table(project: dict[str, Any], baseline: dict[str, Any]) -> list[str]:
     return lines
 
 
+def combined(questions: Sequence[Question], parts: Sequence[Path]) -> dict[str, Any]:
+    """One result from runs over disjoint sets of documents (each part's ``--out`` file), so the
+    29 documents can be ingested in parts on a small machine and scored as one set."""
+    loaded = [json.loads(part.read_text("utf-8")) for part in parts]
+    runs: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for part in loaded:
+        for name, ranked in part["runs"].items():
+            runs[name].update(ranked)
+    asked = [q for q in questions if q.id in runs["project"]]
+    return {
+        "documents": sum(p["documents"] for p in loaded),
+        "pages": sum(p["pages"] for p in loaded),
+        "questions": len(asked),
+        "failed": [doc for p in loaded for doc in p["failed"]],
+        "ingest_seconds": round(sum(p["ingest_seconds"] for p in loaded), 1),
+        "scores": {name: scores(asked, ranked) for name, ranked in runs.items()},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
@@ -276,8 +296,18 @@ def main() -> None:
     parser.add_argument("--max-pages", type=int, default=0, help="only documents this short")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--store", type=Path, default=None, help="keep/reuse the ingest here")
+    parser.add_argument(
+        "--combine",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="score the union of earlier runs' --out files (the set run in parts)",
+    )
     args = parser.parse_args()
     questions = load_questions(args.root)
+    if args.combine:
+        print(summary(combined(questions, args.combine)), flush=True)
+        return
     counts = {p.stem: len(pdfium.PdfDocument(str(p))) for p in (args.root / "pdf").glob("*.pdf")}
     docs = sorted({q.doc for q in questions} & set(counts))
     if args.docs:
