@@ -14,7 +14,16 @@ import pytest
 import pytest_asyncio
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.ingest.pixelrag.engine import OcrEngine
 from eagle_rag.settings import load_settings
+
+
+@pytest.fixture(scope="module")
+def ocr() -> OcrEngine:
+    """The real OCR engine with its models loaded (a module may override it)."""
+    engine = OcrEngine()
+    engine.warm()
+    return engine
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -4,6 +4,7 @@ rendered to pixels with PDFium, then saved as the images and image-only PDFs sca
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
 from functools import cache
 
@@ -17,6 +18,11 @@ EN_BODY = (
 ZH_TITLE = "安全生产报告"
 ZH_BODY = "本季度工厂没有发生工伤事故。叉车检查按计划完成。"
 PAGE_MM = (148.0, 105.0)  # A6 landscape: small pages keep OCR fast
+
+
+def squash(text: str) -> str:
+    """Text without whitespace, case-folded: OCR output compared with what was printed."""
+    return re.sub(r"\s+", "", text).casefold()
 
 
 def text_pdf(

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import io
-import re
 
 import pytest
 from PIL import Image
@@ -17,17 +16,6 @@ from eagle_rag.ingest.parsers.image import ImageParser
 from eagle_rag.ingest.parsers.pdf import PdfParser
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
 from tests.ingest import scans
-
-
-@pytest.fixture(scope="module")
-def ocr() -> OcrEngine:
-    engine = OcrEngine()
-    engine.warm()
-    return engine
-
-
-def _squash(text: str) -> str:
-    return re.sub(r"\s+", "", text).casefold()
 
 
 def _turned(pdf: bytes, degrees: int) -> bytes:
@@ -52,7 +40,7 @@ def test_a_turned_scanned_page_is_read_upright(ocr: OcrEngine, make: object) -> 
     data = make()  # type: ignore[operator]
     parsed = PdfParser(ocr).parse(ParseContext(data, "turned.pdf", d.PDF))
     assert parsed.metadata["ocr_pages"] == [1]
-    assert _squash(scans.EN_BODY) in _squash(parsed.text)
+    assert scans.squash(scans.EN_BODY) in scans.squash(parsed.text)
     boxes = [b.bbox for s in parsed.sections for b in s.boxes]
     assert boxes and all(0 <= v <= 1 for box in boxes for v in box)
 
@@ -65,7 +53,7 @@ def test_a_phone_photo_turned_by_exif_is_read(ocr: OcrEngine) -> None:
     data = scans.encode(stored, "JPEG", quality=90, exif=exif.tobytes())
     parsed = ImageParser(ocr).parse(ParseContext(data, "photo.jpg", d.JPEG))
     assert [s.heading for s in parsed.sections if s.heading] == [scans.EN_TITLE]
-    assert _squash(scans.EN_BODY) in _squash(parsed.text)
+    assert scans.squash(scans.EN_BODY) in scans.squash(parsed.text)
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.99], ids=["half", "trailer-lost"])

@@ -4,7 +4,6 @@ on pages these tests generate (fpdf2 text, rendered by PDFium, saved as scanners
 from __future__ import annotations
 
 import io
-import re
 
 import pytest
 from PIL import Image
@@ -19,13 +18,6 @@ from eagle_rag.plugins.payloads import ParseResult
 from tests.ingest import scans
 
 
-@pytest.fixture(scope="module")
-def ocr() -> OcrEngine:
-    engine = OcrEngine()
-    engine.warm()
-    return engine
-
-
 def _image(ocr: OcrEngine, data: bytes, name: str, *, max_pages: int = 50) -> ParseResult:
     mime = d.detect(data, name).mime_type
     return ImageParser(ocr).parse(ParseContext(data, name, mime, max_pages))
@@ -33,10 +25,6 @@ def _image(ocr: OcrEngine, data: bytes, name: str, *, max_pages: int = 50) -> Pa
 
 def _pdf(ocr: OcrEngine, data: bytes, *, max_pages: int = 50) -> ParseResult:
     return PdfParser(ocr).parse(ParseContext(data, "scan.pdf", d.PDF, max_pages))
-
-
-def _squash(text: str) -> str:
-    return re.sub(r"\s+", "", text).casefold()
 
 
 def _assert_boxes(parsed: ParseResult, pages: set[int]) -> None:
@@ -54,7 +42,7 @@ def test_an_english_png_becomes_a_titled_section_with_line_boxes(ocr: OcrEngine)
     parsed = _image(ocr, scans.encode(scans.en_page(), "PNG"), "report.png")
     headings = [s.heading for s in parsed.sections if s.heading]
     assert headings == [scans.EN_TITLE]
-    assert _squash(scans.EN_BODY) in _squash(parsed.text)
+    assert scans.squash(scans.EN_BODY) in scans.squash(parsed.text)
     _assert_boxes(parsed, {1})
     body = next(s for s in parsed.sections if s.content.strip())
     # Two printed lines: two boxes, each covering its own span of the paragraph.
@@ -67,7 +55,7 @@ def test_an_english_png_becomes_a_titled_section_with_line_boxes(ocr: OcrEngine)
 def test_a_chinese_jpeg_is_read(ocr: OcrEngine) -> None:
     parsed = _image(ocr, scans.encode(scans.zh_page(), "JPEG", quality=85), "报告.jpg")
     assert [s.heading for s in parsed.sections if s.heading] == [scans.ZH_TITLE]
-    assert _squash(scans.ZH_BODY) in _squash(parsed.text)
+    assert scans.squash(scans.ZH_BODY) in scans.squash(parsed.text)
 
 
 def test_a_multi_page_tiff_keeps_its_pages(ocr: OcrEngine) -> None:
@@ -92,7 +80,7 @@ def test_a_multi_page_tiff_keeps_its_pages(ocr: OcrEngine) -> None:
 def test_webp_and_bmp_are_detected_and_read(ocr: OcrEngine, fmt: str, name: str, mime: str) -> None:
     data = scans.encode(scans.zh_page(), fmt)
     assert d.detect(data, name).mime_type == mime
-    assert _squash(scans.ZH_BODY) in _squash(_image(ocr, data, name).text)
+    assert scans.squash(scans.ZH_BODY) in scans.squash(_image(ocr, data, name).text)
 
 
 def _sixteen_bit(page: Image.Image) -> Image.Image:
@@ -125,10 +113,10 @@ def test_every_pixel_mode_reads_as_ink_on_paper(
 ) -> None:
     image = make(scans.en_page())  # type: ignore[operator]
     parsed = _image(ocr, scans.encode(image, fmt), f"page.{fmt.lower()}")
-    assert _squash(scans.EN_TITLE) in _squash(
+    assert scans.squash(scans.EN_TITLE) in scans.squash(
         parsed.text + " ".join(s.heading or "" for s in parsed.sections)
     ), label
-    assert _squash("no lost time injuries") in _squash(parsed.text), label
+    assert scans.squash("no lost time injuries") in scans.squash(parsed.text), label
 
 
 def test_a_rotated_page_is_turned_upright_and_boxes_stay_on_the_stored_page(
@@ -136,7 +124,7 @@ def test_a_rotated_page_is_turned_upright_and_boxes_stay_on_the_stored_page(
 ) -> None:
     rotated = scans.en_page().rotate(90, expand=True)  # text now runs bottom to top
     parsed = _image(ocr, scans.encode(rotated, "PNG"), "sideways.png")
-    assert _squash(scans.EN_BODY) in _squash(parsed.text)
+    assert scans.squash(scans.EN_BODY) in scans.squash(parsed.text)
     title = next(s for s in parsed.sections if s.heading)
     x0, y0, x1, y1 = title.boxes[0].bbox
     assert (y1 - y0) > 3 * (x1 - x0)  # a vertical strip on the page as stored
@@ -151,7 +139,7 @@ def test_the_line_classifier_is_off_unless_asked_for(ocr: OcrEngine) -> None:
     assert asked._load().ocr.cfg.Global.use_cls is True
     # Reading works either way: the same page, the same words.
     page = scans.encode(scans.en_page(), "PNG")
-    assert _squash(scans.EN_BODY) in _squash(_image(asked, page, "report.png").text)
+    assert scans.squash(scans.EN_BODY) in scans.squash(_image(asked, page, "report.png").text)
 
 
 def test_a_blank_image_is_refused_with_a_reason(ocr: OcrEngine) -> None:
@@ -200,7 +188,7 @@ def test_a_scanned_pdf_is_ocrd_page_by_page(ocr: OcrEngine) -> None:
     assert seen == [(1, 2), (2, 2)]  # progress a long OCR run can report
     assert parsed.metadata["ocr_pages"] == [1, 2]
     assert [s.heading for s in parsed.sections if s.heading] == [scans.EN_TITLE, scans.ZH_TITLE]
-    assert _squash(scans.ZH_BODY) in _squash(parsed.text)
+    assert scans.squash(scans.ZH_BODY) in scans.squash(parsed.text)
     _assert_boxes(parsed, {1, 2})
     with pytest.raises(InvalidInputError, match="2 pages \\(limit 1\\)"):
         _pdf(ocr, data, max_pages=1)
@@ -214,7 +202,7 @@ def test_a_mixed_pdf_reads_text_pages_from_text_and_scans_by_ocr(ocr: OcrEngine)
     assert parsed.metadata["pages"] == 2
     by_page = {s.page for s in parsed.sections if "typeset" in s.content}
     assert by_page == {1}
-    assert _squash(scans.ZH_BODY) in _squash(
+    assert scans.squash(scans.ZH_BODY) in scans.squash(
         " ".join(s.content for s in parsed.sections if s.page == 2)
     )
     _assert_boxes(parsed, {1, 2})

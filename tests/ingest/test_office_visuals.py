@@ -5,9 +5,7 @@ skipped before it is decoded."""
 
 from __future__ import annotations
 
-import asyncio
 import io
-import re
 from typing import Any
 
 import pytest
@@ -26,23 +24,13 @@ from tests.ingest import visual_docs as vd
 ASYNC = pytest.mark.asyncio(loop_scope="module")  # the tests through the app
 
 
-async def _ingest(app: EagleApp, kb: str, data: bytes, name: str) -> str:
-    submission = await asyncio.to_thread(
-        app.ingest.submit_file, kb_name=kb, filename=name, stream=io.BytesIO(data)
-    )
-    await app.queue.join()  # type: ignore[attr-defined]
-    document = app.repositories.documents.get(submission.document_id)
-    assert document.status == "completed", document.error
-    return document.id
-
-
 def _visuals(app: EagleApp, document_id: str) -> list[dict[str, Any]]:
     return app.vectors.query(VISUAL_COLLECTION, f.eq("document_id", document_id))
 
 
 @ASYNC
 async def test_a_picture_in_a_slide_placeholder_is_a_visual(app: EagleApp, kb: str) -> None:
-    document_id = await _ingest(app, kb, vd.placeholder_deck_pptx(), "placeholder.pptx")
+    document_id = await vd.ingest_completed(app, kb, vd.placeholder_deck_pptx(), "placeholder.pptx")
     [picture] = _visuals(app, document_id)
     assert (picture["chunk_type"], picture["page"]) == ("image", 1)
     assert "Northern Region" in picture["parent_section"]
@@ -58,34 +46,32 @@ async def test_a_picture_over_the_pixel_limit_is_skipped_and_the_document_ingest
     assert len(bomb) < 200_000
     width, height = (int.from_bytes(bomb[i : i + 4], "big") for i in (16, 20))  # PNG IHDR
     assert width * height > MAX_PIXELS
-    document_id = await _ingest(app, kb, vd.docx_with(bomb), "bomb.docx")
+    document_id = await vd.ingest_completed(app, kb, vd.docx_with(bomb), "bomb.docx")
     assert _visuals(app, document_id) == []
     texts = app.vectors.query(TEXT_COLLECTION, f.eq("document_id", document_id))
     assert any(vd.DOC_TEXT in t["text"] for t in texts)
     assert "over the limit" in caplog.text
 
 
-def _squash(text: str) -> str:
-    return re.sub(r"\s+", "", text).casefold()
-
-
 @ASYNC
 async def test_a_word_file_that_is_only_a_scan_is_searchable(app: EagleApp, kb: str) -> None:
     scan = scans.encode(scans.en_page(), "PNG")
-    document_id = await _ingest(app, kb, vd.docx_with(scan, text="", heading=""), "scan.docx")
+    document_id = await vd.ingest_completed(
+        app, kb, vd.docx_with(scan, text="", heading=""), "scan.docx"
+    )
     texts = app.vectors.query(TEXT_COLLECTION, f.eq("document_id", document_id))
-    words = _squash("Forklift inspections were completed")
-    assert any(words in _squash(t["text"]) for t in texts)
+    words = scans.squash("Forklift inspections were completed")
+    assert any(words in scans.squash(t["text"]) for t in texts)
     [picture] = _visuals(app, document_id)
-    assert words in _squash(picture["content_summary"])
+    assert words in scans.squash(picture["content_summary"])
     assert picture["source_chunk_id"] in {t["id"] for t in texts}  # anchored by its words
 
 
 @ASYNC
 async def test_a_deck_of_screenshots_is_searchable(app: EagleApp, kb: str) -> None:
-    document_id = await _ingest(app, kb, _screenshot_deck(), "screens.pptx")
+    document_id = await vd.ingest_completed(app, kb, _screenshot_deck(), "screens.pptx")
     texts = app.vectors.query(TEXT_COLLECTION, f.eq("document_id", document_id))
-    assert any(_squash("Forklift inspections") in _squash(t["text"]) for t in texts)
+    assert any(scans.squash("Forklift inspections") in scans.squash(t["text"]) for t in texts)
     assert all(1 in t["page_nums"] for t in texts if "Forklift" in t["text"])
 
 
@@ -106,10 +92,12 @@ def _screenshot_deck() -> bytes:
 @ASYNC
 async def test_a_raster_figure_of_a_text_pdf_is_found_by_its_words(app: EagleApp, kb: str) -> None:
     screenshot = scans.encode(scans.en_page(), "PNG")
-    document_id = await _ingest(app, kb, vd.screenshot_pdf(screenshot), "notice.pdf")
+    document_id = await vd.ingest_completed(app, kb, vd.screenshot_pdf(screenshot), "notice.pdf")
     [figure] = _visuals(app, document_id)
     assert figure["chunk_type"] == "image"
-    assert _squash("Forklift inspections were completed") in _squash(figure["content_summary"])
+    assert scans.squash("Forklift inspections were completed") in scans.squash(
+        figure["content_summary"]
+    )
 
 
 def test_picture_ocr_stops_at_its_budget_and_keeps_text_it_has() -> None:

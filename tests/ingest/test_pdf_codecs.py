@@ -4,7 +4,6 @@ LZW, 8-bit grey, CMYK) ingest through OCR: real rapidocr on pages these tests wr
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Callable
 
 import pytest
@@ -23,10 +22,6 @@ def parser() -> PdfParser:
     engine = OcrEngine()
     engine.warm()
     return PdfParser(engine)
-
-
-def _squash(text: str) -> str:
-    return re.sub(r"\s+", "", text).casefold()
 
 
 def _filters(data: bytes) -> tuple[str, ...]:
@@ -61,6 +56,6 @@ def test_an_image_only_pdf_in_each_encoding_is_read_by_ocr(
     parsed = parser.parse(ParseContext(data, "scan.pdf", d.PDF))
     assert parsed.metadata["ocr_pages"] == [1] and parsed.metadata["pages"] == 1
     assert [s.heading for s in parsed.sections if s.heading] == [scans.EN_TITLE]
-    assert _squash("Forklift inspections were completed") in _squash(parsed.text)
+    assert scans.squash("Forklift inspections were completed") in scans.squash(parsed.text)
     boxed = [s for s in parsed.sections if s.content.strip()]
     assert boxed and all(b.page == 1 for s in boxed for b in s.boxes)

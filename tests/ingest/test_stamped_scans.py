@@ -23,17 +23,6 @@ from tests.ingest import scans
 from tests.ingest import visual_docs as vd
 
 
-@pytest.fixture(scope="module")
-def ocr() -> OcrEngine:
-    engine = OcrEngine()
-    engine.warm()
-    return engine
-
-
-def _squash(text: str) -> str:
-    return re.sub(r"\s+", "", text).casefold()
-
-
 def _parse(ocr: OcrEngine, data: bytes, *, pixels: bool = True) -> tuple[str, list[int]]:
     parsed = PdfParser(ocr).parse(ParseContext(data, "page.pdf", d.PDF, ocr=pixels))
     return parsed.text, list(parsed.metadata["ocr_pages"])
@@ -42,7 +31,7 @@ def _parse(ocr: OcrEngine, data: bytes, *, pixels: bool = True) -> tuple[str, li
 def test_a_stamped_scan_is_ocrd_not_read_as_its_stamp(ocr: OcrEngine) -> None:
     text, ocr_pages = _parse(ocr, scans.stamped_scan(scans.en_page()))
     assert ocr_pages == [1]
-    assert _squash(scans.EN_BODY) in _squash(text)
+    assert scans.squash(scans.EN_BODY) in scans.squash(text)
 
 
 def test_a_text_page_with_a_page_sized_photo_keeps_its_text_layer(ocr: OcrEngine) -> None:
@@ -94,7 +83,7 @@ def test_a_garbled_text_layer_is_ocrd_even_without_an_image(ocr: OcrEngine) -> N
     text, ocr_pages = _parse(ocr, _garbled())
     assert ocr_pages == [1]
     assert "\ue000" not in text
-    assert _squash("Forklift inspections were completed") in _squash(text)
+    assert scans.squash("Forklift inspections were completed") in scans.squash(text)
 
 
 def test_a_garbled_text_layer_is_not_indexed_where_pages_are_not_ocrd(ocr: OcrEngine) -> None:
@@ -112,6 +101,6 @@ async def test_a_stamped_scan_ingests_with_its_body_in_the_chunks(app: EagleApp,
     document = app.repositories.documents.get(submission.document_id)
     assert document.status == "completed", document.error
     rows = app.vectors.query(TEXT_COLLECTION, f.eq("document_id", document.id))
-    assert _squash("Forklift inspections were completed") in _squash(
+    assert scans.squash("Forklift inspections were completed") in scans.squash(
         " ".join(r["text"] for r in rows)
     )

@@ -5,7 +5,6 @@ the bounds (size, count, duplicates) hold."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 from typing import Any
 
@@ -27,16 +26,6 @@ from tests.ingest import scans
 from tests.ingest import visual_docs as vd
 
 ASYNC = pytest.mark.asyncio(loop_scope="module")  # only the tests through the app are async
-
-
-async def _ingest(app: EagleApp, kb: str, data: bytes, name: str) -> str:
-    submission = await asyncio.to_thread(
-        app.ingest.submit_file, kb_name=kb, filename=name, stream=io.BytesIO(data)
-    )
-    await app.queue.join()  # type: ignore[attr-defined]
-    document = app.repositories.documents.get(submission.document_id)
-    assert document.status == "completed", document.error
-    return document.id
 
 
 def _visuals(app: EagleApp, document_id: str) -> dict[str, dict[str, Any]]:
@@ -71,7 +60,7 @@ def _check_crops(app: EagleApp, document_id: str) -> None:
 @ASYNC
 async def test_a_scanned_page_gives_its_figure_and_table_as_visuals(app: EagleApp, kb: str) -> None:
     page = scans.render(vd.figure_and_table_pdf(), dpi=100)[0]
-    document_id = await _ingest(app, kb, vd.scanned_a4([page]), "scanned-report.pdf")
+    document_id = await vd.ingest_completed(app, kb, vd.scanned_a4([page]), "scanned-report.pdf")
     _check_crops(app, document_id)
 
 
@@ -80,7 +69,7 @@ async def test_a_photographed_page_gives_its_figure_and_table_as_visuals(
     app: EagleApp, kb: str
 ) -> None:
     page = scans.render(vd.figure_and_table_pdf(), dpi=100)[0]
-    document_id = await _ingest(app, kb, scans.encode(page, "PNG"), "report-photo.png")
+    document_id = await vd.ingest_completed(app, kb, scans.encode(page, "PNG"), "report-photo.png")
     _check_crops(app, document_id)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+from typing import Any
 
 from PIL import Image, ImageDraw
 
@@ -273,3 +275,14 @@ def screenshot_pdf(picture: bytes) -> bytes:
     pdf.set_font("helvetica", "I", 10)
     pdf.multi_cell(0, 6, "Figure 4: The safety notice", new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())
+
+
+async def ingest_completed(app: Any, kb: str, data: bytes, name: str) -> str:
+    """Submit ``data`` to the in-process app, wait for the queue, expect it completed; its id."""
+    submission = await asyncio.to_thread(
+        app.ingest.submit_file, kb_name=kb, filename=name, stream=io.BytesIO(data)
+    )
+    await app.queue.join()
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.status == "completed", document.error
+    return str(document.id)
