@@ -1,9 +1,11 @@
 """The ingest pipeline: one task, end to end, in the fixed order of DESIGN §5.
 
-route -> parse (+PARSE) -> structure tree -> chunk (+CHUNK) -> visual extract -> classify ->
-embed -> upsert -> catalog. A failure at any step deletes every vector this document has (the
-attempt's writes; ids are deterministic, so earlier attempts' rows are the same rows), marks the
-document and task failed with a readable reason, and leaves the KB catalog unchanged.
+route -> parse (+PARSE) -> structure tree -> chunk (+CHUNK) -> classify -> embed -> upsert ->
+catalog; the visual extract runs beside the text's classify, embed and upsert, and its visuals are
+classified, embedded and upserted after them. A failure at any step deletes every vector this
+document has (the attempt's writes; ids are deterministic, so earlier attempts' rows are the same
+rows), marks the document and task failed with a readable reason, and leaves the KB catalog
+unchanged.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -38,7 +41,7 @@ from eagle_rag.ingest.summaries import write_summaries
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hooks import HookSpec
-from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator, IngestOutcome
+from eagle_rag.plugins.ingest_orchestrator import IngestOrchestrator, IngestOutcome, PlannedWrite
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
 from eagle_rag.tracing import annotate, traced
 
@@ -226,28 +229,70 @@ class IngestPipeline:
         progress: ProgressReporter,
         first_attempt: bool,
     ) -> IngestOutcome:
-        """Visual extraction, then classify (all planned first), embed and upsert."""
+        """Visual extraction beside the text's classify, embed and upsert; then the visuals'.
+
+        Extraction is one core's work (PDFium, pdfplumber, one ONNX thread) and the text
+        embedder spreads over every core: one after the other, a core idled through the whole
+        extraction (a report's charts cost half again its text-only ingest)."""
         progress("visuals", 0, 1)
-        # The extraction reports its pages as "visuals" progress (a long scan's second pass),
-        # and so notices a cancel between pages.
-        paged = replace(ctx, extra={**ctx.extra, PAGE_CALLBACK: progress.pages("visuals")})
-        visuals = await self._bus.invoke_first(
-            hooks.ingest_visual_extract,
-            ctx=paged,
-            source=source,
-            parsed=parsed,
-            data=data,
-            chunks=chunks,
+        stop = threading.Event()
+        pages = progress.pages("visuals")
+
+        def on_page(done: int, total: int) -> None:
+            # The extraction reports its pages as "visuals" progress (a long scan's second
+            # pass) and so notices a cancel between pages, or that the text side failed.
+            if stop.is_set():
+                raise IngestCancelledError("the document's text could not be written")
+            pages(done, total)
+
+        paged = replace(ctx, extra={**ctx.extra, PAGE_CALLBACK: on_page})
+        extraction = asyncio.ensure_future(
+            self._bus.invoke_first(
+                hooks.ingest_visual_extract,
+                ctx=paged,
+                source=source,
+                parsed=parsed,
+                data=data,
+                chunks=chunks,
+            )
         )
-        planned = await self._orchestrator.plan(chunks, visuals or (), ctx)
-        if not first_attempt:
-            # Replace, not merge: rows an earlier attempt left (a crashed worker) go first.
-            await asyncio.to_thread(self._app.vectors.delete_documents, [source.document_id])
+        try:
+            planned = await self._orchestrator.plan(chunks, (), ctx)
+            if not first_attempt:
+                # Replace, not merge: rows an earlier attempt left (a crashed worker) go first.
+                await asyncio.to_thread(self._app.vectors.delete_documents, [source.document_id])
+            text = await self._execute(planned, ctx, progress)
+            visuals = await extraction
+        except BaseException:
+            stop.set()
+            # Its pictures are stored before the caller's rollback deletes what this attempt wrote.
+            await asyncio.wait({extraction})
+            if not extraction.cancelled():
+                extraction.exception()  # seen: the text side's error is the one to report
+            raise
+        planned = await self._orchestrator.plan((), visuals or (), ctx)
+        pictures = await self._execute(planned, ctx, progress, before=text.count)
+        return IngestOutcome(
+            {
+                collection: text.written.get(collection, ()) + pictures.written.get(collection, ())
+                for collection in {*text.written, *pictures.written}
+            }
+        )
+
+    async def _execute(
+        self,
+        planned: list[PlannedWrite],
+        ctx: HookContext,
+        progress: ProgressReporter,
+        *,
+        before: int = 0,
+    ) -> IngestOutcome:
+        """Embed and upsert ``planned``, reported as "embed" progress after ``before`` rows."""
         return await self._orchestrator.execute(
             planned,
             ctx,
             batch_size=self._app.settings.ingest.embed_batch,
-            on_progress=lambda done, total: progress("embed", done, total),
+            on_progress=lambda done, total: progress("embed", before + done, before + total),
             load_image=self._stored_image,
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import threading
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from PIL import Image
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
+from eagle_rag.ingest import visual_steps
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.service import Submission
 from eagle_rag.plugins import hooks
@@ -216,3 +218,65 @@ async def test_a_chart_drawn_as_vectors_is_a_figure_with_its_labels(app: EagleAp
     assert "Blade Reliability" in chart["parent_section"]
     x0, y0, x1, y1 = chart["metadata"]["bbox"]
     assert x0 < 0.2 and x1 > 0.8 and 0.15 < y0 < y1 < 0.6  # the axes and bars, not the page
+
+
+async def test_visuals_are_extracted_while_the_text_is_embedded_and_written(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The extraction (one core) runs beside the text's embed and upsert (every core): it is
+    still going when the first text rows are written; then its visuals are written too."""
+    text_written = threading.Event()
+    seen_while_extracting: list[bool] = []
+    real_found = visual_steps._found
+
+    def found_after_text(*args: Any) -> Any:
+        seen_while_extracting.append(text_written.wait(timeout=30))
+        return real_found(*args)
+
+    def note_text(batch: UpsertBatch) -> UpsertBatch:
+        if batch.collection == TEXT_COLLECTION:
+            text_written.set()
+        return batch
+
+    monkeypatch.setattr(visual_steps, "_found", found_after_text)
+    app.bus.subscribe(hooks.upsert_vectors, note_text, plugin="watcher", priority=100)
+    try:
+        submission = await _ingest(app, kb, vd.report_pdf(), "beside.pdf")
+    finally:
+        app.bus.unsubscribe_plugin("watcher")
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.status == "completed", document.error
+    assert seen_while_extracting == [True]
+    assert [v["chunk_type"] for v in _visuals(app, document.id)] == ["image", "table"]
+
+
+async def test_a_failed_text_write_stops_the_extraction_and_keeps_its_error(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The text side fails while the extraction runs: the extraction stops at its next page,
+    stores no picture, and the document fails with the text side's error (not "cancelled")."""
+    text_refused = threading.Event()
+    real_found = visual_steps._found
+
+    def found_after_failure(*args: Any) -> Any:
+        assert text_refused.wait(timeout=30)
+        return real_found(*args)
+
+    def refuse_text(batch: UpsertBatch) -> UpsertBatch:
+        if batch.collection == TEXT_COLLECTION:
+            text_refused.set()
+            raise RuntimeError("text store is full")
+        return batch
+
+    monkeypatch.setattr(visual_steps, "_found", found_after_failure)
+    app.bus.subscribe(hooks.upsert_vectors, refuse_text, plugin="refuser", priority=100)
+    try:
+        submission = await _ingest(app, kb, vd.report_pdf(), "text-fails.pdf")
+    finally:
+        app.bus.unsubscribe_plugin("refuser")
+    document = app.repositories.documents.get(submission.document_id)
+    assert document.status == "failed" and "text store is full" in (document.error or "")
+    assert app.vectors.count(TEXT_COLLECTION, f.eq("document_id", document.id)) == 0
+    assert _visuals(app, document.id) == []
+    prefix = validate_prefix(app.namespace, kb, document.id, "visuals")
+    assert app.objects.list(prefix) == []

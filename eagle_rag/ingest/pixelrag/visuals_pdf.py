@@ -7,7 +7,8 @@ page tiles: their picture is their content, and their figure and table regions (
 parser's layout pass, visuals_regions) are cropped as figures and tables. A text-born page with
 drawn paths but no figure found in its objects gets a layout pass of its own (bounded by a
 per-document time budget), and a raster figure with little text layer over it is read by OCR
-(``picture_ocr``, within its own budget). Ruled tables come from pdfplumber (visuals_tables).
+(``picture_ocr``, within its own budget). Ruled tables come from pdfplumber (visuals_tables), on
+pages whose lines can form a grid (ruled_grid).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from eagle_rag.ingest.pixelrag.engine import Region
 from eagle_rag.ingest.pixelrag.geometry import BBox, area, overlap
 from eagle_rag.ingest.pixelrag.pdf_objects import page_objects
 from eagle_rag.ingest.pixelrag.picture_ocr import PictureOcr
+from eagle_rag.ingest.pixelrag.ruled_grid import may_hold_ruled_table
 from eagle_rag.ingest.pixelrag.visuals_found import CAPTION, FoundVisual, VisualKind, crop, encode
 from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, region_visuals
 from eagle_rag.ingest.pixelrag.visuals_tables import ruled_tables
@@ -121,7 +123,7 @@ def _pdf_visuals(
                 paths = 0 if scanned else _path_count(page)
                 hints = _PageHints(scanned, regions.get(number, ()), paths, models)
                 found.extend(_page_visuals(page, number, hints, options))
-                if options.tables and MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS:
+                if options.tables and _ruled(page, paths):
                     table_pages.append(number)
             finally:
                 page.close()
@@ -330,6 +332,11 @@ def _lines_in(text_page: pdfium.PdfTextPage, band: BBox, width: float, height: f
     top, bottom = (1 - band[1]) * height, (1 - band[3]) * height
     raw: str = text_page.get_text_bounded(left=left, bottom=bottom, right=right, top=top)
     return raw.splitlines()
+
+
+def _ruled(page: pdfium.PdfPage, paths: int) -> bool:
+    """Whether pdfplumber should look for ruled tables here (it is slow: ``ruled_grid``)."""
+    return MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS and may_hold_ruled_table(page)
 
 
 def _path_count(page: pdfium.PdfPage) -> int:
