@@ -163,7 +163,7 @@ class CorePlugin:
             return None
         settings = self._context().settings.ingest
         layout = self._ocr.layout if self._ocr is not None else None
-        read = self._ocr.read if self._ocr is not None else None
+        words = self._ocr.words if self._ocr is not None else None
         return await visual_steps.extract_and_store(
             self._host("objects"),
             ctx.plugin_namespace,
@@ -174,7 +174,7 @@ class CorePlugin:
             settings,
             layout,
             on_page=page_callback(ctx.extra),  # the pages, as progress; a cancel stops it
-            ocr=read,  # the words in pictures (raster figures, Office pictures)
+            ocr=words,  # the words in pictures (raster figures, Office pictures), within a budget
         )
 
     # --- subscribers: classify, embed, write, route queries ------------------------------------

@@ -103,7 +103,8 @@ async def test_a_raster_figure_of_a_text_pdf_is_found_by_its_words(app: EagleApp
 def test_picture_ocr_stops_at_its_budget_and_keeps_text_it_has() -> None:
     reads: list[tuple[int, int]] = []
 
-    def read(image: Image.Image) -> OcrPage:
+    def read(image: Image.Image, seconds: float) -> OcrPage:
+        assert seconds > 0  # what is left of the budget: the reader stops there
         reads.append(image.size)
         return OcrPage(image.width, image.height, 0, (), ())
 

@@ -24,6 +24,10 @@ class CpuBudget:
     spent_s: float = field(default=0.0)
 
     @property
+    def remaining_s(self) -> float:
+        return max(0.0, self.budget_s - self.spent_s)
+
+    @property
     def exhausted(self) -> bool:
         return self.spent_s >= self.budget_s
 

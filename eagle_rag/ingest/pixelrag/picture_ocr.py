@@ -34,7 +34,8 @@ PDF_PICTURE_OCR_BUDGET_S = 3.0
 # Parse metadata: {picture key: its OCR text}, for the pictures the parser read.
 PICTURE_TEXT_KEY = "picture_text"
 
-PageReader = Callable[[Image.Image], OcrPage]
+# Reads a picture's lines in about the given CPU seconds (``OcrEngine.words``).
+PageReader = Callable[[Image.Image, float], OcrPage]
 
 
 def blocks_text(blocks: Sequence[PageBlock]) -> str:
@@ -69,12 +70,13 @@ class PictureOcr:
         read = self.read
         if read is None:
             return own
-        return self.budget.spend(lambda: _ocr_text(read, picture), "") or own
+        seconds = self.budget.remaining_s  # the reader stops there: one picture cannot overrun it
+        return self.budget.spend(lambda: _ocr_text(read, picture, seconds), "") or own
 
 
-def _ocr_text(read: PageReader, picture: Image.Image) -> str:
+def _ocr_text(read: PageReader, picture: Image.Image, seconds: float) -> str:
     try:
-        return blocks_text(page_blocks(read(picture), 1))
+        return blocks_text(page_blocks(read(picture, seconds), 1))
     except ModelProviderError as exc:
         logger.warning("no OCR text for a picture: %s", exc)
         return ""
