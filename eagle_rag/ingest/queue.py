@@ -23,6 +23,7 @@ from eagle_rag.ingest.leases import Leases
 from eagle_rag.ingest.priority import INGEST_WORK, install_split_executor
 
 logger = logging.getLogger(__name__)
+THREADS_PER_WORKER = 2
 
 Runner = Callable[..., Awaitable[object]]  # (task_id, owner=...) with leases, else (task_id)
 IdleHook = Callable[[], Awaitable[None]]
@@ -70,7 +71,9 @@ class InProcessQueue:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         if self._nice > 0:
-            install_split_executor(self._loop, self._workers, self._nice)
+            # Two threads a worker: a document's visual extraction runs beside its embedding
+            # (pipeline._write); with one, they took turns and the overlap never happened.
+            install_split_executor(self._loop, THREADS_PER_WORKER * self._workers, self._nice)
         self._queue = asyncio.Queue()
         self._tasks = [asyncio.create_task(self._work(i)) for i in range(self._workers)]
         if self._leases is not None:

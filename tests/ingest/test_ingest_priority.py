@@ -14,6 +14,7 @@ import pytest
 
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.ingest.priority import INGEST_WORK, SplitExecutor, lower_this_thread
+from eagle_rag.ingest.queue import InProcessQueue
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.payloads import TextChunk
 from tests.ingest import documents as docs
@@ -193,3 +194,23 @@ def test_warming_runs_each_models_warm_and_survives_a_model_that_cannot_load(
     warm_encoders([HashingEncoder(), broken, ready])  # HashingEncoder has no warm(): skipped
     assert ready.loaded_by == threading.current_thread().name
     assert "could not load" in caplog.text and "no onnxruntime" in caplog.text
+
+
+def test_one_worker_has_threads_for_its_extraction_beside_its_embedding() -> None:
+    """A document's visual extraction runs beside its embedding (pipeline._write): a single
+    worker's ingest work gets two threads at once, or the two take turns."""
+
+    async def two_at_once() -> None:
+        async def never(task_id: str) -> None:
+            raise AssertionError("no task is submitted")
+
+        queue = InProcessQueue(never, workers=1, nice=5)
+        await queue.start()
+        try:
+            INGEST_WORK.set(True)
+            meet = threading.Barrier(2, timeout=10)  # broken if the second never starts
+            await asyncio.gather(asyncio.to_thread(meet.wait), asyncio.to_thread(meet.wait))
+        finally:
+            await queue.stop()
+
+    asyncio.run(two_at_once())
