@@ -256,6 +256,8 @@ class IngestPipeline:
                 chunks=chunks,
             )
         )
+        # Let the extraction reach its thread (and reserve its core) before the first batch.
+        await asyncio.sleep(0)
         try:
             planned = await self._orchestrator.plan(chunks, (), ctx)
             if not first_attempt:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from eagle_rag.ingest.cancel import IngestCancelledError
 from eagle_rag.ingest.pixelrag.picture_ocr import PageReader
@@ -19,6 +20,7 @@ from eagle_rag.ingest.pixelrag.visuals import extract_visuals, store_visuals
 from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
 from eagle_rag.ingest.pixelrag.visuals_pdf import LayoutModel, PdfVisualOptions
 from eagle_rag.ingest.progress import PageCallback
+from eagle_rag.models.core_budget import CoreBudget
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
 from eagle_rag.settings import IngestSettings
 
@@ -52,21 +54,32 @@ async def extract_and_store(
     layout: LayoutModel | None = None,
     on_page: PageCallback | None = None,
     ocr: PageReader | None = None,
+    cores: CoreBudget | None = None,
 ) -> tuple[VisualChunk, ...]:
     """``layout``: the layout model for text-born pages with drawn charts (off when None or
     when ``ingest.visual_layout`` is false); ``on_page`` hears of pages and may stop it;
     ``ocr``: the OCR reader for pictures' words (off when None or ``ingest.visual_ocr`` is
-    false)."""
+    false); ``cores``: the embedder's budget, of which the extraction reserves one core while
+    it runs beside the text's embedding (its model calls run on it)."""
     model = layout if settings.visual_layout else None
     reader = ocr if settings.visual_ocr else None
     options = visual_options(settings)
+    models = _Models(model, reader)
     found = await asyncio.to_thread(
-        _found, source, data, parsed, options, _Models(model, reader), on_page
+        _reserved, cores, source, data, parsed, options, models, on_page
     )
     if not found:
         return ()
     stored = await asyncio.to_thread(store_visuals, objects, namespace, source, found, chunks)
     return tuple(s.chunk for s in stored)
+
+
+def _reserved(cores: CoreBudget | None, *args: Any) -> list[FoundVisual]:
+    """``_found`` on a core reserved from ``cores`` (when there is a budget)."""
+    if cores is None:
+        return _found(*args)
+    with cores.reserve(1):
+        return _found(*args)
 
 
 def _found(

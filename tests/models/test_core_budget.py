@@ -70,3 +70,35 @@ def test_requests_are_clipped_to_the_budget() -> None:
         assert cores == 1
     with pytest.raises(ValueError):
         CoreBudget(0)
+
+
+def test_a_reservation_leaves_batches_the_spare_cores_and_serves_its_own_thread() -> None:
+    """A document's visual extraction reserves a core: the text's batches spread over the
+    other one meanwhile instead of waiting for both, and the extraction's own model calls run
+    on its core even while the other is busy."""
+    budget = CoreBudget(2)
+    reserved, release = threading.Event(), threading.Event()
+    nested: list[int] = []
+
+    def extract() -> None:
+        with budget.reserve(1):
+            reserved.set()
+            release.wait(WAIT)
+            with budget.take(1) as cores:  # the layout model, while a batch holds the other core
+                nested.append(cores)
+
+    extraction = threading.Thread(target=extract)
+    extraction.start()
+    assert reserved.wait(WAIT)
+    assert budget.spare == 1
+    batch, batch_release = threading.Event(), threading.Event()
+    batch_thread = _hold(budget, budget.spare, batch, batch_release)
+    assert batch.wait(1.0)  # runs beside the reservation, on the spare core
+    release.set()
+    extraction.join(WAIT)
+    assert nested == [1] and not extraction.is_alive()
+    batch_release.set()
+    batch_thread.join(WAIT)
+    assert budget.spare == 2
+    with budget.take(2) as cores:  # nothing left held
+        assert cores == 2
