@@ -10,9 +10,9 @@ extraction between pages: the page callback's error is not a damaged picture, it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from eagle_rag.ingest.cancel import IngestCancelledError
 from eagle_rag.ingest.pixelrag.picture_ocr import PageReader
@@ -74,12 +74,18 @@ async def extract_and_store(
     return tuple(s.chunk for s in stored)
 
 
-def _reserved(cores: CoreBudget | None, *args: Any) -> list[FoundVisual]:
+def _reserved(
+    cores: CoreBudget | None,
+    source: DocumentSource,
+    data: bytes,
+    parsed: ParseResult,
+    options: PdfVisualOptions,
+    models: _Models,
+    on_page: PageCallback | None,
+) -> list[FoundVisual]:
     """``_found`` on a core reserved from ``cores`` (when there is a budget)."""
-    if cores is None:
-        return _found(*args)
-    with cores.reserve(1):
-        return _found(*args)
+    with cores.reserve(1) if cores is not None else contextlib.nullcontext():
+        return _found(source, data, parsed, options, models, on_page)
 
 
 def _found(
