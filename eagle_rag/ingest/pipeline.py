@@ -273,13 +273,7 @@ class IngestPipeline:
                 extraction.exception()  # seen: the text side's error is the one to report
             raise
         planned = await self._orchestrator.plan((), visuals or (), ctx)
-        pictures = await self._execute(planned, ctx, progress, before=text.count)
-        return IngestOutcome(
-            {
-                collection: text.written.get(collection, ()) + pictures.written.get(collection, ())
-                for collection in {*text.written, *pictures.written}
-            }
-        )
+        return _both(text, await self._execute(planned, ctx, progress, before=text.count))
 
     async def _execute(
         self,
@@ -555,6 +549,14 @@ def _year(value: Any) -> int | None:
     except ValueError:
         return None
     return year if year is not None and 1000 <= year <= 9999 else None
+
+
+def _both(first: IngestOutcome, second: IngestOutcome) -> IngestOutcome:
+    """What two writes of one document wrote, per collection."""
+    collections = {*first.written, *second.written}
+    return IngestOutcome(
+        {c: first.written.get(c, ()) + second.written.get(c, ()) for c in collections}
+    )
 
 
 def _check_chunk_hook(before: tuple[TextChunk, ...], after: tuple[TextChunk, ...]) -> None:
