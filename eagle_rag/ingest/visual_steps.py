@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from eagle_rag.ingest.cancel import IngestCancelledError
@@ -65,27 +67,18 @@ async def extract_and_store(
     reader = ocr if settings.visual_ocr else None
     options = visual_options(settings)
     models = _Models(model, reader)
-    found = await asyncio.to_thread(
-        _reserved, cores, source, data, parsed, options, models, on_page
-    )
+    find = functools.partial(_found, source, data, parsed, options, models, on_page)
+    found = await asyncio.to_thread(_reserved, cores, find)
     if not found:
         return ()
     stored = await asyncio.to_thread(store_visuals, objects, namespace, source, found, chunks)
     return tuple(s.chunk for s in stored)
 
 
-def _reserved(
-    cores: CoreBudget | None,
-    source: DocumentSource,
-    data: bytes,
-    parsed: ParseResult,
-    options: PdfVisualOptions,
-    models: _Models,
-    on_page: PageCallback | None,
-) -> list[FoundVisual]:
-    """``_found`` on a core reserved from ``cores`` (when there is a budget)."""
+def _reserved(cores: CoreBudget | None, find: Callable[[], list[FoundVisual]]) -> list[FoundVisual]:
+    """``find()`` on a core reserved from ``cores`` (when there is a budget)."""
     with cores.reserve(1) if cores is not None else contextlib.nullcontext():
-        return _found(source, data, parsed, options, models, on_page)
+        return find()
 
 
 def _found(

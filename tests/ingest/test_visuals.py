@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import io
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from PIL import Image
 
 from eagle_rag.bootstrap import EagleApp
+from eagle_rag.db.records import DocumentRecord
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.ingest import visual_steps
@@ -220,6 +222,25 @@ async def test_a_chart_drawn_as_vectors_is_a_figure_with_its_labels(app: EagleAp
     assert x0 < 0.2 and x1 > 0.8 and 0.15 < y0 < y1 < 0.6  # the axes and bars, not the page
 
 
+async def _ingest_watched(
+    app: EagleApp,
+    kb: str,
+    name: str,
+    found: Callable[..., Any],
+    upsert: Callable[[UpsertBatch], UpsertBatch],
+    monkeypatch: pytest.MonkeyPatch,
+) -> DocumentRecord:
+    """Ingest the report with the extraction's ``_found`` replaced by ``found`` (in its
+    thread) and ``upsert`` watching every UPSERT_VECTORS batch first; the document after."""
+    monkeypatch.setattr(visual_steps, "_found", found)
+    app.bus.subscribe(hooks.upsert_vectors, upsert, plugin="watcher", priority=100)
+    try:
+        submission = await _ingest(app, kb, vd.report_pdf(), name)
+    finally:
+        app.bus.unsubscribe_plugin("watcher")
+    return app.repositories.documents.get(submission.document_id)
+
+
 async def test_visuals_are_extracted_while_the_text_is_embedded_and_written(
     app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -238,13 +259,9 @@ async def test_visuals_are_extracted_while_the_text_is_embedded_and_written(
             text_written.set()
         return batch
 
-    monkeypatch.setattr(visual_steps, "_found", found_after_text)
-    app.bus.subscribe(hooks.upsert_vectors, note_text, plugin="watcher", priority=100)
-    try:
-        submission = await _ingest(app, kb, vd.report_pdf(), "beside.pdf")
-    finally:
-        app.bus.unsubscribe_plugin("watcher")
-    document = app.repositories.documents.get(submission.document_id)
+    document = await _ingest_watched(
+        app, kb, "beside.pdf", found_after_text, note_text, monkeypatch
+    )
     assert document.status == "completed", document.error
     assert seen_while_extracting == [True]
     assert [v["chunk_type"] for v in _visuals(app, document.id)] == ["image", "table"]
@@ -268,13 +285,9 @@ async def test_a_failed_text_write_stops_the_extraction_and_keeps_its_error(
             raise RuntimeError("text store is full")
         return batch
 
-    monkeypatch.setattr(visual_steps, "_found", found_after_failure)
-    app.bus.subscribe(hooks.upsert_vectors, refuse_text, plugin="refuser", priority=100)
-    try:
-        submission = await _ingest(app, kb, vd.report_pdf(), "text-fails.pdf")
-    finally:
-        app.bus.unsubscribe_plugin("refuser")
-    document = app.repositories.documents.get(submission.document_id)
+    document = await _ingest_watched(
+        app, kb, "text-fails.pdf", found_after_failure, refuse_text, monkeypatch
+    )
     assert document.status == "failed" and "text store is full" in (document.error or "")
     assert app.vectors.count(TEXT_COLLECTION, f.eq("document_id", document.id)) == 0
     assert _visuals(app, document.id) == []

