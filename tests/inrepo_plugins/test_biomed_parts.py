@@ -207,6 +207,8 @@ def test_ten_thousand_entity_abstract_is_capped_not_crashing(lexicon: Lexicon) -
 def test_stop_words_and_symbols_name_no_entity(lexicon: Lexicon) -> None:
     finder = finder_for(lexicon)
     assert finder.mentions("what is the of and to") == []
+    assert finder.mentions("Statins will lower cholesterol") != []
+    assert "will" not in {m.surface for m in finder.mentions("Statins will lower cholesterol")}
     assert finder.mentions("?!%$#@ -- ** ()") == []
     assert finder.mentions("") == []
 
