@@ -15,6 +15,7 @@ Two kinds, chosen by ``models.visual_embedding.provider``:
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,6 +26,8 @@ from eagle_rag.models.openai_embeddings import OpenAICompatibleEncoder
 from eagle_rag.settings import VisualEmbeddingSettings
 
 SUMMARY_PREFIX = "summary:"
+_TABLE_RULE = re.compile(r"^\|?(\s*:?-{3,}:?\s*\|)+\s*$")  # "| --- | --- |"
+_CELL_BAR = re.compile(r"(?<!\\)\|")  # a cell separator, not an escaped "\|" inside a cell
 
 
 class SummaryEncoder:
@@ -38,7 +41,7 @@ class SummaryEncoder:
         self._text = text
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._text.embed_passages(texts)
+        return self._text.embed_passages([plain_tables(t) for t in texts])
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._text.embed_queries(texts)
@@ -47,7 +50,26 @@ class SummaryEncoder:
         raise SettingsError(f"the visual encoder {self.name!r} embeds summaries, not images")
 
     def count_tokens(self, text: str) -> int:
-        return self._text.count_tokens(text)
+        return self._text.count_tokens(plain_tables(text))
+
+
+def plain_tables(summary: str) -> str:
+    """A summary's pipe tables as plain rows of cell text, for the embedder.
+
+    The stored summary keeps Markdown (a chat model reads the table from it), but the rule line,
+    the bars and the empty cells carry nothing a text embedder uses and cost tokens: on a
+    chart-heavy report they were a fifth of the visuals' summary tokens (benchmarks/RESULTS.md).
+    """
+    lines = []
+    for line in summary.splitlines():
+        if _TABLE_RULE.match(line):
+            continue
+        stripped = line.strip()
+        if stripped.startswith("|"):  # a row; the summary's cut may have taken its end
+            cells = (c.strip().replace("\\|", "|") for c in _CELL_BAR.split(stripped))
+            line = " ".join(c for c in cells if c)
+        lines.append(line)
+    return "\n".join(lines)
 
 
 class MultimodalEndpointEncoder(OpenAICompatibleEncoder):

