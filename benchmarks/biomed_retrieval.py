@@ -42,7 +42,7 @@ import numpy as np
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.evaluation.beir import Dataset, load_dataset
-from eagle_rag.evaluation.metrics import percentile, score_run
+from eagle_rag.evaluation.metrics import ndcg_at, percentile, score_run
 from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.settings import load_settings
 
@@ -264,6 +264,12 @@ async def score_both(
         "paired_ratio": paired_ratio(timings),
         "biomed_routed_queries": len(routed),
         "same_top10_as_core": same_top10(lists, ties, routed),
+        # per query, for looking at what a run changed (on the dev half: choose there)
+        "routed": sorted(routed),
+        "per_query_ndcg": {
+            k: {q: round(ndcg_at(ids, qrels.get(q, {}), 10), 4) for q, ids in r.items()}
+            for k, r in lists.items()
+        },
     }
 
 
