@@ -26,7 +26,8 @@ from eagle_rag.models.openai_embeddings import OpenAICompatibleEncoder
 from eagle_rag.settings import VisualEmbeddingSettings
 
 SUMMARY_PREFIX = "summary:"
-_TABLE_RULE = re.compile(r"^\|?(\s*:?-{3,}:?\s*\|)+\s*$")  # "| --- | --- |"
+# "| --- | --- |", also cut short by the summary's length: bars, colons and dashes only
+_TABLE_RULE = re.compile(r"^[\s|:]*-[\s|:-]*$")
 _CELL_BAR = re.compile(r"(?<!\\)\|")  # a cell separator, not an escaped "\|" inside a cell
 
 

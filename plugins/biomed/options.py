@@ -16,8 +16,9 @@ class RerankWeights(BaseModel):
     """RERANK_MERGED: final = fused/best + entity * overlap + section * match (+ cross_encoder).
 
     The fused score leads (1.0 for the best hit); a passage naming every entity of the query
-    gains about what separates neighbouring ranks near the top of an RRF list (a few hundredths
-    of the best score, not the 0.2 first shipped, which moved hits ten ranks); a section that
+    gains about what separates neighbouring ranks near the top of an RRF list (about a hundredth
+    of the best score; the 0.2 first shipped is worth some ten ranks there, by RRF's spacing,
+    and cost 5% nDCG@10); a section that
     suits the query's intent is a tie-breaker. The scale was chosen on the dev half of the full
     SciFact run (0.2 / 0.1 / 0.03 / 0.01 tried: 0.01 best; benchmarks/RESULTS.md).
     """

