@@ -3,7 +3,7 @@
 Two embedded apps with the same settings except ``ingest.visuals`` ingest the same PDFs, one
 document at a time and interleaved (on, off, off, on, ...), so a shared machine's drifting speed
 hits both sides alike. Each document's time is submit → completed through the real pipeline
-(parse, structure, chunk, visual extract: figures, pdfplumber ruled tables, tiles of OCR'd
+(parse, structure, chunk, visual extract: figures, ruled tables, tiles of OCR'd
 pages; embed; upsert), with the OCR models loaded and warmed before the first document, as a
 running service has them. The process's CPU seconds are printed beside (the work visuals add,
 whatever runs in parallel). Target (issue 16): visuals on <= 1.3 x text only (wall time).

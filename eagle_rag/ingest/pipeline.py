@@ -231,7 +231,7 @@ class IngestPipeline:
     ) -> IngestOutcome:
         """Visual extraction beside the text's classify, embed and upsert; then the visuals'.
 
-        Extraction is one core's work (PDFium, pdfplumber, one ONNX thread) and the text
+        Extraction is one core's work (PDFium, the table finder, one ONNX thread) and the text
         embedder spreads over every core: one after the other, a core idled through the whole
         extraction (a report's charts cost half again its text-only ingest)."""
         progress("visuals", 0, 1)

@@ -9,6 +9,7 @@ import io
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
+import pytest
 from PIL import Image
 
 from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions, pdf_visuals
@@ -140,30 +141,14 @@ def test_a_caption_is_a_label_with_its_number() -> None:
         assert not CAPTION.match(line), line
 
 
-def test_the_ruled_table_budget_is_cpu_time_not_waiting() -> None:
-    """A thread that waits (a loaded machine) reads every page within the budget; one that has
-    spent its CPU seconds reads none of the remaining pages."""
-    import threading
-
-    from eagle_rag.ingest.pixelrag.visuals_tables import ruled_tables
+def test_a_spent_table_budget_leaves_the_remaining_pages_without_tables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The table finder's CPU budget is per document (CpuBudget, tested with the layout pass):
+    once spent, later grid pages keep their text and give no table."""
+    from eagle_rag.ingest.pixelrag import visuals_pdf
 
     data = vd.report_pdf()  # page 2 holds the ruled table
-    assert list(ruled_tables(data, [1, 2], budget_s=4.0)) == [2]
-    assert ruled_tables(data, [1, 2], budget_s=-1.0) == {}
-    # Eight threads holding the GIL make the first page take ~10x its CPU time in wall time
-    # (~0.01 s of CPU): a wall-clock budget of 0.05 s ran out before the table's page.
-    stop = threading.Event()
-
-    def burn() -> None:
-        while not stop.is_set():
-            sum(range(1000))
-
-    burners = [threading.Thread(target=burn) for _ in range(8)]
-    for thread in burners:
-        thread.start()
-    try:
-        assert list(ruled_tables(data, [1, 2], budget_s=0.05)) == [2]
-    finally:
-        stop.set()
-        for thread in burners:
-            thread.join()
+    assert "table" in [v.kind for v in pdf_visuals(data, frozenset(), PdfVisualOptions())]
+    monkeypatch.setattr(visuals_pdf, "TABLE_BUDGET_S", -1.0)
+    assert "table" not in [v.kind for v in pdf_visuals(data, frozenset(), PdfVisualOptions())]

@@ -1,10 +1,13 @@
-"""The ruled-grid check sends pdfplumber only pages whose lines can form a table of two rows and
-two columns, and never leaves out a page where pdfplumber finds one (pages made with fpdf2)."""
+"""Ruled tables read from PDFium's lines by pdfplumber's finder: the grid check sends only pages
+whose lines can form a table of two rows and two columns, and the tables read are those
+pdfplumber reads from the same page by itself (pages made with fpdf2)."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 
+import pdfplumber
 import pypdfium2 as pdfium
 import pytest
 from fpdf import FPDF
@@ -72,11 +75,46 @@ def _first_page(data: bytes) -> pdfium.PdfPage:
 
 
 @pytest.mark.parametrize("draw", [_cells_drawn_one_by_one], ids=["cells one by one"])
-def test_a_grid_is_sent_to_pdfplumber_which_reads_it(draw: Callable[[FPDF], None]) -> None:
+def test_a_grid_is_sent_and_read(draw: Callable[[FPDF], None]) -> None:
     data = _page(draw)
     assert may_hold_ruled_table(_first_page(data))
-    [(_, markdown)] = ruled_tables(data, [1])[1]
+    [(box, markdown)] = ruled_tables(_first_page(data))
     assert "| First | 69.50 | 45.26 |" in markdown
+    assert markdown.splitlines()[0] == "| Quarter | High | Low |"
+    left, top, width, height = LEFT / 210, TOP / 297, 3 * CELL_W / 210, 3 * CELL_H / 297  # A4, mm
+    assert box == pytest.approx((left, top, left + width, top + height), abs=0.01)
+
+
+def _wrapped_and_hostile_cells(pdf: FPDF) -> None:
+    """fpdf2's table: a cell whose text wraps over three lines, a cell holding a pipe."""
+    with pdf.table(col_widths=(30, 60)) as table:
+        for row in (("Part", "Note"), ("Valve", LONG_NOTE), ("Seal", "A | B")):
+            cells = table.row()
+            for value in row:
+                cells.cell(value)
+
+
+LONG_NOTE = "Replace the valve every twelve months or after two thousand hours of running time."
+
+
+def test_cells_read_in_reading_order_as_pdfplumber_reads_them() -> None:
+    """The same cells and words as pdfplumber reading the page by itself: a wrapped cell's lines
+    in order, a pipe escaped so the Markdown row keeps its columns."""
+    data = _page(_wrapped_and_hostile_cells)
+    [(_, markdown)] = ruled_tables(_first_page(data))
+    assert markdown.splitlines() == [
+        "| Part | Note |",
+        "| --- | --- |",
+        f"| Valve | {LONG_NOTE} |",
+        "| Seal | A \\| B |",
+    ]
+    with pdfplumber.open(io.BytesIO(data)) as pdf:
+        [table] = pdf.pages[0].extract_tables()
+    assert [[" ".join((c or "").split()) for c in row] for row in table] == [
+        ["Part", "Note"],
+        ["Valve", LONG_NOTE],
+        ["Seal", "A | B"],
+    ]
 
 
 def test_a_ruled_table_of_a_report_is_sent() -> None:
@@ -93,10 +131,11 @@ def test_a_ruled_table_of_a_report_is_sent() -> None:
 def test_lines_that_form_no_grid_are_not_sent(draw: Callable[[FPDF], None]) -> None:
     data = _page(draw)
     assert not may_hold_ruled_table(_first_page(data))
-    assert ruled_tables(data, [1]) == {}  # pdfplumber, asked anyway, finds no table there
+    assert ruled_tables(_first_page(data)) == []  # the finder, asked anyway, finds no table
 
 
-def test_a_page_too_dense_to_check_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
-    data = _page(_underlined_figures)
+def test_a_page_drawing_too_much_is_a_drawing_not_a_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _page(_cells_drawn_one_by_one)
     monkeypatch.setattr(ruled_grid, "MAX_SEGMENTS", 3)
-    assert may_hold_ruled_table(_first_page(data))
+    assert not may_hold_ruled_table(_first_page(data))
+    assert ruled_tables(_first_page(data)) == []

@@ -1,13 +1,13 @@
-"""Whether a PDF page's drawn lines could hold a ruled table, read from PDFium in milliseconds.
+"""A PDF page's horizontal and vertical lines as PDFium draws them, and whether they could hold
+a ruled table, in milliseconds.
 
-pdfplumber finds ruled tables from the page's horizontal and vertical edges, but it parses the
-whole page (every character, through pdfminer) first: ~0.2 to 0.5 s a page, most of a text PDF's
-visual extraction on reports whose pages carry rules but no grid (a 10-K underlines its figures;
-none of its 26 ruled pages held a table pdfplumber could read). A table of at least two rows and
-two columns needs a column line crossing three row lines and a row line crossing three column
-lines; this check looks for both over every path segment PDFium reports, with
-tolerances wider than pdfplumber's (snap, join and intersection tolerance: 3 pt each) so that it
-only leaves out pages where pdfplumber could not find such a table either.
+``page_edges`` gives the lines the table finder works on (visuals_tables). Most pages that carry
+rules hold no grid (a 10-K underlines its figures; none of NETFLIX's 26 ruled pages held a
+table), so ``may_hold_ruled_table`` tells first whether a table is possible at all: a table of
+at least two rows and two columns needs a column line crossing three row lines and a row line
+crossing three column lines. It looks for both with tolerances wider than the finder's
+(pdfplumber's snap, join and intersection tolerance: 3 pt each), so it only leaves out pages
+where the finder could not find such a table either.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ FLAT = 0.01  # a segment whose ends differ by less than this in y (x) is horizon
 # of a thin filled rule (a 10-K's underlines) are no vertical lines.
 MIN_EDGE = 1.0
 MIN_LINES = 3  # two rows (columns) are bounded by three horizontal (vertical) lines
-# Pages drawing more segments than this are sent to pdfplumber unchecked (a rare, dense page).
+# Pages drawing more segments than this are drawings (a map, a plot of points), not tables.
 MAX_SEGMENTS = 20_000
 
 _MOVETO = pdfium_c.FPDF_SEGMENT_MOVETO
@@ -38,8 +38,18 @@ Edge = tuple[float, float, float]  # (position, start, end) along the other axis
 
 
 def may_hold_ruled_table(page: pdfium.PdfPage) -> bool:
-    """False only when the page's horizontal and vertical segments cannot cross in a grid of
-    three lines each way; True otherwise (and when the page draws too much to check)."""
+    """False when the page's horizontal and vertical segments cannot cross in a grid of three
+    lines each way, or when it draws more than MAX_SEGMENTS; True otherwise."""
+    edges = page_edges(page)
+    if edges is None:
+        return False
+    horizontal, vertical = edges
+    return _crosses(vertical, horizontal) and _crosses(horizontal, vertical)
+
+
+def page_edges(page: pdfium.PdfPage) -> tuple[list[Edge], list[Edge]] | None:
+    """The page's horizontal and vertical segments (page points, bottom-left origin), at least
+    MIN_EDGE long; None when it draws more than MAX_SEGMENTS segments."""
     horizontal: list[Edge] = []
     vertical: list[Edge] = []
     count = 0
@@ -47,12 +57,12 @@ def may_hold_ruled_table(page: pdfium.PdfPage) -> bool:
         for (x0, y0), (x1, y1) in _segments(item):
             count += 1
             if count > MAX_SEGMENTS:
-                return True
+                return None
             if abs(y0 - y1) < FLAT and abs(x0 - x1) >= MIN_EDGE:
                 horizontal.append((y0, min(x0, x1), max(x0, x1)))
             elif abs(x0 - x1) < FLAT and abs(y0 - y1) >= MIN_EDGE:
                 vertical.append((x0, min(y0, y1), max(y0, y1)))
-    return _crosses(vertical, horizontal) and _crosses(horizontal, vertical)
+    return horizontal, vertical
 
 
 def _crosses(lines: list[Edge], across: list[Edge]) -> bool:

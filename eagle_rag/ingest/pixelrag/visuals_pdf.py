@@ -7,8 +7,8 @@ page tiles: their picture is their content, and their figure and table regions (
 parser's layout pass, visuals_regions) are cropped as figures and tables. A text-born page with
 drawn paths but no figure found in its objects gets a layout pass of its own (bounded by a
 per-document time budget), and a raster figure with little text layer over it is read by OCR
-(``picture_ocr``, within its own budget). Ruled tables come from pdfplumber (visuals_tables), on
-pages whose lines can form a grid (ruled_grid).
+(``picture_ocr``, within its own budget). Ruled tables come from pdfplumber's table finder over
+PDFium's lines (visuals_tables), on pages whose lines can form a grid (ruled_grid).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from eagle_rag.ingest.progress import PageCallback
 RENDER_DPI = 150
 # An image over this share of the page is the page itself (a scan, a background), not a figure.
 PAGE_SIZED = 0.8
-# A ruled table draws lines: pages with fewer path objects are not worth pdfplumber's time, and
-# pages with very many are charts or drawings, where pdfplumber is slowest and finds bar grids.
+# A ruled table draws lines: pages with fewer path objects hold none, and pages with very many
+# are charts or drawings, where the finder makes tables of bar grids.
 MIN_TABLE_PATHS = 6
 MAX_TABLE_PATHS = 150
 CAPTION_BAND = 0.08  # of the page height, above and below a figure
@@ -55,6 +55,9 @@ FULL_WIDTH = 0.5  # a chart this wide has no text column beside it
 # document (cpu_budget: CPU, not wall time).
 MIN_DRAWN_PATHS = 12
 LAYOUT_BUDGET_S = 6.0
+# Ruled tables take ~0.02 s of CPU a grid page; a document's pages past this many CPU seconds
+# keep their text but give no table (a pathological drawing cannot cost minutes).
+TABLE_BUDGET_S = 4.0
 
 LayoutModel = Callable[[Image.Image], Sequence[Region]]
 
@@ -114,7 +117,8 @@ def _pdf_visuals(
     document = pdfium.PdfDocument(data)
     try:
         found: list[FoundVisual] = []
-        table_pages: list[int] = []
+        tables: list[FoundVisual] = []
+        table_budget = CpuBudget(TABLE_BUDGET_S)
         pages = min(len(document), options.max_pages)
         for number in range(1, pages + 1):
             page = document[number - 1]
@@ -124,14 +128,12 @@ def _pdf_visuals(
                 hints = _PageHints(scanned, regions.get(number, ()), paths, models)
                 found.extend(_page_visuals(page, number, hints, options))
                 if options.tables and _ruled(page, paths):
-                    table_pages.append(number)
+                    tables.extend(_tables(page, number, options, table_budget))
             finally:
                 page.close()
             if on_page is not None:
                 on_page(number, pages)
-        if table_pages:
-            tables = list(_tables(document, data, table_pages, options))
-            found = _without_table_duplicates(found, tables) + tables
+        found = _without_table_duplicates(found, tables) + tables
         return sorted(found, key=lambda v: (v.page, v.bbox[1], v.bbox[0]))
     finally:
         document.close()
@@ -246,7 +248,7 @@ def _without_table_duplicates(
     found: list[FoundVisual], tables: list[FoundVisual]
 ) -> list[FoundVisual]:
     """A ruled table's lines also look like a vector chart, and the layout model may call it a
-    table too: pdfplumber's table (with its cells) wins."""
+    table too: the ruled table (with its cells) wins."""
 
     def duplicate(visual: FoundVisual) -> bool:
         return visual.kind != "tile" and any(
@@ -259,21 +261,23 @@ def _without_table_duplicates(
 
 
 def _tables(
-    document: pdfium.PdfDocument, data: bytes, pages: list[int], options: PdfVisualOptions
-) -> Iterator[FoundVisual]:
-    for number, tables in ruled_tables(data, pages).items():
-        page = document[number - 1]
-        try:
-            rendered = _render(page)
-            for box, markdown in tables[: options.max_per_page]:
-                text_page = page.get_textpage()
-                try:
-                    caption = _caption(text_page, box, *page.get_size())
-                finally:
-                    text_page.close()
-                yield _visual("table", number, box, rendered, markdown, caption)
-        finally:
-            page.close()
+    page: pdfium.PdfPage, number: int, options: PdfVisualOptions, budget: CpuBudget
+) -> list[FoundVisual]:
+    none: list[tuple[BBox, str]] = []
+    found = budget.spend(lambda: ruled_tables(page), none)[: options.max_per_page]
+    if not found:
+        return []
+    rendered = _render(page)
+    width, height = page.get_size()
+    text_page = page.get_textpage()
+    try:
+        captions = [_caption(text_page, box, width, height) for box, _ in found]
+    finally:
+        text_page.close()
+    return [
+        _visual("table", number, box, rendered, markdown, caption)
+        for (box, markdown), caption in zip(found, captions, strict=True)
+    ]
 
 
 def _visual(
@@ -335,7 +339,7 @@ def _lines_in(text_page: pdfium.PdfTextPage, band: BBox, width: float, height: f
 
 
 def _ruled(page: pdfium.PdfPage, paths: int) -> bool:
-    """Whether pdfplumber should look for ruled tables here (it is slow: ``ruled_grid``)."""
+    """Whether the page's lines may form a ruled table (``ruled_grid``)."""
     return MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS and may_hold_ruled_table(page)
 
 
