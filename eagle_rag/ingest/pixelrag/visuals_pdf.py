@@ -127,7 +127,7 @@ def _pdf_visuals(
                 paths = 0 if scanned else _path_count(page)
                 hints = _PageHints(scanned, regions.get(number, ()), paths, models)
                 found.extend(_page_visuals(page, number, hints, options))
-                if options.tables and _ruled(page, paths):
+                if options.tables and may_hold_table(page, paths):
                     tables.extend(_tables(page, number, options, table_budget))
             finally:
                 page.close()
@@ -338,8 +338,11 @@ def _lines_in(text_page: pdfium.PdfTextPage, band: BBox, width: float, height: f
     return raw.splitlines()
 
 
-def _ruled(page: pdfium.PdfPage, paths: int) -> bool:
-    """Whether the page's lines may form a ruled table (``ruled_grid``)."""
+def may_hold_table(page: pdfium.PdfPage, paths: int | None = None) -> bool:
+    """Whether a text-born page's lines may form a ruled table (``paths``: its path objects,
+    counted when not given): only such pages are read for tables."""
+    if paths is None:
+        paths = _path_count(page)
     return MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS and may_hold_ruled_table(page)
 
 
