@@ -2,12 +2,12 @@
 
 pdfplumber finds a ruled table from the page's horizontal and vertical edges (snapped, joined,
 crossed into cells, the cells grouped into tables). Asked for a page's edges, pdfplumber has
-pdfminer interpret the whole page first, every character included: ~0.25 s a page, more than
-half of a chart-heavy report's visual extraction (benchmarks/RESULTS.md, 2026-12-02). Here the
-edges come from PDFium's path segments (``ruled_grid.page_edges``, milliseconds) and go to
-pdfplumber's finder as explicit lines, with its default tolerances; each cell's text is read
-from PDFium's text layer by pdfplumber's rule: a character belongs to the cell holding its
-centre.
+pdfminer interpret the whole page first, every character included: ~0.11 s a grid page on
+longdocs-dev, most of a chart-heavy report's visual extraction. Here the edges come from
+PDFium's path segments (``ruled_grid.page_edges``, milliseconds) and go to pdfplumber's finder
+as explicit lines, with its default tolerances; each cell's text is read from PDFium's text
+layer by pdfplumber's rule: a character belongs to the cell holding its centre. The same tables
+at ~0.013 s a page (``benchmarks.ruled_tables``).
 
 Each table comes back with its box (normalised, top-left origin) and its cells as a Markdown
 pipe table whose first row is the header, the form text chunks use for tables too.
