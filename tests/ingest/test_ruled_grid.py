@@ -123,6 +123,24 @@ def test_a_ruled_table_of_a_report_is_sent() -> None:
     assert not may_hold_ruled_table(document[0])  # page 1: a raster chart, no lines
 
 
+def _words_placed_apart(pdf: FPDF) -> None:
+    """A grid whose first cell's words are drawn one by one, no space glyph between them (how
+    many 10-Ks set text): PDFium places the word break."""
+    for row in range(len(ROWS)):
+        for column in range(3):
+            pdf.rect(LEFT + column * CELL_W, TOP + row * CELL_H, CELL_W, CELL_H)
+            if (row, column) != (0, 0):
+                _cell_text(pdf, row, column)
+    pdf.text(LEFT + 2, TOP + 6, "Fiscal")
+    pdf.text(LEFT + 2 + pdf.get_string_width("Fiscal") + 1.2, TOP + 6, "quarter")
+
+
+def test_words_drawn_apart_keep_their_space() -> None:
+    data = _page(_words_placed_apart)
+    [(_, markdown)] = ruled_tables(_first_page(data))
+    assert markdown.splitlines()[0] == "| Fiscal quarter | High | Low |"
+
+
 @pytest.mark.parametrize(
     "draw",
     [_shaded_rows_apart, _underlined_figures, _bars_apart],

@@ -41,9 +41,11 @@ def may_hold_ruled_table(page: pdfium.PdfPage) -> bool:
     """False when the page's horizontal and vertical segments cannot cross in a grid of three
     lines each way, or when it draws more than MAX_SEGMENTS; True otherwise."""
     edges = page_edges(page)
-    if edges is None:
-        return False
-    horizontal, vertical = edges
+    return edges is not None and grid_possible(*edges)
+
+
+def grid_possible(horizontal: list[Edge], vertical: list[Edge]) -> bool:
+    """Whether these lines (``page_edges``) can cross in a grid of three lines each way."""
     return _crosses(vertical, horizontal) and _crosses(horizontal, vertical)
 
 

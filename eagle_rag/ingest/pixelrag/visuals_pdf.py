@@ -55,8 +55,8 @@ FULL_WIDTH = 0.5  # a chart this wide has no text column beside it
 # document (cpu_budget: CPU, not wall time).
 MIN_DRAWN_PATHS = 12
 LAYOUT_BUDGET_S = 6.0
-# Ruled tables take ~0.02 s of CPU a grid page; a document's pages past this many CPU seconds
-# keep their text but give no table (a pathological drawing cannot cost minutes).
+# Ruled tables take ~0.013 s of CPU a grid page (benchmarks.ruled_tables); a document's pages
+# past this many CPU seconds keep their text but give no table (a drawing cannot cost minutes).
 TABLE_BUDGET_S = 4.0
 
 LayoutModel = Callable[[Image.Image], Sequence[Region]]
@@ -127,7 +127,7 @@ def _pdf_visuals(
                 paths = 0 if scanned else _path_count(page)
                 hints = _PageHints(scanned, regions.get(number, ()), paths, models)
                 found.extend(_page_visuals(page, number, hints, options))
-                if options.tables and may_hold_table(page, paths):
+                if options.tables and _table_sized(paths):  # the grid check: ruled_tables
                     tables.extend(_tables(page, number, options, table_budget))
             finally:
                 page.close()
@@ -338,12 +338,14 @@ def _lines_in(text_page: pdfium.PdfTextPage, band: BBox, width: float, height: f
     return raw.splitlines()
 
 
-def may_hold_table(page: pdfium.PdfPage, paths: int | None = None) -> bool:
-    """Whether a text-born page's lines may form a ruled table (``paths``: its path objects,
-    counted when not given): only such pages are read for tables."""
-    if paths is None:
-        paths = _path_count(page)
-    return MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS and may_hold_ruled_table(page)
+def may_hold_table(page: pdfium.PdfPage) -> bool:
+    """Whether a text-born page's lines may form a ruled table: the pages whose tables are read
+    (the extraction checks the path count, and ``ruled_tables`` the grid, on pages it has open)."""
+    return _table_sized(_path_count(page)) and may_hold_ruled_table(page)
+
+
+def _table_sized(paths: int) -> bool:
+    return MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS
 
 
 def _path_count(page: pdfium.PdfPage) -> int:

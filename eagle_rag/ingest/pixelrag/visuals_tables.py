@@ -24,12 +24,10 @@ from pdfplumber.page import Page
 from pdfplumber.table import TableFinder
 
 from eagle_rag.ingest.pixelrag.geometry import BBox, clamp
-from eagle_rag.ingest.pixelrag.ruled_grid import page_edges
+from eagle_rag.ingest.pixelrag.ruled_grid import grid_possible, page_edges
 
 MIN_ROWS = 2
 MIN_COLUMNS = 2
-# pdfplumber's finder needs two lines each way; a table of two rows and columns has three.
-MIN_LINES = 2
 
 Cell = tuple[float, float, float, float]  # x0, top, x1, bottom in points, top-left origin
 _Char = tuple[float, float, int, str]  # centre x, centre y (top-left origin), index, character
@@ -37,15 +35,14 @@ _Char = tuple[float, float, int, str]  # centre x, centre y (top-left origin), i
 
 def ruled_tables(page: pdfium.PdfPage) -> list[tuple[BBox, str]]:
     """``[(bbox, markdown), ...]`` of the ruled tables on ``page`` (of at least MIN_ROWS rows
-    with text and MIN_COLUMNS columns), top to bottom; [] for a page that draws too much."""
+    with text and MIN_COLUMNS columns), top to bottom; [] at once for a page whose lines cannot
+    form a grid (``ruled_grid``: most ruled pages) or that draws too much."""
     edges = page_edges(page)
-    if edges is None:
+    if edges is None or not grid_possible(*edges):
         return []
     width, height = page.get_size()
     horizontal = [_line("h", position, start, end, height) for position, start, end in edges[0]]
     vertical = [_line("v", position, start, end, height) for position, start, end in edges[1]]
-    if len(horizontal) < MIN_LINES or len(vertical) < MIN_LINES:
-        return []
     settings = {
         "vertical_strategy": "explicit",
         "horizontal_strategy": "explicit",
