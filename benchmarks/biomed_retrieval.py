@@ -146,6 +146,9 @@ async def ingest(run: ProfileRun, dataset: Dataset) -> None:
     await app.queue.join()  # type: ignore[attr-defined]
     await app.flush_vectors()
     run.ingest_s = time.perf_counter() - started
+    failed = app.repositories.documents.count(kb_name=run.kb, status="failed")
+    if failed:  # a corpus with holes scores the two profiles on different documents
+        raise SystemExit(f"{failed} of {len(dataset.corpus)} documents failed to ingest")
     run.owners = owners
 
 

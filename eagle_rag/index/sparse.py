@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import threading
 import unicodedata
 
 import rjieba
@@ -24,6 +25,10 @@ _CJK_RUN = re.compile(
 )
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 _STEMMER = snowballstemmer.stemmer("english")
+# A Snowball stemmer keeps its working string on the instance: two threads stemming at once
+# (ingest workers upserting while a search tokenizes its query) corrupt each other's word, a
+# wrong stem or an IndexError that failed a document's ingest. The cache below keeps the lock rare.
+_STEMMER_LOCK = threading.Lock()
 # Milvus VARCHAR limit is 65,535 bytes; each encoded token takes 15 bytes with its space.
 MAX_ENCODED_TOKENS = 4000
 
@@ -71,7 +76,8 @@ def _stem(word: str) -> str:
     English analyzers of BM25 baselines do: measured on pubmedqa-dev, BM25 nDCG@10 rose from
     0.974 to 0.982 and hybrid from 0.980 to 0.986. Other words are kept as they are."""
     if word.isascii() and word.isalpha() and len(word) > 2:
-        return str(_STEMMER.stemWord(word))
+        with _STEMMER_LOCK:
+            return str(_STEMMER.stemWord(word))
     return word
 
 

@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import random
 import re
+import string
+import sys
+import threading
 
+import snowballstemmer
 from hypothesis import given
 from hypothesis import strategies as st
 
+from eagle_rag.index import sparse
 from eagle_rag.index.sparse import MAX_ENCODED_TOKENS, encode_for_bm25, encode_token, tokenize
 
 
@@ -60,3 +66,35 @@ def test_encoded_text_has_one_word_per_token(text: str) -> None:
 
 def test_very_long_text_is_capped() -> None:
     assert len(encode_for_bm25("word " * 10_000).split()) == MAX_ENCODED_TOKENS
+
+
+def test_stemming_from_many_threads_at_once_gives_each_word_its_own_stem() -> None:
+    """Ingest workers and searches tokenize concurrently; a shared Snowball stemmer without a
+    lock mixed their words up (an IndexError failed one SciFact abstract's ingest)."""
+    rng = random.Random(7)
+    words = [
+        "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(4, 10))) + "ations"
+        for _ in range(40_000)
+    ]
+    errors: list[BaseException] = []
+    results: dict[str, str] = {}
+
+    def stem_all(part: list[str]) -> None:
+        try:
+            results.update((w, sparse._stem.__wrapped__(w)) for w in part)
+        except Exception as exc:  # the race shows as an IndexError or a wrong stem
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: the race shows at once
+    try:
+        threads = [threading.Thread(target=stem_all, args=(words[i::4],)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    reference = snowballstemmer.stemmer("english")
+    assert all(results[w] == reference.stemWord(w) for w in words)
