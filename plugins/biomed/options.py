@@ -55,6 +55,13 @@ class BiomedOptions(BaseModel):
     # a SciFact subset (better there, and one search fewer a query; benchmarks/RESULTS.md).
     supplement: bool = False
     supplement_weight: float = Field(default=0.5, ge=0, le=10)
+    # RETRIEVE_SUPPLEMENT: dense pseudo-relevance feedback for an entity query (feedback.py):
+    # eagle_text searched again with the query's vector moved toward its plans' first
+    # ``feedback_passages`` passages by ``feedback_weight``. On: chosen on the dev half of the
+    # full SciFact run (benchmarks/RESULTS.md); one vector read and one ANN search a query.
+    feedback: bool = True
+    feedback_passages: int = Field(default=3, ge=1, le=20)
+    feedback_weight: float = Field(default=1.0, ge=0, le=10)
     # RRF_POST_MERGE: one rescaled-score fusion of the plans' dense and BM25 hits (and the
     # supplement) instead of Core's RRF of the plans; for stores of the earlier layout (a chunk
     # in one collection only). Off: with the view both plans hold the chunk, and Core's RRF

@@ -90,6 +90,7 @@ class BiomedPlugin:
             passage_encoder=passage,
             query_encoder=query,
             candidates=ctx.settings.retrieval.candidates,
+            rrf_k=ctx.settings.retrieval.rrf_k,
             reranker=_reranker(options),
             query_embeddings=SharedQueryEmbeddings(encoders),
         )

@@ -12,19 +12,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from eagle_rag.errors import EagleError
-from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.index.collections import DENSE_FIELD, TEXT_COLLECTION
 from eagle_rag.index.filters import Filter, all_of, in_
 from eagle_rag.plugins.core_defaults import core_route
 from eagle_rag.plugins.payloads import (
     CollectionQueryPlan,
+    EmbedRequest,
     QueryExpansion,
     QueryRequest,
     QueryRouteDecision,
     RetrievedHit,
 )
+from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
 from eagle_rag.retrieval.hits import to_hit
 from plugins.biomed.collection import concept_token, entity_filter
 from plugins.biomed.early_supplement import discard
+from plugins.biomed.feedback import feedback_vector
 from plugins.biomed.runtime import BiomedRuntime
 from plugins.biomed.scoring import refuse_text_collections, rerank_with_signals
 from plugins.biomed.sections import INTENT_SECTIONS, query_intents
@@ -107,21 +110,71 @@ class QueryHooks:
     async def supplement(
         self, query: QueryRequest, hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]], ctx: object
     ) -> tuple[RetrievedHit, ...] | None:
-        """RETRIEVE_SUPPLEMENT: chunks that name the query's entities, ranked by BM25."""
+        """RETRIEVE_SUPPLEMENT, for an entity query: the dense feedback search (feedback.py)
+        and, when on, the entity-anchored BM25 search; two lists are fused into one by RRF."""
         rt = self._rt
         entities = rt.query_entities(query.text)
         kb_names = tuple(getattr(ctx, "kb_names", ()))
         started = rt.early_supplements.take(_supplement_key(query, entities, kb_names))
-        if not entities or not rt.options.supplement or rt.collection not in hits_by_plan:
+        if not entities or rt.collection not in hits_by_plan:
             if started is not None:
                 discard(started)
             return None
-        if started is not None:
-            return tuple(await started)
         scope = _scope_filter(query, hits_by_plan, kb_names)
-        if scope is None:
-            return None
-        return await self._supplement_search(query, entities, scope)
+        found: list[tuple[RetrievedHit, ...]] = []
+        if rt.options.supplement and started is not None:
+            found.append(tuple(await started))
+        elif started is not None:
+            discard(started)
+        elif rt.options.supplement and scope is not None:
+            found.append(await self._supplement_search(query, entities, scope))
+        if rt.options.feedback and scope is not None:
+            found.append(await self._feedback_search(query, hits_by_plan, scope))
+        return self._one_list([hits for hits in found if hits])
+
+    def _one_list(self, found: list[tuple[RetrievedHit, ...]]) -> tuple[RetrievedHit, ...] | None:
+        if len(found) < 2:
+            return found[0] if found else None
+        lists = [RankedList(f"supplement{i}", hits) for i, hits in enumerate(found)]
+        return tuple(rrf_fuse(lists, k=self._rt.rrf_k, head=self._rt.candidates))
+
+    async def _feedback_search(
+        self,
+        query: QueryRequest,
+        hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]],
+        scope: Filter,
+    ) -> tuple[RetrievedHit, ...]:
+        """eagle_text searched with the query's vector moved toward the plans' first passages."""
+        rt = self._rt
+        plans = [
+            RankedList(name, hits)
+            for name, hits in hits_by_plan.items()
+            if name in self._text_collections
+        ]
+        merged = rrf_fuse(plans, k=rt.rrf_k, head=rt.candidates)
+        ids = [hit.chunk_id for hit in merged[: rt.options.feedback_passages]]
+        if not ids:
+            return ()
+        request = EmbedRequest((query.text,), rt.text_encoder, purpose="query")
+        embedded = await rt.query_embeddings.embed(request)
+        rows = await asyncio.to_thread(
+            rt.vectors.query,
+            TEXT_COLLECTION,
+            in_("id", ids),
+            output_fields=["id", DENSE_FIELD],
+            limit=len(ids),
+        )
+        passages = [row[DENSE_FIELD] for row in rows if row.get(DENSE_FIELD) is not None]
+        vector = feedback_vector(embedded.vectors[0], passages, rt.options.feedback_weight)
+        if vector is None:
+            return ()
+        # The fusion head only: the head's order is all this list can change (the plans'
+        # lists hold the tail), and a 100-deep search with its rows' payload cost ~4x a 20-deep
+        # one on Milvus Lite (14 vs 4 ms, 2026-12-03).
+        found = await asyncio.to_thread(
+            rt.vectors.search_dense, TEXT_COLLECTION, [vector], top_k=rt.candidates, where=scope
+        )
+        return tuple(to_hit(TEXT_COLLECTION, h, stage="feedback") for h in found[0])
 
     def _start_supplement(
         self, query: QueryRequest, entities: list[str], kb_names: tuple[str, ...]

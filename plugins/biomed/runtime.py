@@ -26,6 +26,7 @@ class BiomedRuntime:
     passage_encoder: str  # writes the specialized collection
     query_encoder: str  # embeds queries for it
     candidates: int  # fusion head (settings.retrieval.candidates)
+    rrf_k: int = 60  # Core's RRF constant (settings.retrieval.rrf_k)
     reranker: Any = None  # an optional cross-encoder endpoint (HttpReranker)
     timings: HookTimings = field(default_factory=HookTimings)
     query_embeddings: Any = None  # SharedQueryEmbeddings (EMBED_TEXT for queries)

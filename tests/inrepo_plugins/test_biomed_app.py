@@ -32,6 +32,7 @@ from eagle_rag.plugins.payloads import (
     TextChunk,
     UpsertBatch,
 )
+from eagle_rag.retrieval.hits import to_hit
 from eagle_rag.settings import load_settings
 from plugins.biomed.collection import concept_token
 from plugins.biomed.plugin import BiomedPlugin
@@ -403,6 +404,67 @@ async def test_supplement_search_starts_at_routing_and_is_collected_once(app: Ea
     narrowed = replace(query, document_ids=(started[0].document_id,))
     await app.bus.invoke_first(hooks.classify_query, ctx=ctx(), query=narrowed, hints=())
     assert len(early) == before  # a document-scoped query waits for its plans' hits
+
+
+async def feedback_of(
+    app: EagleApp, query: QueryRequest, kb: str, **options: Any
+) -> tuple[RetrievedHit, ...] | None:
+    """RETRIEVE_SUPPLEMENT with the entity-anchored search off: the feedback list alone, from
+    the view's real BM25 hits for the query in ``kb``."""
+    runtime = plugin_of(app).runtime
+    where = eq("kb_name", kb)
+    if query.document_ids:  # the plans search the query's documents only
+        where = where & in_("document_id", list(query.document_ids))
+    found = app.vectors.search_sparse(COLLECTION, [query.text], top_k=5, where=where)
+    plan = tuple(to_hit(COLLECTION, h, stage="sparse") for h in found[0])
+    assert plan, "the view finds the query's entity"
+    decision = await app.bus.invoke_first(hooks.classify_query, ctx=ctx(kb), query=query, hints=())
+    shipped = runtime.options
+    runtime.options = shipped.model_copy(update={"supplement": False, **options})
+    try:
+        supplements = await app.bus.invoke_all(
+            hooks.retrieve_supplement,
+            ctx=ctx(kb),
+            query=query,
+            decision=decision,
+            hits_by_plan={COLLECTION: plan},
+        )
+    finally:
+        runtime.options = shipped
+    assert len(supplements) <= 1  # the plugin's one subscriber; an abstention is left out
+    return supplements[0] if supplements else None  # type: ignore[no-any-return]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_feedback_searches_eagle_text_again_toward_the_plans_first_passages(
+    app: EagleApp,
+) -> None:
+    found = await feedback_of(app, QueryRequest("atorvastatin and LDL cholesterol"), "med")
+    assert found and all("feedback" in h.scores for h in found)
+    assert {h.collection for h in found} == {TEXT_COLLECTION}
+    assert {h.kb_name for h in found} == {"med"}  # the query's scope, never wider
+    assert found[0].document_id == documents(app, "med")["statin.md"].id
+    other = await feedback_of(app, QueryRequest("atorvastatin"), "other")
+    assert other and {h.kb_name for h in other} == {"other"}
+    assert await feedback_of(app, QueryRequest("atorvastatin"), "med", feedback=False) is None
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_feedback_of_a_document_scoped_query_stays_in_its_documents(app: EagleApp) -> None:
+    statin = documents(app, "med")["statin.md"]
+    query = QueryRequest("atorvastatin and metformin", document_ids=(statin.id,))
+    found = await feedback_of(app, query, "med")
+    assert found and {h.document_id for h in found} == {statin.id}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_entity_queries_fuse_the_feedback_list_and_others_never_run_it(
+    app: EagleApp,
+) -> None:
+    entity = await app.retrieval.search(QueryRequest("Does metformin prevent gastric cancer?"))
+    assert any("feedback" in p.scores for p in entity.passages)
+    plain = await app.retrieval.search(QueryRequest("blue folder for the Tuesday meeting"))
+    assert not any("feedback" in p.scores for p in plain.passages)
 
 
 def _hit(chunk: str, collection: str, entities: list[str], **scores: float) -> RetrievedHit:

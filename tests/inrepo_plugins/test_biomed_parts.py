@@ -14,6 +14,7 @@ from eagle_rag.plugins.payloads import RetrievedHit
 from plugins.biomed.abbreviations import AbbreviationBook, find_pairs
 from plugins.biomed.early_supplement import EarlySupplements
 from plugins.biomed.entities import EntityFinder
+from plugins.biomed.feedback import feedback_vector
 from plugins.biomed.lexicon import (
     Lexicon,
     LexiconUnavailableError,
@@ -343,3 +344,32 @@ async def test_an_early_supplement_nobody_collected_expires() -> None:
     now[0] += 5.0
     collected = early.take(key)
     assert collected is not None and await collected == "old hits"
+
+
+def test_feedback_moves_the_query_toward_its_passages_by_the_weight() -> None:
+    query, passages = [1.0, 0.0, 0.0], [[0.0, 2.0, 0.0], [0.0, 1.0, 1.0]]
+    moved = feedback_vector(query, passages, 1.0)
+    assert moved is not None
+    assert abs(sum(x * x for x in moved) - 1.0) < 1e-9  # unit length, as Milvus' cosine expects
+    mean = [0.0, (1 + 0.5**0.5) / 2, 0.5**0.5 / 2]
+    assert moved[0] > 0 and moved[1] > moved[2] > 0  # toward the passages, the query still first
+    assert sum(a * b for a, b in zip(moved, mean, strict=True)) > 0  # closer to them than q was
+    stronger = feedback_vector(query, passages, 3.0)
+    assert stronger is not None and stronger[0] < moved[0]
+    assert feedback_vector(query, passages, 0.0) == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("query", "passages"),
+    [
+        ([1.0, 0.0], []),  # no passage to move toward
+        ([0.0, 0.0], [[1.0, 0.0]]),  # a zero query has no direction
+        ([1.0, 0.0], [[1.0, 0.0, 0.0]]),  # a passage of another dimension
+        ([1.0, 0.0], [[0.0, 0.0]]),  # only zero passages
+        ([float("nan"), 0.0], [[1.0, 0.0]]),
+    ],
+)
+def test_feedback_without_a_usable_direction_is_none(
+    query: list[float], passages: list[list[float]]
+) -> None:
+    assert feedback_vector(query, passages, 1.0) is None
