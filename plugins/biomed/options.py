@@ -56,9 +56,9 @@ class BiomedOptions(BaseModel):
     supplement: bool = False
     supplement_weight: float = Field(default=0.5, ge=0, le=10)
     # RETRIEVE_SUPPLEMENT: dense pseudo-relevance feedback for an entity query (feedback.py):
-    # eagle_text searched again with the query's vector moved toward its plans' first
+    # the text plans' heads reordered by the query's vector moved toward their first
     # ``feedback_passages`` passages by ``feedback_weight``. On: chosen on the dev half of the
-    # full SciFact run (benchmarks/RESULTS.md); one vector read and one ANN search a query.
+    # full SciFact run (benchmarks/RESULTS.md); one read of the heads' vectors a query.
     feedback: bool = True
     feedback_passages: int = Field(default=3, ge=1, le=20)
     feedback_weight: float = Field(default=1.0, ge=0, le=10)

@@ -436,13 +436,14 @@ async def feedback_of(
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_feedback_searches_eagle_text_again_toward_the_plans_first_passages(
+async def test_feedback_reorders_the_plans_heads_toward_their_first_passages(
     app: EagleApp,
 ) -> None:
     found = await feedback_of(app, QueryRequest("atorvastatin and LDL cholesterol"), "med")
     assert found and all("feedback" in h.scores for h in found)
-    assert {h.collection for h in found} == {TEXT_COLLECTION}
-    assert {h.kb_name for h in found} == {"med"}  # the query's scope, never wider
+    scores = [h.scores["feedback"] for h in found]
+    assert scores == sorted(scores, reverse=True) and all(-1 <= s <= 1 for s in scores)
+    assert {h.kb_name for h in found} == {"med"}  # the plans' hits: the query's scope
     assert found[0].document_id == documents(app, "med")["statin.md"].id
     other = await feedback_of(app, QueryRequest("atorvastatin"), "other")
     assert other and {h.kb_name for h in other} == {"other"}

@@ -14,7 +14,7 @@ from eagle_rag.plugins.payloads import RetrievedHit
 from plugins.biomed.abbreviations import AbbreviationBook, find_pairs
 from plugins.biomed.early_supplement import EarlySupplements
 from plugins.biomed.entities import EntityFinder
-from plugins.biomed.feedback import feedback_vector
+from plugins.biomed.feedback import cosines, feedback_vector
 from plugins.biomed.lexicon import (
     Lexicon,
     LexiconUnavailableError,
@@ -373,3 +373,9 @@ def test_feedback_without_a_usable_direction_is_none(
     query: list[float], passages: list[list[float]]
 ) -> None:
     assert feedback_vector(query, passages, 1.0) is None
+
+
+def test_cosines_score_each_passage_and_zero_the_unusable() -> None:
+    found = cosines([1.0, 0.0], [[2.0, 0.0], [1.0, 1.0], [0.0, -3.0], [0.0, 0.0], [1.0, 0.0, 0.0]])
+    assert [round(x, 6) for x in found] == [1.0, round(0.5**0.5, 6), 0.0, 0.0, 0.0]
+    assert cosines([0.0, 0.0], [[1.0, 0.0]]) == [0.0]
