@@ -111,8 +111,8 @@ class QueryHooks:
     async def supplement(
         self, query: QueryRequest, hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]], ctx: object
     ) -> tuple[RetrievedHit, ...] | None:
-        """RETRIEVE_SUPPLEMENT, for an entity query: the dense feedback search (feedback.py)
-        and, when on, the entity-anchored BM25 search; two lists are fused into one by RRF."""
+        """RETRIEVE_SUPPLEMENT, for an entity query: the dense feedback list (feedback.py) and,
+        when on, the entity-anchored BM25 search; two lists are fused into one by RRF."""
         rt = self._rt
         entities = rt.query_entities(query.text)
         kb_names = tuple(getattr(ctx, "kb_names", ()))
@@ -163,7 +163,7 @@ class QueryHooks:
             output_fields=["id", DENSE_FIELD],
             limit=len(pool),
         )
-        stored = {str(row["id"]): row[DENSE_FIELD] for row in rows if row.get(DENSE_FIELD)}
+        stored = {str(r["id"]): r[DENSE_FIELD] for r in rows if r.get(DENSE_FIELD) is not None}
         merged = rrf_fuse(heads, k=rt.rrf_k, head=rt.candidates)
         first = [stored[h.chunk_id] for h in merged if h.chunk_id in stored]
         request = EmbedRequest((query.text,), rt.text_encoder, purpose="query")
