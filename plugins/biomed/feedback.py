@@ -12,7 +12,7 @@ the plans found in the query's scope.
 
 Why the heads and not a second ANN search with q': on the full SciFact training run the two
 scored alike (nDCG@10 0.7221 vs 0.7226 offline), and a dense search costs ~26 ms on Milvus Lite
-over 9,400 chunks against ~7 ms to read ~30 vectors by id (2026-12-03). 3 passages and weight
+over 9,408 chunks against ~9 ms to read 40 vectors by id (2026-12-03). 3 passages and weight
 1.0 were best on the dev half among 2-4 passages and weights 0.5-2, all within about 0.005
 nDCG@10 of each other (benchmarks/RESULTS.md).
 """
@@ -36,7 +36,8 @@ def feedback_vector(
     if rows.ndim != 2 or rows.shape[1] != q.shape[0]:
         return None
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    usable = rows[norms[:, 0] > 0] / norms[norms[:, 0] > 0]
+    nonzero = norms[:, 0] > 0
+    usable = rows[nonzero] / norms[nonzero]
     if not len(usable):
         return None
     moved = _unit(q + weight * usable.mean(axis=0))

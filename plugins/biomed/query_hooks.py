@@ -130,7 +130,7 @@ class QueryHooks:
         elif rt.options.supplement and scope is not None:
             found.append(await self._supplement_search(query, entities, scope))
         if rt.options.feedback:
-            found.append(await self._feedback_search(query, hits_by_plan))
+            found.append(await self._feedback_list(query, hits_by_plan))
         return self._one_list([hits for hits in found if hits])
 
     def _one_list(self, found: list[tuple[RetrievedHit, ...]]) -> tuple[RetrievedHit, ...] | None:
@@ -139,7 +139,7 @@ class QueryHooks:
         lists = [RankedList(f"supplement{i}", hits) for i, hits in enumerate(found)]
         return tuple(rrf_fuse(lists, k=self._rt.rrf_k, head=self._rt.candidates))
 
-    async def _feedback_search(
+    async def _feedback_list(
         self, query: QueryRequest, hits_by_plan: Mapping[str, tuple[RetrievedHit, ...]]
     ) -> tuple[RetrievedHit, ...]:
         """The text plans' heads, reordered by the query's vector moved toward their first

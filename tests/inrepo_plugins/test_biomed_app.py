@@ -562,6 +562,10 @@ async def test_bad_option_names_the_option(tmp_path: Path) -> None:
     with pytest.raises(EagleError) as caught:
         await bootstrap(biomed_settings(tmp_path, supplement_weight=-1))
     assert "plugins.options.biomed.supplement_weight" in caught.value.message
+    for option, value in (("feedback_passages", 0), ("feedback_weight", -0.5)):
+        with pytest.raises(EagleError) as caught:
+            await bootstrap(biomed_settings(tmp_path, **{option: value}))
+        assert f"plugins.options.biomed.{option}" in caught.value.message
 
 
 @pytest.mark.asyncio(loop_scope="module")
