@@ -50,6 +50,10 @@ class BiomedOptions(BaseModel):
     # dense list already covers every chunk), one ANN search fewer for an entity query.
     # Chosen on the dev half of a SciFact subset (better there, and faster).
     view_dense: bool = False
+    # False: an entity query's eagle_text plan runs dense only; the view's BM25 (the same
+    # chunks, plus concept tokens and the query's expansions) stands in for Core's, one BM25
+    # search fewer a query.
+    base_bm25: bool = True
     max_expansion_terms: int = Field(default=24, ge=0, le=200)
     # RETRIEVE_SUPPLEMENT: entity-anchored BM25 list. Off by default: chosen on the dev half of
     # a SciFact subset (better there, and one search fewer a query; benchmarks/RESULTS.md).

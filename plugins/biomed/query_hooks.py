@@ -57,6 +57,8 @@ class QueryHooks:
             return None  # abstain: Core routes
         self._start_supplement(query, entities, getattr(ctx, "kb_names", ()))
         core = core_route(query, rt.text_encoder, rt.encoders)
+        if entities and not rt.options.base_bm25:
+            core = replace(core, plans=tuple(_dense_only(p) for p in core.plans))
         names = ", ".join(rt.finder.name_of(e) for e in entities[:5]) or "dual text search"
         same_vectors = rt.passage_encoder == rt.text_encoder
         view = "" if same_vectors and not rt.options.view_dense else rt.query_encoder
@@ -267,6 +269,11 @@ async def _cross_encoder_scores(
         logger.warning("biomed cross-encoder failed, signals only: %s", exc.message)
         return None
     return {i: float(s) for i, s in enumerate(scores) if math.isfinite(s)}
+
+
+def _dense_only(plan: CollectionQueryPlan) -> CollectionQueryPlan:
+    """The eagle_text plan without its BM25 half (the view's BM25 stands in for it)."""
+    return replace(plan, hybrid=False) if plan.collection == TEXT_COLLECTION else plan
 
 
 def _supplement_key(

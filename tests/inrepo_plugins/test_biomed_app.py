@@ -643,3 +643,30 @@ async def test_view_plan_can_run_bm25_only(app: EagleApp) -> None:
     finally:
         runtime.options = shipped
     assert {p.collection: p.encoder for p in dense.plans}[COLLECTION] == runtime.query_encoder
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("base_bm25", [False, True])
+async def test_base_bm25_decides_whether_the_view_stands_in_for_cores_bm25(
+    app: EagleApp, base_bm25: bool
+) -> None:
+    """``base_bm25: false``: an entity query's eagle_text plan runs dense only and the view's
+    BM25 stands in for Core's (one search fewer); a query naming no entity keeps Core's plan."""
+    runtime = plugin_of(app).runtime
+    shipped = runtime.options
+    runtime.options = shipped.model_copy(update={"base_bm25": base_bm25})
+    try:
+        entity = await app.retrieval.search(QueryRequest("Does metformin prevent gastric cancer?"))
+        plain = await app.retrieval.search(QueryRequest("blue folder for the Tuesday meeting"))
+    finally:
+        runtime.options = shipped
+    assert entity.route is not None
+    plans = {p.collection: p.hybrid for p in entity.route.plans}
+    assert plans[TEXT_COLLECTION] is base_bm25
+    searched = {s.name for s in entity.steps if s.status == "ok"}
+    assert (f"{TEXT_COLLECTION}:sparse" in searched) is base_bm25
+    assert {f"{TEXT_COLLECTION}:dense", f"{COLLECTION}:sparse"} <= searched
+    assert entity.passages[0].filename == "metformin.md"
+    assert plain.route is not None and plain.route.classifier == "core"
+    assert all(p.hybrid for p in plain.route.plans)
+    assert f"{TEXT_COLLECTION}:sparse" in {s.name for s in plain.steps}
