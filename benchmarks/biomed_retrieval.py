@@ -278,11 +278,18 @@ async def score_both(
 
 def paired_ratio(timings: dict[str, list[float]]) -> dict[str, float]:
     """Median over queries of biomed's time / core's for the same query, run side by side:
-    steadier than a ratio of p50s when the machine's load drifts during the run."""
+    steadier than a ratio of p50s when the machine's load drifts during the run. Keyed by
+    form (the shipped options) and by ``label/form`` for every biomed run, variants included."""
     out = {}
-    for form in ("hybrid", "default"):
-        pairs = zip(timings[f"biomed/{form}"], timings[f"core/{form}"], strict=True)
-        out[form] = round(percentile([b / max(c, 1e-9) for b, c in pairs], 50), 3)
+    for key, times in timings.items():
+        label, form = key.rsplit("/", 1)
+        if label == "core":
+            continue
+        pairs = zip(times, timings[f"core/{form}"], strict=True)
+        ratio = round(percentile([b / max(c, 1e-9) for b, c in pairs], 50), 3)
+        out[key] = ratio
+        if label == "biomed":
+            out[form] = ratio
     return out
 
 
@@ -362,12 +369,15 @@ def summarize(result: dict[str, Any]) -> None:
     )
     print(
         f"{'run':44} {'nDCG@10':>8} {'dev':>7} {'held':>7} {'R@100':>7} {'MRR@10':>7} {'p50 ms':>8}"
+        f" {'paired':>7}"
     )
     for key, metrics in result["metrics"].items():
         halves = result["split_ndcg"][key]
+        paired = result["paired_ratio"].get(key)
         print(
             f"{key:44} {metrics['ndcg@10']:8.4f} {halves['dev']:7.4f} {halves['held_out']:7.4f} "
             f"{metrics['recall@100']:7.4f} {metrics['mrr@10']:7.4f} {result['p50_ms'][key]:8.1f}"
+            + (f" {paired:7.2f}" if paired is not None else "")
         )
     ndcg = {k: m["ndcg@10"] for k, m in result["metrics"].items()}
     p50 = result["p50_ms"]

@@ -50,7 +50,8 @@ class QueryHooks:
 
     def classify_query(self, query: QueryRequest, ctx: object) -> QueryRouteDecision | None:
         """CLASSIFY_QUERY: Core's plans plus the specialized one when the query names entities
-        (and the entity-anchored supplement search started, to run beside the plans)."""
+        (eagle_text's dense only unless ``base_bm25``: the view's BM25 stands in for it), and
+        the entity-anchored supplement search started, to run beside the plans."""
         rt = self._rt
         entities = rt.query_entities(query.text)
         if not entities and not rt.options.default_dual_text_search:
@@ -77,7 +78,7 @@ class QueryHooks:
     def dense_expand(self, query: QueryRequest, plan: CollectionQueryPlan) -> QueryExpansion | None:
         """QUERY_DENSE_EXPAND, for the specialized plan only: the entities' concept tokens (and
         their other names' words) to BM25, entities and intent to the hints. The eagle_text
-        plan is left to Core, so it returns Core's own lists (the fusion adds the view's)."""
+        plan keeps Core's query, so its lists are Core's (the fusion adds the view's)."""
         rt = self._rt
         if plan.collection != rt.collection:
             return None
