@@ -18,7 +18,10 @@ worse than core - 0.005; msmarco queries without entities routed as in core; que
 N, or a seeded sample of N judged ones when there are more (a subset is easier than the full
 corpus: compare the two profiles, not absolute numbers). ``--store DIR`` keeps both ingests
 and reuses them on the next run; passage vectors are shared between the two profiles unless
-``--no-shared-embeddings`` (then the ingest-time ratio is measured too).
+``--no-shared-embeddings`` (then the ingest-time ratio is measured too). ``--milvus-server``
+serves each profile's store from a ``milvus-lite server`` process of its own (production's
+layout: the searches leave the app's process) instead of the embedded engine inside it; Milvus
+Lite's engine is Python, so embedded, every search shares the app's interpreter and cores.
 """
 
 from __future__ import annotations
@@ -34,12 +37,14 @@ import random
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from deploy.topology import milvus_server
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.evaluation.beir import Dataset, load_dataset
 from eagle_rag.evaluation.metrics import ndcg_at, percentile, score_run
@@ -74,9 +79,13 @@ def subset(dataset: Dataset, docs: int | None, queries: int | None, seed: int = 
     return replace(dataset, corpus=tuple(chosen), queries=kept, qrels=qrels)
 
 
-async def start(profile: str, data: str) -> ProfileRun:
-    settings = load_settings({**os.environ, "EAGLE_DATA_DIR": data, "EAGLE_RAG_PROFILE": profile})
-    return ProfileRun(await bootstrap(settings))
+async def start(profile: str, data: str, milvus_uri: str = "") -> ProfileRun:
+    """``milvus_uri``: the profile's Milvus server (a ``milvus-lite server`` on its store, with
+    the embedded store's FLAT index, so only where the searches run differs)."""
+    env = {**os.environ, "EAGLE_DATA_DIR": data, "EAGLE_RAG_PROFILE": profile}
+    if milvus_uri:
+        env |= {"MILVUS_URI": milvus_uri, "EAGLE_RAG_MILVUS__INDEX_TYPE": "FLAT"}
+    return ProfileRun(await bootstrap(load_settings(env)))
 
 
 class SharedPassageVectors:
@@ -185,15 +194,25 @@ async def compare(
     store: Path | None = None,
     ingest_only: bool = False,
     profiles: Sequence[str] = PROFILES,
+    server: bool = False,
 ) -> dict[str, Any]:
     """``store``: keep both profiles' data there and reuse an ingest already completed in it
     (a full corpus ingests once; the queries then run on the code under test). ``profiles``
-    (with ``ingest_only``) ingests only those, e.g. core first while biomed's code changes."""
+    (with ``ingest_only``) ingests only those, e.g. core first while biomed's code changes.
+    ``server``: each profile's Milvus runs in a process of its own (``milvus-lite server`` on
+    the profile's store), as in production, instead of inside the benchmark's process."""
     dataset = subset(load_dataset(folder), docs, queries)
-    with tempfile.TemporaryDirectory(prefix="eagle-biomed-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="eagle-biomed-") as scratch, ExitStack() as servers:
         root = Path(store or scratch)
         await asyncio.to_thread(root.mkdir, parents=True, exist_ok=True)
-        runs = {p: await start(p, str(root / p)) for p in (profiles if ingest_only else PROFILES)}
+        runs = {}
+        for p in profiles if ingest_only else PROFILES:
+            data = root / p
+            uri = ""
+            if server:
+                await asyncio.to_thread(data.mkdir, exist_ok=True)
+                uri, _ = servers.enter_context(milvus_server(data, data_dir=data / "milvus.db"))
+            runs[p] = await start(p, str(data), uri)
         shared = SharedPassageVectors(root / "passage_vectors.npz" if store else None)
         if share_embeddings:
             for run in runs.values():
@@ -420,6 +439,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--store", type=Path, default=None, help="keep/reuse the ingests here")
     parser.add_argument("--ingest-only", action="store_true", help="ingest into --store, stop")
     parser.add_argument(
+        "--milvus-server",
+        action="store_true",
+        help="run each profile's Milvus in its own process (milvus-lite server), not embedded",
+    )
+    parser.add_argument(
         "--profiles",
         default=",".join(PROFILES),
         help="with --ingest-only: the profiles to ingest (comma-separated)",
@@ -441,6 +465,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 store=args.store,
                 ingest_only=args.ingest_only,
                 profiles=tuple(args.profiles.split(",")),
+                server=args.milvus_server,
             )
         )
         if args.ingest_only:

@@ -221,14 +221,15 @@ def s3_server(root: Path) -> Iterator[tuple[str, Process]]:
 
 
 @contextmanager
-def milvus_server(root: Path) -> Iterator[tuple[str, Process]]:
-    """``milvus-lite server``: a gRPC Milvus reached by URI like a remote deployment."""
+def milvus_server(root: Path, data_dir: Path | None = None) -> Iterator[tuple[str, Process]]:
+    """``milvus-lite server``: a gRPC Milvus reached by URI like a remote deployment. Its data
+    is ``data_dir`` (default ``root/milvus``): an embedded store's ``milvus.db`` serves as is."""
     port = free_port()
     command = [
         str(BIN / "milvus-lite"),
         "server",
         "--data-dir",
-        str(root / "milvus"),
+        str(data_dir or root / "milvus"),
         "--host",
         "127.0.0.1",
         "--port",
