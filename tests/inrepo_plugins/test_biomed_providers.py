@@ -9,10 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from eagle_rag.bootstrap import bootstrap
 from eagle_rag.errors import EagleError
+from eagle_rag.index.collections import DENSE_FIELD, TEXT_COLLECTION
+from eagle_rag.index.filters import eq
+from eagle_rag.models.minilm import MiniLMEncoder
 from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.settings import load_settings
 from tests.http_fakes import Recorded, embeddings_body, json_answer, serve
@@ -158,3 +162,50 @@ async def test_query_encoder_of_another_dimension_is_refused(
     with pytest.raises(EagleError) as caught:
         await bootstrap(settings)
     assert "one dimension" in caught.value.message
+
+
+async def test_offline_minilm_encoder_writes_and_searches_the_view(tmp_path: Path) -> None:
+    """``encoder: {provider: minilm}``, the offline second encoder (the seed's multi-encoder
+    merge): the view holds MiniLM's vectors of each chunk, eagle_text keeps the host's, and an
+    entity query searches the view densely with MiniLM beside eagle_text's own dense search."""
+    settings = load_settings(
+        {"EAGLE_DATA_DIR": str(tmp_path), "EAGLE_ENCODER_MODE": "deterministic"},
+        overrides={
+            "plugins": {
+                "enabled": ["eagle_rag.plugins.core_defaults", "plugins.biomed"],
+                "default_namespace": "biomed",
+                "options": {"biomed": {"encoder": {"provider": "minilm"}}},
+            }
+        },
+    )
+    app = await bootstrap(settings)
+    try:
+        assert app.encoders.query_encoder_for("eagle_text_biomed") == "biomed-passage"
+        app.repositories.knowledge_bases.create("med")
+        app.ingest.submit_file(kb_name="med", filename="a.md", stream=io.BytesIO(ARTICLE.encode()))
+        await app.queue.join()  # type: ignore[attr-defined]
+        [document] = app.repositories.documents.list(kb_name="med")
+        assert document.status == "completed"
+        fields = ["id", "text", DENSE_FIELD]
+        where = eq("document_id", document.id)
+        view = sorted(
+            app.vectors.query("eagle_text_biomed", where, output_fields=fields),
+            key=lambda r: str(r["id"]),
+        )
+        base = sorted(
+            app.vectors.query(TEXT_COLLECTION, where, output_fields=fields),
+            key=lambda r: str(r["id"]),
+        )
+        assert view and [r["id"] for r in view] == [r["id"] for r in base]
+        view_vectors = np.array([r[DENSE_FIELD] for r in view])
+        expected = MiniLMEncoder().embed_passages([str(r["text"]) for r in view])
+        assert np.allclose(view_vectors, expected, atol=1e-4)  # MiniLM's, not the host's
+        assert not np.allclose(view_vectors, np.array([r[DENSE_FIELD] for r in base]))
+
+        pack = await app.retrieval.search(QueryRequest("aspirin for stroke", kb_names=("med",)))
+        steps = {step.name: step for step in pack.steps}
+        assert steps["eagle_text_biomed:dense"].status == "ok"
+        assert steps["eagle_text:dense"].status == "ok"
+        assert "aspirin" in pack.passages[0].text.lower()
+    finally:
+        await app.stop()
