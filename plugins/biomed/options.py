@@ -78,7 +78,8 @@ class BiomedOptions(BaseModel):
     max_chunk_entities: int = Field(default=64, ge=1, le=1000)
     weights: RerankWeights = RerankWeights()
     # Optional providers behind Core's ports (None: the host's text encoder, no cross-encoder).
-    encoder: dict[str, Any] | None = None  # EmbeddingSettings fields (provider: openai, ...)
+    # EmbeddingSettings fields: {provider: openai, ...}, or {provider: minilm} offline (README).
+    encoder: dict[str, Any] | None = None
     query_encoder: dict[str, Any] | None = None  # a separate query encoder (MedCPT-style)
     reranker: dict[str, Any] | None = None  # RerankSettings fields (provider: http, ...)
 

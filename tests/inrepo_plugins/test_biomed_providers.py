@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from eagle_rag.bootstrap import bootstrap
+from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.db.records import DocumentRecord
 from eagle_rag.errors import EagleError
 from eagle_rag.index.collections import DENSE_FIELD, TEXT_COLLECTION
 from eagle_rag.index.filters import eq
@@ -70,6 +71,16 @@ def settings_with(data: Path, url: str, **extra: Any) -> Any:
     )
 
 
+async def ingest_article(app: EagleApp) -> DocumentRecord:
+    """ARTICLE ingested into the KB ``med``; the document, completed."""
+    app.repositories.knowledge_bases.create("med")
+    app.ingest.submit_file(kb_name="med", filename="a.md", stream=io.BytesIO(ARTICLE.encode()))
+    await app.queue.join()  # type: ignore[attr-defined]
+    [document] = app.repositories.documents.list(kb_name="med")
+    assert document.status == "completed"
+    return document
+
+
 async def test_domain_encoders_and_cross_encoder_behind_the_same_ports(
     tmp_path: Path, endpoints: tuple[str, Recorded]
 ) -> None:
@@ -78,11 +89,7 @@ async def test_domain_encoders_and_cross_encoder_behind_the_same_ports(
     try:
         assert app.encoders.collection_dim("eagle_text_biomed") == DIM
         assert app.encoders.query_encoder_for("eagle_text_biomed") == "biomed-query"
-        app.repositories.knowledge_bases.create("med")
-        app.ingest.submit_file(kb_name="med", filename="a.md", stream=io.BytesIO(ARTICLE.encode()))
-        await app.queue.join()  # type: ignore[attr-defined]
-        [document] = app.repositories.documents.list(kb_name="med")
-        assert document.status == "completed"
+        await ingest_article(app)
         models = [body.get("model") for path, body, _ in recorded.requests if "embed" in path]
         assert "medcpt-article" in models  # passages with the article encoder
         pack = await app.retrieval.search(QueryRequest("aspirin for stroke", kb_names=("med",)))
@@ -114,11 +121,7 @@ async def test_cross_encoder_under_tei_speaks_its_rerank_protocol(tmp_path: Path
         }
         app = await bootstrap(settings)
         try:
-            app.repositories.knowledge_bases.create("med")
-            app.ingest.submit_file(
-                kb_name="med", filename="a.md", stream=io.BytesIO(ARTICLE.encode())
-            )
-            await app.queue.join()  # type: ignore[attr-defined]
+            await ingest_article(app)
             pack = await app.retrieval.search(QueryRequest("aspirin for stroke", kb_names=("med",)))
         finally:
             await app.stop()
@@ -140,11 +143,7 @@ async def test_failing_cross_encoder_leaves_the_signal_rerank(tmp_path: Path) ->
         settings.plugins.options["biomed"]["reranker"]["max_retries"] = 0
         app = await bootstrap(settings)
         try:
-            app.repositories.knowledge_bases.create("med")
-            app.ingest.submit_file(
-                kb_name="med", filename="a.md", stream=io.BytesIO(ARTICLE.encode())
-            )
-            await app.queue.join()  # type: ignore[attr-defined]
+            await ingest_article(app)
             pack = await app.retrieval.search(QueryRequest("aspirin", kb_names=("med",)))
             assert pack.passages
             assert "cross_encoder" not in pack.passages[0].scores
@@ -181,11 +180,7 @@ async def test_offline_minilm_encoder_writes_and_searches_the_view(tmp_path: Pat
     app = await bootstrap(settings)
     try:
         assert app.encoders.query_encoder_for("eagle_text_biomed") == "biomed-passage"
-        app.repositories.knowledge_bases.create("med")
-        app.ingest.submit_file(kb_name="med", filename="a.md", stream=io.BytesIO(ARTICLE.encode()))
-        await app.queue.join()  # type: ignore[attr-defined]
-        [document] = app.repositories.documents.list(kb_name="med")
-        assert document.status == "completed"
+        document = await ingest_article(app)
         fields = ["id", "text", DENSE_FIELD]
         where = eq("document_id", document.id)
         view = sorted(
