@@ -163,34 +163,35 @@ async def test_query_encoder_of_another_dimension_is_refused(
     assert "one dimension" in caught.value.message
 
 
-async def test_offline_minilm_encoder_writes_and_searches_the_view(tmp_path: Path) -> None:
-    """``encoder: {provider: minilm}``, the offline second encoder (the seed's multi-encoder
-    merge): the view holds MiniLM's vectors of each chunk, eagle_text keeps the host's, and an
-    entity query searches the view densely with MiniLM beside eagle_text's own dense search."""
-    settings = load_settings(
-        {"EAGLE_DATA_DIR": str(tmp_path), "EAGLE_ENCODER_MODE": "deterministic"},
+def minilm_settings(data: Path, encoder: dict[str, Any]) -> Any:
+    """The biomed profile on the hashing host encoder, with ``encoder`` for the view."""
+    return load_settings(
+        {"EAGLE_DATA_DIR": str(data), "EAGLE_ENCODER_MODE": "deterministic"},
         overrides={
             "plugins": {
                 "enabled": ["eagle_rag.plugins.core_defaults", "plugins.biomed"],
                 "default_namespace": "biomed",
-                "options": {"biomed": {"encoder": {"provider": "minilm"}}},
+                "options": {"biomed": {"encoder": encoder}},
             }
         },
     )
-    app = await bootstrap(settings)
+
+
+async def test_offline_minilm_encoder_writes_and_searches_the_view(tmp_path: Path) -> None:
+    """``encoder: {provider: minilm}``, the offline second encoder (the seed's multi-encoder
+    merge): the view holds MiniLM's vectors of each chunk, eagle_text keeps the host's, and an
+    entity query searches the view densely with MiniLM beside eagle_text's own dense search."""
+    app = await bootstrap(minilm_settings(tmp_path, {"provider": "minilm"}))
     try:
         assert app.encoders.query_encoder_for("eagle_text_biomed") == "biomed-passage"
         document = await ingest_article(app)
-        fields = ["id", "text", DENSE_FIELD]
         where = eq("document_id", document.id)
-        view = sorted(
-            app.vectors.query("eagle_text_biomed", where, output_fields=fields),
-            key=lambda r: str(r["id"]),
-        )
-        base = sorted(
-            app.vectors.query(TEXT_COLLECTION, where, output_fields=fields),
-            key=lambda r: str(r["id"]),
-        )
+
+        def rows(collection: str) -> list[dict[str, Any]]:
+            found = app.vectors.query(collection, where, output_fields=["id", "text", DENSE_FIELD])
+            return sorted(found, key=lambda r: str(r["id"]))
+
+        view, base = rows("eagle_text_biomed"), rows(TEXT_COLLECTION)
         assert view and [r["id"] for r in view] == [r["id"] for r in base]
         view_vectors = np.array([r[DENSE_FIELD] for r in view])
         expected = MiniLMEncoder().embed_passages([str(r["text"]) for r in view])
@@ -202,5 +203,21 @@ async def test_offline_minilm_encoder_writes_and_searches_the_view(tmp_path: Pat
         assert steps["eagle_text_biomed:dense"].status == "ok"
         assert steps["eagle_text:dense"].status == "ok"
         assert "aspirin" in pack.passages[0].text.lower()
+    finally:
+        await app.stop()
+
+
+async def test_minilm_view_without_its_packages_refuses_to_start_when_required(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's set-up: ``encoder_mode: require_native`` inside the option stops start-up
+    with the reason; without it the view falls back to hashing (logged), as Core's encoder."""
+    monkeypatch.setattr(MiniLMEncoder, "available", staticmethod(lambda: False))
+    required = {"provider": "minilm", "encoder_mode": "require_native"}
+    with pytest.raises(EagleError, match="MiniLM packages are not installed"):
+        await bootstrap(minilm_settings(tmp_path / "required", required))
+    app = await bootstrap(minilm_settings(tmp_path / "auto", {"provider": "minilm"}))
+    try:
+        assert app.encoders.get("biomed-passage").name.startswith("hashing")
     finally:
         await app.stop()
