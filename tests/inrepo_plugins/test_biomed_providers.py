@@ -47,6 +47,20 @@ def endpoints() -> Iterator[tuple[str, Recorded]]:
         yield url, recorded
 
 
+def biomed_settings(data: Path, options: dict[str, Any]) -> Any:
+    """The biomed profile on the hashing host encoder, with these plugin options."""
+    return load_settings(
+        {"EAGLE_DATA_DIR": str(data), "EAGLE_ENCODER_MODE": "deterministic"},
+        overrides={
+            "plugins": {
+                "enabled": ["eagle_rag.plugins.core_defaults", "plugins.biomed"],
+                "default_namespace": "biomed",
+                "options": {"biomed": options},
+            }
+        },
+    )
+
+
 def settings_with(data: Path, url: str, **extra: Any) -> Any:
     options = {
         "encoder": {"provider": "openai", "base_url": url, "model": "medcpt-article", "dim": DIM},
@@ -59,16 +73,7 @@ def settings_with(data: Path, url: str, **extra: Any) -> Any:
         "reranker": {"provider": "http", "style": "cohere", "url": f"{url}/rerank"},
         **extra,
     }
-    return load_settings(
-        {"EAGLE_DATA_DIR": str(data), "EAGLE_ENCODER_MODE": "deterministic"},
-        overrides={
-            "plugins": {
-                "enabled": ["eagle_rag.plugins.core_defaults", "plugins.biomed"],
-                "default_namespace": "biomed",
-                "options": {"biomed": options},
-            }
-        },
-    )
+    return biomed_settings(data, options)
 
 
 async def ingest_article(app: EagleApp) -> DocumentRecord:
@@ -165,16 +170,7 @@ async def test_query_encoder_of_another_dimension_is_refused(
 
 def minilm_settings(data: Path, encoder: dict[str, Any]) -> Any:
     """The biomed profile on the hashing host encoder, with ``encoder`` for the view."""
-    return load_settings(
-        {"EAGLE_DATA_DIR": str(data), "EAGLE_ENCODER_MODE": "deterministic"},
-        overrides={
-            "plugins": {
-                "enabled": ["eagle_rag.plugins.core_defaults", "plugins.biomed"],
-                "default_namespace": "biomed",
-                "options": {"biomed": {"encoder": encoder}},
-            }
-        },
-    )
+    return biomed_settings(data, {"encoder": encoder})
 
 
 async def test_offline_minilm_encoder_writes_and_searches_the_view(tmp_path: Path) -> None:
