@@ -22,6 +22,9 @@ and reuses them on the next run; passage vectors are shared between the two prof
 serves each profile's store from a ``milvus-lite server`` process of its own (production's
 layout: the searches leave the app's process) instead of the embedded engine inside it; Milvus
 Lite's engine is Python, so embedded, every search shares the app's interpreter and cores.
+``--milvus-uri PROFILE=URI`` (once per profile) points a profile at a Milvus you started, e.g.
+a C++ engine (FLAT index, as embedded); each profile needs its own Milvus,
+since both name their text collection ``eagle_text``.
 """
 
 from __future__ import annotations
@@ -80,8 +83,8 @@ def subset(dataset: Dataset, docs: int | None, queries: int | None, seed: int = 
 
 
 async def start(profile: str, data: str, milvus_uri: str = "") -> ProfileRun:
-    """``milvus_uri``: the profile's Milvus server (a ``milvus-lite server`` on its store, with
-    the embedded store's FLAT index, so only where the searches run differs)."""
+    """``milvus_uri``: the profile's Milvus server (with the embedded store's FLAT index, so
+    only where and how the searches run differs)."""
     env = {**os.environ, "EAGLE_DATA_DIR": data, "EAGLE_RAG_PROFILE": profile}
     if milvus_uri:
         env |= {"MILVUS_URI": milvus_uri, "EAGLE_RAG_MILVUS__INDEX_TYPE": "FLAT"}
@@ -195,12 +198,14 @@ async def compare(
     ingest_only: bool = False,
     profiles: Sequence[str] = PROFILES,
     server: bool = False,
+    milvus_uris: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``store``: keep both profiles' data there and reuse an ingest already completed in it
     (a full corpus ingests once; the queries then run on the code under test). ``profiles``
     (with ``ingest_only``) ingests only those, e.g. core first while biomed's code changes.
     ``server``: each profile's Milvus runs in a process of its own (``milvus-lite server`` on
-    the profile's store), as in production, instead of inside the benchmark's process."""
+    the profile's store), as in production, instead of inside the benchmark's process.
+    ``milvus_uris``: a Milvus already running, by profile."""
     dataset = subset(load_dataset(folder), docs, queries)
     with tempfile.TemporaryDirectory(prefix="eagle-biomed-") as scratch, ExitStack() as servers:
         root = Path(store or scratch)
@@ -208,6 +213,9 @@ async def compare(
         runs = {}
         for p in profiles if ingest_only else PROFILES:
             data = root / p
+            if p in (milvus_uris or {}):
+                runs[p] = await start(p, str(data), (milvus_uris or {})[p])
+                continue
             uri = ""
             if server:
                 await asyncio.to_thread(data.mkdir, exist_ok=True)
@@ -444,6 +452,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="run each profile's Milvus in its own process (milvus-lite server), not embedded",
     )
     parser.add_argument(
+        "--milvus-uri",
+        action="append",
+        default=[],
+        metavar="PROFILE=URI",
+        help="a running Milvus for that profile (one each), e.g. core=http://127.0.0.1:19530",
+    )
+    parser.add_argument(
         "--profiles",
         default=",".join(PROFILES),
         help="with --ingest-only: the profiles to ingest (comma-separated)",
@@ -466,6 +481,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 ingest_only=args.ingest_only,
                 profiles=tuple(args.profiles.split(",")),
                 server=args.milvus_server,
+                milvus_uris=dict(pair.split("=", 1) for pair in args.milvus_uri),
             )
         )
         if args.ingest_only:
