@@ -213,8 +213,8 @@ async def compare(
         runs = {}
         for p in profiles if ingest_only else PROFILES:
             data = root / p
-            if p in (milvus_uris or {}):
-                runs[p] = await start(p, str(data), (milvus_uris or {})[p])
+            if milvus_uris and p in milvus_uris:
+                runs[p] = await start(p, str(data), milvus_uris[p])
                 continue
             uri = ""
             if server:
@@ -464,6 +464,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="with --ingest-only: the profiles to ingest (comma-separated)",
     )
     args = parser.parse_args(argv)
+    milvus_uris = dict(pair.partition("=")[::2] for pair in args.milvus_uri)
+    if any(p not in PROFILES or not uri for p, uri in milvus_uris.items()):
+        # a typo must not quietly measure that profile on the embedded engine instead
+        parser.error(f"--milvus-uri takes PROFILE=URI with PROFILE one of {', '.join(PROFILES)}")
     print(
         f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC  machine: "
         f"{platform.machine()}, {os.cpu_count()} cores"
@@ -481,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 ingest_only=args.ingest_only,
                 profiles=tuple(args.profiles.split(",")),
                 server=args.milvus_server,
-                milvus_uris=dict(pair.split("=", 1) for pair in args.milvus_uri),
+                milvus_uris=milvus_uris,
             )
         )
         if args.ingest_only:

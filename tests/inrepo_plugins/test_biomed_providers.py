@@ -168,16 +168,11 @@ async def test_query_encoder_of_another_dimension_is_refused(
     assert "one dimension" in caught.value.message
 
 
-def minilm_settings(data: Path, encoder: dict[str, Any]) -> Any:
-    """The biomed profile on the hashing host encoder, with ``encoder`` for the view."""
-    return biomed_settings(data, {"encoder": encoder})
-
-
 async def test_offline_minilm_encoder_writes_and_searches_the_view(tmp_path: Path) -> None:
     """``encoder: {provider: minilm}``, the offline second encoder (the seed's multi-encoder
     merge): the view holds MiniLM's vectors of each chunk, eagle_text keeps the host's, and an
     entity query searches the view densely with MiniLM beside eagle_text's own dense search."""
-    app = await bootstrap(minilm_settings(tmp_path, {"provider": "minilm"}))
+    app = await bootstrap(biomed_settings(tmp_path, {"encoder": {"provider": "minilm"}}))
     try:
         assert app.encoders.query_encoder_for("eagle_text_biomed") == "biomed-passage"
         document = await ingest_article(app)
@@ -211,8 +206,8 @@ async def test_minilm_view_without_its_packages_refuses_to_start_when_required(
     monkeypatch.setattr(MiniLMEncoder, "available", staticmethod(lambda: False))
     required = {"provider": "minilm", "encoder_mode": "require_native"}
     with pytest.raises(EagleError, match="MiniLM packages are not installed"):
-        await bootstrap(minilm_settings(tmp_path / "required", required))
-    app = await bootstrap(minilm_settings(tmp_path / "auto", {"provider": "minilm"}))
+        await bootstrap(biomed_settings(tmp_path / "required", {"encoder": required}))
+    app = await bootstrap(biomed_settings(tmp_path / "auto", {"encoder": {"provider": "minilm"}}))
     try:
         assert app.encoders.get("biomed-passage").name.startswith("hashing")
     finally:
