@@ -76,6 +76,26 @@ class EagleApp(Runtime):
             await self.queue.start()
             if self.settings.ingest.ocr_warm:  # this process reads scans: load OCR now
                 warm_in_background([r.component for r in self.registries.parsers])
+        if start_queue:  # a process that serves (a Celery worker or a CLI command does not)
+            await asyncio.to_thread(self._reembed_after_encoder_change)
+
+    def _reembed_after_encoder_change(self) -> None:
+        """milvus.reembed_on_encoder_change: the collections whose encoder changed (base and
+        plugin ones) are refilled by running every KB of the namespace through the pipeline
+        again; the new encoder is recorded once those tasks are queued (durably)."""
+        changes = dict(self.vectors.encoder_changes)
+        if not changes:
+            return
+        kbs = [kb.name for kb in self.repositories.knowledge_bases.list()]
+        queued = sum(len(self.ingest.rebuild(kb)) for kb in kbs)
+        for collection, encoder in changes.items():
+            self.vectors.record_encoder(collection, encoder)
+        logger.warning(
+            "encoder changed (%s): re-embedding %d documents of %d knowledge bases",
+            ", ".join(f"{c} -> {e}" for c, e in changes.items()),
+            queued,
+            len(kbs),
+        )
 
     async def stop(self) -> None:
         if isinstance(self.queue, InProcessQueue):
@@ -170,7 +190,13 @@ def build_runtime(settings: Settings) -> Runtime:
     )
     database = Database(settings.database.url, echo=settings.database.echo)
     pool = build_pool(settings.milvus)
-    vectors = build_vector_store(settings.milvus, pool, namespace)
+    vectors = build_vector_store(
+        settings.milvus,
+        pool,
+        namespace,
+        text_encoder=text_encoder.name,
+        visual_encoder=visual_encoder,
+    )
     objects = build_object_store(settings)
     host = HostServices(
         vectors=vectors,

@@ -89,6 +89,10 @@ class MilvusSettings(_Section):
     hnsw_ef_construction: int = Field(default=200, ge=8, le=1024)
     search_ef: int = Field(default=128, ge=1, le=32768)
     timeout_s: float = Field(default=30.0, gt=0)
+    # A collection records the encoder of its vectors; a start with another encoder of the same
+    # dimension is refused, unless this is on: then every knowledge base of the namespace is
+    # run through the pipeline again (POST /knowledge_bases/{kb}/rebuild) with the new one.
+    reembed_on_encoder_change: bool = False
 
 
 class S3Settings(_Section):

@@ -22,6 +22,9 @@ SPARSE_TEXT_FIELD = "sparse_text"
 # A row may carry the text its BM25 vector is built from when that differs from the text it
 # shows (a plugin's own view of a chunk, e.g. with concept tokens); it is not stored itself.
 BM25_TEXT_KEY = "bm25_text"
+# The collection property naming the encoder its vectors come from: another encoder of the
+# same dimension would pass the dimension check and search a space it did not write.
+ENCODER_PROPERTY = "eagle_rag.encoder"
 MAX_TEXT = 65535
 MAX_PAGES = 256
 
@@ -55,12 +58,14 @@ class IndexSettings:
 
 @dataclass(frozen=True, slots=True)
 class CollectionSpec:
-    """A collection to create: its name, kind (text or visual), vector dimension, extra fields."""
+    """A collection to create: its name, kind (text or visual), vector dimension, extra fields,
+    and the encoder that writes its vectors ("" when the writer is not known: not checked)."""
 
     name: str
     kind: Kind
     dim: int
     extra_varchar_fields: tuple[str, ...] = field(default=())
+    encoder: str = ""
 
     @property
     def scalar_index_fields(self) -> tuple[str, ...]:

@@ -29,9 +29,16 @@ def index_settings(config: MilvusSettings, *, lite: bool) -> IndexSettings:
 
 
 def build_vector_store(
-    config: MilvusSettings, pool: MilvusClientPool, namespace: str
+    config: MilvusSettings,
+    pool: MilvusClientPool,
+    namespace: str,
+    *,
+    text_encoder: str = "",
+    visual_encoder: str = "",
 ) -> MilvusVectorStore:
-    """The store of ``namespace``: its own Milvus Database (ADR-001)."""
+    """The store of ``namespace``: its own Milvus Database (ADR-001). The encoders' names are
+    recorded on the base collections and checked against them on start ("" checks nothing:
+    a migration copies vectors without embedding any)."""
     return MilvusVectorStore(
         pool,
         namespace=namespace,
@@ -39,4 +46,7 @@ def build_vector_store(
         text_dim=config.text_dim,
         visual_dim=config.visual_dim,
         index=index_settings(config, lite=pool.lite),
+        text_encoder=text_encoder,
+        visual_encoder=visual_encoder,
+        reembed_on_encoder_change=config.reembed_on_encoder_change,
     )

@@ -7,6 +7,7 @@ can never disagree about what a row says.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,6 +25,7 @@ from eagle_rag.errors import (
 from eagle_rag.index.collections import (
     BM25_TEXT_KEY,
     DENSE_FIELD,
+    ENCODER_PROPERTY,
     SPARSE_FIELD,
     SPARSE_TEXT_FIELD,
     TEXT_COLLECTION,
@@ -39,6 +41,7 @@ from eagle_rag.index.filters import Filter, eq, in_
 from eagle_rag.index.milvus_pool import MilvusClientPool
 from eagle_rag.index.sparse import encode_for_bm25
 
+logger = logging.getLogger(__name__)
 # Milvus answers this for a collection a restarted server has not loaded again.
 _RELEASED = re.compile(r"[Cc]ollection '([^']+)' is in state 'released'")
 MAX_TOP_K = 1000
@@ -59,7 +62,13 @@ class VectorStore(Protocol):
 
     namespace: str
 
+    # Collections whose recorded encoder differs from the configured one, when a changed
+    # encoder is to be re-embedded rather than refused (collection -> the new encoder).
+    encoder_changes: dict[str, str]
+
     def ensure_collections(self, specs: Sequence[CollectionSpec] = ()) -> None: ...
+
+    def record_encoder(self, collection: str, encoder: str) -> None: ...
 
     def collections(self) -> list[str]: ...
 
@@ -121,14 +130,27 @@ class MilvusVectorStore:
         text_dim: int,
         visual_dim: int,
         index: IndexSettings | None = None,
+        text_encoder: str = "",
+        visual_encoder: str = "",
+        reembed_on_encoder_change: bool = False,
     ) -> None:
+        """``text_encoder``/``visual_encoder``: the models that write the base collections,
+        recorded on them and checked on start ("" records and checks nothing). With
+        ``reembed_on_encoder_change`` a changed encoder is noted in ``encoder_changes``
+        instead of refused: the app re-embeds, then records it (``record_encoder``)."""
         self.namespace = namespace
+        self._reembed = reembed_on_encoder_change
+        self.encoder_changes: dict[str, str] = {}  # collection -> the encoder it now needs
         self.db_name = db_name
         self._pool = pool
         self._index = index or IndexSettings()
         self._specs: dict[str, CollectionSpec] = {
-            TEXT_COLLECTION: CollectionSpec(TEXT_COLLECTION, "text", text_dim),
-            VISUAL_COLLECTION: CollectionSpec(VISUAL_COLLECTION, "visual", visual_dim),
+            TEXT_COLLECTION: CollectionSpec(
+                TEXT_COLLECTION, "text", text_dim, encoder=text_encoder
+            ),
+            VISUAL_COLLECTION: CollectionSpec(
+                VISUAL_COLLECTION, "visual", visual_dim, encoder=visual_encoder
+            ),
         }
 
     @property
@@ -152,14 +174,18 @@ class MilvusVectorStore:
                 schema=build_schema(spec),
                 index_params=build_index_params(client, spec, self._index),
                 consistency_level="Strong",  # read-your-writes: ingest then search at once
+                properties={ENCODER_PROPERTY: spec.encoder} if spec.encoder else {},
             )
-        else:
-            self._check_dim(client, spec)
+            client.load_collection(spec.name)
+            return
+        described = client.describe_collection(spec.name)
+        self._check_dim(spec, described)
         client.load_collection(spec.name)
+        self._check_encoder(client, spec, described)
 
-    def _check_dim(self, client: MilvusClient, spec: CollectionSpec) -> None:
+    def _check_dim(self, spec: CollectionSpec, described: Mapping[str, Any]) -> None:
         """An existing collection built for another encoder must not be written to blindly."""
-        fields = client.describe_collection(spec.name).get("fields", [])
+        fields = described.get("fields", [])
         stored: dict[str, Any] = next((f for f in fields if f.get("name") == DENSE_FIELD), {})
         dim = (stored.get("params") or {}).get("dim")
         if dim is not None and int(dim) != spec.dim:
@@ -172,6 +198,60 @@ class MilvusVectorStore:
                 stored_dim=int(dim),
                 expected_dim=spec.dim,
             )
+
+    def _check_encoder(
+        self, client: MilvusClient, spec: CollectionSpec, described: Mapping[str, Any]
+    ) -> None:
+        """Vectors of another encoder with the same dimension are refused too: its queries
+        would search a space they were not made in, and rank by noise without any error.
+
+        An empty collection takes the configured encoder (nothing was written in the old
+        one); so does one without a record (built before encoders were recorded: the first
+        start after the upgrade records the encoder it is configured with). With
+        ``reembed_on_encoder_change`` the change is noted for the app to re-embed."""
+        if not spec.encoder:
+            return
+        stored = str((described.get("properties") or {}).get(ENCODER_PROPERTY) or "")
+        if stored == spec.encoder:
+            return
+        if stored and self._rows(client, spec.name):
+            if not self._reembed:
+                raise VectorStoreError(
+                    f"collection {spec.name!r} in Milvus database {self.db_name!r} holds "
+                    f"vectors of the encoder {stored!r} but is configured with "
+                    f"{spec.encoder!r} (same dimension, another embedding space); configure "
+                    "the encoder it was built with, or set milvus.reembed_on_encoder_change "
+                    "to run every knowledge base through the new one",
+                    collection=spec.name,
+                    namespace=self.namespace,
+                    stored_encoder=stored,
+                    expected_encoder=spec.encoder,
+                )
+            # Recorded only once the re-embedding is queued: a crash before then finds the
+            # old record again and queues it again.
+            self.encoder_changes[spec.name] = spec.encoder
+            return
+        self.record_encoder(spec.name, spec.encoder)
+        logger.info(
+            "collection %s records its encoder: %s (before: %s)",
+            spec.name,
+            spec.encoder,
+            stored or "none recorded",
+        )
+
+    def record_encoder(self, collection: str, encoder: str) -> None:
+        """Record ``encoder`` as the one whose vectors ``collection`` holds."""
+        properties = {ENCODER_PROPERTY: encoder}
+        self._guard(
+            lambda: self._client.alter_collection_properties(collection, properties=properties),
+            "record_encoder",
+        )
+        self.encoder_changes.pop(collection, None)
+
+    @staticmethod
+    def _rows(client: MilvusClient, collection: str) -> int:
+        rows = client.query(collection, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
 
     def collections(self) -> list[str]:
         return sorted(self._guard(self._client.list_collections, "list_collections"))

@@ -102,8 +102,8 @@ def _import(
     manifest = _read_manifest(tar, next(members, None), path)
     with open_target(str(manifest["namespace"])) as target:
         specs = [CollectionSpec(**_spec(s)) for s in manifest.get("collections", [])]
-        present = set(target.vectors.collections())
-        target.vectors.ensure([s for s in specs if s.name not in present])
+        # Present collections too: see copier.copy_vectors.
+        target.vectors.ensure(specs)
         for member in members:
             _import_member(tar, member, target, report, progress)
         target.vectors.flush()

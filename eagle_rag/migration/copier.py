@@ -101,8 +101,9 @@ def copy_metadata(source: Stores, target: Stores, report: CopyReport, progress: 
 
 def copy_vectors(source: Stores, target: Stores, report: CopyReport, progress: Progress) -> None:
     names = source.vectors.collections()
-    present = set(target.vectors.collections())
-    target.vectors.ensure([source.vectors.spec(n) for n in names if n not in present])
+    # Present collections too: each takes the source's encoder record, or refuses the copy
+    # when it holds another encoder's vectors.
+    target.vectors.ensure([source.vectors.spec(n) for n in names])
     for name in names:
         total = source.vectors.count(name)
         done = copied = 0

@@ -15,6 +15,7 @@ from pymilvus import DataType
 
 from eagle_rag.index.collections import (
     DENSE_FIELD,
+    ENCODER_PROPERTY,
     SPARSE_FIELD,
     CollectionSpec,
     Kind,
@@ -48,8 +49,10 @@ class VectorSide:
         return [f["name"] for f in described["fields"] if not _derived(f)]
 
     def spec(self, collection: str) -> CollectionSpec:
-        """The collection's spec, rebuilt from its schema (plugin collections included)."""
-        fields = {f["name"]: f for f in self._client.describe_collection(collection)["fields"]}
+        """The collection's spec, rebuilt from its schema (plugin collections included), with
+        the encoder recorded on it: the copy's vectors are that encoder's."""
+        described = self._client.describe_collection(collection)
+        fields = {f["name"]: f for f in described["fields"]}
         kind: Kind = "text" if "text" in fields else "visual"
         base = set(build_schema_fields(kind))
         extra = tuple(
@@ -58,7 +61,8 @@ class VectorSide:
             if name not in base and f["type"] == DataType.VARCHAR and not _derived(f)
         )
         dim = int(fields[DENSE_FIELD]["params"]["dim"])
-        return CollectionSpec(collection, kind, dim, extra)
+        encoder = str((described.get("properties") or {}).get(ENCODER_PROPERTY) or "")
+        return CollectionSpec(collection, kind, dim, extra, encoder)
 
     def ensure(self, specs: Sequence[CollectionSpec]) -> None:
         self.store.ensure_collections(specs)

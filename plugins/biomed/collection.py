@@ -25,8 +25,12 @@ FIELD_CHARS = 1024  # extra VARCHAR fields' max length (eagle_rag.index.collecti
 MAX_FILTER_ENTITIES = 32
 
 
-def collection_spec(name: str, dim: int) -> CollectionSpec:
-    return CollectionSpec(name, "text", dim, extra_varchar_fields=(ENTITY_FIELD, SECTION_FIELD))
+def collection_spec(name: str, dim: int, encoder: str) -> CollectionSpec:
+    """The view's spec; ``encoder`` (the model writing its vectors) is recorded on it, so a
+    later start with another encoder of the same dimension is refused, not searched."""
+    return CollectionSpec(
+        name, "text", dim, extra_varchar_fields=(ENTITY_FIELD, SECTION_FIELD), encoder=encoder
+    )
 
 
 def check_encoder_dims(collection: str, passage: Any, query: Any) -> int:

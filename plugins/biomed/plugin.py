@@ -96,7 +96,8 @@ class BiomedPlugin:
         )
 
     def ensure_collections(self, ctx: PluginContext) -> None:
-        """Create eagle_text_biomed in this namespace's Database; refuse one of another dim.
+        """Create eagle_text_biomed in this namespace's Database; refuse one of another dim
+        or written by another encoder (collection_spec records the encoder).
 
         The exploratory collections that exist are opened as text collections of that dim
         (another dim is refused at start-up, as for the view); a missing one is skipped with
@@ -107,9 +108,9 @@ class BiomedPlugin:
         wanted = rt.options.exploratory_search_collections
         rt.exploratory = tuple(c for c in wanted if c in existing and c != rt.collection)
         opened = [c for c in rt.exploratory if c not in BASE_COLLECTIONS]
-        rt.vectors.ensure_collections(
-            [collection_spec(rt.collection, dim), *(CollectionSpec(c, "text", dim) for c in opened)]
-        )
+        writer = rt.encoders.get(rt.passage_encoder).name
+        view = collection_spec(rt.collection, dim, writer)
+        rt.vectors.ensure_collections([view, *(CollectionSpec(c, "text", dim) for c in opened)])
         missing = [c for c in wanted if c not in existing]
         if missing:
             logger.warning(

@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 
 from eagle_rag.errors import BackendUnavailableError, InvalidInputError, VectorStoreError
 from eagle_rag.index import filters as f
-from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION, IndexSettings
+from eagle_rag.index.collections import (
+    ENCODER_PROPERTY,
+    TEXT_COLLECTION,
+    VISUAL_COLLECTION,
+    IndexSettings,
+)
 from eagle_rag.index.milvus_pool import MilvusClientPool
 from eagle_rag.index.vector_store import MilvusVectorStore
 from tests.servers import free_port
@@ -374,3 +379,50 @@ def test_existing_collection_of_another_dimension_is_refused(pool: MilvusClientP
     )
     with pytest.raises(VectorStoreError, match=rf"stores {DIM}-d vectors but .* {DIM * 2}-d"):
         changed.ensure_collections()
+
+
+def test_existing_collection_of_another_encoder_is_refused(pool: MilvusClientPool) -> None:
+    """Same dimension, another embedding space: refused once the collection holds rows. An
+    empty collection, and one built before encoders were recorded, take the configured one."""
+    namespace = f"ns_{uuid.uuid4().hex[:10]}"
+
+    def opened(encoder: str, reembed: bool = False) -> MilvusVectorStore:
+        store = MilvusVectorStore(
+            pool,
+            namespace=namespace,
+            db_name=namespace,
+            text_dim=DIM,
+            visual_dim=DIM,
+            text_encoder=encoder,
+            visual_encoder="visual-a",
+            reembed_on_encoder_change=reembed,
+        )
+        store.ensure_collections()
+        return store
+
+    def recorded() -> str | None:
+        described = pool.client(namespace).describe_collection(TEXT_COLLECTION)
+        return (described.get("properties") or {}).get(ENCODER_PROPERTY)
+
+    opened("")  # as a store built before encoders were recorded: no record
+    assert recorded() is None
+    opened("model-a")
+    assert recorded() == "model-a"
+    store = opened("model-b")  # still empty: nothing is lost, the new encoder is recorded
+    assert recorded() == "model-b"
+    store.upsert(TEXT_COLLECTION, [_text_row(0, "pump", "kb-enc")])
+    store.flush()
+    with pytest.raises(
+        VectorStoreError, match="encoder 'model-b' but is configured with 'model-a'"
+    ):
+        opened("model-a")
+    assert recorded() == "model-b"
+    assert opened("model-b").count(TEXT_COLLECTION) == 1
+    opened("")  # no encoder given (a migration's target): nothing checked, nothing changed
+    assert recorded() == "model-b"
+    # Re-embedding instead: the change is noted, and recorded only when the app says so.
+    changing = opened("model-a", reembed=True)
+    assert changing.encoder_changes == {TEXT_COLLECTION: "model-a"}
+    assert recorded() == "model-b"
+    changing.record_encoder(TEXT_COLLECTION, "model-a")
+    assert recorded() == "model-a" and changing.encoder_changes == {}

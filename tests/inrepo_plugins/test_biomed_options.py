@@ -34,7 +34,7 @@ async def app(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EagleAp
     data = tmp_path_factory.mktemp("biomed-options")
     first = await bootstrap(biomed_settings(data))
     dim = first.encoders.collection_dim(COLLECTION)
-    first.vectors.ensure_collections([collection_spec(TRIALS, dim)])
+    first.vectors.ensure_collections([collection_spec(TRIALS, dim, "another-tool")])
     await first.stop()
     options = {
         "default_dual_text_search": True,

@@ -198,6 +198,37 @@ async def test_offline_minilm_encoder_writes_and_searches_the_view(tmp_path: Pat
         await app.stop()
 
 
+async def test_a_view_written_by_another_encoder_of_its_dimension_is_refused(
+    tmp_path: Path,
+) -> None:
+    """MiniLM and the host's encoder both make 384-d vectors: dropping the option after an
+    ingest would search MiniLM's vectors with the host's queries. Start-up refuses instead;
+    with milvus.reembed_on_encoder_change the view is refilled with the host's vectors."""
+    app = await bootstrap(biomed_settings(tmp_path, {"encoder": {"provider": "minilm"}}))
+    try:
+        await ingest_article(app)
+    finally:
+        await app.stop()
+    with pytest.raises(EagleError) as caught:
+        await bootstrap(biomed_settings(tmp_path, {}))
+    message = caught.value.message
+    assert "eagle_text_biomed" in message
+    assert f"{MiniLMEncoder.name!r} but is configured with 'hashing-384'" in message
+    settings = biomed_settings(tmp_path, {})
+    settings.milvus.reembed_on_encoder_change = True
+    again = await bootstrap(settings)
+    try:
+        await again.queue.join()  # type: ignore[attr-defined]
+        fields = ["id", DENSE_FIELD]
+        view = again.vectors.query("eagle_text_biomed", eq("kb_name", "med"), output_fields=fields)
+        base = again.vectors.query(TEXT_COLLECTION, eq("kb_name", "med"), output_fields=fields)
+        assert view and {r["id"]: r[DENSE_FIELD] for r in view} == {
+            r["id"]: r[DENSE_FIELD] for r in base if r["id"] in {v["id"] for v in view}
+        }  # the host's vectors again, as without the option
+    finally:
+        await again.stop()
+
+
 async def test_minilm_view_without_its_packages_refuses_to_start_when_required(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

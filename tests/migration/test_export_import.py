@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 
 from eagle_rag.bootstrap import bootstrap
 from eagle_rag.cli import app as cli
+from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.ingest.queue import InProcessQueue
+from eagle_rag.models.minilm import MiniLMEncoder
 from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.settings import load_settings
 
@@ -67,7 +69,10 @@ def test_export_then_import_restores_the_namespace_and_a_second_import_writes_no
     assert counts["documents"] == 3 and counts["objects"] == 3
     with tarfile.open(archive) as tar:
         names = tar.getnames()
+        manifest = json.load(tar.extractfile("manifest.json"))  # type: ignore[arg-type]
     assert names[0] == "manifest.json" and names[-1] == "summary.json"
+    specs = {spec["name"]: spec for spec in manifest["collections"]}
+    assert specs[TEXT_COLLECTION]["encoder"] == "hashing-384"  # whose vectors these are
 
     restored_env = _env(tmp_path / "restored")
     first = _run(["import", str(archive), "--json"], restored_env)
@@ -81,6 +86,38 @@ def test_export_then_import_restores_the_namespace_and_a_second_import_writes_no
 
     after = asyncio.run(_search(tmp_path / "restored", fill=False))
     assert after == before and all(after)
+
+    # A store whose eagle_text holds another 384-d encoder's vectors: refused, nothing written.
+    other = tmp_path / "other"
+    asyncio.run(_fill_with_minilm(other))
+    refused = _run(["import", str(archive), "--json"], _env(other))
+    assert refused.exit_code != 0
+    said = " ".join(refused.output.split())  # the console wraps long lines
+    assert f"holds vectors of the encoder {MiniLMEncoder.name!r}" in said
+    assert "configured with 'hashing-384'" in said
+    assert asyncio.run(_kb_names(other)) == ["notes"]
+
+
+MINILM = {"models": {"embedding": {"provider": "minilm", "encoder_mode": "require_native"}}}
+
+
+async def _fill_with_minilm(data_dir: Path) -> None:
+    app = await bootstrap(load_settings({"EAGLE_DATA_DIR": str(data_dir)}, overrides=MINILM))
+    try:
+        app.repositories.knowledge_bases.create("notes")
+        body = io.BytesIO(b"# Delta\n\nThe delta pump is serviced in spring.\n")
+        app.ingest.submit_file(kb_name="notes", filename="d.md", stream=body)
+        await app.queue.join()  # type: ignore[attr-defined]
+    finally:
+        await app.stop()
+
+
+async def _kb_names(data_dir: Path) -> list[str]:
+    app = await bootstrap(load_settings({"EAGLE_DATA_DIR": str(data_dir)}, overrides=MINILM))
+    try:
+        return sorted(k.name for k in app.repositories.knowledge_bases.list())
+    finally:
+        await app.stop()
 
 
 def test_import_refuses_a_file_that_is_not_an_export(tmp_path: Path) -> None:

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 import yaml
+from pymilvus import MilvusClient
 from typer.testing import CliRunner
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.cli import app as cli
-from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.index.collections import ENCODER_PROPERTY, TEXT_COLLECTION
 from eagle_rag.ingest.queue import InProcessQueue
+from eagle_rag.plugins.contract import milvus_database_for
 from eagle_rag.plugins.payloads import QueryRequest
 from eagle_rag.settings import load_settings
 from tests.databases import postgres_database
@@ -160,6 +162,7 @@ def test_migrate_store_copies_everything_and_a_second_run_copies_nothing(
     assert copied["objects"] == len(TOPICS)
     assert copied[f"vectors:{TEXT_COLLECTION}"] >= 2 * len(TOPICS)
     assert first["sampled_vectors"] > 0 and first["mismatched_vectors"] == []
+    assert _recorded_encoder(target["overlay"]["milvus"]["uri"]) == "hashing-384"
 
     second = _migrate(source["env"], target["file"])
     assert second["total_copied"] == 0, second
@@ -181,6 +184,16 @@ def test_migrate_store_copies_everything_and_a_second_run_copies_nothing(
     # Same passages in the same order with the same scores, BM25 included (CJK query too).
     assert results == source["results"]
     assert all(found for found in results)
+
+
+def _recorded_encoder(uri: str) -> str:
+    """The encoder the copy's eagle_text records (read before any app starts on it)."""
+    client = MilvusClient(uri=uri, db_name=milvus_database_for("core"))
+    try:
+        properties = client.describe_collection(TEXT_COLLECTION).get("properties") or {}
+    finally:
+        client.close()
+    return str(properties.get(ENCODER_PROPERTY))
 
 
 def test_migrate_store_refuses_a_missing_target_file(source: dict[str, Any]) -> None:
