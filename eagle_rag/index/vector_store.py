@@ -181,7 +181,7 @@ class MilvusVectorStore:
         described = client.describe_collection(spec.name)
         self._check_dim(spec, described)
         client.load_collection(spec.name)
-        self._check_encoder(client, spec, described)
+        self._check_encoder(spec, described)
 
     def _check_dim(self, spec: CollectionSpec, described: Mapping[str, Any]) -> None:
         """An existing collection built for another encoder must not be written to blindly."""
@@ -199,9 +199,7 @@ class MilvusVectorStore:
                 expected_dim=spec.dim,
             )
 
-    def _check_encoder(
-        self, client: MilvusClient, spec: CollectionSpec, described: Mapping[str, Any]
-    ) -> None:
+    def _check_encoder(self, spec: CollectionSpec, described: Mapping[str, Any]) -> None:
         """Vectors of another encoder with the same dimension are refused too: its queries
         would search a space they were not made in, and rank by noise without any error.
 
@@ -214,7 +212,7 @@ class MilvusVectorStore:
         stored = str((described.get("properties") or {}).get(ENCODER_PROPERTY) or "")
         if stored == spec.encoder:
             return
-        if stored and self._rows(client, spec.name):
+        if stored and self.count(spec.name):
             if not self._reembed:
                 raise VectorStoreError(
                     f"collection {spec.name!r} in Milvus database {self.db_name!r} holds "
@@ -247,11 +245,6 @@ class MilvusVectorStore:
             "record_encoder",
         )
         self.encoder_changes.pop(collection, None)
-
-    @staticmethod
-    def _rows(client: MilvusClient, collection: str) -> int:
-        rows = client.query(collection, filter="", output_fields=["count(*)"])
-        return int(rows[0]["count(*)"]) if rows else 0
 
     def collections(self) -> list[str]:
         return sorted(self._guard(self._client.list_collections, "list_collections"))
