@@ -263,5 +263,14 @@ def build_queue(settings: Settings, pipeline: IngestPipeline, runtime: Runtime) 
 async def bootstrap(settings: Settings, *, start_queue: bool = True) -> EagleApp:
     """Build the application, migrate, ensure collections, load plugins, start workers."""
     app = build_app(settings)
-    await app.start(start_queue=start_queue)
+    try:
+        await app.start(start_queue=start_queue)
+    except BaseException:
+        # A refused start (another encoder's vectors, a plugin that fails to load) must not
+        # keep its workers, connections or the Milvus Lite file open in this process.
+        try:
+            await app.stop()
+        except Exception:
+            logger.exception("could not stop the app after its start failed")
+        raise
     return app

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,34 @@ def test_doctor_json_reports_backends_plugins_and_masked_settings(tmp_path: Path
     assert milvus["version"].startswith("milvus_lite")
     assert report["plugins"]["plugins"][0]["namespace"] == "core"
     assert "tok-secret-1" not in result.stdout
+
+
+def test_doctor_shows_each_collections_encoder_and_fails_on_a_conflict(tmp_path: Path) -> None:
+    """Vectors of another encoder make the next start refuse: doctor says so beforehand."""
+    hashing = _env(tmp_path, EAGLE_ENCODER_MODE="deterministic")
+    (tmp_path / "pump.md").write_text("# Pump\n\nThe coolant pump runs at 2900 rpm.\n")
+    assert runner.invoke(app, ["kb", "create", "docs"], env=hashing).exit_code == 0
+    ingested = runner.invoke(
+        app, ["ingest", str(tmp_path / "pump.md"), "--kb", "docs"], env=hashing
+    )
+    assert ingested.exit_code == 0, ingested.output
+
+    def encoders(env: dict[str, str]) -> tuple[int, dict[str, dict[str, str]]]:
+        result = runner.invoke(app, ["doctor", "--json"], env=env)
+        return result.exit_code, {e["collection"]: e for e in json.loads(result.stdout)["encoders"]}
+
+    code, records = encoders(hashing)
+    assert code == 0 and records["eagle_text"]["state"] == "ok"
+    minilm = {**_env(tmp_path), "EAGLE_RAG_MODELS__EMBEDDING__PROVIDER": "minilm"}
+    code, records = encoders(minilm)
+    assert code == 1
+    assert records["eagle_text"]["recorded"] == "hashing-384"
+    assert records["eagle_text"]["configured"].startswith("all-MiniLM")
+    assert "the next start refuses" in records["eagle_text"]["state"]
+    code, records = encoders({**minilm, "EAGLE_RAG_MILVUS__REEMBED_ON_ENCODER_CHANGE": "true"})
+    assert code == 0 and "re-embeds every KB" in records["eagle_text"]["state"]
+    table = runner.invoke(app, ["doctor"], env=minilm)
+    assert "Encoders" in table.stdout and "unhealthy" in table.stdout
 
 
 def test_doctor_exits_1_when_a_backend_is_down(tmp_path: Path) -> None:
@@ -104,6 +133,8 @@ def test_doctor_reports_production_backends(
         EAGLE_RAG_PROFILE="production",
         EAGLE_DATABASE_URL=postgres_url,
         MILVUS_URI=milvus_uri,
+        # its own Database on the shared server: other tests' collections are not its own
+        EAGLE_RAG_MILVUS__DB_NAME=f"doctor_{uuid.uuid4().hex[:8]}",
         S3_ENDPOINT_URL=s3_endpoint,
         S3_BUCKET="doctor-bucket",
         S3_ACCESS_KEY_ID="t",

@@ -76,21 +76,59 @@ def doctor(
     plugin_report: dict[str, Any]
     plugin_error: str | None = None
     warnings: list[str] = []
+    encoders: list[dict[str, str]] = []
     try:
         application = asyncio.run(_loaded(settings))
         plugin_report = application.plugins.health_payload()
         warnings = [w for w in (application.visuals_warning,) if w]
+        encoders = _encoder_rows(application)
         application.plugins.unload_all()
     except EagleError as exc:
         plugin_error = str(exc)
         plugin_report = {}
-    healthy = plugin_error is None and all(p.status != "down" for p in probes)
+    refused = any(e["state"] == _REFUSED for e in encoders)
+    healthy = plugin_error is None and not refused and all(p.status != "down" for p in probes)
     if as_json:
         report = _doctor_json(settings, probes, plugin_report, plugin_error)
-        typer.echo(json.dumps({**report, "warnings": warnings}))
+        typer.echo(json.dumps({**report, "encoders": encoders, "warnings": warnings}))
     else:
-        _print_doctor(settings, probes, plugin_report, plugin_error, healthy, warnings)
+        _print_doctor(settings, probes, plugin_report, plugin_error, healthy, warnings, encoders)
     raise typer.Exit(code=0 if healthy else 1)
+
+
+_REFUSED = "another encoder's vectors: the next start refuses"
+_REEMBEDS = "another encoder's vectors: the next start re-embeds every KB"
+
+
+def _encoder_rows(application: EagleApp) -> list[dict[str, str]]:
+    """Each existing collection's recorded encoder against the configured one, judged by the
+    start-up check's rules; empty when Milvus does not answer (its probe says so)."""
+    try:
+        records = application.vectors.encoder_records()
+    except EagleError:
+        return []
+    reembeds = application.settings.milvus.reembed_on_encoder_change
+    conflict = _REEMBEDS if reembeds else _REFUSED
+    return [
+        {
+            "collection": r.collection,
+            "configured": r.configured,
+            "recorded": r.recorded,
+            "state": conflict if r.state == "conflict" else r.state,
+        }
+        for r in records
+    ]
+
+
+def _print_encoders(console: Console, encoders: list[dict[str, str]]) -> None:
+    if not encoders:
+        return
+    table = Table("collection", "configured", "recorded", "state", title="Encoders")
+    for e in encoders:
+        colour = {"ok": "green", _REFUSED: "red", _REEMBEDS: "yellow"}.get(e["state"], "dim")
+        state = f"[{colour}]{e['state']}[/]"
+        table.add_row(e["collection"], e["configured"], e["recorded"] or "-", state)
+    console.print(table)
 
 
 def _consistency(settings: Settings, *, repair: bool, as_json: bool) -> None:
@@ -152,6 +190,7 @@ def _print_doctor(
     plugin_error: str | None,
     healthy: bool,
     warnings: list[str],
+    encoders: list[dict[str, str]],
 ) -> None:
     console = Console()
     console.rule(f"Eagle-RAG {__version__} — profile {settings.active_profile}")
@@ -174,6 +213,7 @@ def _print_doctor(
             names = ", ".join(f"{s['plugin']}@{s['priority']}" for s in subs) or "-"
             hook_table.add_row(spec.name, spec.mode.value, spec.policy.value, names)
         console.print(hook_table)
+    _print_encoders(console, encoders)
     for warning in warnings:  # a feature that is off, not a failure: the exit code stays
         console.print(f"[yellow]{warning}[/yellow]")
     console.print("[green]healthy[/green]" if healthy else "[red]unhealthy[/red]")

@@ -57,6 +57,22 @@ class VectorHit:
     fields: Mapping[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class EncoderRecord:
+    """The encoder a collection records against the one configured for it."""
+
+    collection: str
+    configured: str
+    recorded: str  # "" when none is recorded (built before records: the next start records)
+    conflict: bool  # it holds rows of another encoder: a start refuses, or re-embeds
+
+    @property
+    def state(self) -> str:
+        if self.conflict:
+            return "conflict"
+        return "ok" if self.recorded == self.configured else "recorded at next start"
+
+
 class VectorStore(Protocol):
     """Vector operations of one namespace; every backend passes tests/contracts/."""
 
@@ -69,6 +85,8 @@ class VectorStore(Protocol):
     def ensure_collections(self, specs: Sequence[CollectionSpec] = ()) -> None: ...
 
     def record_encoder(self, collection: str, encoder: str) -> None: ...
+
+    def encoder_records(self) -> list[EncoderRecord]: ...
 
     def collections(self) -> list[str]: ...
 
@@ -209,10 +227,11 @@ class MilvusVectorStore:
         ``reembed_on_encoder_change`` the change is noted for the app to re-embed."""
         if not spec.encoder:
             return
-        stored = str((described.get("properties") or {}).get(ENCODER_PROPERTY) or "")
+        record = self._encoder_record(spec, described)
+        stored = record.recorded
         if stored == spec.encoder:
             return
-        if stored and self.count(spec.name):
+        if record.conflict:
             if not self._reembed:
                 raise VectorStoreError(
                     f"collection {spec.name!r} in Milvus database {self.db_name!r} holds "
@@ -236,6 +255,26 @@ class MilvusVectorStore:
             spec.encoder,
             stored or "none recorded",
         )
+
+    def _encoder_record(self, spec: CollectionSpec, described: Mapping[str, Any]) -> EncoderRecord:
+        stored = str((described.get("properties") or {}).get(ENCODER_PROPERTY) or "")
+        # Rows are counted only when the records differ: an empty collection has no conflict.
+        conflict = bool(stored) and stored != spec.encoder and self.count(spec.name) > 0
+        return EncoderRecord(spec.name, spec.encoder, stored, conflict)
+
+    def encoder_records(self) -> list[EncoderRecord]:
+        """Each existing collection's encoder record against the configured encoder, by the
+        rules of the start-up check (for ``doctor``; reads only)."""
+
+        def read() -> list[EncoderRecord]:
+            client = self._client
+            return [
+                self._encoder_record(spec, client.describe_collection(spec.name))
+                for spec in self._specs.values()
+                if spec.encoder and client.has_collection(spec.name)
+            ]
+
+        return list(self._guard(read, "encoder_records"))
 
     def record_encoder(self, collection: str, encoder: str) -> None:
         """Record ``encoder`` as the one whose vectors ``collection`` holds."""

@@ -174,12 +174,17 @@ class InProcessQueue:
         while True:
             task_id = await self._queue.get()
             self._busy += 1
+            stopped = False
             try:
                 await self._run(task_id)
+            except asyncio.CancelledError:
+                stopped = True  # by stop(): still held, so stop() hands its lease back too
+                raise
             except Exception:  # the runner records failures; never let a worker die
                 logger.exception("worker %d: task %s crashed", index, task_id)
             finally:
-                self._held.discard(task_id)
+                if not stopped:
+                    self._held.discard(task_id)
                 self._busy -= 1
                 if self._queue.empty() and self._busy == 0 and self._on_idle is not None:
                     try:

@@ -424,5 +424,12 @@ def test_existing_collection_of_another_encoder_is_refused(pool: MilvusClientPoo
     changing = opened("model-a", reembed=True)
     assert changing.encoder_changes == {TEXT_COLLECTION: "model-a"}
     assert recorded() == "model-b"
+    records = {r.collection: r for r in changing.encoder_records()}  # what doctor shows
+    assert (records[TEXT_COLLECTION].recorded, records[TEXT_COLLECTION].state) == (
+        "model-b",
+        "conflict",
+    )
+    assert records[VISUAL_COLLECTION].state == "ok"
     changing.record_encoder(TEXT_COLLECTION, "model-a")
     assert recorded() == "model-a" and changing.encoder_changes == {}
+    assert {r.state for r in changing.encoder_records()} == {"ok"}

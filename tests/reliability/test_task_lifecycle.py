@@ -7,6 +7,7 @@ import asyncio
 import io
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -218,6 +219,38 @@ async def test_retry_by_hand_accepts_stranded_tasks_and_refuses_held_ones(
     assert stranded.task is not None
     app.ingest.retry(stranded.task.id)
     assert (await _settled(app, stranded.task.id)).status == "completed"
+
+
+async def test_a_clean_stop_hands_back_the_lease_of_a_running_task(data: Path) -> None:
+    """Stopped mid-run, a task's lease is released like a queued one's: the next start runs it
+    at once, not after the lease (an hour here) runs out."""
+    settings = load_settings(
+        {"EAGLE_DATA_DIR": str(data / "stop-mid-run"), "EAGLE_ENCODER_MODE": "deterministic"},
+        overrides={"ingest": {"lease_s": 3600}},
+    )
+    entered, go_on = threading.Event(), threading.Event()
+
+    def blocks(batch: UpsertBatch) -> UpsertBatch:
+        entered.set()
+        go_on.wait(30)
+        raise RuntimeError("this attempt was stopped")  # its app is gone: write nothing
+
+    first = await bootstrap(settings)
+    try:
+        first.repositories.knowledge_bases.create("docs")
+        first.bus.subscribe(hooks.upsert_vectors, blocks, plugin="blocks", priority=-2000)
+        submission = _submit(first, "docs")
+        assert await asyncio.to_thread(entered.wait, 30)
+    finally:
+        await first.stop()
+        go_on.set()
+    second = await bootstrap(settings)
+    try:
+        task = await _settled(second, submission.job_id)
+        assert task.status == "completed", task
+        assert _vectors(second, submission.document_id) > 0
+    finally:
+        await second.stop()
 
 
 async def test_a_stopped_queue_refuses_submissions_with_a_clear_error(data: Path) -> None:
