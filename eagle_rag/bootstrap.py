@@ -198,12 +198,15 @@ def build_runtime(settings: Settings) -> Runtime:
         visual_encoder=visual_encoder,
     )
     objects = build_object_store(settings)
+    repositories = Repositories.for_namespace(database, namespace)
     host = HostServices(
         vectors=vectors,
         objects=objects,
         encoders=encoders,
         text_encoder=text_encoder.name,
         visual_encoder=visual_encoder,
+        knowledge_bases=repositories.knowledge_bases,
+        documents=repositories.documents,
     )
     return Runtime(
         settings=settings,
@@ -212,7 +215,7 @@ def build_runtime(settings: Settings) -> Runtime:
         registries=registries,
         plugins=PluginManager(settings, bus=bus, audit=audit, registries=registries, host=host),
         database=database,
-        repositories=Repositories.for_namespace(database, namespace),
+        repositories=repositories,
         milvus=pool,
         vectors=vectors,
         objects=objects,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from eagle_rag.db.database import Database
+from eagle_rag.errors import EagleError
 from eagle_rag.index.factory import build_pool
 from eagle_rag.plugins.contract import milvus_database_for
 from eagle_rag.settings import Settings, mask_url_password
@@ -23,7 +24,10 @@ from eagle_rag.storage.factory import build_object_store
 if TYPE_CHECKING:
     from eagle_rag.bootstrap import EagleApp
 
-ProbeStatus = Literal["ok", "down", "disabled"]
+# "in_use": a store only one process may open (Milvus Lite) is held by another one, most likely
+# a running server: not down, but not checked from here either.
+ProbeStatus = Literal["ok", "in_use", "down", "disabled"]
+IN_USE_DETAIL = "in use by another process (a running server?)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +51,8 @@ def _timed(name: str, target: str, check: Callable[[], str]) -> ProbeResult:
         version = check()
     except Exception as exc:  # a probe reports; it never raises
         elapsed = (time.perf_counter() - started) * 1000
+        if isinstance(exc, EagleError) and exc.fields.get("in_use"):
+            return ProbeResult(name, "in_use", target, IN_USE_DETAIL, "", elapsed)
         return ProbeResult(name, "down", target, f"{type(exc).__name__}: {exc}", "", elapsed)
     elapsed = (time.perf_counter() - started) * 1000
     return ProbeResult(name, "ok", target, "", version, elapsed)

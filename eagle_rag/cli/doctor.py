@@ -16,7 +16,7 @@ from eagle_rag.bootstrap import EagleApp, build_app
 from eagle_rag.cli.common import JsonOption, app, fail, settings_from_env
 from eagle_rag.errors import EagleError, InvalidInputError
 from eagle_rag.plugins import hooks
-from eagle_rag.probes import ProbeResult, probe_all
+from eagle_rag.probes import IN_USE_DETAIL, ProbeResult, probe_all
 from eagle_rag.settings import Settings
 
 if TYPE_CHECKING:
@@ -62,7 +62,8 @@ def doctor(
     consistency: ConsistencyOption = False,
     repair: RepairOption = False,
 ) -> None:
-    """Check settings, plugins, hooks and every configured backend; exit 1 if anything is down.
+    """Check settings, plugins, hooks and every configured backend; exit 1 if anything is down
+    (not when Milvus Lite is in use by another process: a running server holds it).
 
     With --consistency: compare the namespace's stores; exit 1 if anything is out of step (with
     --repair, after repairing what can be). Stop the server first on the embedded default.
@@ -87,6 +88,9 @@ def doctor(
         plugin_error = str(exc)
         plugin_report = {}
     refused = any(e["state"] == _REFUSED for e in encoders)
+    # A store held by another process is not down: exit 0, with a warning saying what was not
+    # checked, so doctor stays usable while `eagle-rag serve` runs.
+    warnings += _in_use_warnings(probes)
     healthy = plugin_error is None and not refused and all(p.status != "down" for p in probes)
     if as_json:
         report = _doctor_json(settings, probes, plugin_report, plugin_error)
@@ -94,6 +98,15 @@ def doctor(
     else:
         _print_doctor(settings, probes, plugin_report, plugin_error, healthy, warnings, encoders)
     raise typer.Exit(code=0 if healthy else 1)
+
+
+def _in_use_warnings(probes: list[ProbeResult]) -> list[str]:
+    return [
+        f"{p.name}: {IN_USE_DETAIL}; neither it nor its collections' encoders were checked: "
+        "ask that server (GET /health), or stop it and run doctor again"
+        for p in probes
+        if p.status == "in_use"
+    ]
 
 
 _REFUSED = "another encoder's vectors: the next start refuses"
@@ -197,7 +210,7 @@ def _print_doctor(
     console.print(yaml.safe_dump(settings.masked(), sort_keys=False, allow_unicode=True))
 
     backends = Table("backend", "status", "target", "version / detail", title="Backends")
-    colours = {"ok": "green", "down": "red", "disabled": "dim"}
+    colours = {"ok": "green", "in_use": "yellow", "down": "red", "disabled": "dim"}
     for p in probes:
         status = f"[{colours[p.status]}]{p.status}[/]"
         backends.add_row(p.name, status, p.target, p.version or p.detail)

@@ -176,7 +176,13 @@ class AnswerEngine:
             images=captions,
             history=history,
         )
-        return GenerationInput(request.query, language, messages, references)
+        # The offline generator reads references, not the prompt: the attachments join them
+        # under their own numbers (after the texts), or an attached answer was never used.
+        attached = [
+            Reference(n, a.name, a.text, a.name)
+            for n, a in enumerate(attachments, start=len(texts) + 1)
+        ]
+        return GenerationInput(request.query, language, messages, [*references, *attached])
 
     def _generate_step(
         self, answer: str, references: int, language: str, started: float, notes: list[str]

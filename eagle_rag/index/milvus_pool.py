@@ -8,7 +8,9 @@ server reached by URI.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +79,12 @@ class MilvusClientPool:
             kwargs["dedicated"] = True
         if self._token:
             kwargs["token"] = self._token
-        try:
-            return MilvusClient(**kwargs)
-        except Exception as exc:
-            raise _unavailable(self.uri, exc) from exc
+        with _lite_refusals() as refusals:
+            try:
+                return MilvusClient(**kwargs)
+            except Exception as exc:
+                cause = refusals.caught or exc
+                raise _unavailable(self.uri, cause) from cause
 
     def server_version(self) -> str:
         return str(self.client("default").get_server_version())
@@ -94,12 +98,51 @@ class MilvusClientPool:
             self._clients.clear()
 
 
-def _unavailable(uri: str, exc: Exception) -> BackendUnavailableError:
-    if "locked" in str(exc).lower() or type(exc).__name__ == "DataDirLockedError":
+# milvus_lite's ServerManager logs why a data dir would not open (with its traceback) and hands
+# pymilvus only None, so pymilvus raises a bare "Open local milvus failed": the cause is in the
+# log record alone.
+_LITE_LOGGER = "milvus_lite.server_manager"
+_LOCKED = "DataDirLockedError"  # milvus_lite.exceptions; matched by name: Lite loads lazily
+
+
+class _LiteRefusals(logging.Filter):
+    """Takes this thread's "data dir locked" record off milvus_lite's logger and keeps its
+    exception: an expected refusal (a server holds the dir) gets a one-line error, not a
+    traceback. Other threads' records and every other failure are logged as before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._thread = threading.get_ident()
+        self.caught: BaseException | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        # Filters run in the logging thread: the one whose open failed, or another's.
+        if threading.get_ident() != self._thread or type(exc).__name__ != _LOCKED:
+            return True
+        self.caught = exc
+        return False
+
+
+@contextlib.contextmanager
+def _lite_refusals() -> Iterator[_LiteRefusals]:
+    lite_logger = logging.getLogger(_LITE_LOGGER)
+    refusals = _LiteRefusals()
+    lite_logger.addFilter(refusals)
+    try:
+        yield refusals
+    finally:
+        lite_logger.removeFilter(refusals)
+
+
+def _unavailable(uri: str, exc: BaseException) -> BackendUnavailableError:
+    if type(exc).__name__ == _LOCKED:
         return BackendUnavailableError(
-            "the Milvus Lite data dir is locked by another process; stop it (e.g. a running "
-            "`eagle-rag serve`) or use the server over HTTP",
+            "the Milvus Lite data dir is in use by another process (a running `eagle-rag "
+            "serve`?): stop it, or reach that server over HTTP (--server URL or "
+            "EAGLE_SERVER_URL)",
             backend="milvus",
             uri=uri,
+            in_use=True,
         )
     return BackendUnavailableError(f"Milvus is unavailable: {exc}", backend="milvus", uri=uri)

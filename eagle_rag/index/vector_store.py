@@ -187,19 +187,27 @@ class MilvusVectorStore:
 
     def _ensure(self, client: MilvusClient, spec: CollectionSpec) -> None:
         if not client.has_collection(spec.name):
-            client.create_collection(
-                spec.name,
-                schema=build_schema(spec),
-                index_params=build_index_params(client, spec, self._index),
-                consistency_level="Strong",  # read-your-writes: ingest then search at once
-                properties={ENCODER_PROPERTY: spec.encoder} if spec.encoder else {},
-            )
+            self._create(client, spec)
             client.load_collection(spec.name)
             return
         described = client.describe_collection(spec.name)
         self._check_dim(spec, described)
         client.load_collection(spec.name)
         self._check_encoder(spec, described)
+
+    def _create(self, client: MilvusClient, spec: CollectionSpec) -> None:
+        client.create_collection(
+            spec.name,
+            schema=build_schema(spec),
+            consistency_level="Strong",  # read-your-writes: ingest then search at once
+            properties={ENCODER_PROPERTY: spec.encoder} if spec.encoder else {},
+        )
+        # A server builds indexes in the background, so pymilvus waits until each is built
+        # before the load. Milvus Lite builds it inside the create call; pymilvus's wait would
+        # only sleep 0.5 s per index and ask for a timestamp Lite does not serve (an ERROR
+        # traceback from its gRPC server each time): ~5 s and 11 tracebacks per first start.
+        index_params = build_index_params(client, spec, self._index)
+        client.create_index(spec.name, index_params, sync=not self._pool.lite)
 
     def _check_dim(self, spec: CollectionSpec, described: Mapping[str, Any]) -> None:
         """An existing collection built for another encoder must not be written to blindly."""

@@ -103,9 +103,11 @@ class IngestPipeline:
         except NotFoundError:  # deleted with its document while it waited in the queue
             logger.info("ingest task %s no longer exists", task_id)
             return PipelineResult("", "failed", error="task deleted")
-        if attempt.outcome != "claimed":  # finished, held elsewhere, or out of attempts
-            status = "failed" if attempt.outcome == "exhausted" else "skipped"
-            return PipelineResult(attempt.document_id, status, error=attempt.reason)
+        if attempt.outcome == "exhausted":  # out of attempts: failed by start() just now
+            await self._undo_dead_attempts(attempt.document_id)
+            return PipelineResult(attempt.document_id, "failed", error=attempt.reason)
+        if attempt.outcome != "claimed":  # finished, or held elsewhere
+            return PipelineResult(attempt.document_id, "skipped", error=attempt.reason)
         document = attempt.document
         if document is None or attempt.kb is None:
             missing = "document" if document is None else "knowledge base"
@@ -429,6 +431,18 @@ class IngestPipeline:
         except Exception:
             logger.exception("could not record the failure of task %s", task_id)
         return PipelineResult(document.id, "failed", error=reason)
+
+    async def _undo_dead_attempts(self, document_id: str) -> None:
+        """A task out of attempts whose attempts died with their process (each crash took
+        its worker): no worker of theirs will delete what they wrote, and a failed document's
+        rows would stay evidence until ``doctor --consistency --repair``. No attempt holds the
+        task any more (start() just failed it), so its rows are deleted here."""
+        document = await asyncio.to_thread(self._app.repositories.documents.find, document_id)
+        if document is None:
+            return
+        failed_cleanup = await self._undo(document)
+        if failed_cleanup:
+            logger.warning("the rows of failed document %s stay:%s", document_id, failed_cleanup)
 
     async def _undo(self, document: DocumentRecord) -> str:
         """Delete every vector and stored visual of the document; '' or what failed."""

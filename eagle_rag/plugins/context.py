@@ -53,6 +53,11 @@ class HostServices:
     encoders: Any = None
     text_encoder: str = ""
     visual_encoder: str = ""  # EMBED_VISUAL's encoder; "" when visual chunks are off
+    # The namespace's catalog, for a plugin's own searches: knowledge bases (``get(name)``
+    # raises NotFoundError: an unknown one must fail as in Core's tools, not find nothing) and
+    # documents (``ids_with_unfinished_rows``: only completed documents are evidence).
+    knowledge_bases: Any = None
+    documents: Any = None
 
 
 @dataclass(frozen=True, slots=True)

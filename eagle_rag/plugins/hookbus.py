@@ -16,7 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from eagle_rag.errors import HookInvocationError, PluginError, PluginValidationError
+from eagle_rag.errors import (
+    HookInvocationError,
+    InvalidInputError,
+    PluginError,
+    PluginValidationError,
+)
 from eagle_rag.plugins.audit import PluginAudit
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hooks import CATALOG, FailurePolicy, HookMode, HookSpec
@@ -157,6 +162,10 @@ class HookBus:
         try:
             result = await self._run(sub, ctx, {name: arguments[name] for name in sub.params})
         except Exception as exc:
+            if sub.hook.policy is FailurePolicy.FAIL_FAST and isinstance(exc, InvalidInputError):
+                # The input is at fault (a corrupt or encrypted file), not the plugin: the user
+                # reads the reason as it is, and the API answers 4xx, not an upstream 502.
+                raise
             if sub.hook.policy is FailurePolicy.FAIL_FAST:
                 raise HookInvocationError(
                     f"plugin {sub.plugin!r} failed in hook {sub.hook.name}: {exc}",

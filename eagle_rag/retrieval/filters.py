@@ -6,7 +6,8 @@ builder of :mod:`eagle_rag.index.filters`, so no user value ever becomes express
 - ``source_type``: ``"pdf"`` or a list (the document's format, see :func:`source_type_of`)
 - ``year``: an integer, a list, or a range ``{"gte": 2019, "lte": 2023}``
 - ``pages``: a range ``{"gte": 3, "lte": 5}`` or ``[3, 5]``: chunks on any of those pages
-- ``type``: the chunk type (``text``, ``table``, ``list``, ``code``, ``section_summary``)
+- ``type``: the chunk type (``text``, ``table``, ``list``, ``code``, ``section_summary``; a
+  visual's ``image``, ``table`` or ``tile``)
 - ``metadata``: ``{key: value | [values] | {"gte", "lte"}}`` on the document's custom metadata
 
 Plugins may declare *filter fields* (``PluginContext.register_filter_field``): chunk metadata keys
@@ -18,6 +19,10 @@ can turn into a condition on stored fields for the request's scope (lineage acro
 ``{"upstream": "stg_orders"}``): it takes one value or a list (any of them), and the plugin's
 resolver, given the scope's knowledge bases, builds the condition. Core's own keys above cannot
 be declared, so they always mean the same.
+
+``pages`` and ``type`` are the two keys whose field differs between schemas (:class:`RowFields`):
+a text chunk's ``page_nums`` array and ``type``, a visual's one ``page`` and ``chunk_type``; the
+scope builds its filter on each (eagle_rag/retrieval/scope.py).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from eagle_rag.index.filters import (
     Scalar,
     all_of,
     array_contains_any,
+    between,
     eq,
     in_,
     json_between,
@@ -53,6 +59,20 @@ FIELD_KINDS = (SCALAR_FIELD, LIST_FIELD, RESOLVED_FIELD)
 FieldResolver = Callable[[tuple[str, ...], tuple[Scalar, ...]], Filter]
 # The same bound to one request's scope: (field name, values) -> condition.
 ScopedResolver = Callable[[str, tuple[Scalar, ...]], Filter]
+
+
+@dataclass(frozen=True, slots=True)
+class RowFields:
+    """Where a collection's rows keep their pages and chunk type: an array of the pages a text
+    chunk spans (``listed``) or a visual's one page number."""
+
+    pages: str
+    type: str
+    listed: bool
+
+
+TEXT_ROWS = RowFields(pages="page_nums", type="type", listed=True)
+VISUAL_ROWS = RowFields(pages="page", type="chunk_type", listed=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,31 +100,37 @@ def build_metadata_filter(
     filters: Mapping[str, Any],
     fields: Mapping[str, str] | None = None,
     resolve: ScopedResolver | None = None,
+    *,
+    rows: RowFields = TEXT_ROWS,
 ) -> Filter:
     """One Filter for all of ``filters`` (AND); InvalidInputError names a bad key or value.
 
     ``fields`` are the plugins' declared filter fields (name -> ``scalar``, ``list`` or
     ``resolved``); ``resolve`` turns a resolved field's values into a condition for the
-    request's scope (without it, a resolved field is refused, never dropped)."""
+    request's scope (without it, a resolved field is refused, never dropped); ``rows`` are
+    the fields ``pages`` and ``type`` are read from."""
     if not isinstance(filters, Mapping):
         raise InvalidInputError("filters must be an object")
     declared = fields or {}
     parts: list[Filter] = []
     for key, value in filters.items():
         builder = _BUILDERS.get(key)
-        if builder is not None:
+        on_row = _ROW_BUILDERS.get(key)
+        if on_row is not None:
+            parts.append(on_row(value, rows))
+        elif builder is not None:
             parts.append(builder(value))
         elif key in declared:
             parts.append(_declared_field(str(key), declared[key], value, resolve))
         else:
-            known = ", ".join(sorted({*_BUILDERS, *declared}))
+            known = ", ".join(sorted({*_BUILDERS, *_ROW_BUILDERS, *declared}))
             raise InvalidInputError(f"unknown filter {key!r}; known filters: {known}", filter=key)
     return all_of(*parts)
 
 
 def is_core_filter(name: str) -> bool:
     """Core's own filter keys: no plugin may declare a field of that name."""
-    return name in _BUILDERS
+    return name in _BUILDERS or name in _ROW_BUILDERS
 
 
 def _declared_field(key: str, kind: str, value: Any, resolve: ScopedResolver | None) -> Filter:
@@ -145,7 +171,7 @@ def _year(value: Any) -> Filter:
     return _json_condition("year", value)
 
 
-def _pages(value: Any) -> Filter:
+def _pages(value: Any, rows: RowFields) -> Filter:
     if isinstance(value, list | tuple) and len(value) == 2:
         low, high = value
     elif isinstance(value, Mapping):
@@ -161,13 +187,18 @@ def _pages(value: Any) -> Filter:
         raise InvalidInputError(
             f"the pages filter needs 1 <= first <= last and at most {MAX_PAGE_SPAN} pages"
         )
-    return array_contains_any("page_nums", range(low, high + 1))
+    if not rows.listed:  # one page per row: a range, never the pages spelled out
+        return between(rows.pages, ge=low, le=high)
+    # An array field has no "any element in range" test: the span's pages are listed.
+    return array_contains_any(rows.pages, range(low, high + 1))
 
 
-def _chunk_type(value: Any) -> Filter:
+def _chunk_type(value: Any, rows: RowFields) -> Filter:
+    """The same values on either schema: a ``table`` is a table chunk or a table visual; a
+    kind only one side has (``code``, ``image``) matches nothing on the other."""
     if isinstance(value, list | tuple):
-        return in_("type", [_scalar(v, "type") for v in value])
-    return eq("type", _scalar(value, "type"))
+        return in_(rows.type, [_scalar(v, "type") for v in value])
+    return eq(rows.type, _scalar(value, "type"))
 
 
 def _custom(value: Any) -> Filter:
@@ -179,10 +210,14 @@ def _custom(value: Any) -> Filter:
 _BUILDERS: dict[str, Callable[[Any], Filter]] = {
     "source_type": _source_type,
     "year": _year,
-    "pages": _pages,
-    "type": _chunk_type,
     "metadata": _custom,
 }
+# The keys whose field differs between the text and the visual rows.
+_ROW_BUILDERS: dict[str, Callable[[Any, RowFields], Filter]] = {
+    "pages": _pages,
+    "type": _chunk_type,
+}
+ROW_FIELD_KEYS = frozenset(_ROW_BUILDERS)
 
 
 def _scalar(value: Any, key: str) -> Scalar:

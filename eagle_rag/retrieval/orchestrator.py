@@ -30,7 +30,7 @@ from eagle_rag.plugins.payloads import (
     RetrievedHit,
     VisualFilter,
 )
-from eagle_rag.retrieval.filters import build_metadata_filter
+from eagle_rag.retrieval.filters import TEXT_ROWS, VISUAL_ROWS, RowFields, build_metadata_filter
 from eagle_rag.retrieval.fusion import RankedList, normalized_fuse, rrf_fuse
 from eagle_rag.retrieval.hits import to_hit
 from eagle_rag.retrieval.pack import Step, StepLog
@@ -112,7 +112,8 @@ class RetrieverOrchestrator:
         dense_text = (expansion.dense_text if expansion else None) or request.text
         sparse_terms = expansion.sparse_terms if expansion else ()
         result.sparse_text = " ".join((request.text, *sparse_terms))
-        result.where = all_of(where, await self._plan_filter(request, plan, ctx))
+        rows = VISUAL_ROWS if plan.collection == VISUAL_COLLECTION else TEXT_ROWS
+        result.where = all_of(where, await self._plan_filter(request, plan, rows, ctx))
         lists = await self._search(
             request, plan, dense_text, max(plan.top_k, depth), ctx, result, log
         )
@@ -232,10 +233,10 @@ class RetrieverOrchestrator:
         return hits, (time.perf_counter() - started) * 1000
 
     async def _plan_filter(
-        self, request: QueryRequest, plan: CollectionQueryPlan, ctx: HookContext
+        self, request: QueryRequest, plan: CollectionQueryPlan, rows: RowFields, ctx: HookContext
     ) -> Filter | None:
         """The plan's own filters, and for visual plans the RETRIEVE_VISUAL_FILTER override."""
-        own = build_metadata_filter(plan.filters) if plan.filters else None
+        own = build_metadata_filter(plan.filters, rows=rows) if plan.filters else None
         if plan.collection != VISUAL_COLLECTION:
             return own
         visual = await self._bus.invoke_first(

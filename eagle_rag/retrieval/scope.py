@@ -3,6 +3,10 @@
 Names and ids are checked against the catalog of the caller's namespace, so another namespace's
 KB or document looks exactly like a missing one. The scope also gathers the collections its
 documents were written to, which lets routing add a specialized collection's plan.
+
+Only completed documents are evidence. A document whose ingest is running, was taken over after
+a crash, or was cancelled and has not undone its writes yet has rows in the store; the scope
+leaves them out in the filter every plan applies (a post-filter would cut top-k short).
 """
 
 from __future__ import annotations
@@ -12,9 +16,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eagle_rag.errors import InvalidInputError, PermissionDeniedError
-from eagle_rag.index.filters import Filter, all_of, in_
+from eagle_rag.index.collections import VISUAL_COLLECTION
+from eagle_rag.index.filters import MAX_LIST, Filter, all_of, any_of, in_, not_
 from eagle_rag.plugins.payloads import QueryRequest
-from eagle_rag.retrieval.filters import ScopedResolver, build_metadata_filter
+from eagle_rag.retrieval.filters import (
+    ROW_FIELD_KEYS,
+    VISUAL_ROWS,
+    ScopedResolver,
+    build_metadata_filter,
+)
 
 if TYPE_CHECKING:
     from eagle_rag.db.repositories.bundle import Repositories
@@ -32,6 +42,14 @@ class Scope:
     where: Filter
     collections: frozenset[str]
     bridged: tuple[Any, ...] = ()  # KBs bound to another engine: searched through it
+    # The same filter on the visual rows' fields (``pages`` and ``type`` live elsewhere there).
+    visual_where: Filter | None = None
+
+    def where_for(self, collection: str) -> Filter:
+        """The filter a plan on ``collection`` applies."""
+        if collection == VISUAL_COLLECTION and self.visual_where is not None:
+            return self.visual_where
+        return self.where
 
     @property
     def native(self) -> bool:
@@ -58,27 +76,9 @@ def resolve_scope(
     ``filter_fields`` are the plugins' top-level filter fields, ``resolver_for`` binds their
     resolved ones to the scope's knowledge bases.
     """
-    allowed = None if allowed_kbs is None else set(allowed_kbs)
-    kbs = {name: repos.knowledge_bases.get(name) for name in dict.fromkeys(request.kb_names)}
+    named = {name: repos.knowledge_bases.get(name) for name in dict.fromkeys(request.kb_names)}
     documents = [repos.documents.get(i) for i in dict.fromkeys(request.document_ids)]
-    if kbs:
-        outside = [d.id for d in documents if d.kb_name not in kbs]
-        if outside:
-            raise InvalidInputError(
-                "document ids outside the requested knowledge bases", document_ids=outside
-            )
-    elif documents:
-        kbs = {d.kb_name: repos.knowledge_bases.get(d.kb_name) for d in documents}
-    else:
-        kbs = {kb.name: kb for kb in repos.knowledge_bases.list()}
-    if allowed is not None:
-        refused = sorted(set(kbs) - allowed)
-        if refused and (request.kb_names or request.document_ids):
-            raise PermissionDeniedError(
-                "knowledge bases outside this key's scope", kb_names=refused
-            )
-        kbs = {name: kb for name, kb in kbs.items() if name in allowed}
-
+    kbs = _knowledge_bases(repos, request, named, documents, allowed_kbs)
     selected: set[str] | None = {d.id for d in documents} if documents else None
     if request.tags:
         tagged = set(repos.documents.ids_with_tags(request.tags, kbs))
@@ -89,19 +89,68 @@ def resolve_scope(
             documents=len(selected),
         )
 
-    collections = _collections(kbs, documents, selected, tagged=bool(request.tags))
     names = tuple(sorted(kbs))
     bridged = tuple(kbs[n] for n in names if kbs[n].engine != NATIVE_ENGINE)
     native_names = [n for n in names if kbs[n].engine == NATIVE_ENGINE]
+    unfinished: list[str] = []
+    if native_names and selected != set():  # an empty selection has nothing to leave out
+        unfinished = repos.documents.ids_with_unfinished_rows(native_names)
+    if selected is not None:  # the id list is the filter: leave them out of it
+        selected -= set(unfinished)
+        unfinished = []
+    collections = _collections(kbs, documents, selected, tagged=bool(request.tags))
     doc_ids = None if selected is None else tuple(sorted(selected))
     resolve = resolver_for(native_names) if resolver_for is not None else None
-    metadata_filter = build_metadata_filter(request.filters, filter_fields, resolve)
-    where = all_of(
+    in_scope = (
         in_("kb_name", native_names) if native_names else None,
         in_("document_id", doc_ids) if doc_ids else None,
-        metadata_filter,
+        excluding(unfinished),
     )
-    return Scope(names, doc_ids, where, frozenset(collections), bridged)
+    where = all_of(*in_scope, build_metadata_filter(request.filters, filter_fields, resolve))
+    visual_where = where
+    if ROW_FIELD_KEYS & set(request.filters):  # the keys a visual row keeps in other fields
+        visual = build_metadata_filter(request.filters, filter_fields, resolve, rows=VISUAL_ROWS)
+        visual_where = all_of(*in_scope, visual)
+    return Scope(names, doc_ids, where, frozenset(collections), bridged, visual_where)
+
+
+def excluding(document_ids: Sequence[str]) -> Filter | None:
+    """A filter that leaves these documents out (None for none). Lists longer than one
+    filter list may be (after a crash took over many started documents) are split."""
+    if not document_ids:
+        return None
+    ids = list(document_ids)
+    lists = [in_("document_id", ids[i : i + MAX_LIST]) for i in range(0, len(ids), MAX_LIST)]
+    return not_(any_of(*lists))
+
+
+def _knowledge_bases(
+    repos: Repositories,
+    request: QueryRequest,
+    named: dict[str, Any],
+    documents: list[Any],
+    allowed_kbs: Iterable[str] | None,
+) -> dict[str, Any]:
+    """The ``named`` KBs (else the documents', else every KB), narrowed to ``allowed_kbs``;
+    naming a KB outside them, or a document outside the named KBs, is refused."""
+    kbs = dict(named)
+    if kbs:
+        outside = [d.id for d in documents if d.kb_name not in kbs]
+        if outside:
+            raise InvalidInputError(
+                "document ids outside the requested knowledge bases", document_ids=outside
+            )
+    elif documents:
+        kbs = {d.kb_name: repos.knowledge_bases.get(d.kb_name) for d in documents}
+    else:
+        kbs = {kb.name: kb for kb in repos.knowledge_bases.list()}
+    if allowed_kbs is None:
+        return kbs
+    allowed = set(allowed_kbs)
+    refused = sorted(set(kbs) - allowed)
+    if refused and (request.kb_names or request.document_ids):
+        raise PermissionDeniedError("knowledge bases outside this key's scope", kb_names=refused)
+    return {name: kb for name, kb in kbs.items() if name in allowed}
 
 
 def _collections(

@@ -201,10 +201,10 @@ class RetrievalService:
     def validate(self, request: QueryRequest) -> None:
         """Reject a malformed request with a message that names the field."""
         if not isinstance(request.text, str) or not request.text.strip():
-            raise InvalidInputError("query text must not be empty", field="text")
+            raise InvalidInputError("query text must not be empty", field="query")
         if len(request.text) > MAX_QUERY_CHARS:
             raise InvalidInputError(
-                f"query text is longer than {MAX_QUERY_CHARS} characters", field="text"
+                f"query text is longer than {MAX_QUERY_CHARS} characters", field="query"
             )
         if not 1 <= request.top_k <= self._config.max_top_k:
             raise InvalidInputError(
@@ -280,7 +280,12 @@ class RetrievalService:
     ) -> PlanResult:
         try:
             result = await self._orchestrator.run(
-                request, plan, scope.where, ctx, depth=self._depth(request), shared=shared
+                request,
+                plan,
+                scope.where_for(plan.collection),
+                ctx,
+                depth=self._depth(request),
+                shared=shared,
             )
         except Exception as exc:  # a failing plan is skipped and audited, never raised
             reason = describe(exc)

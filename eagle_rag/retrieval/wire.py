@@ -2,8 +2,9 @@
 
 ``{sources: {text: [...], image: [...]}, route, steps}``: text and image sources are numbered
 separately from 1, in rank order, and the text numbers are the ``[n]`` an answer cites. A
-source's ``score`` is its relevance in [0, 1] (relevance.py); ``scores`` keeps each list's raw
-value and the fused ones that ordered it.
+source's ``score`` is its relevance in [0, 1] (relevance.py), capped by the relevance shown for
+every source of its kind ranked above it (:func:`shown_relevance`); ``scores`` keeps each
+list's raw value (``relevance`` the uncapped one) and the fused ones that ordered it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,29 @@ def is_image(passage: Passage) -> bool:
     return passage.collection.endswith("_visual") or "image_id" in passage.metadata
 
 
-def text_source(index: int, passage: Passage, *, max_chars: int | None = None) -> dict[str, Any]:
+def shown_relevance(passages: Sequence[Passage]) -> list[float]:
+    """Each passage's shown relevance: its own, capped by that of every passage of its kind
+    (text or image: each is numbered and ranked apart) ranked above it.
+
+    The order comes from fusion (and a reranker), the relevance from each hit's own lists on an
+    absolute scale, so the two can disagree (0.645, 0.664, 0.674 down one list). Shown as is, a
+    ``score_threshold`` of 0.65 dropped the best hit and kept those below it, and a client
+    reading the list top-down saw relevance rise. Capped, the scores never rise down a list and
+    a threshold keeps a prefix; the best hit keeps its own value, and no passage is shown above
+    what its own lists scored.
+    """
+    cap = {False: 1.0, True: 1.0}
+    shown = []
+    for passage in passages:
+        kind = is_image(passage)
+        cap[kind] = min(cap[kind], relevance(passage.scores, passage.metadata))
+        shown.append(cap[kind])
+    return shown
+
+
+def text_source(
+    index: int, passage: Passage, score: float, *, max_chars: int | None = None
+) -> dict[str, Any]:
     content = passage.text if max_chars is None else passage.text[:max_chars]
     return {
         "index": index,
@@ -36,13 +59,13 @@ def text_source(index: int, passage: Passage, *, max_chars: int | None = None) -
         "boxes": boxes(passage.metadata),
         "content": content,
         "truncated": len(content) < len(passage.text),
-        "score": relevance(passage.scores, passage.metadata),
+        "score": score,
         "scores": dict(passage.scores),
         "metadata": _public_metadata(passage),
     }
 
 
-def image_source(index: int, passage: Passage) -> dict[str, Any]:
+def image_source(index: int, passage: Passage, score: float) -> dict[str, Any]:
     """A visual hit (DESIGN §10 + bbox, size and where to fetch the picture)."""
     fields = passage.metadata.get("fields") or {}
     image_id = passage.metadata.get("image_id")
@@ -69,7 +92,7 @@ def image_source(index: int, passage: Passage) -> dict[str, Any]:
         "width": fields.get("width"),
         "height": fields.get("height"),
         "media_type": fields.get("media_type"),
-        "score": relevance(passage.scores, passage.metadata),
+        "score": score,
         "scores": dict(passage.scores),
     }
 
@@ -88,11 +111,15 @@ def boxes(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
 def split_sources(
     passages: Sequence[Passage], *, max_chars: int | None = None
 ) -> dict[str, list[dict[str, Any]]]:
-    texts = [p for p in passages if not is_image(p)]
-    images = [p for p in passages if is_image(p)]
+    scored = list(zip(passages, shown_relevance(passages), strict=True))
+    texts = [(p, score) for p, score in scored if not is_image(p)]
+    images = [(p, score) for p, score in scored if is_image(p)]
     return {
-        "text": [text_source(i, p, max_chars=max_chars) for i, p in enumerate(texts, start=1)],
-        "image": [image_source(i, p) for i, p in enumerate(images, start=1)],
+        "text": [
+            text_source(i, p, score, max_chars=max_chars)
+            for i, (p, score) in enumerate(texts, start=1)
+        ],
+        "image": [image_source(i, p, score) for i, (p, score) in enumerate(images, start=1)],
     }
 
 
@@ -103,11 +130,15 @@ def steps_list(steps: Sequence[Step]) -> list[dict[str, Any]]:
 def search_response(
     pack: ContextPack, *, max_chars: int | None = None, score_threshold: float | None = None
 ) -> dict[str, Any]:
-    """The body of ``POST /search``; ``score_threshold`` drops passages of lower relevance
-    (before numbering, so citations stay 1..n)."""
+    """The body of ``POST /search``; ``score_threshold`` drops passages of lower shown relevance
+    (before numbering, so citations stay 1..n; the shown scores never rise down a list, so what
+    stays is each kind's first passages)."""
     passages = pack.passages
     if score_threshold is not None:
-        passages = tuple(p for p in passages if relevance(p.scores, p.metadata) >= score_threshold)
+        shown = shown_relevance(passages)
+        passages = tuple(
+            p for p, score in zip(passages, shown, strict=True) if score >= score_threshold
+        )
     return {
         "query": pack.query,
         "kb_names": list(pack.kb_names),

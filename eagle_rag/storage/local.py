@@ -36,11 +36,7 @@ class LocalObjectStore:
     ) -> StoredObject:
         path = self._path(key)
         reader = HashingReader(stream)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".upload-")
-        except OSError as exc:
-            raise _unavailable("write", key, exc) from exc
+        fd, tmp_name = self._temp_file(path, key)
         try:
             with os.fdopen(fd, "wb") as out:
                 for chunk in reader.chunks():
@@ -52,6 +48,21 @@ class LocalObjectStore:
                 raise _unavailable("write", key, exc) from exc
             raise
         return StoredObject(key, reader.size, reader.sha256)
+
+    @staticmethod
+    def _temp_file(path: Path, key: str) -> tuple[int, str]:
+        """A temp file beside ``path``. A delete prunes folders it empties, so one may vanish
+        between the mkdir and the mkstemp: that is tried again, never reported."""
+        for attempt in range(3):
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                return tempfile.mkstemp(dir=path.parent, prefix=".upload-")
+            except FileNotFoundError as exc:
+                if attempt == 2:
+                    raise _unavailable("write", key, exc) from exc
+            except OSError as exc:
+                raise _unavailable("write", key, exc) from exc
+        raise AssertionError("unreachable")
 
     def open(self, key: str) -> Iterator[bytes]:
         path = self._path(key)
@@ -71,7 +82,21 @@ class LocalObjectStore:
             raise NotFoundError("object not found", key=key) from None
 
     def delete(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
+        path = self._path(key)
+        path.unlink(missing_ok=True)
+        self._prune(path.parent)
+
+    def _prune(self, folder: Path) -> None:
+        """Remove the folders a delete left empty (a document's, then its KB's), up to the
+        root: a refused upload or a deleted KB must not leave folders behind. rmdir refuses a
+        folder that is not empty, so a concurrent write is never lost."""
+        root = self.root.resolve()
+        while folder != root and root in folder.parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                return
+            folder = folder.parent
 
     def delete_prefix(self, prefix: str) -> int:
         keys = self.list(prefix)

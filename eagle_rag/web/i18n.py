@@ -86,7 +86,11 @@ EN: Mapping[str, str] = {
     "deleted": "deleted",
     "pending": "pending",
     "confirm_delete_doc": "Delete document {name} with its chunks and files?",
-    "confirm_delete_session": "Delete conversation {name}?",
+    "confirm_delete_session": "Delete conversation “{name}”?",
+    "source": "Source",
+    "not_found": "Not found",
+    "kb_not_found": "Knowledge base “{name}” was not found. It may have been deleted.",
+    "document_not_found": "Document “{name}” was not found. It may have been deleted.",
 }
 
 ZH: Mapping[str, str] = {
@@ -168,7 +172,11 @@ ZH: Mapping[str, str] = {
     "deleted": "已删除",
     "pending": "等待中",
     "confirm_delete_doc": "删除文档 {name} 及其分块和文件？",
-    "confirm_delete_session": "删除对话 {name}？",
+    "confirm_delete_session": "删除对话“{name}”？",
+    "source": "来源",
+    "not_found": "未找到",
+    "kb_not_found": "未找到知识库“{name}”，它可能已被删除。",
+    "document_not_found": "未找到文档“{name}”，它可能已被删除。",
 }
 
 CATALOGS: Mapping[str, Mapping[str, str]] = {"en": EN, "zh": ZH}

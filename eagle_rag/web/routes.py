@@ -1,9 +1,10 @@
 """The UI's pages (shells, open to all) and fragments (behind the caller's key, like the API).
 
 Pages carry no data: with API keys the browser holds the key (sessionStorage) and sends it with
-every fragment and API call, so a page shell is the same for everyone. Fragments are rendered
-here with Jinja (autoescape on: names and text from documents are always escaped). Form posts
-change state only after a same-origin check; GET never changes state.
+every fragment and API call, so a page shell is the same for everyone (with the API open, the page
+of a KB or document that does not exist is a 404; behind keys its fragment's 404 says so).
+Fragments are rendered here with Jinja (autoescape on: names and text from documents are always
+escaped). Form posts change state only after a same-origin check; GET never changes state.
 """
 
 from __future__ import annotations
@@ -96,13 +97,31 @@ async def ui_root() -> RedirectResponse:
 
 
 @router.get("/ui/kb/{kb_name}", response_class=HTMLResponse)
-async def kb_page(request: Request, kb_name: str) -> HTMLResponse:
+async def kb_page(request: Request, app: App, kb_name: str) -> HTMLResponse:
+    kbs = app.repositories.knowledge_bases
+    if _may_look_up(request) and await asyncio.to_thread(kbs.find, kb_name) is None:
+        return _not_found(request, "kb_not_found", kb_name)
     return _render(request, "kb.html", screen="kbs", kb_name=kb_name)
 
 
 @router.get("/ui/documents/{document_id}", response_class=HTMLResponse)
-async def document_page(request: Request, document_id: str) -> HTMLResponse:
+async def document_page(request: Request, app: App, document_id: str) -> HTMLResponse:
+    documents = app.repositories.documents
+    if _may_look_up(request) and await asyncio.to_thread(documents.find, document_id) is None:
+        return _not_found(request, "document_not_found", document_id)
     return _render(request, "document.html", screen="kbs", document_id=document_id)
+
+
+def _may_look_up(request: Request) -> bool:
+    """Whether a page may look things up: only with the API open. Behind keys the browser holds
+    the key and a page request carries none, so a lookup there would tell anyone which KBs
+    exist; the page stays a shell and its fragment's 404 shows the same message in place."""
+    gate_open: bool = request.app.state.gate.open
+    return gate_open
+
+
+def _not_found(request: Request, message: str, name: str) -> HTMLResponse:
+    return _render(request, "not_found.html", status=404, screen="kbs", message=message, name=name)
 
 
 @router.get("/ui/ask", response_class=HTMLResponse)

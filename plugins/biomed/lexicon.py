@@ -38,13 +38,15 @@ INSTALL_HINT = (
 )
 
 # Headings that are MeSH descriptors but, in running text, are ordinary words: they would
-# mark nearly every abstract as naming an entity and route every query.
+# mark nearly every abstract as naming an entity and route every query. Verbs and adverbs that
+# fold onto one are listed too ("levels fall" named *Accidental Falls* through gilda's "Falls";
+# "come back" named *Back*).
 GENERIC_TERMS = frozenset(
     re.findall(
         r"\S+",
-        """adult adolescent aged animals association attention behavior biology cells child
+        """adult adolescent aged animals association attention back behavior biology cells child
     classification cohort conclusion control data diagnosis disease drug education environment
-    epidemiology ethics evaluation exercise experiment family female health history hospitals
+    epidemiology ethics evaluation exercise experiment falls family female health history hospitals
     humans infant information insurance intelligence joints knowledge language laboratories
     learning life light male medicine memory men methods mice models movement names
     nature observation organization pain patients persons physicians population pressure

@@ -143,7 +143,7 @@ class BiomedPlugin:
             )
 
     def register_mcp_tools(self, ctx: PluginContext) -> None:
-        tools = BiomedTools(self._require(), Gatekeeper(ctx.settings))
+        tools = BiomedTools(self._require(), Gatekeeper(ctx.settings), ctx.host)
         ctx.register_mcp_tool(
             "query_entities",
             tools.query_entities,

@@ -12,6 +12,9 @@ Both functions are pure: they take hits and return hits, so they are tested with
 - :func:`rerank_with_signals` (RERANK_MERGED): ``final = fused / best fused + w_entity *
   entity overlap + w_section * section match (+ w_ce * cross-encoder score rescaled to [0,1])``,
   where entity overlap is the IDF-weighted share of the query's entities the passage names.
+  ``final`` is kept as ``scores["biomed_rerank"]``; it orders and is no relevance, so a hit's
+  shown relevance stays its plan's (or, with a cross-encoder, the model's raw score as
+  ``scores["rerank"]``, read as Core's reranker's is: eagle_rag/retrieval/relevance.py).
 """
 
 from __future__ import annotations
@@ -104,7 +107,8 @@ def rerank_with_signals(
     if not hits:
         return []
     best = max(h.score for h in hits) or 1.0
-    ce = _rescaled(cross_encoder or {})
+    raw = cross_encoder or {}
+    ce = _rescaled(raw)
     rescored = []
     for index, hit in enumerate(hits):
         overlap = entity_overlap(query_entities, hit_entities(hit.metadata), idf)
@@ -114,7 +118,11 @@ def rerank_with_signals(
         if index in ce:
             final += weights.cross_encoder * ce[index]
             parts["cross_encoder"] = ce[index]
-        scores = {**hit.scores, **parts, "rerank": final}
+            # The model's own score, as Core's reranker records it: relevance.py reads it as
+            # the hit's relevance (it judges the pair alone, so it compares across queries).
+            parts["rerank"] = float(raw[index])
+        # The sum only orders (its best is ~1 plus bonuses): not a relevance, so not "rerank".
+        scores = {**hit.scores, **parts, "biomed_rerank": final}
         rescored.append((final, index, with_score(hit, final, scores)))
     rescored.sort(key=lambda item: (-item[0], item[1]))
     return [hit for _, _, hit in rescored]

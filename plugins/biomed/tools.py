@@ -13,6 +13,8 @@ from eagle_rag.mcp.caller import mcp_caller
 from eagle_rag.plugins.payloads import RetrievedHit
 from eagle_rag.retrieval.fusion import RankedList, normalized_fuse
 from eagle_rag.retrieval.hits import to_hit
+from eagle_rag.retrieval.relevance import relevance
+from eagle_rag.retrieval.scope import excluding
 from plugins.biomed.abbreviations import find_pairs
 from plugins.biomed.collection import entity_filter, hit_entities, hit_section
 from plugins.biomed.runtime import BiomedRuntime
@@ -25,9 +27,10 @@ MAX_TOP_K = 50
 class BiomedTools:
     """Handlers registered as ``biomed_query_entities`` and ``biomed_retrieve_compounds``."""
 
-    def __init__(self, runtime: BiomedRuntime, gate: Gatekeeper) -> None:
+    def __init__(self, runtime: BiomedRuntime, gate: Gatekeeper, host: Any = None) -> None:
         self._rt = runtime
         self._gate = gate  # admits each caller as Core's tools do (API key, its KBs)
+        self._host = host  # HostServices: the catalog (unknown KBs, unfinished documents)
 
     async def query_entities(self, text: str) -> dict[str, Any]:
         """Entities a text names (lexicon ids, names, synonyms, mentions), its abbreviations
@@ -73,19 +76,32 @@ class BiomedTools:
         scope = mcp_caller(self._gate).scope([kb_name] if kb_name else ())
         if not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInputError(f"top_k must be between 1 and {MAX_TOP_K}", field="top_k")
+        evidence = await asyncio.to_thread(self._evidence, kb_name, scope)
         rt = self._rt
         ids = rt.query_entities(compound)
         if not ids:
             raise InvalidInputError(
                 f"{compound!r} names no entity of the biomedical lexicon", field="compound"
             )
-        where = all_of(in_("kb_name", scope) if scope else None, entity_filter(ids))
+        where = all_of(in_("kb_name", scope) if scope else None, evidence, entity_filter(ids))
         names = [name for i in ids for name in rt.finder.synonyms_of(i)[:5]]
         hits = await self._search(" ".join([compound, *names]), where, max(top_k, rt.candidates))
         return {
             "compound": [{"id": i, "name": rt.finder.name_of(i)} for i in ids],
             "passages": [_passage(h, ids) for h in hits[:top_k]],
         }
+
+    def _evidence(self, kb_name: str | None, scope: tuple[str, ...] | None) -> Any:
+        """NotFoundError for an unknown ``kb_name``; the filter that leaves out documents not
+        completed yet (scope.py: only completed documents are evidence), or None."""
+        catalog = getattr(self._host, "knowledge_bases", None)
+        documents = getattr(self._host, "documents", None)
+        if catalog is None or documents is None:
+            return None
+        if kb_name:
+            catalog.get(kb_name)
+        kbs = scope if scope is not None else [kb.name for kb in catalog.list()]
+        return excluding(documents.ids_with_unfinished_rows(kbs))
 
     async def _search(self, text: str, where: Any, depth: int) -> list[RetrievedHit]:
         """Dense and BM25 over the specialized collection, fused like a Core plan."""
@@ -118,7 +134,7 @@ def _passage(hit: RetrievedHit, ids: list[str]) -> dict[str, Any]:
         "kb_name": hit.kb_name,
         "path": hit.path,
         "text": hit.text,
-        "score": round(hit.score, 6),
+        "score": relevance(hit.scores, hit.metadata),  # in [0, 1], as Core's tools show
         "section": hit_section(hit.metadata),
         "matched_entities": [i for i in ids if i in named],
     }

@@ -193,3 +193,20 @@ def test_paging_beyond_any_catalog_is_a_clear_422(client: httpx.Client) -> None:
         response = client.get(path, params={"offset": 87707679727087194466156544})
         assert response.status_code == 422, (path, response.text)
         assert response.json()["code"] == "invalid_request"
+
+
+def test_a_blank_query_names_the_field_the_client_sent(client: httpx.Client) -> None:
+    """The request field is `query` on every surface; the error named the internal `text`."""
+    for path in ("/search", "/query"):
+        response = client.post(path, json={"query": "   "})
+        assert response.status_code == 400, (path, response.text)
+        assert response.json()["details"]["field"] == "query"
+
+
+def test_listing_documents_of_an_unknown_kb_or_status_is_refused(client: httpx.Client) -> None:
+    """Both answered 200 [] before, which reads as an empty KB."""
+    unknown = client.get("/documents", params={"kb_name": "no-such-kb"})
+    assert unknown.status_code == 404 and unknown.json()["code"] == "not_found"
+    bogus = client.get("/documents", params={"status": "bogus"})
+    assert bogus.status_code == 422, bogus.text
+    assert client.get("/documents", params={"status": "completed"}).status_code == 200

@@ -168,6 +168,20 @@ def test_start_up_creates_the_local_directory_and_says_which(tmp_path: Path) -> 
     assert store.ensure_bucket().endswith("verified")
 
 
+def test_local_deletes_leave_no_empty_folders_and_writes_still_land(tmp_path: Path) -> None:
+    """A refused upload, a deleted document or KB left empty folders under objects/."""
+    store = LocalObjectStore(tmp_path / "objects")
+    store.put(object_key("core", "kb", "doc1", "a.pdf"), io.BytesIO(b"a"))
+    store.put(object_key("core", "kb", "doc2", "b.pdf"), io.BytesIO(b"b"))
+    store.delete(object_key("core", "kb", "doc1", "a.pdf"))
+    assert not (tmp_path / "objects/core/kb/doc1").exists()
+    assert (tmp_path / "objects/core/kb/doc2/b.pdf").is_file()  # a folder in use stays
+    store.delete_prefix(validate_prefix("core", "kb"))
+    assert list((tmp_path / "objects").iterdir()) == []  # the root itself stays
+    store.put(object_key("core", "kb", "doc3", "c.pdf"), io.BytesIO(b"c"))  # recreated
+    assert store.list(validate_prefix("core", "kb")) == ["core/kb/doc3/c.pdf"]
+
+
 @pytest.mark.integration
 def test_an_s3_bucket_that_cannot_be_checked_is_a_backend_error() -> None:
     dead = _s3_store(f"http://127.0.0.1:{free_port()}", "bucket")

@@ -69,6 +69,22 @@ async def test_attachments_get_a_step_and_reach_the_prompt(app: EagleApp, corpus
     assert "USER ATTACHMENTS" in prompt and "Always wear gloves on the roof." in prompt
 
 
+async def test_the_offline_answer_cites_an_attachment_by_its_number(
+    app: EagleApp, corpus: Corpus
+) -> None:
+    """An attachment reached the model's prompt but not the extractive answerer: offline, an
+    attached answer was never used."""
+    request = app.answers.request(
+        "how many years does the warranty last",
+        kb_names=("alpha",),
+        attachments=(Attachment("note.txt", "The warranty lasts 12 years for the inverter."),),
+    )
+    done = await app.answers.answer(request)
+    number = len(done["sources"]["text"]) + 1  # attachments are numbered after the texts
+    assert f"The warranty lasts 12 years for the inverter. [{number}]" in done["answer"]
+    assert done["steps"][-1]["out_of_range"] == []
+
+
 async def test_sessions_carry_earlier_turns_and_store_messages(
     app: EagleApp, corpus: Corpus
 ) -> None:

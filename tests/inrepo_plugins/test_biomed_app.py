@@ -14,15 +14,16 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from eagle_rag.api.security import Gatekeeper
 from eagle_rag.bootstrap import EagleApp, bootstrap
-from eagle_rag.errors import EagleError, PluginError
+from eagle_rag.errors import EagleError, NotFoundError, PluginError
 from eagle_rag.evaluation.beir import load_dataset
 from eagle_rag.evaluation.runner import Evaluator
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq, in_
 from eagle_rag.ingest.deletion import remove_knowledge_base
 from eagle_rag.plugins import hooks
-from eagle_rag.plugins.context import HookContext
+from eagle_rag.plugins.context import HookContext, HostServices
 from eagle_rag.plugins.payloads import (
     CollectionQueryPlan,
     DocumentSource,
@@ -33,9 +34,11 @@ from eagle_rag.plugins.payloads import (
     UpsertBatch,
 )
 from eagle_rag.retrieval.hits import to_hit
+from eagle_rag.retrieval.wire import search_response
 from eagle_rag.settings import load_settings
 from plugins.biomed.collection import concept_token
 from plugins.biomed.plugin import BiomedPlugin
+from plugins.biomed.tools import BiomedTools
 
 BIOMED = "biomed"
 COLLECTION = "eagle_text_biomed"
@@ -182,6 +185,51 @@ async def test_entity_query_routes_to_both_collections_and_finds_the_evidence(
     timings = plugin_of(app).runtime.timings.snapshot()
     for hook in ("CHUNK", "UPSERT_VECTORS", "CLASSIFY_QUERY", "RERANK_MERGED"):
         assert timings[hook]["calls"] >= 1 and timings[hook]["total_ms"] >= 0
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_an_entity_query_shows_its_plans_relevance_not_the_rerank_sum(
+    app: EagleApp,
+) -> None:
+    """RERANK_MERGED's sum (about 1 for the best hit, plus bonuses) orders; read as a reranker's
+    score it was squashed by the sigmoid to ~0.73 for every best hit, below worse hits, so a
+    score_threshold dropped the evidence and kept the rest."""
+    pack = await app.retrieval.search(QueryRequest("Does metformin prevent gastric cancer?"))
+    assert pack.passages[0].filename == "metformin.md"
+    assert all("rerank" not in p.scores and "biomed_rerank" in p.scores for p in pack.passages)
+    sources = search_response(pack)["sources"]["text"]
+    assert sources[0]["score"] == round(pack.passages[0].scores["relevance"], 4)
+    shown = [s["score"] for s in sources]
+    assert shown == sorted(shown, reverse=True)
+    kept = search_response(pack, score_threshold=shown[0])["sources"]["text"]
+    assert kept and kept[0]["filename"] == "metformin.md"
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_compound_evidence_leaves_out_a_document_being_ingested(app: EagleApp) -> None:
+    """As a search does (scope.py): a document with rows but no completed task is no evidence."""
+    host = HostServices(
+        knowledge_bases=app.repositories.knowledge_bases, documents=app.repositories.documents
+    )
+    tools = BiomedTools(plugin_of(app).runtime, Gatekeeper(app.settings), host)
+    statin = documents(app, "other")["statin.md"]
+    before = await tools.retrieve_compounds("atorvastatin", kb_name="other")
+    assert {p["document_id"] for p in before["passages"]} == {statin.id}
+    task = app.repositories.tasks.create(document_id=statin.id)
+    app.repositories.documents.update(statin.id, status="processing")
+    started = app.repositories.ingest_runs.start(task.id, owner="w", lease_s=60, max_attempts=3)
+    assert started.outcome == "claimed"
+    try:
+        during = await tools.retrieve_compounds("atorvastatin", kb_name="other")
+        everywhere = await tools.retrieve_compounds("atorvastatin")
+    finally:
+        app.repositories.tasks.finish(task.id, status="completed")
+        app.repositories.documents.update(statin.id, status="completed")
+    assert during["passages"] == []
+    assert statin.id not in {p["document_id"] for p in everywhere["passages"]}
+    assert everywhere["passages"]  # med's statin.md is completed: still evidence
+    with pytest.raises(NotFoundError):
+        await tools.retrieve_compounds("atorvastatin", kb_name="nokb")
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -95,6 +95,7 @@ async def test_retrieve_compounds_returns_evidence_naming_the_compound(
         assert passage["kb_name"] == "med"
         assert passage["matched_entities"] == ["mesh:D001241"]
         assert "spirin" in passage["text"]
+        assert 0.0 <= passage["score"] <= 1.0  # a relevance, as Core's tools show
     assert "results" in {p["section"] for p in result["passages"]}
 
 
@@ -104,6 +105,9 @@ async def test_tools_refuse_bad_input_clearly(server: RunningServer) -> None:
             await mcp.call_tool("biomed_retrieve_compounds", {"compound": "the of and"})
         with pytest.raises(ToolError, match="must not be empty"):
             await mcp.call_tool("biomed_query_entities", {"text": "   "})
+        with pytest.raises(ToolError, match="knowledge base 'nokb' not found"):
+            arguments = {"compound": "aspirin", "kb_name": "nokb"}
+            await mcp.call_tool("biomed_retrieve_compounds", arguments)
         empty: dict[str, Any] = (
             await mcp.call_tool("biomed_query_entities", {"text": "?!% ((( )))"})
         ).data

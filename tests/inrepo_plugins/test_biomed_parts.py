@@ -212,6 +212,10 @@ def test_stop_words_and_symbols_name_no_entity(lexicon: Lexicon) -> None:
     assert "will" not in {m.surface for m in finder.mentions("Statins will lower cholesterol")}
     assert finder.mentions("?!%$#@ -- ** ()") == []
     assert finder.mentions("") == []
+    # Verbs that fold onto a heading name nothing; the heading itself still does.
+    named = {m.concept_id for m in finder.mentions("TNF levels fall back after infliximab.")}
+    assert "mesh:D000058" not in named and "mesh:D001415" not in named  # Accidental Falls, Back
+    assert "mesh:D000058" in {m.concept_id for m in finder.mentions("accidental falls in elders")}
 
 
 def test_sections_from_headings_and_cues() -> None:
@@ -273,7 +277,9 @@ def test_rerank_adds_entity_overlap_and_section_match() -> None:
     )
     assert [h.chunk_id for h in ranked] == ["y", "x"]
     assert ranked[0].scores["biomed_entity"] == 1.0
-    assert ranked[0].scores["rerank"] == pytest.approx(0.9 + 0.2 + 0.05)
+    assert ranked[0].scores["biomed_rerank"] == pytest.approx(0.9 + 0.2 + 0.05)
+    # The sum only orders: it must not pass for a reranker's score (relevance.py reads those).
+    assert "rerank" not in ranked[0].scores
     ce = rerank_with_signals(
         hits,
         query_entities=["mesh:A"],
@@ -283,6 +289,7 @@ def test_rerank_adds_entity_overlap_and_section_match() -> None:
         cross_encoder={0: 5.0, 1: 1.0},
     )
     assert [h.chunk_id for h in ce] == ["x", "y"]
+    assert [h.scores["rerank"] for h in ce] == [5.0, 1.0]  # the model's own scores
 
 
 def test_entity_overlap_weighs_rare_entities_more() -> None:

@@ -4,7 +4,12 @@ import asyncio
 
 import pytest
 
-from eagle_rag.errors import HookInvocationError, PluginError, PluginValidationError
+from eagle_rag.errors import (
+    HookInvocationError,
+    InvalidInputError,
+    PluginError,
+    PluginValidationError,
+)
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.audit import PluginAudit
 from eagle_rag.plugins.context import HookContext
@@ -119,6 +124,20 @@ async def test_ingest_hook_fails_fast_naming_plugin_and_hook(bus: HookBus) -> No
     assert info.value.plugin == "biomed"
     assert info.value.hook == "PARSE"
     assert isinstance(info.value.__cause__, RuntimeError)
+
+
+async def test_a_refused_input_keeps_its_own_error(bus: HookBus) -> None:
+    """A corrupt file is the input's fault, not the parser plugin's: the user reads the reason
+    as it is ("the PDF is corrupt…"), not "plugin 'core' failed in hook PARSE"."""
+
+    def refuse(result: ParseResult) -> ParseResult:
+        raise InvalidInputError("the PDF is encrypted; upload it without a password")
+
+    bus.subscribe(hooks.parse, refuse, plugin="core")
+    with pytest.raises(InvalidInputError) as info:
+        await bus.invoke_transform(hooks.parse, ParseResult("x"), ctx=CORE_CTX, source=SOURCE)
+    assert not isinstance(info.value, HookInvocationError)
+    assert info.value.message == "the PDF is encrypted; upload it without a password"
 
 
 async def test_async_failure_on_ingest_hook_fails_fast(bus: HookBus) -> None:

@@ -296,3 +296,35 @@ async def test_completed_documents_whose_vectors_a_crash_lost_are_ingested_again
         assert second.repositories.tasks.unflushed() == []  # the idle flush recorded both
     finally:
         await second.stop()
+
+
+async def test_a_task_out_of_attempts_deletes_what_its_dead_attempts_wrote(data: Path) -> None:
+    """Each attempt died with its process mid-run, leaving rows no worker of its own undoes:
+    the task fails with "gave up", and its document's rows go with it (they were evidence)."""
+    first = await bootstrap(_settings(data / "exhausted"))
+    try:
+        first.repositories.knowledge_bases.create("docs")
+        submission = _submit(first, "docs", TEXT + b"exhausted", "x.md")
+        assert (await _settled(first, submission.job_id)).status == "completed"
+        assert _vectors(first, submission.document_id) > 0  # what the dead attempts wrote
+        with first.database.engine.begin() as connection:  # queued for another attempt
+            connection.execute(
+                text("UPDATE tasks SET status = 'queued' WHERE id = :id"),
+                {"id": submission.job_id},
+            )
+        runs = IngestRunRepository(first.database, first.namespace)
+        second_attempt = runs.start(
+            submission.job_id, owner=_dead_owner(), lease_s=3600, max_attempts=2
+        )  # ... whose process then died mid-run: its lease names a dead process
+        assert second_attempt.outcome == "claimed" and second_attempt.attempts == 2
+        await first.flush_vectors()
+    finally:
+        await first.stop()
+    second = await bootstrap(_settings(data / "exhausted"))
+    try:
+        task = await _settled(second, submission.job_id)
+        assert task.status == "failed" and (task.error or "").startswith("gave up after 2")
+        assert second.repositories.documents.get(submission.document_id).status == "failed"
+        assert _vectors(second, submission.document_id) == 0
+    finally:
+        await second.stop()

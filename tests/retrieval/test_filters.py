@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from eagle_rag.errors import InvalidInputError
-from eagle_rag.retrieval.filters import build_metadata_filter
+from eagle_rag.retrieval.filters import VISUAL_ROWS, build_metadata_filter
 
 
 @pytest.mark.parametrize(
@@ -75,3 +75,19 @@ def test_hostile_values_stay_inside_one_literal(value: str) -> None:
     inner = expression[len('((metadata["team"] == "') : -len('"))')]
     unescaped = inner.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
     assert unescaped == value
+
+
+@pytest.mark.parametrize(
+    ("filters", "expression"),
+    [
+        ({"pages": [2, 3]}, "(page >= 2 and page <= 3)"),
+        ({"pages": {"gte": 2}}, "(page >= 2 and page <= 1001)"),  # a range, not 1000 pages
+        ({"type": "table"}, '(chunk_type == "table")'),
+        ({"type": ["table", "image"]}, '(chunk_type in ["table", "image"])'),
+        ({"year": 2021}, '(metadata["year"] == 2021)'),  # visuals carry the document's fields
+    ],
+)
+def test_pages_and_type_are_read_from_the_visual_rows_fields(
+    filters: dict[str, Any], expression: str
+) -> None:
+    assert build_metadata_filter(filters, rows=VISUAL_ROWS).expression == expression

@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 
 from eagle_rag.plugins.payloads import RetrievedHit
 from eagle_rag.retrieval.fusion import RankedList, normalized_fuse
+from eagle_rag.retrieval.pack import ContextPack, Passage
 from eagle_rag.retrieval.relevance import relevance
+from eagle_rag.retrieval.wire import search_response, shown_relevance
 
 
 def hit(chunk_id: str, score: float, stage: str) -> RetrievedHit:
@@ -66,3 +68,30 @@ def test_rules_in_order() -> None:
     assert relevance({"dify": 0.71, "rrf": 0.016}, {"engine": "dify"}) == 0.71
     assert relevance({"dense": 1.2, "rrf": 0.016}) == 1.0  # RRF plan fusion: the cosine
     assert relevance({"rrf": 0.016}) == 0.0
+
+
+def passage(n: int, score: float, *, image: bool = False) -> Passage:
+    collection = "eagle_visual" if image else "eagle_text"
+    return Passage(
+        n, f"c{n}", "t", "", (), "d", "f", "kb", collection, "text", 0.0, {"relevance": score}
+    )
+
+
+def test_shown_scores_never_rise_down_a_list_and_a_threshold_keeps_a_prefix() -> None:
+    """Fusion orders, relevance scores: they can disagree. The best hit must never be dropped
+    by a threshold that keeps the hits ranked below it."""
+    ranked = [
+        passage(1, 0.645),
+        passage(2, 0.9, image=True),
+        passage(3, 0.664),
+        passage(4, 0.5, image=True),
+        passage(5, 0.2),
+        passage(6, 0.674),
+    ]
+    assert shown_relevance(ranked) == [0.645, 0.9, 0.645, 0.5, 0.2, 0.2]  # images apart
+    pack = ContextPack("q", tuple(ranked), None, ())
+    kept = search_response(pack, score_threshold=0.6)["sources"]
+    assert [s["chunk_id"] for s in kept["text"]] == ["c1", "c3"]
+    assert [s["score"] for s in kept["text"]] == [0.645, 0.645]
+    assert [s["chunk_id"] for s in kept["image"]] == ["c2"]
+    assert [s["scores"]["relevance"] for s in kept["text"]] == [0.645, 0.664]  # raw kept

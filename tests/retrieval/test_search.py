@@ -242,8 +242,8 @@ async def test_token_budget_keeps_the_best_prefix(app: EagleApp, corpus: Corpus)
 @pytest.mark.parametrize(
     ("options", "field"),
     [
-        ({"text": "  "}, "text"),
-        ({"text": "x" * 5000}, "text"),
+        ({"text": "  "}, "query"),  # the field every surface sends
+        ({"text": "x" * 5000}, "query"),
         ({"top_k": 0}, "top_k"),
         ({"top_k": 10_000}, "top_k"),
         ({"mode": "fuzzy"}, "mode"),

@@ -178,3 +178,4 @@ def test_documents_and_conversations_are_deleted_after_a_confirmation(
     with server.client() as client:
         assert client.get(f"/documents/{job['document_id']}").status_code == 404
     assert any("old.md" in m for m in confirmations) and len(confirmations) == 2
+    assert confirmations[0] == "Delete conversation “How are solar panels cleaned?”"

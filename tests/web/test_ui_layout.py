@@ -132,5 +132,5 @@ def test_model_tokens_stream_in_and_citations_come_with_done(
     answer = page.locator("#thread .msg.assistant .answer")
     assert answer.inner_text().startswith("Panels are cleaned twice a year with soft brushes")
     assert answer.locator(".cite").count() == 1
-    assert "guide.md" in answer.locator(".cite").get_attribute("aria-label")
+    assert answer.locator(".cite").get_attribute("aria-label") == "Source 1: guide.md"
     assert any(s.startswith("generate") for s in page.locator(".steps li").all_inner_texts())

@@ -26,6 +26,7 @@ from eagle_rag.api.schemas import (
     kb_out,
     task_out,
 )
+from eagle_rag.db.records import DocumentStatus
 from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import EagleError, InvalidInputError, NotFoundError
 from eagle_rag.index.collections import TEXT_COLLECTION
@@ -239,13 +240,15 @@ async def list_documents(
     app: App,
     who: Who,
     kb_name: str | None = None,
-    status: str | None = None,
+    status: DocumentStatus | None = None,  # another value is a 422, not an empty list
     tag: str | None = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> list[DocumentOut]:
     if kb_name:
         who.check_kb(kb_name)
+        # An unknown KB is a 404, as in /search: an empty list would read as an empty KB.
+        await asyncio.to_thread(app.repositories.knowledge_bases.get, kb_name)
     documents = await asyncio.to_thread(
         app.repositories.documents.list,
         kb_name=kb_name,

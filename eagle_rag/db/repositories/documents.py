@@ -6,7 +6,7 @@ import builtins
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select, union_all
 from sqlalchemy import update as sa_update
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
@@ -20,7 +20,7 @@ from eagle_rag.db.records import (
     validate_tag,
 )
 from eagle_rag.db.repositories.base import NamespacedRepository, new_id
-from eagle_rag.db.tables import DocumentRow, DocumentTagRow, KnowledgeBaseRow, utcnow
+from eagle_rag.db.tables import DocumentRow, DocumentTagRow, KnowledgeBaseRow, TaskRow, utcnow
 from eagle_rag.errors import InvalidInputError, NotFoundError
 
 # Fields the pipeline may change after creation; identity and dedup fields are fixed.
@@ -39,6 +39,36 @@ UPDATABLE = frozenset(
     }
 )
 MAX_PAGE = 500
+
+# Tasks whose document may have rows in the vector store: an attempt runs (or ran and died);
+# an attempt ran and the task is queued again (recovery's take-over after a crash, a transient
+# failure's retry, a completed document whose vectors a crash lost); or a cancel stopped a
+# running attempt that has not undone its writes yet (the cancel leaves it its lease until it
+# has). A task never started (attempts 0) has written nothing: a queued batch is not here.
+# One branch each, so each reads its own range of a tasks index (ns, status[, lease expiry]);
+# an OR of them let SQLite read every task of the namespace.
+_MAY_HAVE_ROWS = (
+    (TaskRow.status == "processing",),
+    (TaskRow.status == "queued", TaskRow.attempts > 0),
+    (TaskRow.status == "failed", TaskRow.lease_expires_at.is_not(None)),
+)
+_STARTED_TASKS = union_all(
+    *(
+        select(TaskRow.document_id).where(
+            TaskRow.plugin_namespace == bindparam("ns"),
+            TaskRow.kb_name.in_(bindparam("kbs", expanding=True)),
+            *branch,
+        )
+        for branch in _MAY_HAVE_ROWS
+    )
+).subquery()
+# Built once: this runs on every search, and building it cost more than running it.
+_UNFINISHED_WITH_ROWS = (
+    select(DocumentRow.id)
+    .join(_STARTED_TASKS, DocumentRow.id == _STARTED_TASKS.c.document_id)
+    .where(DocumentRow.status != "completed")
+    .distinct()
+)
 
 
 def _check_fields(fields: Mapping[str, Any]) -> None:
@@ -249,6 +279,17 @@ class DocumentRepository(NamespacedRepository):
             if kbs:
                 query = query.where(DocumentRow.kb_name.in_(kbs))
             return sorted(session.scalars(query))
+
+    def ids_with_unfinished_rows(self, kb_names: Iterable[str]) -> builtins.list[str]:
+        """Documents of these KBs that may have rows in the vector store but are not completed
+        (``_MAY_HAVE_ROWS``): what a search leaves out. One statement over three ranges of the
+        tasks' status indexes; completed documents and the failed history are never read."""
+        kbs = sorted(set(kb_names))
+        if not kbs:
+            return []
+        with self._db.session() as session:
+            found = session.scalars(_UNFINISHED_WITH_ROWS, {"ns": self.namespace, "kbs": kbs})
+            return sorted(found)
 
     def collections_used(self, *, kb_name: str) -> set[str]:
         """Union of the completed documents' catalogs in a KB (to recompute after deletes)."""

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from eagle_rag.db.records import MessageRecord, SessionRecord, as_utc
 from eagle_rag.db.repositories.base import NamespacedRepository, new_id
-from eagle_rag.db.tables import ChatSessionRow, MessageRow
+from eagle_rag.db.tables import ChatSessionRow, MessageRow, utcnow
 from eagle_rag.errors import InvalidInputError, NotFoundError
 
 ROLES = ("user", "assistant", "system")
@@ -92,6 +92,7 @@ class SessionRepository(NamespacedRepository):
             last = session.scalar(
                 select(func.max(MessageRow.seq)).where(MessageRow.session_id == parent.id)
             )
+            now = utcnow()
             row = MessageRow(
                 id=new_id(),
                 session_id=parent.id,
@@ -101,9 +102,13 @@ class SessionRepository(NamespacedRepository):
                 content=content,
                 sources=dict(sources or {}),
                 steps=list(steps),
+                created_at=now,
             )
             session.add(row)
             parent.title = parent.title or content[:80]
+            # Set by hand: the column's onupdate fires only when another column changed, and
+            # after the first message the title no longer does. list() orders by this.
+            parent.updated_at = now
             session.flush()
             return _message_record(row)
 

@@ -126,6 +126,7 @@
     });
     document.body.addEventListener("htmx:afterSwap", (event) => {
       event.detail.target.removeAttribute("aria-busy");
+      delete event.detail.target.dataset.failed;  // a later refresh that worked
       wireFragment(event.detail.target);
     });
     document.body.addEventListener("htmx:responseError", async (event) => {
@@ -133,6 +134,11 @@
       if (xhr.status === 401) { askForKey(); return; }
       let body = {};
       try { body = JSON.parse(xhr.responseText); } catch (e) { body = { message: xhr.statusText }; }
+      const target = event.detail.target;
+      if (event.detail.requestConfig.verb === "get" && target && !target.closest("form")) {
+        fragmentFailed(target, xhr.status, body.message);
+        return;
+      }
       notice((T.error || "Error") + ": " + (body.message || xhr.status), "err");
       const field = body.details && body.details.field;
       const form = event.detail.elt.closest("form");
@@ -148,6 +154,20 @@
         elt.querySelector("#kb_name").value = "";
       }
     });
+  }
+
+  // A list or detail that cannot load says why in its own place (else "Loading…" stays for
+  // ever) with a way back. A 404 uses the page's own words (data-not-found) and removes what
+  // only made sense while the thing existed (data-gone-removes: the upload zone of a gone KB).
+  function fragmentFailed(target, status, message) {
+    target.removeAttribute("aria-busy");
+    target.dataset.failed = String(status);
+    const text = status === 404 && target.dataset.notFound ? target.dataset.notFound
+      : (T.error || "Error") + ": " + (message || status);
+    target.replaceChildren(el("p", { class: "error", role: "alert", text: text }),
+      el("p", {}, el("a", { href: "/", text: "← " + (T.kbs_title || "Knowledge bases") })));
+    const gone = status === 404 && target.dataset.goneRemoves;
+    if (gone && document.getElementById(gone)) document.getElementById(gone).remove();
   }
 
   function markField(form, field, message) {
@@ -295,7 +315,9 @@
     ui.status.textContent = T[task.status] || task.status;
     const progress = task.progress || {};
     const total = progress.total || 0;
-    ui.phase.textContent = (task.phase || "") + (total ? " " + progress.current + "/" + total : "");
+    // The terminal phases repeat the status the badge already shows ("completed completed").
+    const phase = task.phase && task.phase !== task.status ? task.phase : "";
+    ui.phase.textContent = [phase, total ? progress.current + "/" + total : ""].filter(Boolean).join(" ");
     if (total) { ui.bar.max = total; ui.bar.value = progress.current || 0; }
     if (task.status === "completed") { ui.bar.max = 1; ui.bar.value = 1; }
   }
@@ -319,6 +341,7 @@
     return () => {
       ui.reason.hidden = true;
       ui.actions.replaceChildren();
+      ui.phase.textContent = "";
       ui.row.dataset.status = "queued";
       ui.status.className = "badge queued";
       ui.status.textContent = T.queued || "queued";
@@ -339,7 +362,7 @@
       return;
     }
     if (!response.ok) {
-      showFailure(ui, await errorMessage(response), resend(kb, item, ui));
+      showFailure(ui, await errorMessage(response), retryable(response.status) ? resend(kb, item, ui) : null);
       return;
     }
     const submission = await response.json();
@@ -353,6 +376,10 @@
     }
     await follow(ui, submission.job_id);
   }
+
+  // A refused upload (empty, mislabeled, too large: a 4xx) fails the same way every time; only a
+  // timeout, rate limit or server-side failure may pass on a second try.
+  function retryable(status) { return status >= 500 || status === 408 || status === 429; }
 
   async function follow(ui, jobId) {
     let last = null;
@@ -473,7 +500,7 @@
 
   function citeButton(source) {
     const button = el("button", { type: "button", class: "cite", text: "[" + source.index + "]",
-      "data-index": source.index, "aria-label": (T.sources || "Source") + " " + source.index + ": " + (source.filename || "") });
+      "data-index": source.index, "aria-label": (T.source || "Source") + " " + source.index + ": " + (source.filename || "") });
     button._source = source;
     button.addEventListener("click", () => openPreview(source));
     return button;
