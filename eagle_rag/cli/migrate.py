@@ -43,7 +43,7 @@ def _print(report: CopyReport, as_json: bool, title: str) -> None:
         typer.echo(json.dumps(report.to_dict(), indent=2))
         return
     table = Table(title=title)
-    for column in ("item", "copied", "source", "target", "ok"):
+    for column in ("item", "copied", "source", "on target", "ok"):
         table.add_column(column)
     checks = {c.item: c for c in report.checks}
     for item in sorted(set(report.copied) | set(checks)):

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import warnings
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -188,7 +190,13 @@ def _office_type(data: bytes) -> str:
 
 
 def decode_text(data: bytes) -> str | None:
-    """Decode text (UTF-8 with or without BOM, UTF-16 with BOM, GB18030), or None if binary."""
+    """Decode text, or None if binary: UTF-16 with BOM; UTF-8 with or without BOM (a few broken
+    bytes in otherwise UTF-8 text become U+FFFD); GB18030; else Windows-1252 / Latin-1.
+
+    GB18030 decodes most Latin-1 text too ("Müller" as "M黮ler": an accented letter and the
+    letter after it make one valid pair), so a GB18030 reading whose non-ASCII characters sit
+    alone inside Latin words (real Chinese comes in runs) is taken for Western text instead.
+    """
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
             return data.decode("utf-16")
@@ -196,14 +204,53 @@ def decode_text(data: bytes) -> str | None:
             return None
     if b"\x00" in data[:8192]:
         return None
-    for encoding in ("utf-8-sig", "gb18030"):
-        try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
+    for text in _readings(data):
         controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\t\n\r\f")
         return text if controls <= len(text[:8192]) * 0.01 else None
     return None
+
+
+def _readings(data: bytes) -> Iterator[str]:
+    """The plausible decodings of ``data``, best first."""
+    try:
+        yield data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        lenient = data.decode("utf-8-sig", errors="replace")
+        broken = lenient.count("\ufffd")
+        others = sum(1 for ch in lenient if ord(ch) > 127) - broken
+        if others and broken <= max(1, len(lenient) // 1000):  # UTF-8 with a stray byte
+            yield lenient
+    try:
+        text = data.decode("gb18030")
+    except UnicodeDecodeError:
+        pass
+    else:
+        if not _latin_in_disguise(text):
+            yield text
+    try:
+        yield data.decode("cp1252")
+    except UnicodeDecodeError:  # one of its five unassigned bytes
+        yield data.decode("latin-1")
+
+
+_LONE_IN_WORD = re.compile(r"(?<![^\x00-\x7f])[^\x00-\x7f](?![^\x00-\x7f])")
+
+
+def _latin_in_disguise(text: str) -> bool:
+    """Whether nearly every non-ASCII character stands alone next to a Latin letter: how
+    Latin-1 reads as GB18030; Chinese words are runs of two or more characters."""
+    wide = sum(1 for ch in text if ord(ch) > 127)
+    if not wide:
+        return False
+    lone = 0
+    for match in _LONE_IN_WORD.finditer(text):
+        before = text[match.start() - 1 : match.start()]
+        after = text[match.end() : match.end() + 1]
+        beside_letter = (before.isascii() and before.isalpha()) or (
+            after.isascii() and after.isalpha()
+        )
+        lone += beside_letter
+    return lone >= 0.8 * wide
 
 
 def detect(data: bytes, filename: str, declared: str | None = None) -> Detected:

@@ -23,7 +23,7 @@ from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord
 from eagle_rag.db.repositories.ingest_runs import Attempt, AttemptSupersededError
 from eagle_rag.db.tables import utcnow
 from eagle_rag.engines.base import DOC_PARSING, EngineDocument, KnowledgeEngine
-from eagle_rag.errors import NotFoundError, PluginError, describe
+from eagle_rag.errors import InvalidInputError, NotFoundError, PluginError, describe
 from eagle_rag.ingest.cancel import (
     CancelWatch,
     IngestCancelledError,
@@ -169,6 +169,11 @@ class IngestPipeline:
         _check_chunk_hook(chunks, enriched)
         enriched = with_document_fields(enriched, document, source.mime_type, parsed.metadata)
         outcome = await self._write(source, data, parsed, enriched, ctx, progress, first_attempt)
+        if not outcome.count:  # an empty DOCX, a blank slide, `{}`: as a blank text file fails
+            raise InvalidInputError(
+                "nothing to index: the document has no text and no picture that could be read",
+                filename=document.filename,
+            )
         pages = parsed.metadata.get("pages")
         structure = {**tree.to_dict(), "pipeline": pipeline, "mime_type": source.mime_type}
         if "ocr_pages" in parsed.metadata:  # the per-page route: pages read from their pixels

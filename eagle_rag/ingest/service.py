@@ -265,12 +265,18 @@ def display_filename(filename: str) -> str:
 
 
 def storage_name(display_name: str) -> str:
-    """The object key part for a file: a safe name that keeps the extension."""
+    """The object key part for a file: a safe name that keeps the extension, at most
+    ``MAX_PART_LENGTH`` UTF-8 bytes (file systems count bytes: 90 Chinese characters were a
+    270-byte name, "File name too long", and the upload a 503)."""
     suffix = PurePosixPath(display_name).suffix.lower()
     stem = PurePosixPath(display_name).stem.strip(". ") or "document"
     if stem in (".", "..") or "%" in stem:
         stem = "document"
-    return (stem[: MAX_PART_LENGTH - len(suffix) - 1] + suffix) or "document"
+    if len(suffix.encode()) >= MAX_PART_LENGTH // 2:  # an "extension" that is most of the name
+        suffix = ""
+    room = MAX_PART_LENGTH - len(suffix.encode()) - 1
+    stem = stem.encode()[:room].decode(errors="ignore").rstrip(". ") or "document"
+    return stem + suffix
 
 
 class _CappedReader:

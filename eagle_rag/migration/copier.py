@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.errors import ConflictError, InvalidInputError
 from eagle_rag.migration import metadata, objects
 from eagle_rag.migration.stores import Stores
 from eagle_rag.migration.vectors import same_row
@@ -27,7 +27,7 @@ def _quiet(stage: str, item: str, done: int, total: int) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One verified quantity: what the source has and what the target has."""
+    """One verified quantity: what the source has, and how much of it the target holds."""
 
     item: str
     source: int
@@ -79,12 +79,44 @@ def copy_namespace(
             source=source.namespace,
             target=target.namespace,
         )
+    _refuse_the_same_stores(source, target)
+    _refuse_knowledge_base_clashes(source, target)
     report = CopyReport()
     copy_metadata(source, target, report, progress)
     copy_vectors(source, target, report, progress)
     copy_objects(source, target, report, progress)
     verify(source, target, report, sample=sample)
     return report
+
+
+def _refuse_the_same_stores(source: Stores, target: Stores) -> None:
+    """Refuse a source that is the target's database and Milvus Database: nothing but the
+    objects would move, and they would land without rows. It happens when the variables the
+    target is meant to read (EAGLE_DATABASE_URL, MILVUS_URI) are set for the source too."""
+    if source.database.url == target.database.url and (
+        source.vectors.location == target.vectors.location
+    ):
+        raise InvalidInputError(
+            "the source and the target are the same database and Milvus; unset "
+            "EAGLE_DATABASE_URL and MILVUS_URI for the source (they set its stores too) and "
+            "give the target in --to FILE",
+            source=source.description,
+            target=target.description,
+        )
+
+
+def _refuse_knowledge_base_clashes(source: Stores, target: Stores) -> None:
+    """Refuse, before anything is written, a knowledge base the target has under the same
+    name but as another KB (another id): its documents would join the target's."""
+    ours = metadata.knowledge_base_ids(source.database, source.namespace)
+    theirs = metadata.knowledge_base_ids(target.database, target.namespace)
+    clashes = sorted(name for name, kb_id in ours.items() if theirs.get(name, kb_id) != kb_id)
+    if clashes:
+        raise ConflictError(
+            "the target already has other knowledge bases of these names: "
+            f"{', '.join(clashes)}; rename or delete one side's first",
+            kb_names=clashes,
+        )
 
 
 def copy_metadata(source: Stores, target: Stores, report: CopyReport, progress: Progress) -> None:
@@ -127,27 +159,27 @@ def copy_objects(source: Stores, target: Stores, report: CopyReport, progress: P
 
 
 def verify(source: Stores, target: Stores, report: CopyReport, *, sample: int) -> None:
+    """Each check counts the source's rows, vectors and objects and how many of them the
+    target holds (by key), so a target that already held other data of the namespace verifies
+    too; a sample of vectors is then compared field by field."""
     namespace = source.namespace
     for table in metadata.namespaced_tables():
-        report.checks.append(
-            Check(
-                table.name,
-                metadata.count_rows(source.database, table, namespace),
-                metadata.count_rows(target.database, table, namespace),
-            )
-        )
+        total = present = 0
+        for rows in metadata.read_rows(source.database, table, namespace):
+            total += len(rows)
+            present += metadata.count_present(target.database, table, rows)
+        report.checks.append(Check(table.name, total, present))
     for name in source.vectors.collections():
-        report.checks.append(
-            Check(f"vectors:{name}", source.vectors.count(name), target.vectors.count(name))
-        )
+        total = present = 0
+        for rows in source.vectors.read(name, fields=["id"]):
+            ids = [str(row["id"]) for row in rows]
+            total += len(ids)
+            present += len(target.vectors.existing_ids(name, ids))
+        report.checks.append(Check(f"vectors:{name}", total, present))
         sample_vectors(source, target, name, report, sample)
-    report.checks.append(
-        Check(
-            "objects",
-            len(objects.namespace_keys(source.objects, namespace)),
-            len(objects.namespace_keys(target.objects, namespace)),
-        )
-    )
+    keys = objects.namespace_keys(source.objects, namespace)
+    present = sum(1 for key in keys if target.objects.exists(key))
+    report.checks.append(Check("objects", len(keys), present))
 
 
 def sample_vectors(

@@ -22,8 +22,18 @@ READ_BATCH = 500
 
 
 def namespaced_tables() -> list[Table]:
-    """Every table that holds namespace rows, parents before children (foreign keys)."""
-    return [t for t in Base.metadata.sorted_tables if NAMESPACE_COLUMN in t.columns]
+    """Every table that holds namespace rows, parents before children: the foreign keys', and
+    the knowledge bases first (documents and tasks name theirs without a foreign key)."""
+    tables = [t for t in Base.metadata.sorted_tables if NAMESPACE_COLUMN in t.columns]
+    return sorted(tables, key=lambda t: t.name != "knowledge_bases")  # stable otherwise
+
+
+def knowledge_base_ids(db: Database, namespace: str) -> dict[str, str]:
+    """The namespace's knowledge bases, name -> id."""
+    table = table_named("knowledge_bases")
+    statement = select(table.c.name, table.c.id).where(table.c[NAMESPACE_COLUMN] == namespace)
+    with db.engine.connect() as connection:
+        return {str(name): str(kb_id) for name, kb_id in connection.execute(statement)}
 
 
 def table_named(name: str) -> Table:
@@ -69,17 +79,27 @@ def write_missing(db: Database, table: Table, rows: Sequence[Mapping[str, Any]])
     """Insert the rows whose primary key is not in the target yet; returns how many."""
     if not rows:
         return 0
-    keys = list(table.primary_key.columns)
-    wanted = [primary_key(table, row) for row in rows]
     with db.engine.begin() as connection:
-        present = {
-            tuple(found)
-            for found in connection.execute(select(*keys).where(tuple_(*keys).in_(wanted)))
-        }
+        present = _present(connection, table, rows)
         missing = [dict(row) for row in rows if primary_key(table, row) not in present]
         if missing:
             connection.execute(insert(table), [_restore(table, row) for row in missing])
     return len(missing)
+
+
+def count_present(db: Database, table: Table, rows: Sequence[Mapping[str, Any]]) -> int:
+    """How many of ``rows`` (by primary key) ``db`` holds."""
+    if not rows:
+        return 0
+    with db.engine.connect() as connection:
+        return len(_present(connection, table, rows))
+
+
+def _present(connection: Any, table: Table, rows: Sequence[Mapping[str, Any]]) -> set[Any]:
+    keys = list(table.primary_key.columns)
+    wanted = [primary_key(table, row) for row in rows]
+    statement = select(*keys).where(tuple_(*keys).in_(wanted))
+    return {tuple(found) for found in connection.execute(statement)}
 
 
 def _portable(row: dict[str, Any]) -> dict[str, Any]:

@@ -40,6 +40,11 @@ class VectorSide:
     def _client(self) -> Any:
         return self._pool.client(self.store.db_name)
 
+    @property
+    def location(self) -> tuple[str, str]:
+        """Where the vectors live: the Milvus URI and Database."""
+        return (str(self._pool.uri), str(self.store.db_name))
+
     def collections(self) -> list[str]:
         return self.store.collections()
 
@@ -78,6 +83,9 @@ class VectorSide:
         fields: Sequence[str] | None = None,
     ) -> Iterator[list[dict[str, Any]]]:
         """Every row, ``batch`` at a time, with ``fields`` (default: all written fields)."""
+        # A store opened by this process alone (migrate-store, export: Milvus Lite's file from
+        # a fresh process) has its collections released; a query needs them loaded.
+        self._client.load_collection(collection)
         iterator = self._client.query_iterator(
             collection,
             batch_size=batch,

@@ -42,8 +42,9 @@ class LocalObjectStore:
                 for chunk in reader.chunks():
                     out.write(chunk)
             Path(tmp_name).replace(path)
-        except BaseException as exc:
+        except BaseException as exc:  # a refused upload (over the cap) or a failed write
             Path(tmp_name).unlink(missing_ok=True)
+            self._prune(path.parent)
             if isinstance(exc, OSError):
                 raise _unavailable("write", key, exc) from exc
             raise

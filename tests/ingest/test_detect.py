@@ -59,3 +59,25 @@ def test_declared_type_is_checked_like_a_name() -> None:
         d.detect(b"hello", "x", "application/pdf")
     # a generic declaration does not override the content
     assert d.detect(docs.pdf_bytes(), "x", "application/octet-stream").mime_type == d.PDF
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("name,city\nMüller,Zürich\nGöbel,Köln\n", "latin-1"),  # valid GB18030 pairs too
+        ("José Müller lives in Zürich.\n", "latin-1"),  # not GB18030: was "binary data"
+        ("The memo’s “quotes” — and more.\n", "cp1252"),
+        ("知识库中没有找到与问题相关的内容。Python 3 和 GB18030。\n", "gb18030"),
+        ("北京 A股 and B股 2024\n", "gb18030"),
+    ],
+)
+def test_text_is_read_in_its_own_encoding(text: str, encoding: str) -> None:
+    """Latin-1 read as GB18030 turned "Müller" into "M黮ler" and searches missed it."""
+    assert d.decode_text(text.encode(encoding)) == text
+
+
+def test_utf8_text_with_a_stray_byte_keeps_its_other_characters() -> None:
+    data = "Café crème, naïve résumé. ".encode() * 40 + b"It\x92s here.\n"
+    decoded = d.decode_text(data)
+    assert decoded is not None
+    assert decoded.startswith("Café crème") and decoded.endswith("It\ufffds here.\n")

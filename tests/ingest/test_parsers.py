@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from eagle_rag.errors import InvalidInputError
@@ -106,6 +108,54 @@ def test_xlsx_sheets_become_tables(chinese: bool) -> None:
     )
 
 
+def test_a_docx_title_paragraph_names_the_document_instead_of_a_section() -> None:
+    """The Title style was a level-1 section beside Heading 1, empty, under the file's stem."""
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = "Document1"  # a template's, never shown
+    document.add_heading("Solar Inverter Handbook", level=0)  # the Title style
+    document.add_heading("Installation", level=1)
+    document.add_paragraph("Mount the inverter on a wall.")
+    document.add_heading("Wiring", level=2)
+    document.add_paragraph("Use copper cables.")
+    out = io.BytesIO()
+    document.save(out)
+    result = _parse(DocxParser(), out.getvalue(), "handbook.docx", d.DOCX)
+    assert result.metadata["title"] == "Solar Inverter Handbook"
+    assert _headings(result) == [("Installation", 1, None), ("Wiring", 2, None)]
+
+
+def test_a_docx_cell_merged_across_columns_is_written_once() -> None:
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=3)
+    table.cell(0, 0).merge(table.cell(0, 2)).text = "Quarterly egret census"
+    for column, text in enumerate(("Site", "Count", "Year")):
+        table.cell(1, column).text = text
+    out = io.BytesIO()
+    document.save(out)
+    result = _parse(DocxParser(), out.getvalue(), "census.docx", d.DOCX)
+    [found] = [s for s in result.sections if s.kind == "table"]
+    assert found.content.splitlines()[0] == "| Quarterly egret census |  |  |"
+
+
+def test_xlsx_formulas_without_a_cached_value_show_the_formula() -> None:
+    """openpyxl, pandas and other writers cache no values: the Total column came out empty."""
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.append(["Team", "Q1", "Q2", "Total"])
+    sheet.append(["Engineering", 100, 200, "=B2+C2"])
+    out = io.BytesIO()
+    workbook.save(out)
+    result = _parse(XlsxParser(), out.getvalue(), "budget.xlsx", d.XLSX)
+    [found] = [s for s in result.sections if s.kind == "table"]
+    assert found.content.splitlines()[-1] == "| Engineering | 100 | 200 | =B2+C2 |"
+
+
 def test_csv_with_semicolons_and_pipes_in_cells() -> None:
     result = _parse(CsvParser(), "名称;值\nA|B;1\n".encode(), "t.csv", d.CSV)
     assert result.sections[0].content.splitlines() == [
@@ -120,6 +170,18 @@ def test_markdown_structure() -> None:
     assert _headings(result) == [("Eagle Guide", 1, None), ("Install", 2, None), ("检索", 2, None)]
     kinds = [s.kind for s in result.sections if s.content]
     assert kinds == ["text", "text", "list", "text", "table"]
+
+
+def test_markdown_front_matter_is_no_heading_and_gives_the_title() -> None:
+    """CommonMark reads `---` front matter as a rule and a setext heading: the document got a
+    section named "title: Project Heron author: QA tags: [a, b]"."""
+    text = "---\ntitle: 'Project Heron'\nauthor: QA\ntags: [a, b]\n---\n" + docs.MARKDOWN
+    result = _parse(MarkdownParser(), text.encode(), "notes.md", d.MARKDOWN)
+    assert _headings(result) == [("Eagle Guide", 1, None), ("Install", 2, None), ("检索", 2, None)]
+    assert result.metadata["title"] == "Project Heron"
+    assert "author" not in result.text
+    with pytest.raises(InvalidInputError, match="no text"):  # front matter and nothing else
+        _parse(MarkdownParser(), b"---\ntitle: Only\n---\n", "only.md", d.MARKDOWN)
 
 
 def test_html_keeps_main_content_and_drops_chrome() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import io
 from typing import Any
 
+import docx
 import pytest
 
 from eagle_rag.bootstrap import EagleApp
@@ -363,11 +364,35 @@ async def test_encrypted_and_corrupt_pdfs_fail_their_task_with_a_reason(
     assert _vectors(app, encrypted.document_id) == _vectors(app, corrupt.document_id) == 0
 
 
+async def test_documents_with_nothing_to_index_fail_with_the_reason(app: EagleApp, kb: str) -> None:
+    """An empty DOCX or `{}` completed with 0 vectors (a blank text file fails)."""
+    buffer = io.BytesIO()
+    docx.Document().save(buffer)
+    for data, name in ((buffer.getvalue(), "empty.docx"), (b"{}", "empty.json")):
+        submission = await _ingest(app, kb, data, name)
+        task = app.repositories.tasks.get(submission.job_id)
+        assert task.status == "failed" and "nothing to index" in (task.error or ""), task
+        assert app.repositories.documents.get(submission.document_id).status == "failed"
+
+
 async def test_hostile_filenames_are_stored_safely(app: EagleApp, kb: str) -> None:
     submission = await _ingest(app, kb, b"harmless", "../../etc/passwd\x00.txt")
     document = app.repositories.documents.get(submission.document_id)
     assert document.filename == "etc/passwd.txt"  # a relative name, never outside anything
     assert document.object_key == f"{app.namespace}/{kb}/{document.id}/passwd.txt"
+
+
+async def test_long_non_ascii_names_are_stored_within_the_file_systems_bytes(
+    app: EagleApp, kb: str
+) -> None:
+    """90 Chinese characters are 270 bytes: the local store's file name was too long (a 503)."""
+    for name in ("报" * 90 + ".md", "é" * 300 + ".txt"):
+        submission = await _ingest(app, kb, f"# Long\n\nThe {len(name)} names.\n".encode(), name)
+        document = app.repositories.documents.get(submission.document_id)
+        stored = (document.object_key or "").rsplit("/", 1)[-1]
+        assert len(stored.encode()) <= 200 and stored.endswith(name[-3:])
+        assert document.filename == name[-255:]  # the name shown keeps its characters
+        assert app.repositories.tasks.get(submission.job_id).status == "completed"
 
 
 async def test_same_named_files_in_different_folders_are_two_documents(

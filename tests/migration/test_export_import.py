@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -118,6 +121,25 @@ async def _kb_names(data_dir: Path) -> list[str]:
         return sorted(k.name for k in app.repositories.knowledge_bases.list())
     finally:
         await app.stop()
+
+
+def test_export_from_a_fresh_process_loads_the_released_collections(tmp_path: Path) -> None:
+    """A Milvus Lite file opened by a new process has its collections released: the copy's
+    query failed ("call load() before search/get/query"), so did migrate-store's."""
+    files = tmp_path / "files"
+    files.mkdir()
+    for name, text in DOCS.items():
+        (files / name).write_text(text, encoding="utf-8")
+    env = {**os.environ, **_env(tmp_path / "source")}  # each command a process of its own
+    archive = tmp_path / "core.tar.gz"
+    for args in (
+        ["ingest", str(files), "--kb", "wiki", "--create"],
+        ["export", "core", str(archive), "--json"],
+    ):
+        command = [sys.executable, "-m", "eagle_rag", *args]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (args[0], done.stderr[-2000:])
+    assert json.loads(done.stdout)["copied"]["documents"] == 3
 
 
 def test_import_refuses_a_file_that_is_not_an_export(tmp_path: Path) -> None:

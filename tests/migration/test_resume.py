@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from eagle_rag.bootstrap import bootstrap
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.db.repositories import DocumentRepository, KnowledgeBaseRepository
+from eagle_rag.errors import ConflictError, InvalidInputError
 from eagle_rag.ingest.queue import InProcessQueue
 from eagle_rag.migration.copier import copy_namespace
 from eagle_rag.migration.stores import open_stores
@@ -77,3 +78,45 @@ def test_source_and_target_of_different_namespaces_are_refused(tmp_path: Path) -
         pytest.raises(InvalidInputError, match="same namespace"),
     ):
         copy_namespace(source, target)
+
+
+def test_a_knowledge_base_the_target_has_under_the_same_name_is_refused_first(
+    tmp_path: Path,
+) -> None:
+    """Another KB of the same name: its documents joined the target's, and a raw
+    IntegrityError ended the run after they were written."""
+    _fill(tmp_path / "source")
+    with (
+        open_stores(_settings(tmp_path / "source"), create=False) as source,
+        open_stores(_settings(tmp_path / "target"), create=True) as target,
+    ):
+        KnowledgeBaseRepository(target.database, "core").create("kb")  # another "kb"
+        with pytest.raises(ConflictError, match="other knowledge bases of these names: kb"):
+            copy_namespace(source, target)
+        assert DocumentRepository(target.database, "core").count() == 0  # nothing written
+
+
+def test_a_source_that_is_the_target_is_refused(tmp_path: Path) -> None:
+    """What EAGLE_DATABASE_URL and MILVUS_URI set for both sides did: nothing but objects
+    moved, and they landed without rows."""
+    settings = _settings(tmp_path / "same")
+    with (
+        open_stores(settings, create=True) as source,
+        open_stores(settings, create=False) as target,
+        pytest.raises(InvalidInputError, match="same database and Milvus"),
+    ):
+        copy_namespace(source, target)
+
+
+def test_a_target_holding_other_data_of_the_namespace_verifies(tmp_path: Path) -> None:
+    """Verification compared counts, so a target with a KB of its own always said "NO"."""
+    _fill(tmp_path / "source")
+    with (
+        open_stores(_settings(tmp_path / "source"), create=False) as source,
+        open_stores(_settings(tmp_path / "target"), create=True) as target,
+    ):
+        KnowledgeBaseRepository(target.database, "core").create("theirs")
+        report = copy_namespace(source, target)
+    assert report.verified, report.to_dict()
+    checks = {c.item: (c.source, c.target) for c in report.checks}
+    assert checks["knowledge_bases"] == (1, 1) and checks["objects"] == (6, 6)

@@ -41,16 +41,20 @@ class DocxParser(OcrReader):
                 f"the DOCX file is corrupt: {exc}", filename=context.filename
             ) from exc
         sections: list[TextSection] = []
+        shown_title = ""  # the first Title-style paragraph: the document's name, not a section
         for block in document.iter_inner_content():
             section: TextSection | None = None
-            if isinstance(block, Paragraph):
+            if isinstance(block, Paragraph) and not shown_title and _is_title(block):
+                shown_title = block.text.strip()
+            elif isinstance(block, Paragraph):
                 section = _paragraph(block)
             elif isinstance(block, Table):
-                rows = [[cell.text for cell in row.cells] for row in block.rows]
+                rows = [_row_texts(row) for row in block.rows]
                 section = TextSection(markdown_table(rows), kind="table") if rows else None
             if section is not None:
                 sections.append(section)
-        title = (document.core_properties.title or "").strip()
+        # The title readers see first; the core property is often a template's or stale.
+        title = shown_title or (document.core_properties.title or "").strip()
         metadata: dict[str, object] = {"title": title} if title else {}
         if context.ocr and not has_text(sections):
             pictures = list(docx_pictures(document))
@@ -58,6 +62,22 @@ class DocxParser(OcrReader):
             sections.extend(found)
             metadata[PICTURE_TEXT_KEY] = texts
         return result(sections, **metadata)
+
+
+def _row_texts(row: Any) -> list[str]:
+    """A table row's cell texts; a cell merged across columns is listed once per column it
+    spans (python-docx), so its text is kept in the first and the rest are left empty."""
+    texts: list[str] = []
+    seen: set[int] = set()
+    for cell in row.cells:
+        texts.append("" if id(cell._tc) in seen else cell.text)
+        seen.add(id(cell._tc))
+    return texts
+
+
+def _is_title(paragraph: Any) -> bool:
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    return style.lower() == "title" and bool(paragraph.text.strip())
 
 
 def _paragraph(paragraph: Any) -> TextSection | None:

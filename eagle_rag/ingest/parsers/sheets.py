@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import CSV, XLSX, decode_text
@@ -22,20 +23,25 @@ class XlsxParser:
         from openpyxl import load_workbook
 
         try:
-            workbook = load_workbook(io.BytesIO(context.data), read_only=True, data_only=True)
+            # Twice: the values a spreadsheet application cached, and the formulas, for the
+            # cells it never computed (files written by openpyxl, pandas and other generators).
+            values = load_workbook(io.BytesIO(context.data), read_only=True, data_only=True)
+            formulas = load_workbook(io.BytesIO(context.data), read_only=True)
         except Exception as exc:
             raise InvalidInputError(
                 f"the XLSX file is corrupt: {exc}", filename=context.filename
             ) from exc
         sections: list[TextSection] = []
         try:
-            for sheet in workbook.worksheets:
-                rows = _trimmed(list(_limited(sheet.iter_rows(values_only=True), context)))
+            for sheet, written in zip(values.worksheets, formulas.worksheets, strict=True):
+                cells = _with_formulas(sheet.iter_rows(values_only=True), written)
+                rows = _trimmed(list(_limited(cells, context)))
                 if rows:
                     sections.append(TextSection("", heading=sheet.title, level=1))
                     sections.append(TextSection(markdown_table(rows), kind="table"))
         finally:
-            workbook.close()
+            values.close()
+            formulas.close()
         if not sections:
             raise InvalidInputError("the workbook has no data", filename=context.filename)
         return result(sections)
@@ -55,6 +61,16 @@ class CsvParser:
             dialect = csv.excel_tab if context.filename.lower().endswith(".tsv") else csv.excel
         rows = _trimmed(list(_limited(csv.reader(io.StringIO(text), dialect), context)))
         return result([TextSection(markdown_table(rows), kind="table")])
+
+
+def _with_formulas(values: Iterable[Sequence[object]], written: Any) -> Iterator[Sequence[object]]:
+    """Each row's cached values; a formula cell without one shows its formula (``=B2+C2``)
+    rather than nothing."""
+    for cached, raw in zip(values, written.iter_rows(values_only=True), strict=False):
+        yield [
+            r if c is None and isinstance(r, str) and r.startswith("=") else c
+            for c, r in zip(cached, raw, strict=False)
+        ]
 
 
 def _limited(rows: Iterable[Sequence[object]], context: ParseContext) -> Iterator[Sequence[object]]:

@@ -45,7 +45,7 @@ class MarkdownParser:
         self._md = MarkdownIt("commonmark").enable("table")
 
     def parse(self, context: ParseContext) -> ParseResult:
-        text = _text(context)
+        text, title = _front_matter(_text(context))
         lines = text.split("\n")
         tokens = self._md.parse(text)
         sections: list[TextSection] = []
@@ -60,7 +60,26 @@ class MarkdownParser:
             if block is not None:
                 sections.append(block)
             i = end + 1
-        return result(sections)
+        if not sections:
+            raise InvalidInputError("the file has no text", filename=context.filename)
+        return result(sections, **({"title": title} if title else {}))
+
+
+_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(.*?\n)?\1[ \t]*(\n|\Z)", re.DOTALL)
+_TITLE = re.compile(r"^title\s*[:=]\s*(.+?)\s*$", re.MULTILINE)
+
+
+def _front_matter(text: str) -> tuple[str, str]:
+    """The text without its YAML (``---``) or TOML (``+++``) front matter, which CommonMark
+    would read as a rule and a heading, and the front matter's title. The block becomes blank
+    lines, so line numbers stay; its values are only matched, never loaded as YAML."""
+    found = _FRONT_MATTER.match(text)
+    if found is None:
+        return text, ""
+    block = found.group(0)
+    title = _TITLE.search(found.group(2) or "")
+    name = title.group(1).strip("\"'") if title else ""
+    return "\n" * block.count("\n") + text[found.end() :], name
 
 
 def _block(token: Token, span: list[Token], lines: list[str]) -> TextSection | None:
