@@ -104,7 +104,10 @@ class RetrievalOptions(_Body):
     rerank: bool | None = None
     expand_parents: bool | None = None
     token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
-    with_images: bool = False
+    with_images: bool | None = Field(
+        default=None,
+        description="Search images too: true always, false never; unset: hybrid searches do.",
+    )
     retrieval_settings: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Per KB bound to another engine: settings from its retrieval_schema.",

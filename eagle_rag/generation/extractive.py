@@ -39,10 +39,15 @@ class ExtractiveGenerator:
             yield piece
 
 
+# "How long / many / much …" asks for an amount: the word says what kind of answer, not what
+# about ("How long is the warranty?" quoted "Long names are fine." for sharing "long").
+_ASKING_FOR = re.compile(r"\bhow\s+(long|many|much|often|far|old|soon|big|large|tall)\b", re.I)
+
+
 def compose(question: str, references: Sequence[Reference], language: Language) -> str:
     if not references:
         return _NO_SOURCES[language]
-    terms = set(tokenize(question, query=True))
+    terms = _question_terms(question)
     scored: list[tuple[float, int, int, str, int]] = []
     for rank, ref in enumerate(references):
         for position, sentence in enumerate(_sentences(ref.text)):
@@ -56,6 +61,12 @@ def compose(question: str, references: Sequence[Reference], language: Language) 
     best = sorted(scored, key=lambda s: -s[0])[:MAX_SENTENCES]
     best.sort(key=lambda s: (s[1], s[2]))  # read in document order
     return joiner.join(f"{sentence} [{index}]" for _, _, _, sentence, index in best)
+
+
+def _question_terms(question: str) -> set[str]:
+    terms = set(tokenize(question, query=True))
+    asking = {t for m in _ASKING_FOR.finditer(question) for t in tokenize(m.group(1))}
+    return terms - asking or terms  # "How long?" alone keeps its one word
 
 
 def _sentences(text: str) -> list[str]:

@@ -245,7 +245,7 @@ def core_route(query: QueryRequest, text_encoder: str, encoders: Any) -> QueryRo
             TEXT_COLLECTION, text_encoder, query.top_k, reason="core: every query searches text"
         )
     ]
-    if query.with_images or query.mode == "hybrid":
+    if query.with_images or (query.with_images is None and query.mode == "hybrid"):
         why = "images were asked for" if query.with_images else "hybrid searches visuals too"
         plans.append(
             CollectionQueryPlan(

@@ -175,7 +175,8 @@ class QueryRequest:
     filters: Mapping[str, Any] = field(default_factory=dict)
     top_k: int = 5
     mode: RetrievalMode = "hybrid"
-    with_images: bool = False
+    # None: the mode decides (hybrid searches images too); True: always; False: never.
+    with_images: bool | None = None
     rerank: bool | None = None
     expand_parents: bool | None = None
     token_budget: int | None = None

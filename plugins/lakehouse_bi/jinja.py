@@ -8,6 +8,8 @@ from the AST, the SQL is then simply unavailable.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +40,56 @@ class _AnyMacro(ChainableUndefined):
         return "null"
 
 
+# What one render may spend. A file is a few KB, but its loops multiply: two nested
+# ``range(100000)`` (each within the sandbox's own cap) ran 10^10 steps, at 100% CPU, on the
+# worker's event loop, and again after every restart. Ordinary models take a few thousand.
+MAX_RENDER_STEPS = 500_000  # Python line events of the compiled template
+MAX_PRODUCT = 1_000_000  # items of a string or list built with * (one step, any size)
+
+
+class RenderBudgetError(TemplateError):
+    """The template would take more steps or memory than one model's SQL may."""
+
+
+class _BoundedSandbox(SandboxedEnvironment):
+    intercepted_binops = frozenset(["*", "**"])
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**" and isinstance(right, int) and abs(right) > 64:
+            raise RenderBudgetError(f"an exponent of {right} is refused")
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                repeats = isinstance(seq, str | list | tuple) and isinstance(times, int)
+                if repeats and len(seq) * times > MAX_PRODUCT:
+                    raise RenderBudgetError("a repeated string or list is too long")
+        return super().call_binop(context, operator, left, right)
+
+
 def _environment() -> SandboxedEnvironment:
-    env = SandboxedEnvironment(undefined=_AnyMacro, extensions=["jinja2.ext.do"])
+    env = _BoundedSandbox(undefined=_AnyMacro, extensions=["jinja2.ext.do"])
     # dbt's docs/snapshot/test/materialization blocks are not Jinja2 tags; the parse below
     # reports them as syntax errors, which keeps the calls found before them.
     return env
+
+
+def _within_budget(render: Callable[[], str]) -> str:
+    """Run ``render`` under a step budget: a tracer counts the Python lines it runs (in this
+    thread only) and stops it past ``MAX_RENDER_STEPS``."""
+    steps = 0
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal steps
+        steps += 1
+        if steps > MAX_RENDER_STEPS:
+            raise RenderBudgetError(f"the template ran over {MAX_RENDER_STEPS} steps")
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        return render()
+    finally:
+        sys.settrace(previous)
 
 
 def template_calls(text: str) -> TemplateCalls:
@@ -95,9 +142,10 @@ def render_sql(text: str) -> str | None:
         "this": "this",
     }
     try:
-        return env.from_string(text).render(**context)
+        template = env.from_string(text)
+        return _within_budget(lambda: template.render(**context))
     except (TemplateError, TypeError, ValueError, AttributeError, RecursionError):
-        return None
+        return None  # RenderBudgetError included: the lineage stays, the SQL is unknown
 
 
 def _calls_from_tokens(env: SandboxedEnvironment, text: str, error: str) -> TemplateCalls:

@@ -133,6 +133,7 @@ class LakehouseBiPlugin:
             text_encoder=ctx.host.text_encoder,
             index=self._require(self._index, "lineage index"),
             terms=self.terms,
+            knowledge_bases=ctx.host.knowledge_bases,
         )
         ctx.register_mcp_tool(
             "query_semantic_context",

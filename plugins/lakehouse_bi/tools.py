@@ -57,8 +57,10 @@ class LakehouseTools:
         text_encoder: str,
         index: LineageIndex,
         terms: Callable[[str], Any],
+        knowledge_bases: Any = None,
     ) -> None:
         config = settings.retrieval
+        self._knowledge_bases = knowledge_bases  # the host's catalog: an unknown KB is a 404
         self._settings = settings
         self._gate = Gatekeeper(settings)
         self._vectors = vectors
@@ -156,6 +158,9 @@ class LakehouseTools:
     def _admit(self, kb_names: list[str] | None) -> list[str]:
         """The KBs to read (empty: all of the namespace), admitted as Core's tools admit them."""
         scope = mcp_caller(self._gate).scope(kb_names or ())
+        if self._knowledge_bases is not None:
+            for name in kb_names or ():
+                self._knowledge_bases.get(name)  # NotFoundError, as in Core's tools
         return list(scope) if scope is not None else []
 
 

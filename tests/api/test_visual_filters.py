@@ -51,6 +51,16 @@ def test_without_filters_both_pictures_are_found(client: httpx.Client) -> None:
     assert _images(_search(client, {})) == {("image", 1), ("table", 2)}
 
 
+def test_with_images_false_keeps_a_hybrid_search_to_text(client: httpx.Client) -> None:
+    """False was the field's default, so an explicit false could not turn images off."""
+    body = {"query": QUERY, "kb_name": "report", "with_images": False}
+    found = client.post("/search", json=body).json()
+    assert found["sources"]["image"] == [] and found["sources"]["text"]
+    assert not _visual_steps(found)  # no visual plan at all
+    dense = {**body, "mode": "dense", "with_images": True}
+    assert client.post("/search", json=dense).json()["sources"]["image"]
+
+
 @pytest.mark.parametrize(
     ("filters", "images"),
     [

@@ -71,6 +71,17 @@ def test_extractive_answer_cites_the_sentences_it_uses() -> None:
     assert check_citations(both, len(REFS)).ok
 
 
+def test_how_long_asks_for_an_amount_and_names_no_topic() -> None:
+    """ "How long is the warranty?" quoted "Long names are fine." for sharing "long"."""
+    references = [
+        Reference(1, "Guide/Names", "Long names are fine. Keep them readable."),
+        Reference(2, "note.txt", "The warranty lasts 12 years for the inverter."),
+    ]
+    answer = compose("How long is the warranty?", references, "en")
+    assert answer == "The warranty lasts 12 years for the inverter. [2]"
+    assert compose("how long?", references, "en") == "Long names are fine. [1]"
+
+
 def test_extractive_answer_without_matches_or_sources() -> None:
     assert compose("zebra", REFS, "en").startswith("The documents do not answer this directly.")
     assert compose("zebra", REFS, "en").endswith("[1]")

@@ -4,6 +4,8 @@ on pages these tests generate (fpdf2 text, rendered by PDFium, saved as scanners
 from __future__ import annotations
 
 import io
+import struct
+import zlib
 
 import pytest
 from PIL import Image
@@ -155,6 +157,17 @@ def test_a_decompression_bomb_is_refused_before_decoding(ocr: OcrEngine) -> None
     with pytest.raises(InvalidInputError, match="over the limit of 89478485") as caught:
         _image(ocr, bomb, "bomb.png")
     assert caught.value.fields["pixels"] == 90_000_000
+
+
+def test_a_bomb_past_pillows_own_limit_gets_the_same_message(ocr: OcrEngine) -> None:
+    """Past twice Pillow's limit its own text came through, with its limit, not ours."""
+    header = struct.pack(">IIBBBBB", 60_000, 60_000, 8, 0, 0, 0, 0)
+    chunk = b"IHDR" + header
+    ihdr = struct.pack(">I", len(header)) + chunk + struct.pack(">I", zlib.crc32(chunk))
+    bomb = b"\x89PNG\r\n\x1a\n" + ihdr + b"\x00\x00\x00\x00IEND\xaeB`\x82"
+    with pytest.raises(InvalidInputError, match="over the limit of 89478485") as caught:
+        _image(ocr, bomb, "huge.png")
+    assert caught.value.fields["pixels"] == 3_600_000_000
 
 
 def test_truncated_and_corrupt_images_are_refused() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import warnings
 from collections.abc import Iterator
 
@@ -123,8 +124,17 @@ def _opened(data: bytes, filename: str) -> Iterator[Image.Image]:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
     except Image.DecompressionBombError as exc:
+        # Pillow refuses past twice its own limit before we see the size: say ours, as
+        # _decoded does for the rest, with the size Pillow read from the header.
+        found = re.search(r"\((\d+) pixels\)", str(exc))
+        pixels = int(found.group(1)) if found else None
+        size = f"{pixels} pixels" if pixels else "too many pixels"
         raise InvalidInputError(
-            f"the image is over the pixel limit (a decompression bomb): {exc}", filename=filename
+            f"the image has {size}, over the limit of {MAX_PIXELS} (a decompression bomb, or a "
+            "scan at a needlessly high resolution)",
+            filename=filename,
+            pixels=pixels,
+            limit=MAX_PIXELS,
         ) from exc
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
         raise InvalidInputError(

@@ -30,6 +30,7 @@ LAKEHOUSE = {
 KEYS = [
     {"name": "analyst", "key": "analyst-key", "kb_names": ["warehouse"]},
     {"name": "other", "key": "other-key", "kb_names": ["elsewhere"]},
+    {"name": "admin", "key": "admin-key-0123456789"},  # every KB of the namespace
 ]
 
 
@@ -102,6 +103,17 @@ async def test_semantic_context_pack(server: RunningServer) -> None:
     assert "net_amount" in {c["name"] for c in models[0]["columns"]}
 
 
+async def test_an_unknown_kb_is_not_found_as_in_cores_tools(server: RunningServer) -> None:
+    """Both tools answered an empty success for a KB that does not exist."""
+    async with mcp(server, "admin-key-0123456789") as client:
+        for tool in (
+            "lakehouse_bi_query_semantic_context",
+            "lakehouse_bi_retrieve_historical_analysis",
+        ):
+            with pytest.raises(ToolError, match="knowledge base 'nokb' not found"):
+                await client.call_tool(tool, {"question": "orders", "kb_names": ["nokb"]})
+
+
 async def test_historical_analysis(server: RunningServer) -> None:
     async with mcp(server, "analyst-key") as client:
         result = await client.call_tool(
@@ -125,10 +137,11 @@ async def test_tools_admit_callers_like_core(server: RunningServer) -> None:
                 "lakehouse_bi_query_semantic_context",
                 {"question": "net_amount", "kb_names": ["warehouse"]},
             )
+    async with mcp(server, "analyst-key") as client:
         with pytest.raises(ToolError, match="object_types"):
             await client.call_tool(
                 "lakehouse_bi_query_semantic_context",
-                {"question": "x", "kb_names": ["elsewhere"], "object_types": ["sql_query"]},
+                {"question": "x", "kb_names": ["warehouse"], "object_types": ["sql_query"]},
             )
 
 

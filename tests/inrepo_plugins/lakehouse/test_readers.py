@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -11,6 +12,7 @@ from eagle_rag.ingest.detect import TEXT
 from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.ingest.parsers.registry import builtin_parsers, parser_for
 from plugins.lakehouse_bi.hints import question_terms
+from plugins.lakehouse_bi.jinja import render_sql
 from plugins.lakehouse_bi.model import SemanticObject
 from plugins.lakehouse_bi.parser import LakehouseParser, read_file
 from tests.inrepo_plugins.lakehouse.conftest import PROJECT
@@ -68,6 +70,23 @@ def test_sql_models_keep_lineage_through_heavy_jinja() -> None:
     )
     assert catalog.objects[0].upstream == ("a", "raw.b")
     assert "Jinja not parsed" in catalog.notes[0]
+
+
+def test_a_template_that_would_run_for_hours_stops_within_its_budget() -> None:
+    """Two nested range(100000) loops ran 10^10 steps on the worker's event loop (and again
+    after every restart); a huge repeated string is one step but any size."""
+    loops = (
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}\n"
+        "select 1 as a from {{ ref('stg_orders') }}"
+    )
+    started = time.perf_counter()
+    catalog = read_file(loops, "loop.sql")
+    assert time.perf_counter() - started < 10
+    assert catalog.objects[0].upstream == ("stg_orders",)  # lineage kept, from the AST
+    assert "did not render" in " ".join(catalog.notes)
+    assert render_sql("{{ 'x' * 1000000000 }} select 1") is None
+    assert render_sql("{{ 2 ** 100000000 }}") is None
+    assert render_sql("select {{ 'a' * 3 }} from {{ ref('t') }}") == "select aaa from t"
 
 
 def test_self_reference_is_noted_not_followed() -> None:
