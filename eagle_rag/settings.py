@@ -189,6 +189,8 @@ class GenerationSettings(_Section):
     top_k: int = Field(default=10, ge=1, le=100)  # passages recalled (and reranked)
     top_n: int = Field(default=3, ge=1, le=20)  # text sources the model sees
     top_n_images: int = Field(default=3, ge=0, le=20)
+    # An answer shows a picture that illustrates its text sources, or one at least this relevant.
+    image_min_relevance: float = Field(default=0.3, ge=0.0, le=1.0)
     # Images reach the chat model as image_url parts (a vision model); false: captions only.
     send_images: bool = True
     history_turns: int = Field(default=6, ge=0, le=50)  # earlier messages sent to the model

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle_rag.errors import EagleError, InvalidInputError, error_body
 from eagle_rag.generation.citations import check_citations
-from eagle_rag.generation.images import one_numbering, picture_url
+from eagle_rag.generation.images import answer_images, one_numbering, picture_url
 from eagle_rag.generation.prompt import (
     Attachment,
     ImageCaption,
@@ -242,10 +242,16 @@ class AnswerEngine:
     def _select(
         self, pack: ContextPack, request: AnswerRequest
     ) -> tuple[list[Passage], list[Passage]]:
-        """Text and visual evidence kept apart, each in rank order, cut to its top_n."""
+        """Text and visual evidence kept apart, each in rank order, cut to its top_n; only the
+        pictures that are relevant or illustrate the kept text (generation/images.py)."""
         top_n = request.top_n or self._config.top_n
         texts = [p for p in pack.passages if not is_image(p)][:top_n]
-        images = [p for p in pack.passages if is_image(p)][: self._config.top_n_images]
+        images = answer_images(
+            pack.passages,
+            texts,
+            limit=self._config.top_n_images,
+            min_relevance=self._config.image_min_relevance,
+        )
         return texts, images
 
     def _pictures(self, images: list[Passage]) -> list[str | None]:

@@ -18,6 +18,9 @@ from eagle_rag.retrieval.hits import to_hit
 from plugins.lakehouse_bi.hints import QuestionTerms, name_candidates
 
 EXACT_KEY = "lakehouse_exact"
+# The first element of EXACT_KEY's quality: 0–2 how exactly the question names the object,
+# this for a relation found by the grain the question asks for (named by no one).
+GRAIN_MATCH = 3
 EXACT_LIMIT = 200
 SUMMARY = "summary"
 # Among objects with the same name: what a question naming it most likely means.
@@ -125,7 +128,9 @@ def grain_hits(
         found.append((position.get(hit.chunk_id, len(position) + len(found)), hit))
     found.sort(key=lambda pair: pair[0])
     return [
-        replace(h, metadata={**h.metadata, EXACT_KEY: [3, rank, 0]}, score=1.0 / (rank + 1))
+        replace(
+            h, metadata={**h.metadata, EXACT_KEY: [GRAIN_MATCH, rank, 0]}, score=1.0 / (rank + 1)
+        )
         for rank, (_, h) in enumerate(found)
     ]
 

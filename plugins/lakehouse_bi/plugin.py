@@ -134,6 +134,7 @@ class LakehouseBiPlugin:
             index=self._require(self._index, "lineage index"),
             terms=self.terms,
             knowledge_bases=ctx.host.knowledge_bases,
+            documents=ctx.host.documents,
         )
         ctx.register_mcp_tool(
             "query_semantic_context",

@@ -2,14 +2,18 @@
 
 Both search the namespace's ``eagle_text`` with Core's per-plan retrieval (dense + BM25 through
 the hook bus, so this plugin's query expansion applies), put exact-name matches first, and
-admit the caller exactly as Core's tools do (API key, its knowledge bases). Nothing here runs
-SQL or changes anything: the pack is for the agent to write SQL from.
+admit the caller exactly as Core's tools do (API key, its knowledge bases). Like a search,
+they read completed documents only (a document being ingested is not evidence yet), and a
+result's ``score`` is its relevance in [0, 1] as Core's tools show it (1 for an object the
+question names). Nothing here runs SQL or changes anything: the pack is for the agent to write
+SQL from.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from eagle_rag.api.security import Gatekeeper
@@ -21,8 +25,10 @@ from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.payloads import CollectionQueryPlan, QueryRequest, RetrievedHit
 from eagle_rag.retrieval.orchestrator import RetrieverOrchestrator
+from eagle_rag.retrieval.relevance import relevance
+from eagle_rag.retrieval.scope import excluding
 from eagle_rag.settings import Settings
-from plugins.lakehouse_bi.exact import exact_first, named_hits
+from plugins.lakehouse_bi.exact import EXACT_KEY, GRAIN_MATCH, exact_first, named_hits
 from plugins.lakehouse_bi.lineage import LineageGraph, LineageIndex
 from plugins.lakehouse_bi.model import RELATIONS
 
@@ -58,9 +64,11 @@ class LakehouseTools:
         index: LineageIndex,
         terms: Callable[[str], Any],
         knowledge_bases: Any = None,
+        documents: Any = None,
     ) -> None:
         config = settings.retrieval
         self._knowledge_bases = knowledge_bases  # the host's catalog: an unknown KB is a 404
+        self._documents = documents  # the host's documents: which ones are not completed
         self._settings = settings
         self._gate = Gatekeeper(settings)
         self._vectors = vectors
@@ -150,10 +158,22 @@ class LakehouseTools:
             TEXT_COLLECTION, self._encoder, top_k, reason="lakehouse-bi tool"
         )
         depth = max(top_k, self._candidates)
+        where = all_of(where, await asyncio.to_thread(self._unfinished, kbs))
         result = await self._orchestrator.run(request, plan, where, ctx, depth=depth)
         terms = self._terms(text)
         exact = await asyncio.to_thread(named_hits, self._vectors, terms, where, result.hits)
-        return list(exact_first(result.hits, exact))[:top_k]
+        named = {h.dedupe_key for h in exact if h.metadata[EXACT_KEY][0] < GRAIN_MATCH}
+        return [
+            replace(h, score=1.0 if h.dedupe_key in named else relevance(h.scores, h.metadata))
+            for h in exact_first(result.hits, exact)[:top_k]
+        ]
+
+    def _unfinished(self, kbs: Sequence[str]) -> Filter | None:
+        """The filter that leaves out documents not completed yet (retrieval/scope.py)."""
+        if self._documents is None or self._knowledge_bases is None:
+            return None
+        names = list(kbs) or [kb.name for kb in self._knowledge_bases.list()]
+        return excluding(self._documents.ids_with_unfinished_rows(names))
 
     def _admit(self, kb_names: list[str] | None) -> list[str]:
         """The KBs to read (empty: all of the namespace), admitted as Core's tools admit them."""

@@ -212,3 +212,40 @@ async def test_core_profile_reads_the_same_files_as_text(tmp_path: Path) -> None
         assert "object_type" not in row["metadata"]
     finally:
         await app.stop()
+
+
+async def test_tools_read_completed_documents_only_and_score_in_unit_range(
+    lakehouse_app: EagleApp,
+) -> None:
+    """As a search does (retrieval/scope.py): a document with rows but no completed task is no
+    evidence. The score is the relevance Core's tools show, 1 for the object the question names
+    (it was the fused value, up to 2, or 1/rank for an exact match)."""
+    files = project_files()
+    outcome = await ingest_files(lakehouse_app, "warehouse", files)
+    assert {n: o["error"] for n, o in outcome.items() if o["status"] != "completed"} == {}
+    semantic = semantic_tool(lakehouse_app, "lakehouse_bi_query_semantic_context")
+    history = semantic_tool(lakehouse_app, "lakehouse_bi_retrieve_historical_analysis")
+    question = "what does net_amount of orders mean?"
+    before = await semantic(question, kb_names=["warehouse"], top_k=8)
+    [named] = [o for o in before["objects"] if o["path"] == "warehouse/orders/net_amount"]
+    assert named["score"] == 1.0
+    assert all(0.0 <= o["score"] <= 1.0 for o in before["objects"])
+    analyses = await history("weekly revenue", kb_names=["warehouse"], top_k=5)
+    assert analyses["analyses"] and all(0.0 <= a["score"] <= 1.0 for a in analyses["analyses"])
+
+    document_id = named["source"]["document_id"]
+    repos = lakehouse_app.repositories
+    task = repos.tasks.create(document_id=document_id)
+    repos.documents.update(document_id, status="processing")
+    claimed = repos.ingest_runs.start(task.id, owner="w", lease_s=60, max_attempts=3)
+    assert claimed.outcome == "claimed"
+    try:
+        during = await semantic(question, kb_names=["warehouse"], top_k=8)
+        everywhere = await semantic(question, top_k=8)
+    finally:
+        repos.tasks.finish(task.id, status="completed")
+        repos.documents.update(document_id, status="completed")
+    for pack in (during, everywhere):
+        assert pack["objects"]
+        assert document_id not in {o["source"]["document_id"] for o in pack["objects"]}
+    assert document_id in {o["source"]["document_id"] for o in before["objects"]}
