@@ -46,6 +46,24 @@ def text_pdf(
     return bytes(pdf.output())
 
 
+SPARSE_LINES = ("Approved", "Signed by the plant manager")
+
+
+@cache
+def sparse_page() -> Image.Image:
+    """An A5 page with two short lines at the top and white below (a sign-off sheet): too
+    little texture for the orientation model to tell which way up it is."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A5")
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", size=16)
+    pdf.cell(0, 10, SPARSE_LINES[0], new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", size=12)
+    pdf.cell(0, 8, SPARSE_LINES[1], new_x="LMARGIN", new_y="NEXT")
+    return render(bytes(pdf.output()))[0]
+
+
 def _fonts(pdf: object, chinese: bool) -> tuple[tuple[str, str], tuple[str, str]]:
     if not chinese:
         return ("helvetica", ""), ("helvetica", "B")

@@ -133,6 +133,16 @@ def test_a_rotated_page_is_turned_upright_and_boxes_stay_on_the_stored_page(
     assert x1 < 0.3  # the page's top edge turned to the left
 
 
+@pytest.mark.parametrize("turn", [90, 180, 270])
+def test_a_sparse_page_fed_the_wrong_way_is_read_upright(ocr: OcrEngine, turn: int) -> None:
+    """Two lines on white give the orientation model nothing to judge: it called the page
+    upright, and it was read as "Sgn nd t ager / Appored". A sparse page that reads poorly is
+    read again turned, and the best reading wins."""
+    page = ocr.read(scans.sparse_page().rotate(turn, expand=True))
+    assert [line.text for line in page.lines] == list(scans.SPARSE_LINES)
+    assert (turn + page.rotation) % 360 == 0  # turned back exactly, so boxes map to the page
+
+
 def test_the_line_classifier_is_off_unless_asked_for(ocr: OcrEngine) -> None:
     """The page is turned upright first; rapidocr's per-line 180-degree classifier then only
     flips upright lines of speckled scans into garbage (issue 16's CER on scanned-dev)."""

