@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from eagle_rag.db.namespace import resolve_namespace
+from eagle_rag.db.repositories.sessions import session_within
 from eagle_rag.errors import AuthenticationError, PermissionDeniedError, RateLimitedError
 from eagle_rag.settings import Settings
 
@@ -40,6 +41,18 @@ class Caller:
     def check_kbs(self, kb_names: Iterable[str]) -> None:
         for name in kb_names:
             self.check_kb(name)
+
+    def may_see_session(self, kb_names: Iterable[str]) -> bool:
+        return session_within(kb_names, self.kb_names)
+
+    def check_session(self, kb_names: Iterable[str]) -> None:
+        """Refuse a session over KBs outside this key's scope, or over every KB (empty
+        ``kb_names``) when the key is limited to some."""
+        self.check_kbs(kb_names)
+        if not self.may_see_session(kb_names):
+            raise PermissionDeniedError(
+                "this API key may not use a conversation over every knowledge base"
+            )
 
     def scope(self, requested: Iterable[str]) -> tuple[str, ...] | None:
         """The KBs a search may read: those requested (each checked), else the key's own, else

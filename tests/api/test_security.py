@@ -10,6 +10,7 @@ import pytest
 from tests.api.server import RunningServer, running_server
 
 ADMIN, SCOPED, LIMITED = "admin-key-123", "scoped-key-456", "limited-key-789"
+OTHER = "other-key-321"
 
 
 @pytest.fixture(scope="module")
@@ -17,6 +18,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]
     keys = [
         {"name": "admin", "key": ADMIN},
         {"name": "agent", "key": SCOPED, "kb_names": ["alpha"]},
+        {"name": "other", "key": OTHER, "kb_names": ["beta"]},
     ]
     with running_server(
         tmp_path_factory.mktemp("secured"),
@@ -58,6 +60,42 @@ def test_a_scoped_key_sees_only_its_kbs(secured: RunningServer) -> None:
     assert agent.delete("/knowledge_bases/beta").status_code == 403
     # With no KB named, the search runs over the key's KBs only.
     assert agent.post("/search", json={"query": "x"}).json()["kb_names"] == ["alpha"]
+
+
+def test_a_conversation_stays_within_the_scope_it_was_held_in(secured: RunningServer) -> None:
+    agent = secured.client(Authorization=f"Bearer {SCOPED}")
+    other = secured.client(Authorization=f"Bearer {OTHER}")
+    # Without a KB named, the agent's search read its own KBs: the session records them.
+    session_id = agent.post("/query", json={"query": "secret plan"}).json()["session_id"]
+    listed = {s["session_id"]: s for s in agent.get("/sessions").json()}
+    assert listed[session_id]["kb_names"] == ["alpha"]
+    assert session_id not in {s["session_id"] for s in other.get("/sessions").json()}
+    assert session_id not in other.get("/ui/fragments/sessions").text
+    assert other.get(f"/sessions/{session_id}/messages").status_code == 403
+    # Continuing it would send its history to the model and write into it.
+    carry_on = {"query": "and then?", "kb_name": "beta", "session_id": session_id}
+    for route in ("/query", "/query/stream"):
+        refused = other.post(route, json=carry_on)
+        assert refused.status_code == 403, route
+    chat = {
+        "model": "eagle:beta",
+        "messages": [{"role": "user", "content": "and then?"}],
+        "eagle": {"session_id": session_id},
+    }
+    assert other.post("/v1/chat/completions", json=chat).status_code == 403
+    assert other.delete(f"/sessions/{session_id}").status_code == 403
+    assert len(agent.get(f"/sessions/{session_id}/messages").json()["messages"]) == 2
+
+
+def test_a_conversation_over_every_kb_is_for_unlimited_keys_only(secured: RunningServer) -> None:
+    admin = secured.client(Authorization=f"Bearer {ADMIN}")
+    agent = secured.client(Authorization=f"Bearer {SCOPED}")
+    session_id = admin.post("/query", json={"query": "all of it"}).json()["session_id"]
+    assert session_id not in {s["session_id"] for s in agent.get("/sessions").json()}
+    assert agent.get(f"/sessions/{session_id}/messages").status_code == 403
+    carry_on = {"query": "more", "session_id": session_id}
+    assert agent.post("/query", json=carry_on).status_code == 403
+    assert admin.post("/query", json=carry_on).status_code == 200
 
 
 def test_cors_is_explicit(secured: RunningServer) -> None:
