@@ -98,6 +98,23 @@ def test_a_conversation_over_every_kb_is_for_unlimited_keys_only(secured: Runnin
     assert admin.post("/query", json=carry_on).status_code == 200
 
 
+@pytest.mark.parametrize(
+    ("route", "head", "tail"),
+    [
+        ("/v1/chat/completions", '{"model": "eagle:alpha", "messages": [], "x": ', "}"),
+        ("/search", '{"query": "x", "filters": ', "}"),
+        ("/retrieval", '{"knowledge_id": "alpha", "x": ', "}"),
+    ],
+)
+def test_a_body_nested_too_deeply_is_refused_as_the_callers_mistake(
+    secured: RunningServer, route: str, head: str, tail: str
+) -> None:
+    admin = secured.client(Authorization=f"Bearer {ADMIN}")
+    deep = head + '{"a": ' * 5000 + "1" + "}" * 5000 + tail
+    answer = admin.post(route, content=deep, headers={"Content-Type": "application/json"})
+    assert 400 <= answer.status_code < 500, answer.text
+
+
 def test_cors_is_explicit(secured: RunningServer) -> None:
     preflight = {
         "Access-Control-Request-Method": "POST",
