@@ -121,7 +121,7 @@ class Gatekeeper:
         return not self._keys
 
     def admit(self, authorization: str | None, namespace: str | None, client: str | None) -> Caller:
-        caller = self.authenticate(authorization)
+        caller = self.authenticate(authorization, client=client)
         resolve_namespace(namespace, self._settings.plugins)
         self._limiter.check(caller.name if caller.name != "anonymous" else f"ip:{client}")
         return caller
@@ -130,10 +130,20 @@ class Gatekeeper:
         """Refuse (NamespaceError, a 403) a request that names another namespace."""
         resolve_namespace(requested, self._settings.plugins)
 
-    def authenticate(self, authorization: str | None) -> Caller:
-        """The caller a bearer key names (no namespace or rate checks: see ``admit``)."""
+    def authenticate(self, authorization: str | None, *, client: str | None = None) -> Caller:
+        """The caller a bearer key names (no namespace or rate checks: see ``admit``). A refused
+        key costs ``client``'s address a request of its rate limit, so keys cannot be guessed
+        faster than the limit lets any caller call (RateLimitedError once it is spent)."""
         if self.open:
             return Caller("anonymous")
+        try:
+            return self._known(authorization)
+        except AuthenticationError:
+            if client is not None:
+                self._limiter.check(f"ip:{client}")
+            raise
+
+    def _known(self, authorization: str | None) -> Caller:
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token:
             raise AuthenticationError("an API key is required: send Authorization: Bearer <key>")

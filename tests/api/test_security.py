@@ -139,6 +139,25 @@ def test_rate_limit_answers_429_with_retry_after(tmp_path_factory: pytest.TempPa
         assert int(limited.headers["retry-after"]) >= 1
 
 
+@pytest.mark.parametrize("route", ["/knowledge_bases", "/mcp"])
+def test_guessing_keys_is_rate_limited_per_address(
+    tmp_path_factory: pytest.TempPathFactory, route: str
+) -> None:
+    with running_server(
+        tmp_path_factory.mktemp("guessing"),
+        server={"api_keys": [{"name": "l", "key": LIMITED}], "rate_limit_per_minute": 3},
+    ) as running:
+        guesses = [
+            running.client(Authorization=f"Bearer guess-{n}").get(route).status_code
+            for n in range(5)
+        ]
+        assert guesses[:3] == [401, 401, 401] and guesses[3:] == [429, 429]
+        refused = running.client(Authorization="Bearer guess-6").get(route)
+        assert int(refused.headers["retry-after"]) >= 1
+        # The key's own bucket is not the address's: its holder is not locked out.
+        assert running.client(Authorization=f"Bearer {LIMITED}").get(route).status_code != 429
+
+
 def mcp_initialize(client: httpx.Client, **headers: str) -> httpx.Response:
     body = {
         "jsonrpc": "2.0",
