@@ -73,6 +73,10 @@ def test_env_overrides_are_nested_and_typed() -> None:
 def test_interpolated_variables_reach_typed_fields() -> None:
     settings = load_settings({"EAGLE_PORT": "8123", "PLUGIN_NAMESPACE": "x"})
     assert settings.server.port == 8123
+    # The default profile (core) must not pin the namespace over the variable.
+    assert settings.active_profile == "core"
+    assert settings.plugins.default_namespace == "x"
+    assert load_settings({}).plugins.default_namespace == "core"
 
 
 def test_profile_deep_merges_over_the_top_level() -> None:

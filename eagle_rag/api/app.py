@@ -130,21 +130,45 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await _too_large(send, limit)
             return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise _BodyTooLargeError
-            return message
-
+        guard = _CountedBody(receive, send, limit)
         try:
-            await self.app(scope, counted, send)
+            await self.app(scope, guard.receive, guard.send)
         except _BodyTooLargeError:
-            await _too_large(send, limit)
+            await guard.refuse()
+
+
+class _CountedBody:
+    """A body without a length, counted as it arrives. Past the limit, reading raises; a
+    framework may turn that into an answer of its own (FastAPI: 400 "error parsing the body"),
+    so whatever the app answers then is replaced by the 413."""
+
+    def __init__(self, receive: Receive, send: Send, limit: int) -> None:
+        self._receive, self._send, self._limit = receive, send, limit
+        self._seen = 0
+        self._exceeded = False
+        self._started = False
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self._seen += len(message.get("body", b""))
+            if self._seen > self._limit:
+                self._exceeded = True
+                raise _BodyTooLargeError
+        return message
+
+    async def send(self, message: Message) -> None:
+        if self._exceeded:
+            if message["type"] == "http.response.start":
+                await self.refuse()
+            return  # the app's own answer to a body it could not read
+        self._started = self._started or message["type"] == "http.response.start"
+        await self._send(message)
+
+    async def refuse(self) -> None:
+        if not self._started:
+            self._started = True
+            await _too_large(self._send, self._limit)
 
 
 class _BodyTooLargeError(Exception):

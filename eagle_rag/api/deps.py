@@ -36,7 +36,7 @@ async def _body_namespace(request: Request) -> str | None:
         return None
     try:
         body = await request.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
         return None
     value = body.get(NAMESPACE_FIELD) if isinstance(body, dict) else None
     return value if isinstance(value, str) else None

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from eagle_rag.db.namespace import resolve_namespace
+from eagle_rag.db.repositories.sessions import session_within
 from eagle_rag.errors import AuthenticationError, PermissionDeniedError, RateLimitedError
 from eagle_rag.settings import Settings
 
@@ -40,6 +41,18 @@ class Caller:
     def check_kbs(self, kb_names: Iterable[str]) -> None:
         for name in kb_names:
             self.check_kb(name)
+
+    def may_see_session(self, kb_names: Iterable[str]) -> bool:
+        return session_within(kb_names, self.kb_names)
+
+    def check_session(self, kb_names: Iterable[str]) -> None:
+        """Refuse a session over KBs outside this key's scope, or over every KB (empty
+        ``kb_names``) when the key is limited to some."""
+        self.check_kbs(kb_names)
+        if not self.may_see_session(kb_names):
+            raise PermissionDeniedError(
+                "this API key may not use a conversation over every knowledge base"
+            )
 
     def scope(self, requested: Iterable[str]) -> tuple[str, ...] | None:
         """The KBs a search may read: those requested (each checked), else the key's own, else
@@ -108,7 +121,7 @@ class Gatekeeper:
         return not self._keys
 
     def admit(self, authorization: str | None, namespace: str | None, client: str | None) -> Caller:
-        caller = self.authenticate(authorization)
+        caller = self.authenticate(authorization, client=client)
         resolve_namespace(namespace, self._settings.plugins)
         self._limiter.check(caller.name if caller.name != "anonymous" else f"ip:{client}")
         return caller
@@ -117,10 +130,20 @@ class Gatekeeper:
         """Refuse (NamespaceError, a 403) a request that names another namespace."""
         resolve_namespace(requested, self._settings.plugins)
 
-    def authenticate(self, authorization: str | None) -> Caller:
-        """The caller a bearer key names (no namespace or rate checks: see ``admit``)."""
+    def authenticate(self, authorization: str | None, *, client: str | None = None) -> Caller:
+        """The caller a bearer key names (no namespace or rate checks: see ``admit``). A refused
+        key costs ``client``'s address a request of its rate limit, so keys cannot be guessed
+        faster than the limit lets any caller call (RateLimitedError once it is spent)."""
         if self.open:
             return Caller("anonymous")
+        try:
+            return self._known(authorization)
+        except AuthenticationError:
+            if client is not None:
+                self._limiter.check(f"ip:{client}")
+            raise
+
+    def _known(self, authorization: str | None) -> Caller:
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token:
             raise AuthenticationError("an API key is required: send Authorization: Bearer <key>")

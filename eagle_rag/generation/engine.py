@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eagle_rag.errors import EagleError, InvalidInputError, error_body
+from eagle_rag.db.repositories.sessions import session_within
+from eagle_rag.errors import EagleError, InvalidInputError, PermissionDeniedError, error_body
 from eagle_rag.generation.citations import check_citations
 from eagle_rag.generation.images import answer_images, one_numbering, picture_url
 from eagle_rag.generation.prompt import (
@@ -102,9 +103,10 @@ class AnswerEngine:
         self, request: AnswerRequest, allowed_kbs: Iterable[str] | None
     ) -> AsyncIterator[Event]:
         """session → step (route, recall, attach_parse, rerank) → sources → token* → done."""
-        recall = await asyncio.to_thread(self.validate, request)
+        allowed = None if allowed_kbs is None else tuple(sorted(allowed_kbs))
+        recall = await asyncio.to_thread(self.validate, request, allowed_kbs=allowed)
         language = request.language or detect_language(request.query)
-        session_id, history = await asyncio.to_thread(self._session, request)
+        session_id, history = await asyncio.to_thread(self._session, request, allowed)
         yield "session", {"session_id": session_id}
 
         started = time.perf_counter()
@@ -223,14 +225,23 @@ class AnswerEngine:
         recall = QueryRequest(query, **retrieval)
         return AnswerRequest(recall, top_n, language, session_id, attachments)
 
-    def validate(self, request: AnswerRequest) -> QueryRequest:
-        """Check what can be checked before a session is created; returns the recall request."""
+    def validate(
+        self, request: AnswerRequest, *, allowed_kbs: Iterable[str] | None = None
+    ) -> QueryRequest:
+        """Check what can be checked before a session is created; returns the recall request.
+        A caller limited to ``allowed_kbs`` may continue only a session within them: its
+        history goes to the model and the new turn lands in it."""
         recall = request.recall
         self._retriever.validate(recall)
         for name in recall.kb_names:  # an unknown KB must not leave an empty session behind
             self._app.repositories.knowledge_bases.get(name)
         if request.session_id is not None:
-            self._app.repositories.sessions.get(request.session_id)
+            session = self._app.repositories.sessions.get(request.session_id)
+            if not session_within(session.kb_names, allowed_kbs):
+                raise PermissionDeniedError(
+                    "this API key may not continue this conversation",
+                    session_id=request.session_id,
+                )
         if request.top_n is not None and not 1 <= request.top_n <= 20:
             raise InvalidInputError("top_n must be between 1 and 20", field="top_n")
         if request.language not in (None, "zh", "en"):
@@ -267,10 +278,15 @@ class AnswerEngine:
             return [self._text_only.known_warning(self.model, len(images))]
         return []
 
-    def _session(self, request: AnswerRequest) -> tuple[str, list[Turn]]:
+    def _session(
+        self, request: AnswerRequest, allowed_kbs: tuple[str, ...] | None
+    ) -> tuple[str, list[Turn]]:
         sessions = self._app.repositories.sessions
         if request.session_id is None:
-            record = sessions.create(title=request.query[:80], kb_names=request.recall.kb_names)
+            # The KBs the search may read: a limited caller who named none searches its own,
+            # and the session must stay out of reach of callers limited to other KBs.
+            kb_names = request.recall.kb_names or allowed_kbs or ()
+            record = sessions.create(title=request.query[:80], kb_names=kb_names)
             return record.id, []
         messages = sessions.messages(request.session_id, last=self._config.history_turns)
         history = [

@@ -285,7 +285,7 @@ def _guess_text_type(data: bytes) -> str:
     if text[:1] in "{[":
         try:
             json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep for json: read it as text
             pass
         else:
             return JSON

@@ -45,22 +45,38 @@ def system_resolver(host: str, port: int) -> list[str]:
 
 def check_address(address: str, *, allow_private: bool) -> None:
     ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    unsafe = (
-        ip.is_loopback
+    if not allow_private and any(_non_public(a) for a in (ip, *_embedded_ipv4(ip))):
+        raise InvalidInputError(
+            f"refusing to fetch from {address}: private, loopback and link-local addresses "
+            "are not allowed",
+            address=address,
+        )
+
+
+def _non_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Not a global unicast address. ``is_global`` is what catches the shared address space
+    100.64.0.0/10, where clouds (Alibaba's 100.100.100.200) serve instance metadata and which
+    ``is_private`` leaves out."""
+    return (
+        not ip.is_global
+        or ip.is_loopback
         or ip.is_private
         or ip.is_link_local
         or ip.is_multicast
         or ip.is_reserved
         or ip.is_unspecified
     )
-    if unsafe and not allow_private:
-        raise InvalidInputError(
-            f"refusing to fetch from {address}: private, loopback and link-local addresses "
-            "are not allowed",
-            address=address,
-        )
+
+
+def _embedded_ipv4(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 one carries (mapped, 6to4, Teredo client): a relay or a dual
+    stack may deliver to them, so they are checked as well."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    teredo = ip.teredo[1] if ip.teredo else None
+    return [a for a in (ip.ipv4_mapped, ip.sixtofour, teredo) if a is not None]
 
 
 class UrlFetcher:

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.middleware import Middleware
 
 from eagle_rag.api.security import Gatekeeper
-from eagle_rag.errors import AuthenticationError
+from eagle_rag.errors import AuthenticationError, EagleError, RateLimitedError
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -34,10 +34,17 @@ class ApiKeyGuard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        client = scope.get("client")
         try:
-            self.gate.authenticate(headers.get("authorization"))
+            self.gate.authenticate(
+                headers.get("authorization"), client=client[0] if client else None
+            )
         except AuthenticationError as exc:
-            await _unauthorized(send, exc)
+            await _refuse(send, 401, exc, [(b"www-authenticate", b"Bearer")])
+            return
+        except RateLimitedError as exc:
+            retry = str(exc.fields.get("retry_after", 60)).encode()
+            await _refuse(send, 429, exc, [(b"retry-after", retry)])
             return
         await self.app(scope, receive, send)
 
@@ -47,16 +54,18 @@ def mcp_middleware(gate: Gatekeeper) -> list[Middleware]:
     return [Middleware(ApiKeyGuard, gate=gate)]
 
 
-async def _unauthorized(send: Send, error: AuthenticationError) -> None:
+async def _refuse(
+    send: Send, status: int, error: EagleError, extra: list[tuple[bytes, bytes]]
+) -> None:
     body = json.dumps(error.to_dict()).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 401,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b"Bearer"),
+                *extra,
             ],
         }
     )

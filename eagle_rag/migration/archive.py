@@ -124,6 +124,7 @@ def _import_member(
     if kind == "metadata":
         table = metadata.table_named(rest.split("/", 1)[0])
         rows = _rows(handle.read())
+        _check_namespace(rows, target.namespace, table.name)
         copied = metadata.write_missing(target.database, table, rows)
         _tally(report, table.name, copied, progress, "metadata")
     elif kind == "vectors":
@@ -141,6 +142,16 @@ def _import_member(
     elif member.name == SUMMARY:
         counts = json.loads(handle.read())["counts"]
         report.checks.extend(Check(k, int(v), int(v)) for k, v in counts.items())
+
+
+def _check_namespace(rows: list[dict[str, Any]], namespace: str, table: str) -> None:
+    """The manifest's namespace picks the target, so a row of another one (an edited or a
+    hostile archive) would be written into that other namespace: refused, as objects are."""
+    others = {str(r.get(metadata.NAMESPACE_COLUMN)) for r in rows} - {namespace}
+    if others:
+        raise InvalidInputError(
+            f"rows of another namespace in the export's {table}", namespaces=sorted(others)
+        )
 
 
 def _tally(report: CopyReport, item: str, copied: int, progress: Progress, stage: str) -> None:

@@ -118,6 +118,10 @@ def _typed(item: Mapping[str, Any], raw: str) -> Any:
             raise InvalidInputError(
                 f"creation_settings: {name} is not valid JSON ({exc.msg})", field=name
             ) from None
+        except RecursionError:  # json's own guard against deep nesting
+            raise InvalidInputError(
+                f"creation_settings: {name} is nested too deeply", field=name
+            ) from None
     if kind == "select":
         for option in item.get("options") or ():
             if str(option) == raw:

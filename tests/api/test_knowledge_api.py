@@ -108,6 +108,18 @@ def test_same_bytes_again_is_a_dedup_hit(client: httpx.Client, solar: dict[str, 
         ({}, {"url": "file:///etc/passwd"}, 400, "invalid_input"),
         ({"file": ("a.txt", b"hello", "text/plain")}, {"url": "http://example.com"}, 400, None),
         ({"file": ("a.txt", b"hi there", "text/plain")}, {"metadata": "{not json"}, 400, None),
+        (
+            {"file": ("a.txt", b"hi there", "text/plain")},
+            {"metadata": '{"a": ' * 5000 + "1" + "}" * 5000},
+            400,
+            "invalid_input",
+        ),
+        (
+            {"file": ("a.txt", b"hi there", "text/plain")},
+            {"tags": "[" * 50_000 + "]" * 50_000},
+            400,
+            "invalid_input",
+        ),
         ({"file": ("a.txt", b"hi there", "text/plain")}, {"kb_name": "nope"}, 404, "not_found"),
     ],
 )

@@ -85,6 +85,18 @@ def test_oversized_json_body_is_413(client: httpx.Client, server: RunningServer)
     assert answer.status_code == 413 and answer.json()["code"] == "payload_too_large"
 
 
+def test_oversized_chunked_json_body_is_413_too(
+    client: httpx.Client, server: RunningServer
+) -> None:
+    """Without a Content-Length the body is counted as it arrives; the framework's own answer
+    to the cut-off read (400) must not replace the 413."""
+    limit = server.settings.server.max_body_bytes
+    body = json.dumps({"query": "x" * (limit + 10)}).encode()
+    chunks = iter([body[i : i + 65536] for i in range(0, len(body), 65536)])
+    answer = client.post("/search", content=chunks, headers={"content-type": "application/json"})
+    assert answer.status_code == 413 and answer.json()["code"] == "payload_too_large"
+
+
 def test_search_stream_sends_steps_sources_done(client: httpx.Client) -> None:
     with client.stream(
         "POST", "/search/stream", json={"query": "inverter", "kb_name": "docs"}

@@ -10,6 +10,7 @@ import pytest
 from tests.api.server import RunningServer, running_server
 
 ADMIN, SCOPED, LIMITED = "admin-key-123", "scoped-key-456", "limited-key-789"
+OTHER = "other-key-321"
 
 
 @pytest.fixture(scope="module")
@@ -17,6 +18,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]
     keys = [
         {"name": "admin", "key": ADMIN},
         {"name": "agent", "key": SCOPED, "kb_names": ["alpha"]},
+        {"name": "other", "key": OTHER, "kb_names": ["beta"]},
     ]
     with running_server(
         tmp_path_factory.mktemp("secured"),
@@ -60,6 +62,59 @@ def test_a_scoped_key_sees_only_its_kbs(secured: RunningServer) -> None:
     assert agent.post("/search", json={"query": "x"}).json()["kb_names"] == ["alpha"]
 
 
+def test_a_conversation_stays_within_the_scope_it_was_held_in(secured: RunningServer) -> None:
+    agent = secured.client(Authorization=f"Bearer {SCOPED}")
+    other = secured.client(Authorization=f"Bearer {OTHER}")
+    # Without a KB named, the agent's search read its own KBs: the session records them.
+    session_id = agent.post("/query", json={"query": "secret plan"}).json()["session_id"]
+    listed = {s["session_id"]: s for s in agent.get("/sessions").json()}
+    assert listed[session_id]["kb_names"] == ["alpha"]
+    assert session_id not in {s["session_id"] for s in other.get("/sessions").json()}
+    assert session_id not in other.get("/ui/fragments/sessions").text
+    assert other.get(f"/sessions/{session_id}/messages").status_code == 403
+    # Continuing it would send its history to the model and write into it.
+    carry_on = {"query": "and then?", "kb_name": "beta", "session_id": session_id}
+    for route in ("/query", "/query/stream"):
+        refused = other.post(route, json=carry_on)
+        assert refused.status_code == 403, route
+    chat = {
+        "model": "eagle:beta",
+        "messages": [{"role": "user", "content": "and then?"}],
+        "eagle": {"session_id": session_id},
+    }
+    assert other.post("/v1/chat/completions", json=chat).status_code == 403
+    assert other.delete(f"/sessions/{session_id}").status_code == 403
+    assert len(agent.get(f"/sessions/{session_id}/messages").json()["messages"]) == 2
+
+
+def test_a_conversation_over_every_kb_is_for_unlimited_keys_only(secured: RunningServer) -> None:
+    admin = secured.client(Authorization=f"Bearer {ADMIN}")
+    agent = secured.client(Authorization=f"Bearer {SCOPED}")
+    session_id = admin.post("/query", json={"query": "all of it"}).json()["session_id"]
+    assert session_id not in {s["session_id"] for s in agent.get("/sessions").json()}
+    assert agent.get(f"/sessions/{session_id}/messages").status_code == 403
+    carry_on = {"query": "more", "session_id": session_id}
+    assert agent.post("/query", json=carry_on).status_code == 403
+    assert admin.post("/query", json=carry_on).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("route", "head", "tail"),
+    [
+        ("/v1/chat/completions", '{"model": "eagle:alpha", "messages": [], "x": ', "}"),
+        ("/search", '{"query": "x", "filters": ', "}"),
+        ("/retrieval", '{"knowledge_id": "alpha", "x": ', "}"),
+    ],
+)
+def test_a_body_nested_too_deeply_is_refused_as_the_callers_mistake(
+    secured: RunningServer, route: str, head: str, tail: str
+) -> None:
+    admin = secured.client(Authorization=f"Bearer {ADMIN}")
+    deep = head + '{"a": ' * 5000 + "1" + "}" * 5000 + tail
+    answer = admin.post(route, content=deep, headers={"Content-Type": "application/json"})
+    assert 400 <= answer.status_code < 500, answer.text
+
+
 def test_cors_is_explicit(secured: RunningServer) -> None:
     preflight = {
         "Access-Control-Request-Method": "POST",
@@ -82,6 +137,25 @@ def test_rate_limit_answers_429_with_retry_after(tmp_path_factory: pytest.TempPa
         limited = client.get("/knowledge_bases")
         assert limited.json()["code"] == "rate_limited"
         assert int(limited.headers["retry-after"]) >= 1
+
+
+@pytest.mark.parametrize("route", ["/knowledge_bases", "/mcp"])
+def test_guessing_keys_is_rate_limited_per_address(
+    tmp_path_factory: pytest.TempPathFactory, route: str
+) -> None:
+    with running_server(
+        tmp_path_factory.mktemp("guessing"),
+        server={"api_keys": [{"name": "l", "key": LIMITED}], "rate_limit_per_minute": 3},
+    ) as running:
+        guesses = [
+            running.client(Authorization=f"Bearer guess-{n}").get(route).status_code
+            for n in range(5)
+        ]
+        assert guesses[:3] == [401, 401, 401] and guesses[3:] == [429, 429]
+        refused = running.client(Authorization="Bearer guess-6").get(route)
+        assert int(refused.headers["retry-after"]) >= 1
+        # The key's own bucket is not the address's: its holder is not locked out.
+        assert running.client(Authorization=f"Bearer {LIMITED}").get(route).status_code != 429
 
 
 def mcp_initialize(client: httpx.Client, **headers: str) -> httpx.Response:

@@ -22,6 +22,8 @@ from tests.ingest import documents as docs
         (b"a,b\n1,2\n", "table.csv", d.CSV),
         ("plain words".encode("gb18030"), "notes.txt", d.TEXT),
         ("北京大学".encode("utf-16"), "utf16.txt", d.TEXT),
+        # Nested deeper than json reads: text, not a crash of the upload.
+        (("[" * 50_000 + "]" * 50_000).encode(), "deep", d.TEXT),
     ],
 )
 def test_types_are_detected_from_content(data: bytes, filename: str, expected: str) -> None:

@@ -45,6 +45,11 @@ def _fetcher(handler, **settings: object) -> UrlFetcher:  # type: ignore[no-unty
         "::ffff:127.0.0.1",
         "224.0.0.1",
         "fd00::1",
+        "100.100.100.200",  # Alibaba Cloud's metadata service, in the shared space 100.64/10
+        "100.64.0.1",
+        "2002:7f00:1::1",  # 6to4 around 127.0.0.1
+        "2002:a9fe:a9fe::1",  # 6to4 around 169.254.169.254
+        "::ffff:100.100.100.200",
     ],
 )
 def test_non_public_addresses_are_refused(address: str) -> None:
@@ -68,6 +73,11 @@ def test_only_plain_http_and_https_urls(url: str) -> None:
     fetcher = _fetcher(lambda request: httpx.Response(200, content=b"x"))
     with pytest.raises(InvalidInputError):
         fetcher.fetch(url)
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"])
+def test_public_addresses_pass(address: str) -> None:
+    check_address(address, allow_private=False)
 
 
 def test_public_url_is_fetched_through_the_checked_address() -> None:

@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eagle_rag.errors import InvalidInputError
+from eagle_rag.index.collections import MAX_TEXT
 from eagle_rag.ingest.detect import MARKDOWN
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions, chunk_id, chunk_tree
 from eagle_rag.ingest.knowhere.tree import build_tree
@@ -226,3 +227,26 @@ def test_a_section_over_budget_is_packed_by_sentences() -> None:
     own = [c for c in chunks if c.type != "section_summary"]
     assert len(own) > 1 and all(COUNT(c.text) <= 40 for c in own)
     assert set(sentences) <= set(calls)  # fell back to counting sentence by sentence
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        TextSection(("word" + " " * 2000) * 60),  # one "sentence", spaced out by a layout
+        TextSection("\n".join(" " * 3000 + f"x{i}" for i in range(60)), kind="code"),
+        TextSection("\n\n".join(("中" + " " * 9000) * 3 for _ in range(4))),
+    ],
+)
+def test_no_chunk_outgrows_the_stored_text_field(section: TextSection) -> None:
+    """Whitespace costs no tokens, so a chunk within its token budget may still be longer than
+    Milvus's text field (MAX_TEXT bytes): such a document failed to ingest."""
+    tree, chunks = _chunks(ParseResult("", (section,)), size=400, overlap=8)
+    own = [c for c in chunks if c.type != "section_summary"]
+    for chunk in chunks:
+        assert len(chunk.text.encode("utf-8")) <= MAX_TEXT
+    for chunk in own:
+        assert tree.text[chunk.start_offset : chunk.end_offset] == chunk.text
+    covered = {p for c in own for p in range(c.start_offset, c.end_offset)}
+    words = [i for i, ch in enumerate(tree.text) if not ch.isspace()]
+    body = tree.sections[-1].blocks
+    assert all(i in covered for i in words if any(b.start <= i < b.end for b in body))

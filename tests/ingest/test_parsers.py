@@ -212,6 +212,7 @@ def test_plain_text_paragraphs() -> None:
     ("parser", "data", "mime", "match"),
     [
         (JsonParser(), b'{"a": ', d.JSON, "malformed"),
+        (JsonParser(), b'{"a": ' * 5000 + b"1" + b"}" * 5000, d.JSON, "nested too deeply"),
         (PlainTextParser(), b"   \n ", d.TEXT, "no text"),
         (HtmlParser(), b"<html><body><script>x</script></body></html>", d.HTML, "no readable"),
         (DocxParser(), docs.xlsx_bytes(), d.DOCX, "corrupt"),

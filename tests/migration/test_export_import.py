@@ -163,6 +163,31 @@ def test_import_refuses_an_archive_of_another_format(tmp_path: Path) -> None:
     assert "not a version-1 Eagle-RAG export" in _one_line(result.output)
 
 
+def test_import_refuses_rows_of_another_namespace(tmp_path: Path) -> None:
+    """The manifest says core; a row that says otherwise must not land in that namespace."""
+    edited = tmp_path / "edited.tar.gz"
+    row = {"id": "f" * 32, "plugin_namespace": "tenant2", "name": "planted", "engine": "eagle"}
+    members = {
+        "manifest.json": {"format": "eagle-rag-export", "version": 1, "namespace": "core"},
+        "metadata/knowledge_bases/000001.jsonl": row,
+    }
+    with tarfile.open(edited, "w:gz") as tar:
+        for name, content in members.items():
+            data = json.dumps(content).encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    result = _run(["import", str(edited)], _env(tmp_path / "data"))
+    assert result.exit_code == 2
+    assert "rows of another namespace" in _one_line(result.output)
+    tenant = load_settings({**_env(tmp_path / "data"), "PLUGIN_NAMESPACE": "tenant2"})
+    app = asyncio.run(bootstrap(tenant))
+    try:
+        assert app.repositories.knowledge_bases.list() == []
+    finally:
+        asyncio.run(app.stop())
+
+
 def test_import_refuses_a_missing_file(tmp_path: Path) -> None:
     result = _run(["import", str(tmp_path / "absent.tar.gz")], _env(tmp_path / "data"))
     assert result.exit_code == 2

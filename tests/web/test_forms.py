@@ -89,6 +89,7 @@ def test_fields_hidden_by_show_if_and_empty_optional_inputs_are_not_sent() -> No
         ("size", "12.5", "must be an integer"),
         ("ratio", "half", "must be a number"),
         ("extra", "{oops", "is not valid JSON"),
+        ("extra", "[" * 50_000 + "]" * 50_000, "is nested too deeply"),
         ("mode", "other", "is not one of the options"),
     ],
 )

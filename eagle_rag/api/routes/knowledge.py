@@ -343,6 +343,8 @@ def _tags(raw: str | None) -> list[str]:
             parsed = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"tags is not a JSON list: {exc.msg}", field="tags") from exc
+        except RecursionError:  # json's own guard against deep nesting: the caller's mistake
+            raise InvalidInputError("tags is nested too deeply", field="tags") from None
         if not isinstance(parsed, list) or not all(isinstance(t, str) for t in parsed):
             raise InvalidInputError("tags must be a list of strings", field="tags")
         return parsed
@@ -356,6 +358,8 @@ def _metadata(raw: str | None) -> dict[str, Any]:
         parsed = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"metadata is not JSON: {exc.msg}", field="metadata") from exc
+    except RecursionError:  # json's own guard against deep nesting: the caller's mistake
+        raise InvalidInputError("metadata is nested too deeply", field="metadata") from None
     if not isinstance(parsed, dict):
         raise InvalidInputError("metadata must be a JSON object", field="metadata")
     return parsed

@@ -76,7 +76,8 @@ async def query(body: QueryBody, app: App, who: Who) -> dict[str, Any]:
     """
     who.check_kbs(body.scope())
     request = await _answer_request(app, body)
-    await asyncio.to_thread(app.answers.validate, request)  # caller mistakes: a 4xx, not a body
+    # caller mistakes: a 4xx, not a body
+    await asyncio.to_thread(app.answers.validate, request, allowed_kbs=who.kb_names)
     result = await app.answers.answer(request, allowed_kbs=who.kb_names)
     outage = outage_in(result.get("error"))
     if outage is not None:
@@ -89,7 +90,7 @@ async def query_stream(body: QueryBody, app: App, who: Who) -> EventSourceRespon
     """SSE: ``session``, ``step``*, ``sources``, ``token``*, ``done`` — or ``error``."""
     who.check_kbs(body.scope())
     request = await _answer_request(app, body)
-    await asyncio.to_thread(app.answers.validate, request)
+    await asyncio.to_thread(app.answers.validate, request, allowed_kbs=who.kb_names)
 
     async def events() -> AsyncIterator[dict[str, str]]:
         async for name, data in app.answers.stream(request, allowed_kbs=who.kb_names):
@@ -113,14 +114,14 @@ async def list_sessions(app: App, who: Who) -> list[dict[str, Any]]:
             "updated_at": s.updated_at.isoformat(),
         }
         for s in sessions
-        if who.kb_names is None or set(s.kb_names) <= who.kb_names
+        if who.may_see_session(s.kb_names)
     ]
 
 
 @router.get("/sessions/{session_id}/messages", tags=["sessions"])
 async def session_messages(session_id: str, app: App, who: Who) -> dict[str, Any]:
     session = await asyncio.to_thread(app.repositories.sessions.get, session_id)
-    who.check_kbs(session.kb_names)
+    who.check_session(session.kb_names)
     messages = await asyncio.to_thread(app.repositories.sessions.messages, session_id)
     return {
         "session_id": session_id,
@@ -141,7 +142,7 @@ async def session_messages(session_id: str, app: App, who: Who) -> dict[str, Any
 @router.delete("/sessions/{session_id}", tags=["sessions"])
 async def delete_session(session_id: str, app: App, who: Who) -> dict[str, Any]:
     session = await asyncio.to_thread(app.repositories.sessions.get, session_id)
-    who.check_kbs(session.kb_names)
+    who.check_session(session.kb_names)
     await asyncio.to_thread(app.repositories.sessions.delete, session_id)
     return {"session_id": session_id, "deleted": True}
 

@@ -17,6 +17,16 @@ from eagle_rag.errors import InvalidInputError, NotFoundError
 ROLES = ("user", "assistant", "system")
 
 
+def session_within(kb_names: Iterable[str], allowed: Iterable[str] | None) -> bool:
+    """Whether a caller limited to ``allowed`` KBs (None: every KB) may read or continue a
+    session over ``kb_names``. An empty ``kb_names`` means the session searched every KB of the
+    namespace, so only an unlimited caller may."""
+    if allowed is None:
+        return True
+    names = set(kb_names)
+    return bool(names) and names <= set(allowed)
+
+
 def _session_record(row: ChatSessionRow) -> SessionRecord:
     return SessionRecord(
         id=row.id,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from eagle_rag.errors import InvalidInputError
+from eagle_rag.index.collections import MAX_TEXT
 from eagle_rag.ingest.knowhere.boxes import chunk_boxes, section_boxes
 from eagle_rag.ingest.knowhere.pages import page_at, pages_of
 from eagle_rag.ingest.knowhere.tree import Block, Section, StructureTree
@@ -29,6 +30,9 @@ SUMMARY_CHARS = 400
 # No subword tokenizer in use averages more characters per token than this; longer text is
 # never tried as a single chunk.
 MAX_CHARS_PER_TOKEN = 8
+# A chunk's text is stored in a VARCHAR of MAX_TEXT UTF-8 bytes. Few tokens can still be longer
+# than that: whitespace (indentation, layout runs of spaces) costs a tokenizer nothing.
+MAX_CHUNK_BYTES = MAX_TEXT
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +154,7 @@ def _group_chunks(
         yield *whole, kind, tuple(sorted({b.page for b in group if b.page is not None}))
         return
     units = [unit for block in group for unit in _units(block, options, count)]
-    for start, end, covered in _pack(units, options):
+    for start, end, covered in _pack(units, options, tree.text):
         pages = tuple(sorted({u.page for u in covered if u.page is not None}))
         yield tree.text[start:end], start, end, kind, pages
 
@@ -170,7 +174,7 @@ def _whole_group(
     if end - start > options.chunk_size * MAX_CHARS_PER_TOKEN:
         return None
     text = tree.text[start:end]
-    if not text.strip() or count(text) > options.chunk_size:
+    if not text.strip() or not _fits(text) or count(text) > options.chunk_size:
         return None
     return text, start, end
 
@@ -255,7 +259,7 @@ def _units(block: Block, options: ChunkingOptions, count: TokenCounter) -> Itera
         start = block.start + local
         tokens = count(piece)
         page = page_at(block, local)
-        if tokens <= options.chunk_size:
+        if tokens <= options.chunk_size and _fits(piece):
             yield _Unit(piece, start, start + len(piece), tokens, page)
         else:
             yield from _hard_split(piece, start, options.chunk_size, count, page)
@@ -272,7 +276,7 @@ def _hard_split(
     words = re.findall(r"\S+\s*", text) if " " in text.strip() else list(text)
     current, current_start, offset = "", start, start
     for word in words:
-        if current and count(current + word) > budget:
+        if current and (not _fits(current + word) or count(current + word) > budget):
             piece = current.rstrip()
             yield _Unit(piece, current_start, current_start + len(piece), count(piece), page)
             current, current_start = "", offset
@@ -283,14 +287,31 @@ def _hard_split(
         yield _Unit(piece, current_start, current_start + len(piece), count(piece), page)
 
 
-def _pack(units: list[_Unit], options: ChunkingOptions) -> Iterator[tuple[int, int, list[_Unit]]]:
-    """Greedy packing up to the budget or a page break, then step back over whole units for
-    the overlap (never back over a page break)."""
+def _fits(text: str) -> bool:
+    """Whether ``text`` fits the stored text field (no character is over 4 UTF-8 bytes, so
+    most text is judged by its length alone)."""
+    return len(text) * 4 <= MAX_CHUNK_BYTES or len(text.encode("utf-8")) <= MAX_CHUNK_BYTES
+
+
+def _span_fits(text: str, start: int, end: int) -> bool:
+    return (end - start) * 4 <= MAX_CHUNK_BYTES or _fits(text[start:end])
+
+
+def _pack(
+    units: list[_Unit], options: ChunkingOptions, text: str
+) -> Iterator[tuple[int, int, list[_Unit]]]:
+    """Greedy packing up to the budget, the stored size or a page break, then step back over
+    whole units for the overlap (never back over a page break)."""
     i = 0
     while i < len(units):
         total, j = 0, i
         while j < len(units) and (
-            j == i or (total + units[j].tokens <= options.chunk_size and _same_page(units, i, j))
+            j == i
+            or (
+                total + units[j].tokens <= options.chunk_size
+                and _same_page(units, i, j)
+                and _span_fits(text, units[i].start, units[j].end)
+            )
         ):
             total += units[j].tokens
             j += 1
@@ -321,7 +342,7 @@ def _table_chunks(
     block: Block, options: ChunkingOptions, count: TokenCounter
 ) -> Iterator[tuple[str, int, int]]:
     """Whole if it fits; else by rows, each piece led by the header (offsets cover the rows)."""
-    if count(block.text) <= options.chunk_size:
+    if _fits(block.text) and count(block.text) <= options.chunk_size:
         yield block.text, block.start, block.end
         return
     lines = block.text.split("\n")
@@ -332,7 +353,10 @@ def _table_chunks(
     rows: list[str] = []
     rows_start = offset
     for line in body:
-        if rows and header_tokens + count("\n".join([*rows, line])) > options.chunk_size:
+        piece = "\n".join([*rows, line])
+        if rows and (
+            not _fits(f"{header}\n{piece}") or header_tokens + count(piece) > options.chunk_size
+        ):
             text = "\n".join(rows)
             yield f"{header}\n{text}", rows_start, rows_start + len(text)
             rows, rows_start = [], offset

@@ -136,6 +136,10 @@ class JsonParser:
                 f"the JSON file is malformed: {exc.msg} at line {exc.lineno}",
                 filename=context.filename,
             ) from exc
+        except RecursionError:
+            raise InvalidInputError(
+                "the JSON file is nested too deeply to read", filename=context.filename
+            ) from None
         if isinstance(value, dict):
             sections: list[TextSection] = []
             for key, item in value.items():
