@@ -29,9 +29,9 @@ OPEN_PATHS = ("/health",)  # probes name the pod or node, whatever the bind addr
 
 
 def host_name(host: str) -> str:
-    """``Host`` without its port, lower-case (``[::1]:8000`` -> ``::1``)."""
+    """``Host`` without its port or a final dot, lower-case (``[::1]:8000`` -> ``::1``)."""
     try:
-        return (urlsplit(f"//{host.strip()}").hostname or "").lower()
+        return (urlsplit(f"//{host.strip()}").hostname or "").lower().rstrip(".")
     except ValueError:  # an unbalanced IPv6 bracket
         return ""
 

@@ -179,7 +179,7 @@ def test_an_open_api_answers_only_its_own_host_names(
             refused = rebound.request(method, path)
             assert refused.status_code == 403 and refused.json()["code"] == "forbidden", path
         assert rebound.get("/health").status_code == 200  # probes name the pod or node
-        for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost"):
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost", f"localhost.:{port}"):
             assert running.client(Host=host).get("/knowledge_bases/mine").status_code == 200
 
 
