@@ -173,3 +173,17 @@ def test_doctor_says_why_visuals_are_off(tmp_path: Path) -> None:
         app, ["doctor", "--json"], env=_env(tmp_path, EAGLE_ENCODER_MODE="deterministic")
     )
     assert json.loads(on.stdout)["warnings"] == []
+
+
+def test_serve_options_reach_the_settings_the_app_checks_host_names_with() -> None:
+    from eagle_rag.api.hosts import open_host_names
+    from eagle_rag.cli.server import bound_settings
+    from eagle_rag.settings import load_settings
+
+    settings = load_settings({})
+    assert bound_settings(settings, None, None) is settings
+    everywhere = bound_settings(settings, "0.0.0.0", 9001)
+    assert (everywhere.server.host, everywhere.server.port) == ("0.0.0.0", 9001)
+    # `serve --host 0.0.0.0` (the container images) must not leave the open API refusing
+    # every name but localhost.
+    assert open_host_names(everywhere.server) is None

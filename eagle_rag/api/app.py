@@ -17,6 +17,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from eagle_rag import __version__
 from eagle_rag.api.errors import install_error_handlers
+from eagle_rag.api.hosts import OpenHostGuard
 from eagle_rag.api.links import install_links
 from eagle_rag.api.metrics import Metrics
 from eagle_rag.api.routes import (
@@ -92,6 +93,7 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "X-Eagle-Namespace"],
         )
+    api.add_middleware(OpenHostGuard, gate=gate, server=server)
     api.add_middleware(
         BodyLimit,
         json_limit=server.max_body_bytes,

@@ -19,6 +19,15 @@ from eagle_rag.launcher import ARROW_POOL_VARIABLE
 from eagle_rag.settings import Settings
 
 
+def bound_settings(settings: Settings, host: str | None, port: int | None) -> Settings:
+    """The settings with ``--host`` / ``--port`` applied: the app checks Host names against the
+    bind address (MCP always, an open API too), so it must know the real one."""
+    changes = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    if not changes:
+        return settings
+    return settings.model_copy(update={"server": settings.server.model_copy(update=changes)})
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default: server.host).")] = None,
@@ -30,14 +39,13 @@ def serve(
     from eagle_rag.api.app import create_app
     from eagle_rag.logs import configure_logging
 
-    settings = settings_from_env()
+    settings = bound_settings(settings_from_env(), host, port)
     configure_logging(settings)
     try:
         api = create_app(settings)
     except EagleError as exc:
         fail(exc)
-    bind_host = host or settings.server.host
-    bind_port = port or settings.server.port
+    bind_host, bind_port = settings.server.host, settings.server.port
     # Through logging, so a JSON deployment's output stays one JSON object per line.
     logger = logging.getLogger("eagle_rag.serve")
     pool = arrow_pool()

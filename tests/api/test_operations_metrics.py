@@ -152,5 +152,6 @@ def test_api_apps_built_on_one_eagle_app_share_its_stage_metrics(server: Running
         served = scrape(client)[ingests]
     assert served == before + 1
     # An API app built after the ingest (no lifespan: the EagleApp is already running).
-    later = TestClient(create_app(server.settings, eagle=server.eagle))
+    # An open API answers localhost names only (DNS rebinding), not TestClient's "testserver".
+    later = TestClient(create_app(server.settings, eagle=server.eagle), base_url="http://localhost")
     assert scrape(later)[ingests] == served

@@ -158,6 +158,44 @@ def test_guessing_keys_is_rate_limited_per_address(
         assert running.client(Authorization=f"Bearer {LIMITED}").get(route).status_code != 429
 
 
+def test_an_open_api_answers_only_its_own_host_names(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """DNS rebinding: a page whose name was re-pointed at 127.0.0.1 reaches the open API as
+    its own origin; its requests carry that name in Host."""
+    with running_server(tmp_path_factory.mktemp("open")) as running:
+        port = running.settings.server.port
+        assert (
+            running.client().post("/knowledge_bases", json={"kb_name": "mine"}).status_code == 201
+        )
+        rebound = running.client(Host=f"evil.example:{port}", Origin=f"http://evil.example:{port}")
+        for method, path in [
+            ("GET", "/knowledge_bases"),
+            ("DELETE", "/knowledge_bases/mine"),
+            ("GET", "/ui"),
+            ("GET", "/ui/fragments/kbs"),
+            ("POST", "/ui/kbs/mine/delete"),
+        ]:
+            refused = rebound.request(method, path)
+            assert refused.status_code == 403 and refused.json()["code"] == "forbidden", path
+        assert rebound.get("/health").status_code == 200  # probes name the pod or node
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost", f"localhost.:{port}"):
+            assert running.client(Host=host).get("/knowledge_bases/mine").status_code == 200
+
+
+def test_with_keys_or_on_every_interface_host_names_are_not_checked(
+    secured: RunningServer,
+) -> None:
+    from eagle_rag.api.hosts import open_host_names
+    from eagle_rag.settings import ServerSettings
+
+    admin = secured.client(Authorization=f"Bearer {ADMIN}", Host="api.example.com")
+    assert admin.get("/knowledge_bases").status_code == 200
+    assert open_host_names(ServerSettings(host="0.0.0.0")) is None
+    named = open_host_names(ServerSettings(host="10.0.0.5", mcp_allowed_hosts=["Rag.Example:443"]))
+    assert named == {"localhost", "127.0.0.1", "::1", "10.0.0.5", "rag.example"}
+
+
 def mcp_initialize(client: httpx.Client, **headers: str) -> httpx.Response:
     body = {
         "jsonrpc": "2.0",

@@ -63,7 +63,7 @@ async def app(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EagleAp
 async def client(app: EagleApp) -> AsyncIterator[httpx.AsyncClient]:
     api = create_app(app.settings, eagle=app)
     transport = httpx.ASGITransport(app=api)
-    async with httpx.AsyncClient(transport=transport, base_url="http://eagle") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         yield http
 
 
