@@ -16,7 +16,14 @@ from eagle_rag.index.sparse import tokenize
 from eagle_rag.models.chat import GenerationInput
 
 MAX_SENTENCES = 3
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+# A sentence ends at a Chinese full stop (。！？), or at . ! ? followed by a space or the end: a
+# point inside a token is no end ("4.7 million", "firmware 9.3(12)", "192.168.8.1", "e.g."
+# would each quote half a sentence and lose the number the question asked for).
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])[\"')\]]*(?=\s|$)")
+# Title and reference abbreviations that end with a point but do not end a sentence.
+_ABBREVIATIONS = frozenset(
+    re.findall(r"\S+", "dr mr mrs ms prof vs etc e.g i.e fig figs eq approx inc ltd jr sr")
+)
 _NO_SOURCES = {
     "zh": "知识库中没有找到与问题相关的内容。",
     "en": "The knowledge base has no passage about this question.",
@@ -70,7 +77,22 @@ def _question_terms(question: str) -> set[str]:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(" ".join(text.split())) if s.strip()]
+    flat = " ".join(text.split())
+    sentences: list[str] = []
+    start = 0
+    for end in _SENTENCE_END.finditer(flat):
+        piece = flat[start : end.end()]
+        if piece.strip() and not _ends_with_abbreviation(piece):
+            sentences.append(piece.strip())
+            start = end.end()
+    if flat[start:].strip():
+        sentences.append(flat[start:].strip())
+    return sentences
+
+
+def _ends_with_abbreviation(piece: str) -> bool:
+    words = piece.rstrip().split()
+    return bool(words) and words[-1].rstrip(".").lower() in _ABBREVIATIONS and piece.endswith(".")
 
 
 def _runs(text: str, size: int = 4) -> list[str]:

@@ -95,3 +95,21 @@ async def test_extractive_generator_streams_the_composed_answer() -> None:
     pieces = [piece async for piece in ExtractiveGenerator().stream(job)]
     assert len(pieces) > 3
     assert "".join(pieces) == compose("inverter cables", REFS, "en")
+
+
+def test_extractive_answer_keeps_numbers_with_points_whole() -> None:
+    """A point inside a number, version or address is no sentence end: the answer quoted
+    "a hedging budget of 4. [1]" and lost the amount the question asked for."""
+    references = [
+        Reference(
+            1,
+            "Deck/Market outlook",
+            "The board approved a hedging budget of 4.7 million euros for 2024. Spine switches "
+            "run firmware 9.3(12). Dr. Lind signed the plan.",
+        )
+    ]
+    budget = compose("What hedging budget did the board approve?", references, "en")
+    assert budget == "The board approved a hedging budget of 4.7 million euros for 2024. [1]"
+    firmware = compose("Which firmware do spine switches run?", references, "en")
+    assert firmware == "Spine switches run firmware 9.3(12). [1]"
+    assert compose("Who signed the plan?", references, "en") == "Dr. Lind signed the plan. [1]"
