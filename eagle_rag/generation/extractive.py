@@ -20,6 +20,7 @@ MAX_SENTENCES = 3
 # point inside a token is no end ("4.7 million", "firmware 9.3(12)", "192.168.8.1", "e.g."
 # would each quote half a sentence and lose the number the question asked for).
 _SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])[\"')\]]*(?=\s|$)")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # Title and reference abbreviations that end with a point but do not end a sentence.
 _ABBREVIATIONS = frozenset(
     re.findall(r"\S+", "dr mr mrs ms prof vs etc e.g i.e fig figs eq approx inc ltd jr sr")
@@ -77,6 +78,12 @@ def _question_terms(question: str) -> set[str]:
 
 
 def _sentences(text: str) -> list[str]:
+    # A blank line ends a sentence too: a slide's bullets ("Gas prices stabilised") carry no
+    # full stop and were quoted as the start of the speaker notes that follow them.
+    return [s for block in _PARAGRAPH_BREAK.split(text) for s in _block_sentences(block)]
+
+
+def _block_sentences(text: str) -> list[str]:
     flat = " ".join(text.split())
     sentences: list[str] = []
     start = 0

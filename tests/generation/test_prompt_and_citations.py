@@ -113,3 +113,20 @@ def test_extractive_answer_keeps_numbers_with_points_whole() -> None:
     firmware = compose("Which firmware do spine switches run?", references, "en")
     assert firmware == "Spine switches run firmware 9.3(12). [1]"
     assert compose("Who signed the plan?", references, "en") == "Dr. Lind signed the plan. [1]"
+
+
+def test_a_blank_line_ends_an_extractive_sentence() -> None:
+    """A slide's bullets carry no full stop: the answer quoted them as the start of the
+    speaker notes below them."""
+    references = [
+        Reference(
+            1,
+            "Deck/Market outlook",
+            "Demand growth 3.1% in our regions\nGas prices stabilised\n\n"
+            "Speaker notes: the board approved a hedging budget of 4.7 million euros.",
+        )
+    ]
+    answer = compose("What hedging budget did the board approve?", references, "en")
+    assert answer == (
+        "Speaker notes: the board approved a hedging budget of 4.7 million euros. [1]"
+    )
