@@ -1,8 +1,10 @@
 """The offline answer: the best sentences of the top sources, each with its real ``[n]``.
 
 No model is needed: sentences of the references are scored by how many of the question's terms
-they contain (Chinese segmented with jieba, as BM25 is), earlier references winning ties, and the
-best few are returned in reference order, each followed by the citation of its source. When no
+they contain (Chinese segmented with jieba, as BM25 is), earlier references winning ties; a
+sentence whose matched terms are only part of a better one's is left out (it is about something
+else: another plant's table, another article); the best few are returned in reference order,
+each followed by the citation of its source. When no
 sentence shares a term with the question the answer says so and points at the top source.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
 from eagle_rag.generation.prompt import Language, Reference
 from eagle_rag.index.sparse import tokenize
@@ -56,19 +59,41 @@ def compose(question: str, references: Sequence[Reference], language: Language) 
     if not references:
         return _NO_SOURCES[language]
     terms = _question_terms(question)
-    scored: list[tuple[float, int, int, str, int]] = []
+    scored: list[_Scored] = []
     for rank, ref in enumerate(references):
         for position, sentence in enumerate(_sentences(ref.text)):
-            hits = len(terms & set(tokenize(sentence)))
+            hits = frozenset(terms & set(tokenize(sentence)))
             if hits:
-                scored.append((hits - rank * 0.01, rank, position, sentence, ref.index))
+                scored.append(_Scored(len(hits) - rank * 0.01, rank, position, sentence, ref, hits))
     joiner = "" if language == "zh" else " "
     if not scored:
         first = _sentences(references[0].text)[:2]
         return f"{_NO_MATCH[language]}{joiner}{joiner.join(first)} [{references[0].index}]"
-    best = sorted(scored, key=lambda s: -s[0])[:MAX_SENTENCES]
-    best.sort(key=lambda s: (s[1], s[2]))  # read in document order
-    return joiner.join(f"{sentence} [{index}]" for _, _, _, sentence, index in best)
+    best = _adding_something(sorted(scored, key=lambda s: -s.score))[:MAX_SENTENCES]
+    best.sort(key=lambda s: (s.rank, s.position))  # read in document order
+    return joiner.join(f"{s.sentence} [{s.reference.index}]" for s in best)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    score: float
+    rank: int
+    position: int
+    sentence: str
+    reference: Reference
+    hits: frozenset[str]
+
+
+def _adding_something(ranked: Sequence[_Scored]) -> list[_Scored]:
+    """The sentences, best first, without those that match only part of what a better one
+    matches: for "output of the Calder plant in 2020", Calder's table row matches every word
+    and Kestrel's ("output", "plant", "2020") answers another plant; quoted, it was cited as if
+    it supported the answer."""
+    kept: list[_Scored] = []
+    for candidate in ranked:
+        if not any(candidate.hits < better.hits for better in kept):
+            kept.append(candidate)
+    return kept
 
 
 def _question_terms(question: str) -> set[str]:

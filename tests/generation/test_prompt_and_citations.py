@@ -130,3 +130,18 @@ def test_a_blank_line_ends_an_extractive_sentence() -> None:
     assert answer == (
         "Speaker notes: the board approved a hedging budget of 4.7 million euros. [1]"
     )
+
+
+def test_an_extractive_answer_leaves_out_sentences_that_match_only_part_of_a_better_one() -> None:
+    """Kestrel's table matches "output", "plant" and "2020" but not "Calder": it was quoted and
+    cited as if it supported the answer about Calder."""
+    references = [
+        Reference(1, "Report/3 Calder", "Output of the Calder plant: 2020 334 GWh, 2021 351 GWh."),
+        Reference(2, "Report/11 Kestrel", "Output of the Kestrel plant: 2020 1134 GWh."),
+        Reference(3, "Report/3 Calder/3.2", "The Calder plant was commissioned in 1986."),
+    ]
+    answer = compose("What was the output of the Calder plant in 2020?", references, "en")
+    assert answer == "Output of the Calder plant: 2020 334 GWh, 2021 351 GWh. [1]"
+    # A sentence that matches another part of the question is kept.
+    both = compose("Calder output in 2020 and when was it commissioned?", references, "en")
+    assert both.endswith("The Calder plant was commissioned in 1986. [3]")
