@@ -14,12 +14,13 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from eagle_rag.db.repositories.sessions import session_within
 from eagle_rag.errors import EagleError, InvalidInputError, PermissionDeniedError, error_body
 from eagle_rag.generation.citations import check_citations
+from eagle_rag.generation.follow_up import standalone_query
 from eagle_rag.generation.images import answer_images, one_numbering, picture_url
 from eagle_rag.generation.prompt import (
     Attachment,
@@ -110,9 +111,10 @@ class AnswerEngine:
         yield "session", {"session_id": session_id}
 
         started = time.perf_counter()
+        recall = replace(recall, text=standalone_query(request.query, history))
         pack = await self._retriever.search(recall, allowed_kbs=allowed_kbs)
         texts, images = self._select(pack, request)
-        steps = _recall_steps(pack, started, request.attachments)
+        steps = _recall_steps(pack, started, request.attachments, recall.text)
         steps.append(_rerank_step(pack, texts, images))
         for step in steps:
             yield "step", step
@@ -122,6 +124,7 @@ class AnswerEngine:
 
         pictures = await asyncio.to_thread(self._pictures, images)
         job = self._generation_input(request, texts, images, pictures, language, history)
+        job = replace(job, question=recall.text)  # the offline answerer sees no history
         cited_range = len(texts) + len(request.attachments) + len(images)
         started = time.perf_counter()
         parts: list[str] = []
@@ -312,13 +315,15 @@ class AnswerEngine:
 
 
 def _recall_steps(
-    pack: ContextPack, started: float, attachments: tuple[Attachment, ...]
+    pack: ContextPack, started: float, attachments: tuple[Attachment, ...], searched: str
 ) -> list[dict[str, Any]]:
-    """route and recall (timed from the search's start) and, with files, attach_parse (the
-    time their parsing took when the request was read)."""
+    """route and recall (timed from the search's start; ``query`` is what was searched, a
+    follow-up joined to the question it follows) and, with files, attach_parse (the time their
+    parsing took when the request was read)."""
     route = _step("route", started, route=pack.route_dict())
     trace = [s.name for s in pack.steps]
-    steps = [route, _step("recall", started, passages=len(pack.passages), trace=trace)]
+    recall = _step("recall", started, query=searched, passages=len(pack.passages), trace=trace)
+    steps = [route, recall]
     if attachments:
         parse_ms = round(sum(a.parse_ms for a in attachments), 2)
         names = [a.name for a in attachments]

@@ -1,8 +1,10 @@
 """The offline answer: the best sentences of the top sources, each with its real ``[n]``.
 
 No model is needed: sentences of the references are scored by how many of the question's terms
-they contain (Chinese segmented with jieba, as BM25 is), earlier references winning ties, and the
-best few are returned in reference order, each followed by the citation of its source. When no
+they contain (Chinese segmented with jieba, as BM25 is), earlier references winning ties; a
+sentence whose matched terms are only part of a better one's is left out (it is about something
+else: another plant's table, another article); the best few are returned in reference order,
+each followed by the citation of its source. When no
 sentence shares a term with the question the answer says so and points at the top source.
 """
 
@@ -10,13 +12,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
 from eagle_rag.generation.prompt import Language, Reference
 from eagle_rag.index.sparse import tokenize
 from eagle_rag.models.chat import GenerationInput
 
 MAX_SENTENCES = 3
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+# A sentence ends at a Chinese full stop (。！？), or at . ! ? followed by a space or the end: a
+# point inside a token is no end ("4.7 million", "firmware 9.3(12)", "192.168.8.1", "e.g."
+# would each quote half a sentence and lose the number the question asked for).
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])[\"')\]]*(?=\s|$)")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+# Title and reference abbreviations that end with a point but do not end a sentence.
+_ABBREVIATIONS = frozenset(
+    re.findall(r"\S+", "dr mr mrs ms prof vs etc e.g i.e fig figs eq approx inc ltd jr sr")
+)
 _NO_SOURCES = {
     "zh": "知识库中没有找到与问题相关的内容。",
     "en": "The knowledge base has no passage about this question.",
@@ -48,19 +59,41 @@ def compose(question: str, references: Sequence[Reference], language: Language) 
     if not references:
         return _NO_SOURCES[language]
     terms = _question_terms(question)
-    scored: list[tuple[float, int, int, str, int]] = []
+    scored: list[_Scored] = []
     for rank, ref in enumerate(references):
         for position, sentence in enumerate(_sentences(ref.text)):
-            hits = len(terms & set(tokenize(sentence)))
+            hits = frozenset(terms & set(tokenize(sentence)))
             if hits:
-                scored.append((hits - rank * 0.01, rank, position, sentence, ref.index))
+                scored.append(_Scored(len(hits) - rank * 0.01, rank, position, sentence, ref, hits))
     joiner = "" if language == "zh" else " "
     if not scored:
         first = _sentences(references[0].text)[:2]
         return f"{_NO_MATCH[language]}{joiner}{joiner.join(first)} [{references[0].index}]"
-    best = sorted(scored, key=lambda s: -s[0])[:MAX_SENTENCES]
-    best.sort(key=lambda s: (s[1], s[2]))  # read in document order
-    return joiner.join(f"{sentence} [{index}]" for _, _, _, sentence, index in best)
+    best = _adding_something(sorted(scored, key=lambda s: -s.score))[:MAX_SENTENCES]
+    best.sort(key=lambda s: (s.rank, s.position))  # read in document order
+    return joiner.join(f"{s.sentence} [{s.reference.index}]" for s in best)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    score: float
+    rank: int
+    position: int
+    sentence: str
+    reference: Reference
+    hits: frozenset[str]
+
+
+def _adding_something(ranked: Sequence[_Scored]) -> list[_Scored]:
+    """The sentences, best first, without those that match only part of what a better one
+    matches: for "output of the Calder plant in 2020", Calder's table row matches every word
+    and Kestrel's ("output", "plant", "2020") answers another plant; quoted, it was cited as if
+    it supported the answer."""
+    kept: list[_Scored] = []
+    for candidate in ranked:
+        if not any(candidate.hits < better.hits for better in kept):
+            kept.append(candidate)
+    return kept
 
 
 def _question_terms(question: str) -> set[str]:
@@ -70,7 +103,28 @@ def _question_terms(question: str) -> set[str]:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(" ".join(text.split())) if s.strip()]
+    # A blank line ends a sentence too: a slide's bullets ("Gas prices stabilised") carry no
+    # full stop and were quoted as the start of the speaker notes that follow them.
+    return [s for block in _PARAGRAPH_BREAK.split(text) for s in _block_sentences(block)]
+
+
+def _block_sentences(text: str) -> list[str]:
+    flat = " ".join(text.split())
+    sentences: list[str] = []
+    start = 0
+    for end in _SENTENCE_END.finditer(flat):
+        piece = flat[start : end.end()]
+        if piece.strip() and not _ends_with_abbreviation(piece):
+            sentences.append(piece.strip())
+            start = end.end()
+    if flat[start:].strip():
+        sentences.append(flat[start:].strip())
+    return sentences
+
+
+def _ends_with_abbreviation(piece: str) -> bool:
+    words = piece.rstrip().split()
+    return bool(words) and words[-1].rstrip(".").lower() in _ABBREVIATIONS and piece.endswith(".")
 
 
 def _runs(text: str, size: int = 4) -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagle_rag.errors import PluginError
+from eagle_rag.index.collections import BM25_TEXT_KEY
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.encoder_registry import EncoderRegistry
@@ -177,6 +178,15 @@ def _batches(planned: Sequence[PlannedWrite], size: int) -> list[list[PlannedWri
     return [items[i : i + size] for items in groups.values() for i in range(0, len(items), size)]
 
 
+def _with_headings(chunk: TextChunk) -> str:
+    """A chunk's BM25 text: the headings of its section below the document's title, then its
+    text. A passage rarely repeats the heading it sits under ("4 保修 Warranty" over "标准保修期为
+    5 年"; "3.2 Annual leave" over "25 days a year"), so without them "X5 warranty" found the
+    section only through the document's summary, and then the wrong chunks of it."""
+    _, _, headings = chunk.path.partition("/")
+    return f"{headings.replace('/', ' ')}\n{chunk.text}" if headings else chunk.text
+
+
 def _row(record: Record, vector: Sequence[float]) -> dict[str, Any]:
     """The vector-store row of a record (field names match eagle_text / eagle_visual)."""
     if isinstance(record, TextChunk):
@@ -194,6 +204,7 @@ def _row(record: Record, vector: Sequence[float]) -> dict[str, Any]:
             "page_nums": list(record.page_nums),
             "metadata": metadata,
             "dense": list(vector),
+            BM25_TEXT_KEY: _with_headings(record),
         }
     return {
         "id": record.chunk_id,

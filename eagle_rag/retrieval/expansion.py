@@ -3,14 +3,15 @@
 Summaries are what match broad questions ("what does chapter 2 cover?"), but the evidence an
 agent cites is the section's own text. A summary hit in the final list is replaced, at its rank,
 by the best chunks inside its section: first those already among the candidates (they are
-ranked for this query already), then the best of one search restricted to the summaries'
-documents with the plan's query vector (or BM25 when the plan had none), keeping chunks whose
-path lies within the section; when neither finds one (a BM25 query that matched only the
-heading), the section's first chunks in reading order. A summary whose chunks are all listed
-already adds nothing and is dropped. Look-ups are batched: one search (and at most one query)
-per collection for all summaries of a result list, not one per summary; and only summaries
-among the first ``search_depth`` output positions trigger them (the passages an agent reads
-first): deeper summaries drill down from the candidates alone, or stay as they are.
+ranked for this query already: one ranked below the summary moves up to its rank), then the
+best of one search restricted to the summaries' documents with the plan's query vector (or BM25
+when the plan had none), keeping chunks whose path lies within the section; when neither finds
+one (a BM25 query that matched only the heading), the section's first chunks in reading order.
+A summary whose chunks are all listed above it already adds nothing and is dropped. Look-ups
+are batched: one search (and at most one query) per collection for all summaries of a result
+list, not one per summary; and only summaries among the first ``search_depth`` output positions
+trigger them (the passages an agent reads first): deeper summaries drill down from the
+candidates alone, or stay as they are.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class _Drill:
     exclude: set[Key]
     limit: int
     found: list[RetrievedHit] = field(default_factory=list)
-    covered: bool = False  # some of its chunks are listed already
+    covered: bool = False  # some of its chunks are listed above it already
 
     def consider(self, candidate: RetrievedHit) -> None:
         if (
@@ -93,8 +94,10 @@ class ParentExpander:
 
         ``queries`` and ``vectors`` are each plan's BM25 text and query vector.
         """
-        # Evidence already ranked on its own must not be duplicated by a drill-down.
-        direct = {h.dedupe_key for h in hits if not is_summary(h)}
+        # Evidence ranked above a summary is shown already; what it drills down to comes first
+        # from the ranked list itself (moving up to its rank), then from the other candidates.
+        pool = (*hits, *pool)
+        above = _above(hits)
         drills: dict[str, _Drill] = {}
         output: list[RetrievedHit] = []
         taken: set[Key] = set()
@@ -111,7 +114,7 @@ class ParentExpander:
             for searchable in (True, False):
                 group = [h for i, h in pending if (i < self._search_depth) == searchable]
                 await self._resolve(
-                    group, drills, pool, direct, queries, vectors, scope, search=searchable
+                    group, drills, pool, above, queries, vectors, scope, search=searchable
                 )
             for hit in window:
                 if len(output) >= limit:
@@ -124,7 +127,9 @@ class ParentExpander:
                 drill = drills[hit.chunk_id]
                 children = [c for c in drill.found if c.dedupe_key not in taken]
                 if not children:
-                    if not drill.covered:  # nothing below it at all: it is the evidence
+                    # Nothing below it at all: it is the evidence (its chunks listed or drilled
+                    # into already add nothing).
+                    if not drill.found and not drill.covered:
                         output.append(hit)
                         taken.add(hit.dedupe_key)
                     continue
@@ -140,7 +145,7 @@ class ParentExpander:
         summaries: Sequence[RetrievedHit],
         drills: dict[str, _Drill],
         pool: Sequence[RetrievedHit],
-        direct: set[Key],
+        above: dict[str, set[Key]],
         queries: dict[str, str],
         vectors: dict[str, list[float] | None],
         scope: Filter,
@@ -149,7 +154,7 @@ class ParentExpander:
     ) -> None:
         if not summaries:
             return
-        fresh = [_Drill(s, direct, self._children) for s in summaries]
+        fresh = [_Drill(s, above[s.chunk_id], self._children) for s in summaries]
         for drill in fresh:
             drills[drill.summary.chunk_id] = drill
             for candidate in pool:
@@ -206,6 +211,18 @@ class ParentExpander:
         return [
             to_hit(collection, VectorHit(str(row["id"]), 0.0, row), stage="order") for row in rows
         ]
+
+
+def _above(hits: Sequence[RetrievedHit]) -> dict[str, set[Key]]:
+    """For each summary of the list, the evidence ranked above it (already shown there)."""
+    listed: set[Key] = set()
+    above: dict[str, set[Key]] = {}
+    for hit in hits:
+        if is_summary(hit):
+            above[hit.chunk_id] = set(listed)
+        else:
+            listed.add(hit.dedupe_key)
+    return above
 
 
 def _children_filter(scope: Filter, drills: Sequence[_Drill]) -> Filter:

@@ -58,7 +58,9 @@ def biomed_row(row: Mapping[str, Any]) -> dict[str, Any]:
             break
         joined = candidate
     section = str(metadata.get(SECTION_KEY, ""))[:64]
-    bm25 = " ".join([str(row.get("text", "")), *(concept_token(e) for e in entities)])
+    # The base row's BM25 text (its headings, then its text), so both collections match alike.
+    base = row.get(BM25_TEXT_KEY) or row.get("text", "")
+    bm25 = " ".join([str(base), *(concept_token(e) for e in entities)])
     return {**row, ENTITY_FIELD: joined, SECTION_FIELD: section, BM25_TEXT_KEY: bm25}
 
 

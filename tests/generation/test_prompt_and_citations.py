@@ -95,3 +95,53 @@ async def test_extractive_generator_streams_the_composed_answer() -> None:
     pieces = [piece async for piece in ExtractiveGenerator().stream(job)]
     assert len(pieces) > 3
     assert "".join(pieces) == compose("inverter cables", REFS, "en")
+
+
+def test_extractive_answer_keeps_numbers_with_points_whole() -> None:
+    """A point inside a number, version or address is no sentence end: the answer quoted
+    "a hedging budget of 4. [1]" and lost the amount the question asked for."""
+    references = [
+        Reference(
+            1,
+            "Deck/Market outlook",
+            "The board approved a hedging budget of 4.7 million euros for 2024. Spine switches "
+            "run firmware 9.3(12). Dr. Lind signed the plan.",
+        )
+    ]
+    budget = compose("What hedging budget did the board approve?", references, "en")
+    assert budget == "The board approved a hedging budget of 4.7 million euros for 2024. [1]"
+    firmware = compose("Which firmware do spine switches run?", references, "en")
+    assert firmware == "Spine switches run firmware 9.3(12). [1]"
+    assert compose("Who signed the plan?", references, "en") == "Dr. Lind signed the plan. [1]"
+
+
+def test_a_blank_line_ends_an_extractive_sentence() -> None:
+    """A slide's bullets carry no full stop: the answer quoted them as the start of the
+    speaker notes below them."""
+    references = [
+        Reference(
+            1,
+            "Deck/Market outlook",
+            "Demand growth 3.1% in our regions\nGas prices stabilised\n\n"
+            "Speaker notes: the board approved a hedging budget of 4.7 million euros.",
+        )
+    ]
+    answer = compose("What hedging budget did the board approve?", references, "en")
+    assert answer == (
+        "Speaker notes: the board approved a hedging budget of 4.7 million euros. [1]"
+    )
+
+
+def test_an_extractive_answer_leaves_out_sentences_that_match_only_part_of_a_better_one() -> None:
+    """Kestrel's table matches "output", "plant" and "2020" but not "Calder": it was quoted and
+    cited as if it supported the answer about Calder."""
+    references = [
+        Reference(1, "Report/3 Calder", "Output of the Calder plant: 2020 334 GWh, 2021 351 GWh."),
+        Reference(2, "Report/11 Kestrel", "Output of the Kestrel plant: 2020 1134 GWh."),
+        Reference(3, "Report/3 Calder/3.2", "The Calder plant was commissioned in 1986."),
+    ]
+    answer = compose("What was the output of the Calder plant in 2020?", references, "en")
+    assert answer == "Output of the Calder plant: 2020 334 GWh, 2021 351 GWh. [1]"
+    # A sentence that matches another part of the question is kept.
+    both = compose("Calder output in 2020 and when was it commissioned?", references, "en")
+    assert both.endswith("The Calder plant was commissioned in 1986. [3]")

@@ -96,6 +96,29 @@ def test_pptx_slides_are_sections_with_page_numbers(chinese: bool) -> None:
     assert table.page == 1 and "| EMEA | 42 |" in table.content
 
 
+def test_pptx_speaker_notes_are_text_of_their_slide() -> None:
+    """The notes often hold the facts behind the bullets (a budget, a date); they were never
+    read, so "what hedging budget did the board approve?" found nothing."""
+    from pptx import Presentation
+
+    deck = Presentation()
+    for title, note in [("Market outlook", "The board approved 4.7 million euros."), ("Risks", "")]:
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = title
+        slide.placeholders[1].text = "Demand grows"
+        if note:
+            slide.notes_slide.notes_text_frame.text = note
+    out = io.BytesIO()
+    deck.save(out)
+    result = _parse(PptxParser(), out.getvalue(), "deck.pptx", d.PPTX)
+    texts = [(s.content, s.page) for s in result.sections if s.content]
+    assert texts == [
+        ("Demand grows", 1),
+        ("Speaker notes: The board approved 4.7 million euros.", 1),
+        ("Demand grows", 2),
+    ]
+
+
 @pytest.mark.parametrize("chinese", [False, True])
 def test_xlsx_sheets_become_tables(chinese: bool) -> None:
     result = _parse(XlsxParser(), docs.xlsx_bytes(chinese=chinese), "s.xlsx", d.XLSX)

@@ -293,3 +293,35 @@ def test_characters_outside_the_bmp_do_not_fail_the_document() -> None:
     )
     for chunk in chunks:
         chunk.text.encode("utf-8")
+
+
+def test_a_numbered_heading_in_the_foot_band_of_two_pages_is_kept() -> None:
+    """Two chapters laid out alike put "1.2 Water use" and "2.2 Water use" at the foot of a page
+    each: taken for a running foot (numbers aside, the same text), both headings were dropped
+    and their sections' text filed under the section before."""
+    from fpdf import FPDF
+
+    class Report(FPDF):
+        def footer(self) -> None:
+            self.set_y(-15)
+            self.set_font("helvetica", "", 9)
+            self.cell(0, 8, f"Northwind | Page {self.page_no()} of 4", align="C")
+
+    pdf = Report()
+    for chapter in (1, 2):
+        pdf.add_page()
+        pdf.set_font("helvetica", "B", 16)
+        pdf.multi_cell(0, 10, f"{chapter} Plant {chapter}", new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("helvetica", "", 11)
+        pdf.multi_cell(0, 6, f"Safety text of plant {chapter}. " * 150)
+        pdf.set_y(-31)  # the heading is the page's last line, just above the foot
+        pdf.set_font("helvetica", "B", 13)
+        pdf.multi_cell(0, 8, f"{chapter}.2 Water use", new_x="LMARGIN", new_y="NEXT")
+        pdf.add_page()
+        pdf.set_font("helvetica", "", 11)
+        pdf.multi_cell(0, 6, f"Water text of plant {chapter}. " * 20)
+    parsed = _parse(bytes(pdf.output()))
+    headings = [s.heading for s in parsed.sections if s.heading]
+    assert headings == ["1 Plant 1", "1.2 Water use", "2 Plant 2", "2.2 Water use"]
+    text = " ".join(s.content for s in parsed.sections)
+    assert "Northwind" not in text and "Page 3 of 4" not in text

@@ -208,12 +208,23 @@ async def test_a_section_summary_hit_drills_down_to_its_chunks(
     assert raw.passages[0].type == "section_summary"
     assert raw.passages[0].path == "Solar Guide/Installation"
     expanded = await search(app, "Installation", **request)
-    assert [p.path for p in expanded.passages] == [
+    # Both chunks match the heading they sit under (their BM25 text has it): in their rank order.
+    assert sorted(p.path for p in expanded.passages) == [
         "Solar Guide/Installation/Roof mounting",
         "Solar Guide/Installation/Wiring",
     ]
     assert all(p.metadata["expanded_from"] == raw.passages[0].chunk_id for p in expanded.passages)
     assert any(s.name == "expand_parents" for s in expanded.steps)
+
+
+async def test_a_chunk_matches_the_headings_it_sits_under(app: EagleApp, corpus: Corpus) -> None:
+    """A passage rarely repeats its heading: "Wiring" matched only the Installation summary
+    that lists it, never the chunk under "### Wiring"."""
+    pack = await search(
+        app, "wiring", kb_names=("alpha",), mode="sparse", top_k=5, expand_parents=False
+    )
+    chunks = [p.path for p in pack.passages if p.type == "text"]
+    assert chunks[:1] == ["Solar Guide/Installation/Wiring"]
 
 
 async def test_expansion_does_not_repeat_evidence_already_ranked(

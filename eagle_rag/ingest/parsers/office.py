@@ -1,4 +1,4 @@
-"""Office Open XML: DOCX (heading styles, lists, tables) and PPTX (slide titles and bodies).
+"""Office Open XML: DOCX (heading styles, lists, tables) and PPTX (slide titles, bodies, notes).
 
 A file with no text of its own (a scan pasted into Word, a deck of screenshots) is read from its
 pictures by OCR where the pipeline OCRs (``office_ocr``). The archive guard (ingest/safety.py)
@@ -118,6 +118,7 @@ class PptxParser(OcrReader):
                 filename=context.filename,
             )
         sections: list[TextSection] = []
+        notes: list[TextSection] = []
         for number, slide in enumerate(slides, start=1):
             title_shape = slide.shapes.title
             title = title_shape.text_frame.text.strip() if title_shape is not None else ""
@@ -127,6 +128,7 @@ class PptxParser(OcrReader):
                 if title_shape is not None and shape.shape_id == title_shape.shape_id:
                     continue
                 sections.extend(_shape_sections(shape, number))
+            notes.extend(_speaker_notes(slide, number))
         metadata: dict[str, object] = {"pages": len(slides)}
         if context.ocr and not has_text(sections):
             width = float(presentation.slide_width or 1)
@@ -141,7 +143,19 @@ class PptxParser(OcrReader):
             below = [replace(s, level=s.level + 1) if s.heading else s for s in found]
             sections = sorted([*sections, *below], key=lambda s: s.page or 0)
             metadata[PICTURE_TEXT_KEY] = texts
-        return result(sections, **metadata)
+        # Each slide's notes close its section (a stable sort keeps them after its content).
+        return result(sorted([*sections, *notes], key=lambda s: s.page or 0), **metadata)
+
+
+def _speaker_notes(slide: Any, page: int) -> Iterator[TextSection]:
+    """What the presenter says about the slide: often the facts behind its bullet points (the
+    budget, the date, the figure), so they are evidence of the slide's section."""
+    if not slide.has_notes_slide:
+        return
+    frame = slide.notes_slide.notes_text_frame
+    lines = [p.text.strip() for p in frame.paragraphs if p.text.strip()] if frame else []
+    if lines:
+        yield TextSection("Speaker notes: " + "\n".join(lines), page=page)
 
 
 def _shape_sections(shape: Any, page: int) -> Iterator[TextSection]:

@@ -183,11 +183,12 @@ def to_sections(pages: Sequence[tuple[int, Sequence[PageBlock]]]) -> list[TextSe
     numbers are dropped; other margin blocks are text."""
     heights = [b.line_height for _, blocks in pages for b in blocks if b.kind == "heading"]
     tallest = max(heights, default=0.0)
-    running = running_margins([blocks for _, blocks in pages])
+    margins = [(n, [b.text for b in blocks if b.kind == MARGIN]) for n, blocks in pages]
+    running = running_margins(margins)
     sections = []
     for number, blocks in pages:
         for block in blocks:
-            if is_running(block, running):
+            if block.kind == MARGIN and is_running(number, block.text, running):
                 continue
             if block.kind == "heading":
                 level = 1 if block.line_height >= 0.85 * tallest else 2

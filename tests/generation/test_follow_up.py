@@ -1,0 +1,60 @@
+"""Follow-up questions of a session are searched with the question they follow."""
+
+from __future__ import annotations
+
+import pytest
+
+from eagle_rag.bootstrap import EagleApp
+from eagle_rag.generation.follow_up import is_follow_up, standalone_query
+from eagle_rag.generation.prompt import Turn
+from tests.retrieval.conftest import Corpus
+
+OUTPUT_2020 = "What was the output of the Calder plant in 2020?"
+
+
+@pytest.mark.parametrize(
+    "question", ["and in 2021?", "What about Singapore?", "In 2021?", "那 2021 年呢？", "Juniper?"]
+)
+def test_questions_that_lean_on_the_one_before(question: str) -> None:
+    assert is_follow_up(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [OUTPUT_2020, "What is the phone number of the HSE lead?", "X5 的标准保修期是多久？"],
+)
+def test_questions_that_stand_on_their_own(question: str) -> None:
+    assert not is_follow_up(question)
+
+
+def test_a_follow_up_is_searched_with_the_question_that_started_the_topic() -> None:
+    history = [
+        Turn("user", OUTPUT_2020),
+        Turn("assistant", "It was 334 GWh [1]."),
+        Turn("user", "and in 2021?"),
+        Turn("assistant", "351 GWh [1]."),
+    ]
+    assert standalone_query("and in 2022?", history) == f"{OUTPUT_2020} and in 2021? and in 2022?"
+    assert standalone_query("Who leads HSE at Juniper?", history) == "Who leads HSE at Juniper?"
+    assert standalone_query("and in 2022?", []) == "and in 2022?"
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_offline_answer_to_a_follow_up_uses_the_conversation(
+    app: EagleApp, corpus: Corpus
+) -> None:
+    """ "And the brackets?" alone quoted every sentence that names a bracket, the mounting one
+    first; after a question about cleaning it is about cleaning them."""
+    first = await app.answers.answer(
+        app.answers.request("How often should I clean the panels?", kb_names=("alpha",))
+    )
+    follow = await app.answers.answer(
+        app.answers.request(
+            "and the brackets?", kb_names=("alpha",), session_id=first["session_id"]
+        )
+    )
+    recall = next(step for step in follow["steps"] if step["name"] == "recall")
+    assert recall["query"] == "How often should I clean the panels? and the brackets?"
+    assert follow["answer"].startswith(
+        "Clean the panels twice a year with water and inspect the brackets for rust."
+    )
