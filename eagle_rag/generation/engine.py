@@ -102,7 +102,7 @@ class AnswerEngine:
         self, request: AnswerRequest, allowed_kbs: Iterable[str] | None
     ) -> AsyncIterator[Event]:
         """session → step (route, recall, attach_parse, rerank) → sources → token* → done."""
-        recall = await asyncio.to_thread(self.validate, request)
+        recall = await asyncio.to_thread(self.validate, request, allowed_kbs=allowed_kbs)
         language = request.language or detect_language(request.query)
         session_id, history = await asyncio.to_thread(self._session, request)
         yield "session", {"session_id": session_id}
@@ -223,12 +223,15 @@ class AnswerEngine:
         recall = QueryRequest(query, **retrieval)
         return AnswerRequest(recall, top_n, language, session_id, attachments)
 
-    def validate(self, request: AnswerRequest) -> QueryRequest:
-        """Check what can be checked before a session is created; returns the recall request."""
+    def validate(
+        self, request: AnswerRequest, *, allowed_kbs: Iterable[str] | None = None
+    ) -> QueryRequest:
+        """Check what can be checked before a session is created; returns the recall request.
+        ``allowed_kbs`` is the caller's (an API key's KBs), as ``answer`` will be given."""
         recall = request.recall
-        self._retriever.validate(recall)
-        for name in recall.kb_names:  # an unknown KB must not leave an empty session behind
-            self._app.repositories.knowledge_bases.get(name)
+        # A mistake in the scope (an unknown KB or document, a bad filter) is the caller's: it
+        # must raise here, not leave an empty session and an error body behind.
+        self._retriever.check(recall, allowed_kbs=allowed_kbs)
         if request.session_id is not None:
             self._app.repositories.sessions.get(request.session_id)
         if request.top_n is not None and not 1 <= request.top_n <= 20:

@@ -217,7 +217,7 @@ class CoreTools:
         options = _options(kb_name, kb_names, tags, document_ids, filters=filters, top_k=top_k)
         who.check_kbs(options.scope())
         request = AnswerRequest(options.query_request(question), top_n=top_n, session_id=session_id)
-        await asyncio.to_thread(self._app.answers.validate, request)
+        await asyncio.to_thread(self._app.answers.validate, request, allowed_kbs=who.kb_names)
         result = await self._app.answers.answer(request, allowed_kbs=who.kb_names)
         if "answer" not in result:  # the model failed after the request was accepted
             raise error_from_event(result.get("error") or {})

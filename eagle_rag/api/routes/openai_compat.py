@@ -112,7 +112,7 @@ async def chat_completions(request: Request) -> Any:
         names = kb_names_of(body.model)
         who.check_kbs(names)
         answer = await asyncio.to_thread(_answer_request, app, body, names)
-        await asyncio.to_thread(app.answers.validate, answer)
+        await asyncio.to_thread(app.answers.validate, answer, allowed_kbs=who.kb_names)
     except EagleError as exc:
         return _error(exc)
     completion = Completion(app, body.model, answer, who)

@@ -32,12 +32,15 @@ async def search(body: SearchOnlyBody, app: App, who: Who) -> dict[str, Any]:
 
 @router.post("/search/stream", tags=["search"], response_class=EventSourceResponse)
 async def search_stream(body: SearchOnlyBody, app: App, who: Who) -> EventSourceResponse:
-    """SSE: one ``step`` per stage, then ``sources`` and ``done`` (or ``error``)."""
+    """SSE: one ``step`` per stage, then ``sources`` and ``done`` (or ``error``). A caller's
+    mistake (an unknown KB, a bad filter) is a 4xx before the stream starts, as on /query/stream."""
     who.check_kbs(body.scope())
+    request = body.query_request()
+    await asyncio.to_thread(app.retrieval.check, request, allowed_kbs=who.kb_names)
 
     async def events() -> AsyncIterator[dict[str, str]]:
         try:
-            pack = await app.retrieval.search(body.query_request(), allowed_kbs=who.kb_names)
+            pack = await app.retrieval.search(request, allowed_kbs=who.kb_names)
         except EagleError as exc:
             yield _event("error", error_body(exc))
             return
@@ -76,7 +79,8 @@ async def query(body: QueryBody, app: App, who: Who) -> dict[str, Any]:
     """
     who.check_kbs(body.scope())
     request = await _answer_request(app, body)
-    await asyncio.to_thread(app.answers.validate, request)  # caller mistakes: a 4xx, not a body
+    # Caller mistakes (a bad filter too): a 4xx, not an error body and an empty session.
+    await asyncio.to_thread(app.answers.validate, request, allowed_kbs=who.kb_names)
     result = await app.answers.answer(request, allowed_kbs=who.kb_names)
     outage = outage_in(result.get("error"))
     if outage is not None:
@@ -89,7 +93,7 @@ async def query_stream(body: QueryBody, app: App, who: Who) -> EventSourceRespon
     """SSE: ``session``, ``step``*, ``sources``, ``token``*, ``done`` — or ``error``."""
     who.check_kbs(body.scope())
     request = await _answer_request(app, body)
-    await asyncio.to_thread(app.answers.validate, request)
+    await asyncio.to_thread(app.answers.validate, request, allowed_kbs=who.kb_names)
 
     async def events() -> AsyncIterator[dict[str, str]]:
         async for name, data in app.answers.stream(request, allowed_kbs=who.kb_names):
