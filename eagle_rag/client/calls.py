@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -392,8 +393,45 @@ def task_event(name: str, data: Any) -> Task | None:
     return None
 
 
-def finished_or_raise(job_id: str, last: Task | None, timeout_s: float) -> Task:
-    """The task once it has finished; a task still running at the deadline is an error."""
-    if last is not None and last.finished:
-        return last
-    raise BackendUnavailableError(f"task {job_id} did not finish in {timeout_s:g} s")
+class TaskWait:
+    """``wait_for_task``'s state, fed every line of the task's stream. The stream only speaks
+    when the task changes, so a task that waits in the queue (or one long page) is silent but
+    for keep-alive pings: the clock is read on those too, and the stream's reads are bounded
+    by the wait, so ``timeout_s`` holds even when no progress ever comes."""
+
+    def __init__(
+        self, job_id: str, timeout_s: float, on_progress: Callable[[Task], None] | None
+    ) -> None:
+        if timeout_s <= 0:
+            raise InvalidInputError("timeout_s must be > 0", field="timeout_s")
+        self.job_id = job_id
+        self.timeout_s = timeout_s
+        self._on_progress = on_progress
+        self._deadline = time.monotonic() + timeout_s
+        self._last: Task | None = None
+
+    def read_timeout(self, client_timeout_s: float) -> float:
+        """How long one read of the stream may wait for a byte."""
+        return min(client_timeout_s, self.timeout_s)
+
+    def over(self, name: str, data: Any) -> bool:
+        """Take one stream item (``name`` "" is a line that completed no event); True once
+        the task has finished or the time is up."""
+        task = task_event(name, data) if name else None
+        if task is not None:
+            self._last = task
+            if self._on_progress is not None:
+                self._on_progress(task)
+            if task.finished:
+                return True
+        return time.monotonic() > self._deadline
+
+    def result(self) -> Task:
+        """The finished task; a task still running at the deadline is an error."""
+        if self._last is not None and self._last.finished:
+            return self._last
+        raise BackendUnavailableError(
+            f"task {self.job_id} did not finish in {self.timeout_s:g} s",
+            job_id=self.job_id,
+            task_status=self._last.status if self._last is not None else None,
+        )

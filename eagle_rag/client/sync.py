@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar, Unpack
 
 import httpx
+from httpx._client import USE_CLIENT_DEFAULT, UseClientDefault
 
 from eagle_rag.client import calls, pages
 from eagle_rag.client.calls import (
@@ -18,8 +19,8 @@ from eagle_rag.client.calls import (
     KbScope,
     Mode,
     SearchOptions,
+    TaskWait,
     UploadOptions,
-    finished_or_raise,
     task_event,
 )
 from eagle_rag.client.models import (
@@ -134,16 +135,15 @@ class EagleClient:
         timeout_s: float = 900.0,
         on_progress: Callable[[Task], None] | None = None,
     ) -> Task:
-        """Follow the task until it completes or fails (a failed task is returned, not raised)."""
-        deadline = time.monotonic() + timeout_s
-        last: Task | None = None
-        for task in self.task_progress(job_id):
-            last = task
-            if on_progress is not None:
-                on_progress(task)
-            if task.finished or time.monotonic() > deadline:
+        """Follow the task until it completes or fails (a failed task is returned, not raised);
+        still running after ``timeout_s`` (give or take one keep-alive ping, 15 s): an error."""
+        wait = TaskWait(job_id, timeout_s, on_progress)
+        call = calls.task_stream(job_id)
+        read_s = wait.read_timeout(self.config.timeout_s)
+        for name, data in self._events(call, ticks=True, read_timeout_s=read_s):
+            if wait.over(name, data):
                 break
-        return finished_or_raise(job_id, last, timeout_s)
+        return wait.result()
 
     # --- documents ----------------------------------------------------------------------------
 
@@ -221,6 +221,12 @@ class EagleClient:
 
     # --- transport ----------------------------------------------------------------------------
 
+    def _timeout(self, read_timeout_s: float | None) -> httpx.Timeout | UseClientDefault:
+        """A stream's own read timeout, when its reader keeps a deadline of its own."""
+        if read_timeout_s is None:
+            return USE_CLIENT_DEFAULT
+        return httpx.Timeout(self.config.timeout_s, read=read_timeout_s)
+
     def _run(self, exchange: Exchange[T]) -> T:
         return exchange.read(checked(self._send(exchange.call)))
 
@@ -239,10 +245,12 @@ class EagleClient:
             self._sleep(delay)
 
     @contextmanager
-    def _opened(self, call: Call) -> Iterator[httpx.Response]:
+    def _opened(self, call: Call, read_timeout_s: float | None = None) -> Iterator[httpx.Response]:
         attempt = 0
         while True:
-            request = self._http.build_request(call.method, call.path, **call.kwargs())
+            request = self._http.build_request(
+                call.method, call.path, **call.kwargs(), timeout=self._timeout(read_timeout_s)
+            )
             try:
                 response = self._http.send(request, stream=True)
             except httpx.HTTPError as exc:
@@ -261,13 +269,17 @@ class EagleClient:
         finally:
             response.close()
 
-    def _events(self, call: Call) -> Iterator[tuple[str, Any]]:
+    def _events(
+        self, call: Call, *, ticks: bool = False, read_timeout_s: float | None = None
+    ) -> Iterator[tuple[str, Any]]:
         decoder = SseDecoder()
-        with self._opened(call) as response:
+        with self._opened(call, read_timeout_s) as response:
             try:
                 for line in response.iter_lines():
                     event = decoder.feed(line)
                     if event is not None:
                         yield event
+                    elif ticks:  # a ping or part of an event: a chance to look at the clock
+                        yield "", None
             except httpx.HTTPError as exc:
                 raise unreachable(self.config, exc) from exc
