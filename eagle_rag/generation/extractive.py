@@ -16,7 +16,9 @@ from eagle_rag.index.sparse import tokenize
 from eagle_rag.models.chat import GenerationInput
 
 MAX_SENTENCES = 3
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+# A sentence ends at . ! ? followed by a space (not inside "4.2", "3.0 kW", "v1.5") or at a
+# Chinese stop, which needs no space after it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _NO_SOURCES = {
     "zh": "知识库中没有找到与问题相关的内容。",
     "en": "The knowledge base has no passage about this question.",
@@ -70,7 +72,7 @@ def _question_terms(question: str) -> set[str]:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(" ".join(text.split())) if s.strip()]
+    return [s.strip() for s in _SENTENCE_END.split(" ".join(text.split())) if s.strip()]
 
 
 def _runs(text: str, size: int = 4) -> list[str]:

@@ -82,6 +82,19 @@ def test_how_long_asks_for_an_amount_and_names_no_topic() -> None:
     assert compose("how long?", references, "en") == "Long names are fine. [1]"
 
 
+def test_numbers_and_versions_are_not_sentence_ends() -> None:
+    """ "firmware 4.2" was cut into "firmware 4." and "2 release adds…", and "3.0 kW" into
+    "3. [1] 0 kW": a period ends a sentence only before a space."""
+    notes = [
+        Reference(1, "notes.txt", "Firmware 4.2 adds VDE support. Install it with Updater 3.1!"),
+        Reference(2, "specs.md", "The EI-3000 is rated 3.0 kW. 逆变器需要 2.5 Nm。请拧紧。"),
+    ]
+    answer = compose("firmware updater", notes, "en")
+    assert answer == "Firmware 4.2 adds VDE support. [1] Install it with Updater 3.1! [1]"
+    assert compose("EI-3000 rated", notes, "en") == "The EI-3000 is rated 3.0 kW. [2]"
+    assert compose("逆变器", notes, "zh") == "逆变器需要 2.5 Nm。 [2]"
+
+
 def test_extractive_answer_without_matches_or_sources() -> None:
     assert compose("zebra", REFS, "en").startswith("The documents do not answer this directly.")
     assert compose("zebra", REFS, "en").endswith("[1]")
