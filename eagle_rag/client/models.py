@@ -164,6 +164,9 @@ class TextSource:
     scores: Mapping[str, float]
     metadata: Mapping[str, Any]
     boxes: tuple[Mapping[str, Any], ...] = ()
+    collection: str = ""
+    truncated: bool = False  # ``content`` was cut (an answer's sources are capped)
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> TextSource:
@@ -182,12 +185,16 @@ class TextSource:
             scores=dict(body.get("scores") or {}),
             metadata=dict(body.get("metadata") or {}),
             boxes=tuple(body.get("boxes") or ()),
+            collection=str(body.get("collection", "")),
+            truncated=bool(body.get("truncated", False)),
+            raw=dict(body),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class ImageSource:
-    """A page image, figure or table, anchored to its page and section."""
+    """A page image, figure or table, anchored to its page and section; ``url`` fetches the
+    picture (``GET /images/{id}``, relative to the server), ``boxes`` place it on its page."""
 
     index: int
     chunk_id: str
@@ -201,6 +208,13 @@ class ImageSource:
     content_summary: str
     score: float
     scores: Mapping[str, float]
+    url: str | None = None
+    caption: str = ""
+    page_nums: tuple[int, ...] = ()
+    boxes: tuple[Mapping[str, Any], ...] = ()
+    source_chunk_id: str | None = None
+    media_type: str | None = None
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> ImageSource:
@@ -217,6 +231,13 @@ class ImageSource:
             content_summary=str(body.get("content_summary", "")),
             score=float(body.get("score", 0.0)),
             scores=dict(body.get("scores") or {}),
+            url=body.get("url"),
+            caption=str(body.get("caption") or ""),
+            page_nums=tuple(int(p) for p in body.get("page_nums") or ()),
+            boxes=tuple(body.get("boxes") or ()),
+            source_chunk_id=body.get("source_chunk_id"),
+            media_type=body.get("media_type"),
+            raw=dict(body),
         )
 
 

@@ -32,7 +32,9 @@ def test_query_engine_answers_with_cited_text(
     assert top.node.node_id == top.node.metadata["chunk_id"]
     assert top.node.metadata["document_id"] == corpus["solar.md"]
     assert top.node.metadata["citation_label"].startswith("[1] solar.md · Solar Guide")
-    assert "chunk_id" not in top.node.get_content(metadata_mode="llm")  # type: ignore[arg-type]
+    seen = top.node.get_content(metadata_mode="llm")  # type: ignore[arg-type]
+    assert "chunk_id" not in seen and "start_offset" not in seen and "chunk_index" not in seen
+    assert top.node.metadata["section_title"] in seen and top.node.metadata["truncated"] is False
 
 
 async def test_async_retrieval_with_scope_and_filters(
@@ -94,3 +96,5 @@ def test_visual_hits_are_image_nodes() -> None:
     assert image.score == 0.9 and image.node.get_content() == "Wiring diagram of the inverter"
     assert image.node.metadata["image_id"] == "img-1" and image.node.metadata["page"] == 4
     assert image.node.metadata["path"] == "Guide/Wiring" and nodes[0].score == 0.7
+    assert image.node.metadata["image_url"] == "/images/img-1"
+    assert image.node.metadata["page_nums"] == [4]

@@ -92,6 +92,11 @@ def test_search_is_typed_and_scored(client: EagleClient, corpus: dict[str, str])
     assert len(strict.sources.text) < len(result.sources.text)
     assert [s.index for s in strict.sources.text] == list(range(1, len(strict.sources.text) + 1))
 
+    # Every field the server sends is a typed attribute (``truncated`` and ``collection`` were
+    # dropped), and the body stays in ``raw`` for fields a newer server adds.
+    assert [key for key in top.raw if not hasattr(top, key)] == []
+    assert top.truncated is False and top.collection == "eagle_text"
+
     both = client.search("steel brackets tomatoes", ["energy", "garden"], top_k=10)
     assert {s.kb_name for s in both.sources.text} == {"energy", "garden"}
     filtered = client.search("brackets", "energy", tags=["howto"])
