@@ -272,8 +272,10 @@ def _drop_none(values: Mapping[str, Any]) -> dict[str, Any]:
 # --- the exchanges both clients send ------------------------------------------------------------
 
 
-def list_kbs() -> Exchange[list[KnowledgeBase]]:
-    return Exchange(Call("GET", "/knowledge_bases"), _each(KnowledgeBase.from_json))
+def list_kbs(limit: int | None = None, offset: int = 0) -> Exchange[list[KnowledgeBase]]:
+    """A page of KBs by name; ``limit`` None: the server's largest page (500)."""
+    call = Call("GET", "/knowledge_bases", params={"limit": limit, "offset": offset or None})
+    return Exchange(call, _each(KnowledgeBase.from_json))
 
 
 def get_kb(kb_name: str) -> Exchange[KnowledgeBase]:

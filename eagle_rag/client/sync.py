@@ -83,8 +83,12 @@ class EagleClient:
 
     # --- knowledge bases ----------------------------------------------------------------------
 
-    def list_knowledge_bases(self) -> list[KnowledgeBase]:
-        return self._run(calls.list_kbs())
+    def list_knowledge_bases(
+        self, *, limit: int | None = None, offset: int = 0
+    ) -> list[KnowledgeBase]:
+        """The KBs this key may use, by name: a page of ``limit`` (None: the server's largest,
+        500) from ``offset``, like ``list_documents``."""
+        return self._run(calls.list_kbs(limit, offset))
 
     def get_knowledge_base(self, kb_name: str) -> KnowledgeBase:
         return self._run(calls.get_kb(kb_name))

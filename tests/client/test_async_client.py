@@ -30,6 +30,10 @@ async def test_async_flow(server: RunningServer, corpus: dict[str, str]) -> None
         assert any(isinstance(e, TokenEvent) for e in stream)
         assert isinstance(stream[-1], AnswerDone)
         assert [d.filename for d in await client.list_documents("async-kb")] == ["guide.md"]
+        first = await client.list_knowledge_bases(limit=1)
+        assert [kb.kb_name for kb in first] == ["async-kb"]  # names sort "async-kb" first
+        second = await client.list_knowledge_bases(limit=1, offset=1)
+        assert [kb.kb_name for kb in second] == ["energy"]
         await client.delete_knowledge_base("async-kb")
         with pytest.raises(NotFoundError):
             await client.search("x", "async-kb")

@@ -41,6 +41,14 @@ def test_knowledge_bases_and_documents(client: EagleClient, corpus: dict[str, st
     kbs = {kb.kb_name: kb for kb in client.list_knowledge_bases()}
     assert kbs["energy"].documents == 2 and kbs["energy"].description == "solar"
     assert client.get_knowledge_base("garden").documents == 1
+    # Pages, as list_documents has them: one KB at a time, in name order, none twice.
+    names = sorted(kbs)
+    paged = [
+        kb.kb_name
+        for i in range(len(names))
+        for kb in client.list_knowledge_bases(limit=1, offset=i)
+    ]
+    assert paged == names and client.list_knowledge_bases(limit=1, offset=len(names)) == []
 
     documents = {d.filename: d for d in client.list_documents("energy")}
     assert set(documents) == {"solar.md", "report.pdf"}
