@@ -16,6 +16,9 @@ from eagle_rag.index.sparse import tokenize
 from eagle_rag.models.chat import GenerationInput
 
 MAX_SENTENCES = 3
+# A sentence sharing fewer than this share of the best sentence's question terms is padding:
+# "电池柜的环境温度应保持在多少" quoted every sentence that merely contains "应" (should).
+MIN_SHARE_OF_BEST = 0.5
 # A sentence ends at . ! ? followed by a space (not inside "4.2", "3.0 kW", "v1.5") or at a
 # Chinese stop, which needs no space after it.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
@@ -50,17 +53,19 @@ def compose(question: str, references: Sequence[Reference], language: Language) 
     if not references:
         return _NO_SOURCES[language]
     terms = _question_terms(question)
-    scored: list[tuple[float, int, int, str, int]] = []
+    scored: list[tuple[int, int, int, str, int]] = []  # hits, rank, position, sentence, [n]
     for rank, ref in enumerate(references):
         for position, sentence in enumerate(_sentences(ref.text)):
             hits = len(terms & set(tokenize(sentence)))
             if hits:
-                scored.append((hits - rank * 0.01, rank, position, sentence, ref.index))
+                scored.append((hits, rank, position, sentence, ref.index))
     joiner = "" if language == "zh" else " "
     if not scored:
         first = _sentences(references[0].text)[:2]
         return f"{_NO_MATCH[language]}{joiner}{joiner.join(first)} [{references[0].index}]"
-    best = sorted(scored, key=lambda s: -s[0])[:MAX_SENTENCES]
+    most = max(s[0] for s in scored)
+    kept = [s for s in scored if s[0] >= most * MIN_SHARE_OF_BEST]
+    best = sorted(kept, key=lambda s: (-s[0], s[1]))[:MAX_SENTENCES]  # earlier sources win ties
     best.sort(key=lambda s: (s[1], s[2]))  # read in document order
     return joiner.join(f"{sentence} [{index}]" for _, _, _, sentence, index in best)
 

@@ -95,6 +95,16 @@ def test_numbers_and_versions_are_not_sentence_ends() -> None:
     assert compose("逆变器", notes, "zh") == "逆变器需要 2.5 Nm。 [2]"
 
 
+def test_sentences_sharing_a_stray_word_are_not_quoted() -> None:
+    """The temperature question quoted every sentence with 应 ("should") in it."""
+    manual = [
+        Reference(1, "储能安全", "电池柜应安装在通风良好的室内，环境温度保持在5至35摄氏度之间。"),
+        Reference(2, "运维手册", "绝缘电阻应大于1兆欧。仓库应至少保留两套备件。"),
+    ]
+    answer = compose("电池柜的环境温度应保持在多少？", manual, "zh")
+    assert answer == "电池柜应安装在通风良好的室内，环境温度保持在5至35摄氏度之间。 [1]"
+
+
 def test_extractive_answer_without_matches_or_sources() -> None:
     assert compose("zebra", REFS, "en").startswith("The documents do not answer this directly.")
     assert compose("zebra", REFS, "en").endswith("[1]")
