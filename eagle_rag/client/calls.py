@@ -65,8 +65,8 @@ class Exchange(Generic[T]):
 class ScopeOptions(TypedDict, total=False):
     """Which documents a search or an answer looks at, besides its KBs."""
 
-    document_ids: Sequence[str] | None
-    tags: Sequence[str] | None
+    document_ids: str | Sequence[str] | None  # one id or several
+    tags: str | Sequence[str] | None  # one tag or several
     filters: Mapping[str, Any] | None
 
 
@@ -102,7 +102,7 @@ class UploadOptions(TypedDict, total=False):
     url: str | None
     filename: str | None
     mime_type: str | None
-    tags: Sequence[str]
+    tags: str | Sequence[str]  # one tag or several
     metadata: Mapping[str, Any] | None
 
 
@@ -126,10 +126,23 @@ class Scope:
         return body
 
 
+def names_of(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """One name or several as a tuple: ``tags="draft"`` is one tag, not five letters (a str is
+    a sequence of its characters, so ``list("draft")`` would tag with d, r, a, f and t)."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 def scope_of(kb: str | Sequence[str] | None, **rest: Any) -> Scope:
-    """A scope from one KB name or several (the ``kb_name`` / ``kb_names`` of REST)."""
-    names: Sequence[str] = () if kb is None else (kb,) if isinstance(kb, str) else tuple(kb)
-    return Scope(names, **{k: v for k, v in rest.items() if v is not None})
+    """A scope from one KB name or several (the ``kb_name`` / ``kb_names`` of REST); tags and
+    document ids likewise take one or several."""
+    return Scope(
+        names_of(kb),
+        document_ids=names_of(rest.get("document_ids")),
+        tags=names_of(rest.get("tags")),
+        filters=rest.get("filters"),
+    )
 
 
 def split_scope(options: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +239,7 @@ def ingest_call(
     url: str | None = None,
     filename: str | None = None,
     mime_type: str | None = None,
-    tags: Sequence[str] = (),
+    tags: str | Sequence[str] = (),
     metadata: Mapping[str, Any] | None = None,
 ) -> Call:
     """A multipart upload of ``file`` (a path, bytes or an open binary file), or a ``url``."""
@@ -234,7 +247,7 @@ def ingest_call(
         raise InvalidInputError("give exactly one of file or url", field="file")
     data = {"kb_name": kb_name}
     if tags:
-        data["tags"] = json.dumps(list(tags))
+        data["tags"] = json.dumps(list(names_of(tags)))
     if metadata:
         data["metadata"] = json.dumps(dict(metadata))
     if url is not None:

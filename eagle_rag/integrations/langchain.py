@@ -45,10 +45,10 @@ class EagleRetriever(BaseRetriever):
 
     _client: EagleClient | None = PrivateAttr(default=None)
 
-    @field_validator("kb_names", mode="before")
+    @field_validator("kb_names", "tags", "document_ids", mode="before")
     @classmethod
     def _one_or_several(cls, value: Any) -> Any:
-        """One KB name or several, as the LlamaIndex retriever and the client take them."""
+        """One name or several, as the LlamaIndex retriever and the client take them."""
         return [value] if isinstance(value, str) else value
 
     def _config(self) -> ClientConfig:

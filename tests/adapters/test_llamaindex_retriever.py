@@ -51,6 +51,13 @@ async def test_async_retrieval_with_scope_and_filters(
     assert pages[0].node.metadata["page_nums"] == [2]
     sync = only_2023.retrieve("scope of the audit")
     assert [n.node.node_id for n in sync] == [n.node.node_id for n in pages]
+    # One document id as a str is that document (not one id per character).
+    one = EagleRetriever(
+        "energy", base_url=server.url, api_key=KEY, document_ids=corpus["report.pdf"]
+    )
+    assert {n.node.metadata["filename"] for n in one.retrieve("scope of the audit")} == {
+        "report.pdf"
+    }
 
 
 def visual_result() -> SearchResult:

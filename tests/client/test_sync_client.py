@@ -65,7 +65,7 @@ def test_ingest_reports_progress_then_delete(client: EagleClient, tmp_path: Path
     client.create_knowledge_base("scratch")
     path = tmp_path / "zh.md"
     path.write_text(CHINESE)
-    job = client.ingest("scratch", path, metadata={"lang": "zh"})
+    job = client.ingest("scratch", path, metadata={"lang": "zh"}, tags="zh")  # one tag
     seen: list[Task] = []
     final = client.wait_for_task(job.job_id, on_progress=seen.append)
     assert final.status == "completed" and final.fraction == 1.0
@@ -78,6 +78,7 @@ def test_ingest_reports_progress_then_delete(client: EagleClient, tmp_path: Path
 
     document = client.get_document(job.document_id)
     assert document.metadata["lang"] == "zh" and document.filename == "zh.md"
+    assert document.tags == ("zh",)  # not ("h", "z"): a str is one tag
     assert client.delete_document(job.document_id) is True
     with pytest.raises(NotFoundError):
         client.get_document(job.document_id)
@@ -109,6 +110,8 @@ def test_search_is_typed_and_scored(client: EagleClient, corpus: dict[str, str])
     assert {s.kb_name for s in both.sources.text} == {"energy", "garden"}
     filtered = client.search("brackets", "energy", tags=["howto"])
     assert {s.filename for s in filtered.sources.text} == {"solar.md"}
+    one = client.search("brackets", "energy", tags="howto", document_ids=corpus["solar.md"])
+    assert [s.chunk_id for s in one.sources.text] == [s.chunk_id for s in filtered.sources.text]
 
 
 def test_streams_are_typed_events(client: EagleClient, corpus: dict[str, str]) -> None:
