@@ -44,6 +44,7 @@ from eagle_rag.client.transport import (
     retry_delay,
     unreachable,
 )
+from eagle_rag.errors import BackendUnavailableError
 
 T = TypeVar("T")
 
@@ -144,9 +145,13 @@ class AsyncEagleClient:
         wait = TaskWait(job_id, timeout_s, on_progress)
         call = calls.task_stream(job_id)
         read_s = wait.read_timeout(self.config.timeout_s)
-        async for name, data in self._events(call, ticks=True, read_timeout_s=read_s):
-            if wait.over(name, data):
-                break
+        try:
+            async for name, data in self._events(call, ticks=True, read_timeout_s=read_s):
+                if wait.over(name, data):
+                    break
+        except BackendUnavailableError:
+            if not wait.expired:  # the server went away, not the wait's own read bound
+                raise
         return wait.result()
 
     # --- documents ----------------------------------------------------------------------------

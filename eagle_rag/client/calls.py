@@ -439,7 +439,12 @@ class TaskWait:
                 self._on_progress(task)
             if task.finished:
                 return True
-        return time.monotonic() > self._deadline
+        return self.expired
+
+    @property
+    def expired(self) -> bool:
+        """The time is up (a stream read that timed out then was this wait's own bound)."""
+        return time.monotonic() >= self._deadline
 
     def result(self) -> Task:
         """The finished task; a task still running at the deadline is an error."""
