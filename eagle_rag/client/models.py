@@ -372,15 +372,18 @@ class AnswerDone:
 
 @dataclass(frozen=True, slots=True)
 class ErrorEvent:
-    """The stream ended with an error; ``error`` is its class in the error tree."""
+    """The stream ended with an error: its code, message and details (``backend``,
+    ``retry_after``...); ``to_error`` is its class in the error tree, details as its fields."""
 
     code: str
     message: str
+    details: Mapping[str, Any] = field(default_factory=dict)
 
     def to_error(self) -> Exception:
         from eagle_rag.client.errors import error_from_event
 
-        return error_from_event({"code": self.code, "message": self.message})
+        body = {"code": self.code, "message": self.message, "details": dict(self.details)}
+        return error_from_event(body)
 
 
 SearchEvent = StepEvent | SourcesEvent | SearchDone | ErrorEvent
@@ -411,5 +414,12 @@ def _common_event(name: str, data: Any) -> StepEvent | SourcesEvent | ErrorEvent
     if name == "sources":
         return SourcesEvent(Sources.from_json(data))
     if name == "error":
-        return ErrorEvent(str(data.get("code", "error")), str(data.get("message", "")))
+        if not isinstance(data, Mapping):  # not JSON (a proxy's text): the text is the message
+            return ErrorEvent("error", str(data))
+        details = data.get("details")
+        return ErrorEvent(
+            str(data.get("code", "error")),
+            str(data.get("message", "")),
+            dict(details) if isinstance(details, Mapping) else {},
+        )
     return None
