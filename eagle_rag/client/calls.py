@@ -300,6 +300,11 @@ def create_kb(kb_name: str, **options: Any) -> Exchange[KnowledgeBase]:
     return Exchange(create_kb_call(kb_name, **options), KnowledgeBase.from_json)
 
 
+def rebuild_kb(kb_name: str) -> Exchange[list[Submission]]:
+    call = Call("POST", f"/knowledge_bases/{kb_name}/rebuild")
+    return Exchange(call, _each(Submission.from_json))
+
+
 def delete_kb(kb_name: str) -> Exchange[dict[str, Any]]:
     return Exchange(Call("DELETE", f"/knowledge_bases/{kb_name}"), dict)
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, Unpack
 import httpx
 from httpx._client import USE_CLIENT_DEFAULT, UseClientDefault
 
-from eagle_rag.client import calls, pages
+from eagle_rag.client import calls, pages, sessions
 from eagle_rag.client.calls import (
     AnswerOptions,
     Call,
@@ -36,6 +36,7 @@ from eagle_rag.client.models import (
     search_event,
 )
 from eagle_rag.client.pages import PageSearch
+from eagle_rag.client.sessions import Message, Session
 from eagle_rag.client.transport import (
     ClientConfig,
     SseDecoder,
@@ -97,6 +98,10 @@ class EagleClient:
     def create_knowledge_base(self, kb_name: str, **options: Any) -> KnowledgeBase:
         """``options``: description, engine, creation_settings, retrieval_settings."""
         return self._run(calls.create_kb(kb_name, **options))
+
+    def rebuild_knowledge_base(self, kb_name: str) -> list[Submission]:
+        """Run every document of the KB through the pipeline again: one job each."""
+        return self._run(calls.rebuild_kb(kb_name))
 
     def delete_knowledge_base(self, kb_name: str) -> dict[str, Any]:
         return self._run(calls.delete_kb(kb_name))
@@ -222,6 +227,19 @@ class EagleClient:
             event = query_event(name, data)
             if event is not None:
                 yield event
+
+    # --- sessions -----------------------------------------------------------------------------
+
+    def list_sessions(self) -> list[Session]:
+        """The conversations this key may see, the most recently active first (100)."""
+        return self._run(sessions.list_sessions())
+
+    def session_messages(self, session_id: str) -> list[Message]:
+        """A conversation's turns in order, each answer with its sources."""
+        return self._run(sessions.session_messages(session_id))
+
+    def delete_session(self, session_id: str) -> bool:
+        return self._run(sessions.delete_session(session_id))
 
     def health(self) -> dict[str, Any]:
         """``GET /health`` (a 503 ``down`` answer is returned, not raised)."""

@@ -26,6 +26,10 @@ async def test_async_flow(server: RunningServer, corpus: dict[str, str]) -> None
 
         answer = await client.query("How is the inverter wired?", "async-kb")
         assert "[1]" in answer.answer
+        turns = await client.session_messages(answer.session_id)
+        assert [t.content for t in turns] == ["How is the inverter wired?", answer.answer]
+        assert answer.session_id in {s.session_id for s in await client.list_sessions()}
+        assert await client.delete_session(answer.session_id) is True
         stream = [e async for e in client.query_stream("Which bolts?", "async-kb")]
         assert any(isinstance(e, TokenEvent) for e in stream)
         assert isinstance(stream[-1], AnswerDone)

@@ -195,3 +195,24 @@ def test_an_answer_numbers_text_attachments_and_images_in_one_sequence(
     ]
     found = client.search("inverter", "energy")
     assert found.sources.attachments == () and found.sources.text[0].index == 1
+
+
+def test_sessions_continue_list_and_delete(client: EagleClient, corpus: dict[str, str]) -> None:
+    """A chat agent keeps its conversations through the client, not by hand with httpx."""
+    first = client.query("How is the inverter wired?", "energy")
+    client.query("And the brackets?", "energy", session_id=first.session_id)
+    session = next(s for s in client.list_sessions() if s.session_id == first.session_id)
+    assert session.kb_names == ("energy",) and session.title.startswith("How is the inverter")
+    turns = client.session_messages(first.session_id)
+    assert [t.role for t in turns] == ["user", "assistant", "user", "assistant"]
+    assert turns[1].content == first.answer and turns[1].sources.text == first.sources.text
+    with EagleClient(client.config.base_url, api_key=SCOPED_KEY) as scoped:
+        assert first.session_id not in {s.session_id for s in scoped.list_sessions()}
+        with pytest.raises(PermissionDeniedError):
+            scoped.session_messages(first.session_id)
+    assert client.delete_session(first.session_id) is True
+    with pytest.raises(NotFoundError):
+        client.session_messages(first.session_id)
+    jobs = client.rebuild_knowledge_base("garden")
+    assert [j.document_id for j in jobs] == [corpus["garden.md"]]
+    assert client.wait_for_task(jobs[0].job_id, timeout_s=120).status == "completed"
