@@ -237,6 +237,10 @@ class CoreTools:
         content_base64: str | None = None,
         url: str | None = None,
         tags: list[str] | None = None,
+        metadata: Annotated[
+            dict[str, Any] | None,
+            Field(description='The document\'s metadata, filterable later: {"year": 2024}.'),
+        ] = None,
     ) -> dict[str, Any]:
         self.caller().check_kb(kb_name)
         given = [v is not None for v in (text, content_base64, url)]
@@ -244,7 +248,11 @@ class CoreTools:
             raise InvalidInputError("send exactly one of text, content_base64 or url")
         if url is not None:
             submission = await asyncio.to_thread(
-                self._app.ingest.submit_url, kb_name=kb_name, url=url, tags=tags or ()
+                self._app.ingest.submit_url,
+                kb_name=kb_name,
+                url=url,
+                tags=tags or (),
+                metadata=metadata,
             )
         else:
             data = text.encode("utf-8") if text is not None else _decode(content_base64 or "")
@@ -254,6 +262,7 @@ class CoreTools:
                 filename=filename or ("note.txt" if text is not None else "upload"),
                 stream=io.BytesIO(data),
                 tags=tags or (),
+                metadata=metadata,
             )
         return submission.to_dict()
 

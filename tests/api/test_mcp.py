@@ -64,7 +64,13 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
         assert {t.name for t in await client.list_tools()} == CORE_TOOLS
         job = (
             await client.call_tool(
-                "core_ingest", {"kb_name": "mcp", "filename": "solar.md", "text": SOLAR}
+                "core_ingest",
+                {
+                    "kb_name": "mcp",
+                    "filename": "solar.md",
+                    "text": SOLAR,
+                    "metadata": {"year": 2024},
+                },
             )
         ).structured_content
         pdf = (
@@ -87,6 +93,12 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
             )
         ).structured_content
         assert found["sources"][0]["path"] == "Solar Guide/Installation/Wiring"
+        # The metadata given with the upload is there to filter by, as with REST's upload.
+        filtered = await client.call_tool(
+            "core_retrieve_text",
+            {"query": "inverter copper", "kb_name": "mcp", "filters": {"year": 2024}},
+        )
+        assert {s["filename"] for s in filtered.structured_content["sources"]} == {"solar.md"}
         answer = (
             await client.call_tool(
                 "core_query", {"question": "how do I connect the inverter", "kb_names": ["mcp"]}
