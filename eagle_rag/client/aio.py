@@ -209,7 +209,8 @@ class AsyncEagleClient:
     async def search_stream(
         self, query: str, kb: KbScope = None, **options: Unpack[SearchOptions]
     ) -> AsyncIterator[SearchEvent]:
-        """``step``*, ``sources``, then the result (``SearchDone``) or an ``ErrorEvent``."""
+        """``step``*, ``sources``, then the result (``SearchDone``) or an ``ErrorEvent`` (a
+        failure once started); a caller's mistake (unknown KB, bad filter) raises at once."""
         async for name, data in self._events(calls.search_stream(query, kb, **options)):
             event = search_event(name, data)
             if event is not None:
@@ -224,7 +225,8 @@ class AsyncEagleClient:
     async def query_stream(
         self, question: str, kb: KbScope = None, **options: Unpack[AnswerOptions]
     ) -> AsyncIterator[QueryEvent]:
-        """``session``, ``step``*, ``sources``, ``token``*, then the answer or an error event."""
+        """``session``, ``step``*, ``sources``, ``token``*, then the answer or an error event (a
+        failure once started); a caller's mistake (unknown KB, bad filter) raises at once."""
         async for name, data in self._events(calls.answer_stream(question, kb, **options)):
             event = query_event(name, data)
             if event is not None:

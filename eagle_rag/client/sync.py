@@ -209,7 +209,8 @@ class EagleClient:
     def search_stream(
         self, query: str, kb: KbScope = None, **options: Unpack[SearchOptions]
     ) -> Iterator[SearchEvent]:
-        """``step``*, ``sources``, then the result (``SearchDone``) or an ``ErrorEvent``."""
+        """``step``*, ``sources``, then the result (``SearchDone``) or an ``ErrorEvent`` (a
+        failure once started); a caller's mistake (unknown KB, bad filter) raises at once."""
         for name, data in self._events(calls.search_stream(query, kb, **options)):
             event = search_event(name, data)
             if event is not None:
@@ -222,7 +223,8 @@ class EagleClient:
     def query_stream(
         self, question: str, kb: KbScope = None, **options: Unpack[AnswerOptions]
     ) -> Iterator[QueryEvent]:
-        """``session``, ``step``*, ``sources``, ``token``*, then the answer or an error event."""
+        """``session``, ``step``*, ``sources``, ``token``*, then the answer or an error event (a
+        failure once started); a caller's mistake (unknown KB, bad filter) raises at once."""
         for name, data in self._events(calls.answer_stream(question, kb, **options)):
             event = query_event(name, data)
             if event is not None:
