@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eagle_rag.errors import EagleError, InvalidInputError, error_body
+from eagle_rag.errors import EagleError, InvalidInputError, PermissionDeniedError, error_body
 from eagle_rag.generation.citations import check_citations
 from eagle_rag.generation.images import one_numbering, picture_url
 from eagle_rag.generation.prompt import (
@@ -59,6 +59,27 @@ class AnswerRequest:
     @property
     def query(self) -> str:
         return self.recall.text
+
+
+def may_use_session(kb_names: Iterable[str], allowed_kbs: Iterable[str] | None) -> bool:
+    """A caller may read, continue or delete a session over KBs it may all use; a session
+    that named none ran over every KB, so only an unrestricted caller (None) may."""
+    if allowed_kbs is None:
+        return True
+    names = set(kb_names)
+    return bool(names) and names <= set(allowed_kbs)
+
+
+def check_session_scope(
+    session_id: str, kb_names: Iterable[str], allowed_kbs: Iterable[str] | None
+) -> None:
+    """PermissionDeniedError unless ``may_use_session``: continuing another key's session
+    would send its history, answers from KBs this caller may not read, to the model."""
+    if not may_use_session(kb_names, allowed_kbs):
+        raise PermissionDeniedError(
+            "this API key may not use this session (it covers other knowledge bases)",
+            session_id=session_id,
+        )
 
 
 class AnswerEngine:
@@ -104,7 +125,7 @@ class AnswerEngine:
         """session → step (route, recall, attach_parse, rerank) → sources → token* → done."""
         recall = await asyncio.to_thread(self.validate, request, allowed_kbs=allowed_kbs)
         language = request.language or detect_language(request.query)
-        session_id, history = await asyncio.to_thread(self._session, request)
+        session_id, history = await asyncio.to_thread(self._session, request, allowed_kbs)
         yield "session", {"session_id": session_id}
 
         started = time.perf_counter()
@@ -233,7 +254,8 @@ class AnswerEngine:
         # must raise here, not leave an empty session and an error body behind.
         self._retriever.check(recall, allowed_kbs=allowed_kbs)
         if request.session_id is not None:
-            self._app.repositories.sessions.get(request.session_id)
+            session = self._app.repositories.sessions.get(request.session_id)
+            check_session_scope(session.id, session.kb_names, allowed_kbs)
         if request.top_n is not None and not 1 <= request.top_n <= 20:
             raise InvalidInputError("top_n must be between 1 and 20", field="top_n")
         if request.language not in (None, "zh", "en"):
@@ -264,10 +286,15 @@ class AnswerEngine:
             return [self._text_only.known_warning(self.model, len(images))]
         return []
 
-    def _session(self, request: AnswerRequest) -> tuple[str, list[Turn]]:
+    def _session(
+        self, request: AnswerRequest, allowed_kbs: Iterable[str] | None
+    ) -> tuple[str, list[Turn]]:
         sessions = self._app.repositories.sessions
         if request.session_id is None:
-            record = sessions.create(title=request.query[:80], kb_names=request.recall.kb_names)
+            # No KB named: the caller's KBs (a scoped key searched only those), else none,
+            # which stands for every KB (only an unrestricted caller may then use it).
+            kb_names = request.recall.kb_names or tuple(sorted(allowed_kbs or ()))
+            record = sessions.create(title=request.query[:80], kb_names=kb_names)
             return record.id, []
         messages = sessions.messages(request.session_id, last=self._config.history_turns)
         history = [

@@ -25,6 +25,7 @@ from eagle_rag.api.page_images import is_paged
 from eagle_rag.api.schemas import document_out
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.errors import InvalidInputError
+from eagle_rag.generation.engine import may_use_session
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
 from eagle_rag.web.csrf import check_same_origin
@@ -241,7 +242,7 @@ async def document_detail(request: Request, app: App, who: Who, document_id: str
 @router.get("/ui/fragments/sessions", response_class=HTMLResponse)
 async def session_list(request: Request, app: App, who: Who) -> HTMLResponse:
     sessions = await asyncio.to_thread(app.repositories.sessions.list)
-    visible = [s for s in sessions if who.kb_names is None or set(s.kb_names) <= who.kb_names]
+    visible = [s for s in sessions if may_use_session(s.kb_names, who.kb_names)]
     return _render(request, "fragments/sessions.html", sessions=visible)
 
 

@@ -16,7 +16,7 @@ from eagle_rag.api.schemas import ERRORS, QueryBody, SearchOnlyBody
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.errors import EagleError, error_body
 from eagle_rag.generation.attachments import read_attachment
-from eagle_rag.generation.engine import AnswerRequest
+from eagle_rag.generation.engine import AnswerRequest, check_session_scope, may_use_session
 from eagle_rag.retrieval.wire import search_response
 
 router = APIRouter(responses=ERRORS)
@@ -105,9 +105,13 @@ async def query_stream(body: QueryBody, app: App, who: Who) -> EventSourceRespon
 # --- sessions ----------------------------------------------------------------------------------
 
 
+SESSIONS_LISTED = 100
+
+
 @router.get("/sessions", tags=["sessions"])
 async def list_sessions(app: App, who: Who) -> list[dict[str, Any]]:
-    sessions = await asyncio.to_thread(app.repositories.sessions.list)
+    """The caller's most recently active sessions (100)."""
+    sessions = await asyncio.to_thread(_visible_sessions, app, who.kb_names)
     return [
         {
             "session_id": s.id,
@@ -117,14 +121,27 @@ async def list_sessions(app: App, who: Who) -> list[dict[str, Any]]:
             "updated_at": s.updated_at.isoformat(),
         }
         for s in sessions
-        if who.kb_names is None or set(s.kb_names) <= who.kb_names
     ]
+
+
+def _visible_sessions(app: EagleApp, allowed: frozenset[str] | None) -> list[Any]:
+    """The first SESSIONS_LISTED sessions the key may see. A KB-scoped key's are filtered
+    page by page: filtering one page of everyone's left it none once others had 100 newer."""
+    found: list[Any] = []
+    offset = 0
+    while len(found) < SESSIONS_LISTED:
+        page = app.repositories.sessions.list(limit=SESSIONS_LISTED, offset=offset)
+        found += [s for s in page if may_use_session(s.kb_names, allowed)]
+        if len(page) < SESSIONS_LISTED:
+            break
+        offset += SESSIONS_LISTED
+    return found[:SESSIONS_LISTED]
 
 
 @router.get("/sessions/{session_id}/messages", tags=["sessions"])
 async def session_messages(session_id: str, app: App, who: Who) -> dict[str, Any]:
     session = await asyncio.to_thread(app.repositories.sessions.get, session_id)
-    who.check_kbs(session.kb_names)
+    check_session_scope(session.id, session.kb_names, who.kb_names)
     messages = await asyncio.to_thread(app.repositories.sessions.messages, session_id)
     return {
         "session_id": session_id,
@@ -145,7 +162,7 @@ async def session_messages(session_id: str, app: App, who: Who) -> dict[str, Any
 @router.delete("/sessions/{session_id}", tags=["sessions"])
 async def delete_session(session_id: str, app: App, who: Who) -> dict[str, Any]:
     session = await asyncio.to_thread(app.repositories.sessions.get, session_id)
-    who.check_kbs(session.kb_names)
+    check_session_scope(session.id, session.kb_names, who.kb_names)
     await asyncio.to_thread(app.repositories.sessions.delete, session_id)
     return {"session_id": session_id, "deleted": True}
 
