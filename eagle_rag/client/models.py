@@ -124,6 +124,10 @@ class Document:
     metadata: Mapping[str, Any]
     source_url: str | None
     error: str | None
+    sha256: str = ""
+    collections_used: tuple[str, ...] = ()
+    created_at: str = ""
+    updated_at: str = ""
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
@@ -141,6 +145,10 @@ class Document:
             metadata=dict(body.get("metadata") or {}),
             source_url=body.get("source_url"),
             error=body.get("error"),
+            sha256=str(body.get("sha256") or ""),
+            collections_used=tuple(body.get("collections_used") or ()),
+            created_at=str(body.get("created_at", "")),
+            updated_at=str(body.get("updated_at", "")),
             raw=dict(body),
         )
 
@@ -294,6 +302,8 @@ class SearchResult:
     sources: Sources
     route: Mapping[str, Any]
     steps: tuple[Mapping[str, Any], ...]
+    token_count: int | None = None  # the passages' tokens, counted when a budget was given
+    truncated: bool = False  # ``token_budget`` left passages out
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
@@ -304,6 +314,8 @@ class SearchResult:
             sources=Sources.from_json(body.get("sources")),
             route=dict(body.get("route") or {}),
             steps=tuple(body.get("steps") or ()),
+            token_count=body.get("token_count"),
+            truncated=bool(body.get("truncated", False)),
             raw=dict(body),
         )
 

@@ -53,6 +53,8 @@ def test_knowledge_bases_and_documents(client: EagleClient, corpus: dict[str, st
     documents = {d.filename: d for d in client.list_documents("energy")}
     assert set(documents) == {"solar.md", "report.pdf"}
     report = client.get_document(corpus["report.pdf"])
+    assert [key for key in report.raw if not hasattr(report, key)] == []  # all typed
+    assert len(report.sha256) == 64 and report.created_at and report.collections_used
     assert report.pages == 3 and report.status == "completed" and report.chunk_count > 0
     assert documents["solar.md"].tags == ("howto",)
     assert client.document_structure(corpus["solar.md"])
@@ -104,6 +106,9 @@ def test_search_is_typed_and_scored(client: EagleClient, corpus: dict[str, str])
     # Every field the server sends is a typed attribute (``truncated`` and ``collection`` were
     # dropped), and the body stays in ``raw`` for fields a newer server adds.
     assert [key for key in top.raw if not hasattr(top, key)] == []
+    assert [key for key in result.raw if not hasattr(result, key)] == []
+    budget = client.search("inverter copper cables", "energy", top_k=5, token_budget=20)
+    assert budget.truncated and budget.token_count is not None and budget.token_count <= 20
     assert top.truncated is False and top.collection == "eagle_text"
 
     both = client.search("steel brackets tomatoes", ["energy", "garden"], top_k=10)
