@@ -56,6 +56,7 @@ def serve(handler: Handler) -> Iterator[tuple[str, Recorded]]:
                     self.wfile.flush()
 
         do_DELETE = do_POST  # noqa: N815  (the name http.server dispatches to)
+        do_GET = do_POST  # noqa: N815
 
         def log_message(self, *args: object) -> None:
             pass

@@ -29,6 +29,7 @@ from eagle_rag.client.models import (
     TokenEvent,
 )
 from eagle_rag.client.pages import PageHit, PageSearch
+from eagle_rag.client.sessions import Message, Session
 from eagle_rag.client.sync import EagleClient
 from eagle_rag.client.transport import ClientConfig
 
@@ -43,6 +44,7 @@ __all__ = [
     "ErrorEvent",
     "ImageSource",
     "KnowledgeBase",
+    "Message",
     "PageHit",
     "PageSearch",
     "QueryEvent",
@@ -50,6 +52,7 @@ __all__ = [
     "SearchDone",
     "SearchEvent",
     "SearchResult",
+    "Session",
     "SessionEvent",
     "Sources",
     "SourcesEvent",

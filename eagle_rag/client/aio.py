@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar, Unpack
 
 import httpx
+from httpx._client import USE_CLIENT_DEFAULT, UseClientDefault
 
-from eagle_rag.client import calls, pages
+from eagle_rag.client import calls, pages, sessions
 from eagle_rag.client.calls import (
     AnswerOptions,
     Call,
@@ -19,8 +19,8 @@ from eagle_rag.client.calls import (
     KbScope,
     Mode,
     SearchOptions,
+    TaskWait,
     UploadOptions,
-    finished_or_raise,
     task_event,
 )
 from eagle_rag.client.models import (
@@ -36,6 +36,7 @@ from eagle_rag.client.models import (
     search_event,
 )
 from eagle_rag.client.pages import PageSearch
+from eagle_rag.client.sessions import Message, Session
 from eagle_rag.client.transport import (
     ClientConfig,
     SseDecoder,
@@ -44,6 +45,7 @@ from eagle_rag.client.transport import (
     retry_delay,
     unreachable,
 )
+from eagle_rag.errors import BackendUnavailableError
 
 T = TypeVar("T")
 
@@ -83,8 +85,12 @@ class AsyncEagleClient:
 
     # --- knowledge bases ----------------------------------------------------------------------
 
-    async def list_knowledge_bases(self) -> list[KnowledgeBase]:
-        return await self._run(calls.list_kbs())
+    async def list_knowledge_bases(
+        self, *, limit: int | None = None, offset: int = 0
+    ) -> list[KnowledgeBase]:
+        """The KBs this key may use, by name: a page of ``limit`` (None: the server's largest,
+        500) from ``offset``, like ``list_documents``."""
+        return await self._run(calls.list_kbs(limit, offset))
 
     async def get_knowledge_base(self, kb_name: str) -> KnowledgeBase:
         return await self._run(calls.get_kb(kb_name))
@@ -92,6 +98,10 @@ class AsyncEagleClient:
     async def create_knowledge_base(self, kb_name: str, **options: Any) -> KnowledgeBase:
         """``options``: description, engine, creation_settings, retrieval_settings."""
         return await self._run(calls.create_kb(kb_name, **options))
+
+    async def rebuild_knowledge_base(self, kb_name: str) -> list[Submission]:
+        """Run every document of the KB through the pipeline again: one job each."""
+        return await self._run(calls.rebuild_kb(kb_name))
 
     async def delete_knowledge_base(self, kb_name: str) -> dict[str, Any]:
         return await self._run(calls.delete_kb(kb_name))
@@ -135,16 +145,19 @@ class AsyncEagleClient:
         timeout_s: float = 900.0,
         on_progress: Callable[[Task], None] | None = None,
     ) -> Task:
-        """Follow the task until it completes or fails (a failed task is returned, not raised)."""
-        deadline = time.monotonic() + timeout_s
-        last: Task | None = None
-        async for task in self.task_progress(job_id):
-            last = task
-            if on_progress is not None:
-                on_progress(task)
-            if task.finished or time.monotonic() > deadline:
-                break
-        return finished_or_raise(job_id, last, timeout_s)
+        """Follow the task until it completes or fails (a failed task is returned, not raised);
+        still running after ``timeout_s`` (give or take one keep-alive ping, 15 s): an error."""
+        wait = TaskWait(job_id, timeout_s, on_progress)
+        call = calls.task_stream(job_id)
+        read_s = wait.read_timeout(self.config.timeout_s)
+        try:
+            async for name, data in self._events(call, ticks=True, read_timeout_s=read_s):
+                if wait.over(name, data):
+                    break
+        except BackendUnavailableError:
+            if not wait.expired:  # the server went away, not the wait's own read bound
+                raise
+        return wait.result()
 
     # --- documents ----------------------------------------------------------------------------
 
@@ -196,7 +209,8 @@ class AsyncEagleClient:
     async def search_stream(
         self, query: str, kb: KbScope = None, **options: Unpack[SearchOptions]
     ) -> AsyncIterator[SearchEvent]:
-        """``step``*, ``sources``, then the result (``SearchDone``) or an ``ErrorEvent``."""
+        """``step``*, ``sources``, then the result (``SearchDone``) or an ``ErrorEvent`` (a
+        failure once started); a caller's mistake (unknown KB, bad filter) raises at once."""
         async for name, data in self._events(calls.search_stream(query, kb, **options)):
             event = search_event(name, data)
             if event is not None:
@@ -211,11 +225,25 @@ class AsyncEagleClient:
     async def query_stream(
         self, question: str, kb: KbScope = None, **options: Unpack[AnswerOptions]
     ) -> AsyncIterator[QueryEvent]:
-        """``session``, ``step``*, ``sources``, ``token``*, then the answer or an error event."""
+        """``session``, ``step``*, ``sources``, ``token``*, then the answer or an error event (a
+        failure once started); a caller's mistake (unknown KB, bad filter) raises at once."""
         async for name, data in self._events(calls.answer_stream(question, kb, **options)):
             event = query_event(name, data)
             if event is not None:
                 yield event
+
+    # --- sessions -----------------------------------------------------------------------------
+
+    async def list_sessions(self) -> list[Session]:
+        """The conversations this key may see, the most recently active first (100)."""
+        return await self._run(sessions.list_sessions())
+
+    async def session_messages(self, session_id: str) -> list[Message]:
+        """A conversation's turns in order, each answer with its sources."""
+        return await self._run(sessions.session_messages(session_id))
+
+    async def delete_session(self, session_id: str) -> bool:
+        return await self._run(sessions.delete_session(session_id))
 
     async def health(self) -> dict[str, Any]:
         """``GET /health`` (a 503 ``down`` answer is returned, not raised)."""
@@ -223,6 +251,12 @@ class AsyncEagleClient:
         return body
 
     # --- transport ----------------------------------------------------------------------------
+
+    def _timeout(self, read_timeout_s: float | None) -> httpx.Timeout | UseClientDefault:
+        """A stream's own read timeout, when its reader keeps a deadline of its own."""
+        if read_timeout_s is None:
+            return USE_CLIENT_DEFAULT
+        return httpx.Timeout(self.config.timeout_s, read=read_timeout_s)
 
     async def _run(self, exchange: Exchange[T]) -> T:
         return exchange.read(checked(await self._send(exchange.call)))
@@ -242,10 +276,14 @@ class AsyncEagleClient:
             await self._sleep(delay)
 
     @asynccontextmanager
-    async def _opened(self, call: Call) -> AsyncIterator[httpx.Response]:
+    async def _opened(
+        self, call: Call, read_timeout_s: float | None = None
+    ) -> AsyncIterator[httpx.Response]:
         attempt = 0
         while True:
-            request = self._http.build_request(call.method, call.path, **call.kwargs())
+            request = self._http.build_request(
+                call.method, call.path, **call.kwargs(), timeout=self._timeout(read_timeout_s)
+            )
             try:
                 response = await self._http.send(request, stream=True)
             except httpx.HTTPError as exc:
@@ -264,13 +302,17 @@ class AsyncEagleClient:
         finally:
             await response.aclose()
 
-    async def _events(self, call: Call) -> AsyncIterator[tuple[str, Any]]:
+    async def _events(
+        self, call: Call, *, ticks: bool = False, read_timeout_s: float | None = None
+    ) -> AsyncIterator[tuple[str, Any]]:
         decoder = SseDecoder()
-        async with self._opened(call) as response:
+        async with self._opened(call, read_timeout_s) as response:
             try:
                 async for line in response.aiter_lines():
                     event = decoder.feed(line)
                     if event is not None:
                         yield event
+                    elif ticks:  # a ping or part of an event: a chance to look at the clock
+                        yield "", None
             except httpx.HTTPError as exc:
                 raise unreachable(self.config, exc) from exc

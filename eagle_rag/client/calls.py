@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,8 +65,8 @@ class Exchange(Generic[T]):
 class ScopeOptions(TypedDict, total=False):
     """Which documents a search or an answer looks at, besides its KBs."""
 
-    document_ids: Sequence[str] | None
-    tags: Sequence[str] | None
+    document_ids: str | Sequence[str] | None  # one id or several
+    tags: str | Sequence[str] | None  # one tag or several
     filters: Mapping[str, Any] | None
 
 
@@ -101,7 +102,7 @@ class UploadOptions(TypedDict, total=False):
     url: str | None
     filename: str | None
     mime_type: str | None
-    tags: Sequence[str]
+    tags: str | Sequence[str]  # one tag or several
     metadata: Mapping[str, Any] | None
 
 
@@ -125,10 +126,23 @@ class Scope:
         return body
 
 
+def names_of(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """One name or several as a tuple: ``tags="draft"`` is one tag, not five letters (a str is
+    a sequence of its characters, so ``list("draft")`` would tag with d, r, a, f and t)."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 def scope_of(kb: str | Sequence[str] | None, **rest: Any) -> Scope:
-    """A scope from one KB name or several (the ``kb_name`` / ``kb_names`` of REST)."""
-    names: Sequence[str] = () if kb is None else (kb,) if isinstance(kb, str) else tuple(kb)
-    return Scope(names, **{k: v for k, v in rest.items() if v is not None})
+    """A scope from one KB name or several (the ``kb_name`` / ``kb_names`` of REST); tags and
+    document ids likewise take one or several."""
+    return Scope(
+        names_of(kb),
+        document_ids=names_of(rest.get("document_ids")),
+        tags=names_of(rest.get("tags")),
+        filters=rest.get("filters"),
+    )
 
 
 def split_scope(options: dict[str, Any]) -> dict[str, Any]:
@@ -225,7 +239,7 @@ def ingest_call(
     url: str | None = None,
     filename: str | None = None,
     mime_type: str | None = None,
-    tags: Sequence[str] = (),
+    tags: str | Sequence[str] = (),
     metadata: Mapping[str, Any] | None = None,
 ) -> Call:
     """A multipart upload of ``file`` (a path, bytes or an open binary file), or a ``url``."""
@@ -233,7 +247,7 @@ def ingest_call(
         raise InvalidInputError("give exactly one of file or url", field="file")
     data = {"kb_name": kb_name}
     if tags:
-        data["tags"] = json.dumps(list(tags))
+        data["tags"] = json.dumps(list(names_of(tags)))
     if metadata:
         data["metadata"] = json.dumps(dict(metadata))
     if url is not None:
@@ -271,8 +285,10 @@ def _drop_none(values: Mapping[str, Any]) -> dict[str, Any]:
 # --- the exchanges both clients send ------------------------------------------------------------
 
 
-def list_kbs() -> Exchange[list[KnowledgeBase]]:
-    return Exchange(Call("GET", "/knowledge_bases"), _each(KnowledgeBase.from_json))
+def list_kbs(limit: int | None = None, offset: int = 0) -> Exchange[list[KnowledgeBase]]:
+    """A page of KBs by name; ``limit`` None: the server's largest page (500)."""
+    call = Call("GET", "/knowledge_bases", params={"limit": limit, "offset": offset or None})
+    return Exchange(call, _each(KnowledgeBase.from_json))
 
 
 def get_kb(kb_name: str) -> Exchange[KnowledgeBase]:
@@ -282,6 +298,11 @@ def get_kb(kb_name: str) -> Exchange[KnowledgeBase]:
 def create_kb(kb_name: str, **options: Any) -> Exchange[KnowledgeBase]:
     """``options``: description, engine, creation_settings, retrieval_settings."""
     return Exchange(create_kb_call(kb_name, **options), KnowledgeBase.from_json)
+
+
+def rebuild_kb(kb_name: str) -> Exchange[list[Submission]]:
+    call = Call("POST", f"/knowledge_bases/{kb_name}/rebuild")
+    return Exchange(call, _each(Submission.from_json))
 
 
 def delete_kb(kb_name: str) -> Exchange[dict[str, Any]]:
@@ -392,8 +413,50 @@ def task_event(name: str, data: Any) -> Task | None:
     return None
 
 
-def finished_or_raise(job_id: str, last: Task | None, timeout_s: float) -> Task:
-    """The task once it has finished; a task still running at the deadline is an error."""
-    if last is not None and last.finished:
-        return last
-    raise BackendUnavailableError(f"task {job_id} did not finish in {timeout_s:g} s")
+class TaskWait:
+    """``wait_for_task``'s state, fed every line of the task's stream. The stream only speaks
+    when the task changes, so a task that waits in the queue (or one long page) is silent but
+    for keep-alive pings: the clock is read on those too, and the stream's reads are bounded
+    by the wait, so ``timeout_s`` holds even when no progress ever comes."""
+
+    def __init__(
+        self, job_id: str, timeout_s: float, on_progress: Callable[[Task], None] | None
+    ) -> None:
+        if timeout_s <= 0:
+            raise InvalidInputError("timeout_s must be > 0", field="timeout_s")
+        self.job_id = job_id
+        self.timeout_s = timeout_s
+        self._on_progress = on_progress
+        self._deadline = time.monotonic() + timeout_s
+        self._last: Task | None = None
+
+    def read_timeout(self, client_timeout_s: float) -> float:
+        """How long one read of the stream may wait for a byte."""
+        return min(client_timeout_s, self.timeout_s)
+
+    def over(self, name: str, data: Any) -> bool:
+        """Take one stream item (``name`` "" is a line that completed no event); True once
+        the task has finished or the time is up."""
+        task = task_event(name, data) if name else None
+        if task is not None:
+            self._last = task
+            if self._on_progress is not None:
+                self._on_progress(task)
+            if task.finished:
+                return True
+        return self.expired
+
+    @property
+    def expired(self) -> bool:
+        """The time is up (a stream read that timed out then was this wait's own bound)."""
+        return time.monotonic() >= self._deadline
+
+    def result(self) -> Task:
+        """The finished task; a task still running at the deadline is an error."""
+        if self._last is not None and self._last.finished:
+            return self._last
+        raise BackendUnavailableError(
+            f"task {self.job_id} did not finish in {self.timeout_s:g} s",
+            job_id=self.job_id,
+            task_status=self._last.status if self._last is not None else None,
+        )

@@ -124,6 +124,10 @@ class Document:
     metadata: Mapping[str, Any]
     source_url: str | None
     error: str | None
+    sha256: str = ""
+    collections_used: tuple[str, ...] = ()
+    created_at: str = ""
+    updated_at: str = ""
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
@@ -141,6 +145,10 @@ class Document:
             metadata=dict(body.get("metadata") or {}),
             source_url=body.get("source_url"),
             error=body.get("error"),
+            sha256=str(body.get("sha256") or ""),
+            collections_used=tuple(body.get("collections_used") or ()),
+            created_at=str(body.get("created_at", "")),
+            updated_at=str(body.get("updated_at", "")),
             raw=dict(body),
         )
 
@@ -164,6 +172,9 @@ class TextSource:
     scores: Mapping[str, float]
     metadata: Mapping[str, Any]
     boxes: tuple[Mapping[str, Any], ...] = ()
+    collection: str = ""
+    truncated: bool = False  # ``content`` was cut (an answer's sources are capped)
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> TextSource:
@@ -182,12 +193,16 @@ class TextSource:
             scores=dict(body.get("scores") or {}),
             metadata=dict(body.get("metadata") or {}),
             boxes=tuple(body.get("boxes") or ()),
+            collection=str(body.get("collection", "")),
+            truncated=bool(body.get("truncated", False)),
+            raw=dict(body),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class ImageSource:
-    """A page image, figure or table, anchored to its page and section."""
+    """A page image, figure or table, anchored to its page and section; ``url`` fetches the
+    picture (``GET /images/{id}``, relative to the server), ``boxes`` place it on its page."""
 
     index: int
     chunk_id: str
@@ -201,6 +216,13 @@ class ImageSource:
     content_summary: str
     score: float
     scores: Mapping[str, float]
+    url: str | None = None
+    caption: str = ""
+    page_nums: tuple[int, ...] = ()
+    boxes: tuple[Mapping[str, Any], ...] = ()
+    source_chunk_id: str | None = None
+    media_type: str | None = None
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> ImageSource:
@@ -217,6 +239,13 @@ class ImageSource:
             content_summary=str(body.get("content_summary", "")),
             score=float(body.get("score", 0.0)),
             scores=dict(body.get("scores") or {}),
+            url=body.get("url"),
+            caption=str(body.get("caption") or ""),
+            page_nums=tuple(int(p) for p in body.get("page_nums") or ()),
+            boxes=tuple(body.get("boxes") or ()),
+            source_chunk_id=body.get("source_chunk_id"),
+            media_type=body.get("media_type"),
+            raw=dict(body),
         )
 
 
@@ -273,6 +302,8 @@ class SearchResult:
     sources: Sources
     route: Mapping[str, Any]
     steps: tuple[Mapping[str, Any], ...]
+    token_count: int | None = None  # the passages' tokens, counted when a budget was given
+    truncated: bool = False  # ``token_budget`` left passages out
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
@@ -283,6 +314,8 @@ class SearchResult:
             sources=Sources.from_json(body.get("sources")),
             route=dict(body.get("route") or {}),
             steps=tuple(body.get("steps") or ()),
+            token_count=body.get("token_count"),
+            truncated=bool(body.get("truncated", False)),
             raw=dict(body),
         )
 
@@ -351,15 +384,18 @@ class AnswerDone:
 
 @dataclass(frozen=True, slots=True)
 class ErrorEvent:
-    """The stream ended with an error; ``error`` is its class in the error tree."""
+    """The stream ended with an error: its code, message and details (``backend``,
+    ``retry_after``...); ``to_error`` is its class in the error tree, details as its fields."""
 
     code: str
     message: str
+    details: Mapping[str, Any] = field(default_factory=dict)
 
     def to_error(self) -> Exception:
         from eagle_rag.client.errors import error_from_event
 
-        return error_from_event({"code": self.code, "message": self.message})
+        body = {"code": self.code, "message": self.message, "details": dict(self.details)}
+        return error_from_event(body)
 
 
 SearchEvent = StepEvent | SourcesEvent | SearchDone | ErrorEvent
@@ -390,5 +426,12 @@ def _common_event(name: str, data: Any) -> StepEvent | SourcesEvent | ErrorEvent
     if name == "sources":
         return SourcesEvent(Sources.from_json(data))
     if name == "error":
-        return ErrorEvent(str(data.get("code", "error")), str(data.get("message", "")))
+        if not isinstance(data, Mapping):  # not JSON (a proxy's text): the text is the message
+            return ErrorEvent("error", str(data))
+        details = data.get("details")
+        return ErrorEvent(
+            str(data.get("code", "error")),
+            str(data.get("message", "")),
+            dict(details) if isinstance(details, Mapping) else {},
+        )
     return None

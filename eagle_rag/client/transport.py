@@ -132,6 +132,8 @@ class SseDecoder:
         self._data: list[str] = []
 
     def feed(self, line: str) -> tuple[str, Any] | None:
+        """The event this line completes, else None (``ticks`` of the clients turn that into
+        ``("", None)`` for callers that watch a clock)."""
         line = line.rstrip("\r")
         if line.startswith(":"):  # a comment (keep-alive ping)
             return None

@@ -235,9 +235,9 @@ class AnswerEngine:
         A caller limited to ``allowed_kbs`` may continue only a session within them: its
         history goes to the model and the new turn lands in it."""
         recall = request.recall
-        self._retriever.validate(recall)
-        for name in recall.kb_names:  # an unknown KB must not leave an empty session behind
-            self._app.repositories.knowledge_bases.get(name)
+        # A mistake in the scope (an unknown KB or document, a bad filter) is the caller's: it
+        # must raise here, not leave an empty session and an error body behind.
+        self._retriever.check(recall, allowed_kbs=allowed_kbs)
         if request.session_id is not None:
             session = self._app.repositories.sessions.get(request.session_id)
             if not session_within(session.kb_names, allowed_kbs):

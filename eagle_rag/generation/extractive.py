@@ -19,6 +19,9 @@ from eagle_rag.index.sparse import tokenize
 from eagle_rag.models.chat import GenerationInput
 
 MAX_SENTENCES = 3
+# A sentence sharing fewer than this share of the best sentence's question terms is padding:
+# "电池柜的环境温度应保持在多少" quoted every sentence that merely contains "应" (should).
+MIN_SHARE_OF_BEST = 0.5
 # A sentence ends at a Chinese full stop (。！？), or at . ! ? followed by a space or the end: a
 # point inside a token is no end ("4.7 million", "firmware 9.3(12)", "192.168.8.1", "e.g."
 # would each quote half a sentence and lose the number the question asked for).
@@ -69,7 +72,9 @@ def compose(question: str, references: Sequence[Reference], language: Language) 
     if not scored:
         first = _sentences(references[0].text)[:2]
         return f"{_NO_MATCH[language]}{joiner}{joiner.join(first)} [{references[0].index}]"
-    best = _adding_something(sorted(scored, key=lambda s: -s.score))[:MAX_SENTENCES]
+    most = max(len(s.hits) for s in scored)
+    enough = [s for s in scored if len(s.hits) >= most * MIN_SHARE_OF_BEST]
+    best = _adding_something(sorted(enough, key=lambda s: -s.score))[:MAX_SENTENCES]
     best.sort(key=lambda s: (s.rank, s.position))  # read in document order
     return joiner.join(f"{s.sentence} [{s.reference.index}]" for s in best)
 

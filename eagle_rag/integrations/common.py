@@ -10,8 +10,22 @@ from typing import Any, Literal
 from eagle_rag.client import AsyncEagleClient, ClientConfig, EagleClient, ImageSource, TextSource
 from eagle_rag.client.models import SearchResult
 
-# Ids and raw scores help a program, not a model reading the context.
-HIDDEN_FROM_LLM = ("chunk_id", "document_id", "scores", "boxes", "kb_name", "type", "image_id")
+# Ids, raw scores, where to fetch a picture and where a chunk sits in its document's text help
+# a program, not a model reading the context.
+HIDDEN_FROM_LLM = (
+    "chunk_id",
+    "document_id",
+    "scores",
+    "boxes",
+    "kb_name",
+    "type",
+    "image_id",
+    "image_url",
+    "truncated",
+    "chunk_index",
+    "start_offset",
+    "end_offset",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +86,7 @@ def text_metadata(source: TextSource) -> dict[str, Any]:
         "document_id": source.document_id,
         "chunk_id": source.chunk_id,
         "type": source.type,
+        "truncated": source.truncated,
         "score": source.score,
         "scores": dict(source.scores),
         "boxes": [dict(b) for b in source.boxes],
@@ -85,7 +100,9 @@ def image_metadata(source: ImageSource) -> dict[str, Any]:
         "filename": source.filename,
         "path": source.parent_section,
         "page": source.page,
-        "page_nums": [source.page] if source.page else [],
+        "page_nums": list(source.page_nums) or ([source.page] if source.page else []),
+        "caption": source.caption,
+        "image_url": source.url,
         "kb_name": source.kb_name,
         "document_id": source.document_id,
         "chunk_id": source.chunk_id,

@@ -19,7 +19,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from eagle_rag.client import ClientConfig, EagleClient, SearchResult
 from eagle_rag.integrations.common import EagleSearch, config_of, image_metadata, text_metadata
@@ -44,6 +44,12 @@ class EagleRetriever(BaseRetriever):
     config: ClientConfig | None = None
 
     _client: EagleClient | None = PrivateAttr(default=None)
+
+    @field_validator("kb_names", "tags", "document_ids", mode="before")
+    @classmethod
+    def _one_or_several(cls, value: Any) -> Any:
+        """One name or several, as the LlamaIndex retriever and the client take them."""
+        return [value] if isinstance(value, str) else value
 
     def _config(self) -> ClientConfig:
         if self.config is None:

@@ -19,6 +19,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import ImageNode, NodeWithScore, QueryBundle, TextNode
 
 from eagle_rag.client import ClientConfig, EagleClient, SearchResult
+from eagle_rag.client.calls import names_of
 from eagle_rag.integrations.common import (
     HIDDEN_FROM_LLM,
     EagleSearch,
@@ -33,14 +34,14 @@ class EagleRetriever(BaseRetriever):
 
     def __init__(
         self,
-        kb_names: str | Sequence[str] = (),
+        kb_names: str | Sequence[str] = (),  # one KB name or several; tags, ids likewise
         *,
         base_url: str | None = None,
         api_key: str | None = None,
         top_k: int = 5,
         filters: Mapping[str, Any] | None = None,
-        tags: Sequence[str] = (),
-        document_ids: Sequence[str] = (),
+        tags: str | Sequence[str] = (),
+        document_ids: str | Sequence[str] = (),
         mode: Literal["dense", "sparse", "hybrid"] | None = None,
         rerank: bool | None = None,
         with_images: bool = False,
@@ -52,11 +53,11 @@ class EagleRetriever(BaseRetriever):
         self._config = config or config_of(base_url, api_key)
         self._client = EagleClient(config=self._config)
         self._search = EagleSearch(
-            (kb_names,) if isinstance(kb_names, str) else tuple(kb_names),
+            names_of(kb_names),
             top_k=top_k,
             filters=filters,
-            tags=tuple(tags),
-            document_ids=tuple(document_ids),
+            tags=names_of(tags),
+            document_ids=names_of(document_ids),
             mode=mode,
             rerank=rerank,
             with_images=with_images,

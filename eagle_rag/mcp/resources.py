@@ -75,6 +75,8 @@ def _register_kb(server: FastMCP, repos: Repositories, caller: Callable[[], Call
                 "kb_name": kb.name,
                 "description": kb.description,
                 "engine": kb.engine,
+                # The list stops at MAX_LISTED: the total tells an agent whether it saw them all.
+                "documents_total": repos.documents.count(kb_name=kb_name),
                 "documents": [
                     {
                         "document_id": d.id,

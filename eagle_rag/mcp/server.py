@@ -26,6 +26,7 @@ from eagle_rag.api.security import Caller, Gatekeeper
 from eagle_rag.client.errors import error_from_event
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.generation.engine import AnswerRequest
+from eagle_rag.mcp.arguments import ArgumentErrors
 from eagle_rag.mcp.caller import mcp_caller
 from eagle_rag.mcp.resources import register_resources
 from eagle_rag.mcp.schemas import ANNOTATIONS, OUTPUT_SCHEMAS, PLUGIN_TOOL_ANNOTATIONS
@@ -47,6 +48,8 @@ Filters = Annotated[
     dict[str, Any] | None,
     Field(description='Metadata filters, e.g. {"year": {"gte": 2021}} (see retrieval.md).'),
 ]
+# Bounds in the schema, as REST's RetrievalOptions has them: an agent reads them before it calls.
+TopK = Annotated[int, Field(ge=1, le=100, description="Sources to return (1-100).")]
 
 
 def build_mcp(app: EagleApp, gate: Gatekeeper) -> FastMCP:
@@ -64,6 +67,7 @@ def build_mcp(app: EagleApp, gate: Gatekeeper) -> FastMCP:
             "passages with paths and pages, core_query for an answer with [n] citations."
         ),
     )
+    server.add_middleware(ArgumentErrors())
     sync_tools(server, app)
     register_resources(server, app, tools.caller)
     return server
@@ -152,7 +156,7 @@ class CoreTools:
         query: str,
         kb_name: KbName = None,
         kb_names: KbNames = None,
-        top_k: int = 5,
+        top_k: TopK = 5,
         filters: Filters = None,
         mode: Literal["dense", "sparse", "hybrid"] = "hybrid",
         tags: Tags = None,
@@ -173,7 +177,7 @@ class CoreTools:
         query: str,
         kb_name: KbName = None,
         kb_names: KbNames = None,
-        top_k: int = 5,
+        top_k: TopK = 5,
         tags: Tags = None,
         document_ids: DocumentIds = None,
         include_images: Annotated[
@@ -189,9 +193,9 @@ class CoreTools:
         self,
         document_id: str,
         query: str,
-        top_k: Annotated[int, Field(description="Pages to return (1-50).")] = 5,
+        top_k: Annotated[int, Field(ge=1, le=50, description="Pages to return (1-50).")] = 5,
         depth: Annotated[
-            int, Field(description="Passages searched to rank them (1-100).")
+            int, Field(ge=1, le=100, description="Passages searched to rank them (1-100).")
         ] = PAGE_SEARCH_DEPTH,
         mode: Literal["dense", "sparse", "hybrid"] = "hybrid",
     ) -> dict[str, Any]:
@@ -207,7 +211,9 @@ class CoreTools:
         kb_name: KbName = None,
         kb_names: KbNames = None,
         session_id: str | None = None,
-        top_n: Annotated[int | None, Field(description="Sources the model sees (1-20).")] = None,
+        top_n: Annotated[
+            int | None, Field(ge=1, le=20, description="Sources the model sees (1-20).")
+        ] = None,
         filters: Filters = None,
         tags: Tags = None,
         document_ids: DocumentIds = None,
@@ -231,6 +237,10 @@ class CoreTools:
         content_base64: str | None = None,
         url: str | None = None,
         tags: list[str] | None = None,
+        metadata: Annotated[
+            dict[str, Any] | None,
+            Field(description='The document\'s metadata, filterable later: {"year": 2024}.'),
+        ] = None,
     ) -> dict[str, Any]:
         self.caller().check_kb(kb_name)
         given = [v is not None for v in (text, content_base64, url)]
@@ -238,7 +248,11 @@ class CoreTools:
             raise InvalidInputError("send exactly one of text, content_base64 or url")
         if url is not None:
             submission = await asyncio.to_thread(
-                self._app.ingest.submit_url, kb_name=kb_name, url=url, tags=tags or ()
+                self._app.ingest.submit_url,
+                kb_name=kb_name,
+                url=url,
+                tags=tags or (),
+                metadata=metadata,
             )
         else:
             data = text.encode("utf-8") if text is not None else _decode(content_base64 or "")
@@ -248,6 +262,7 @@ class CoreTools:
                 filename=filename or ("note.txt" if text is not None else "upload"),
                 stream=io.BytesIO(data),
                 tags=tags or (),
+                metadata=metadata,
             )
         return submission.to_dict()
 

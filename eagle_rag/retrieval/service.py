@@ -93,14 +93,7 @@ class RetrievalService:
         app = self._app
         log = StepLog()
         started = log.now()
-        scope = await asyncio.to_thread(
-            resolve_scope,
-            app.repositories,
-            request,
-            allowed_kbs=allowed_kbs,
-            filter_fields=app.registries.filter_field_kinds(),
-            resolver_for=app.registries.filter_resolver,
-        )
+        scope = await asyncio.to_thread(self._scope, request, allowed_kbs)
         log.add("scope", "ok", _describe_scope(scope), since=started)
         overrides = self._retrieval_settings(request, scope)
         if scope.empty:
@@ -197,6 +190,23 @@ class RetrievalService:
             return merged
         log.add("rrf_post_merge", "ok", "a plugin adjusted the merged list")
         return tuple(adjusted)
+
+    def check(self, request: QueryRequest, *, allowed_kbs: Iterable[str] | None = None) -> None:
+        """Raise every caller mistake a search would meet (fields, unknown KBs or documents,
+        filters, retrieval settings) before anything starts: a stream answers them with a 4xx
+        instead of an error event, an answer leaves no empty session behind."""
+        self.validate(request)
+        self._retrieval_settings(request, self._scope(request, allowed_kbs))
+
+    def _scope(self, request: QueryRequest, allowed_kbs: Iterable[str] | None) -> Scope:
+        registries = self._app.registries
+        return resolve_scope(
+            self._app.repositories,
+            request,
+            allowed_kbs=allowed_kbs,
+            filter_fields=registries.filter_field_kinds(),
+            resolver_for=registries.filter_resolver,
+        )
 
     def validate(self, request: QueryRequest) -> None:
         """Reject a malformed request with a message that names the field."""

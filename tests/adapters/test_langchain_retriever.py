@@ -66,6 +66,10 @@ async def test_async_chain_and_scope(server: RunningServer, corpus: dict[str, st
     both = EagleRetriever(kb_names=["energy", "garden"], base_url=server.url, api_key=KEY, top_k=10)
     kbs = {d.metadata["kb_name"] for d in both.invoke("steel brackets and tomatoes")}
     assert kbs == {"energy", "garden"}
+    one = EagleRetriever(kb_names="garden", tags="veg", base_url=server.url, api_key=KEY)
+    assert one.kb_names == ["garden"] and one.tags == ["veg"]  # one name each, as LlamaIndex's
+    one.tags = []
+    assert {d.metadata["kb_name"] for d in one.invoke("tomatoes")} == {"garden"}
 
 
 def test_visual_hits_are_image_documents() -> None:

@@ -32,7 +32,9 @@ def test_query_engine_answers_with_cited_text(
     assert top.node.node_id == top.node.metadata["chunk_id"]
     assert top.node.metadata["document_id"] == corpus["solar.md"]
     assert top.node.metadata["citation_label"].startswith("[1] solar.md · Solar Guide")
-    assert "chunk_id" not in top.node.get_content(metadata_mode="llm")  # type: ignore[arg-type]
+    seen = top.node.get_content(metadata_mode="llm")  # type: ignore[arg-type]
+    assert "chunk_id" not in seen and "start_offset" not in seen and "chunk_index" not in seen
+    assert top.node.metadata["section_title"] in seen and top.node.metadata["truncated"] is False
 
 
 async def test_async_retrieval_with_scope_and_filters(
@@ -49,6 +51,13 @@ async def test_async_retrieval_with_scope_and_filters(
     assert pages[0].node.metadata["page_nums"] == [2]
     sync = only_2023.retrieve("scope of the audit")
     assert [n.node.node_id for n in sync] == [n.node.node_id for n in pages]
+    # One document id as a str is that document (not one id per character).
+    one = EagleRetriever(
+        "energy", base_url=server.url, api_key=KEY, document_ids=corpus["report.pdf"]
+    )
+    assert {n.node.metadata["filename"] for n in one.retrieve("scope of the audit")} == {
+        "report.pdf"
+    }
 
 
 def visual_result() -> SearchResult:
@@ -94,3 +103,5 @@ def test_visual_hits_are_image_nodes() -> None:
     assert image.score == 0.9 and image.node.get_content() == "Wiring diagram of the inverter"
     assert image.node.metadata["image_id"] == "img-1" and image.node.metadata["page"] == 4
     assert image.node.metadata["path"] == "Guide/Wiring" and nodes[0].score == 0.7
+    assert image.node.metadata["image_url"] == "/images/img-1"
+    assert image.node.metadata["page_nums"] == [4]

@@ -222,3 +222,14 @@ def test_listing_documents_of_an_unknown_kb_or_status_is_refused(client: httpx.C
     bogus = client.get("/documents", params={"status": "bogus"})
     assert bogus.status_code == 422, bogus.text
     assert client.get("/documents", params={"status": "completed"}).status_code == 200
+
+
+def test_listing_tasks_of_an_unknown_kb_or_status_is_refused(client: httpx.Client) -> None:
+    """As for documents: both answered 200 [], which reads as "no such tasks"."""
+    unknown = client.get("/tasks", params={"kb_name": "no-such-kb"})
+    assert unknown.status_code == 404 and unknown.json()["code"] == "not_found"
+    bogus = client.get("/tasks", params={"status": "done"})
+    assert (
+        bogus.status_code == 422 and bogus.json()["details"]["errors"][0]["field"] == "query.status"
+    )
+    assert client.get("/tasks", params={"status": "completed"}).status_code == 200

@@ -64,7 +64,13 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
         assert {t.name for t in await client.list_tools()} == CORE_TOOLS
         job = (
             await client.call_tool(
-                "core_ingest", {"kb_name": "mcp", "filename": "solar.md", "text": SOLAR}
+                "core_ingest",
+                {
+                    "kb_name": "mcp",
+                    "filename": "solar.md",
+                    "text": SOLAR,
+                    "metadata": {"year": 2024},
+                },
             )
         ).structured_content
         pdf = (
@@ -87,6 +93,12 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
             )
         ).structured_content
         assert found["sources"][0]["path"] == "Solar Guide/Installation/Wiring"
+        # The metadata given with the upload is there to filter by, as with REST's upload.
+        filtered = await client.call_tool(
+            "core_retrieve_text",
+            {"query": "inverter copper", "kb_name": "mcp", "filters": {"year": 2024}},
+        )
+        assert {s["filename"] for s in filtered.structured_content["sources"]} == {"solar.md"}
         answer = (
             await client.call_tool(
                 "core_query", {"question": "how do I connect the inverter", "kb_names": ["mcp"]}
@@ -117,6 +129,11 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
     [
         ("core_retrieve_text", {"query": "x", "kb_names": ["nope"]}, "not found"),
         ("core_retrieve_text", {"query": "x", "top_k": 500}, "top_k: Input should be less"),
+        ("core_retrieve_text", {"query": "x", "mode": "fuzzy"}, "^Error calling tool 'core_retri"),
+        ("core_retrieve_visual", {"query": "x", "top_k": 0}, "top_k: Input should be greater"),
+        ("core_query", {"question": "x", "top_n": 99}, "top_n: Input should be less"),
+        ("core_query", {"question": "x", "filters": {"year": {"from": 1}}}, "range takes"),
+        ("core_best_pages", {"document_id": "d", "query": "x", "depth": 0}, "depth: Input"),
         ("core_ingest", {"kb_name": "mcp", "url": "file:///etc/passwd"}, "http"),
         ("core_ingest", {"kb_name": "mcp", "url": "http://127.0.0.1:22/"}, "refusing to fetch"),
         ("core_ingest", {"kb_name": "mcp"}, "exactly one"),
@@ -128,10 +145,30 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
 async def test_http_tool_errors_are_clear(
     server: RunningServer, tool: str, arguments: dict[str, Any], message: str
 ) -> None:
-    server.client().post("/knowledge_bases", json={"kb_name": "mcp"})
+    rest = server.client()
+    rest.post("/knowledge_bases", json={"kb_name": "mcp"})
+    sessions = len(rest.get("/sessions").json())
     async with http_client(server) as client:
-        with pytest.raises(ToolError, match=message):
+        with pytest.raises(ToolError, match=message) as refused:
             await client.call_tool(tool, arguments)
+    assert "pydantic" not in str(refused.value)  # field: message, not pydantic's whole report
+    assert len(rest.get("/sessions").json()) == sessions  # a refused question leaves none
+
+
+async def test_http_tool_schemas_declare_their_bounds(server: RunningServer) -> None:
+    """An agent sees the limits before it calls, as REST's OpenAPI document shows them."""
+    async with http_client(server) as client:
+        tools = {t.name: t.input_schema["properties"] for t in await client.list_tools()}
+    bounds = {
+        ("core_retrieve_text", "top_k"): (1, 100),
+        ("core_retrieve_visual", "top_k"): (1, 100),
+        ("core_best_pages", "top_k"): (1, 50),
+        ("core_best_pages", "depth"): (1, 100),
+    }
+    for (tool, field), (low, high) in bounds.items():
+        assert (tools[tool][field]["minimum"], tools[tool][field]["maximum"]) == (low, high)
+    top_n = tools["core_query"]["top_n"]["anyOf"][0]
+    assert (top_n["minimum"], top_n["maximum"]) == (1, 20)
 
 
 async def test_http_tools_need_a_key_when_keys_are_set(

@@ -131,6 +131,7 @@ async def test_ingest_search_answer_and_resources(keyed: RunningServer) -> None:
         }
         kb = await read_json(client, "eagle://knowledge_bases/energy")
         assert [d["filename"] for d in kb["documents"]] == ["solar.md"]
+        assert kb["documents_total"] == 1  # all listed (the list stops at the catalog's page)
         structure = await read_json(client, kb["documents"][0]["structure_uri"])
         assert structure["filename"] == "solar.md" and structure["structure"]
         with pytest.raises(MCPError, match="not found"):

@@ -107,6 +107,27 @@ def test_search_stream_sends_steps_sources_done(client: httpx.Client) -> None:
     assert json.loads(events[-1][1])["sources"]["text"]
 
 
+SCOPE_MISTAKES = [
+    ({"kb_name": "nope"}, 404, "not_found"),
+    ({"kb_name": "docs", "document_ids": ["not-a-document"]}, 404, "not_found"),
+    ({"kb_name": "docs", "filters": {"year": {"from": 2020}}}, 400, "invalid_input"),
+    ({"kb_name": "docs", "retrieval_settings": {"other": {}}}, 400, "invalid_input"),
+]
+
+
+@pytest.mark.parametrize(("scope", "status", "code"), SCOPE_MISTAKES)
+@pytest.mark.parametrize("route", ["/search/stream", "/query", "/query/stream"])
+def test_scope_mistakes_are_refused_before_a_stream_or_a_session(
+    client: httpx.Client, route: str, scope: dict[str, Any], status: int, code: str
+) -> None:
+    """A caller's mistake in the scope is its status code on every route, as on /search: not a
+    200 whose stream or body carries the error, and no empty session left behind."""
+    sessions = len(client.get("/sessions").json())
+    answer = client.post(route, json={"query": "inverter", **scope})
+    assert (answer.status_code, answer.json()["code"]) == (status, code), answer.text
+    assert len(client.get("/sessions").json()) == sessions
+
+
 def test_query_answers_with_citations(client: httpx.Client) -> None:
     body = client.post(
         "/query", json={"query": "how do I connect the inverter", "kb_name": "docs"}

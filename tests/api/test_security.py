@@ -246,3 +246,42 @@ def test_a_callers_scope_is_what_it_asked_for_or_all_it_may_read() -> None:
         restricted.scope(["c"])
     with pytest.raises(PermissionDeniedError, match="may use no knowledge base"):
         Caller("none", frozenset()).scope(())
+
+
+def test_a_scoped_key_lists_its_sessions_behind_a_hundred_of_others(
+    secured: RunningServer,
+) -> None:
+    """The listing filtered one page of everyone's sessions: a key scoped to alpha saw none of
+    its own once 100 newer sessions on beta existed."""
+    agent = secured.client(Authorization=f"Bearer {SCOPED}")
+    admin = secured.client(Authorization=f"Bearer {ADMIN}")
+    own = agent.post("/query", json={"query": "alpha question", "kb_name": "alpha"}).json()
+    for i in range(100):
+        admin.post("/query", json={"query": f"beta question {i}", "kb_name": "beta"})
+    listed = agent.get("/sessions").json()
+    assert own["session_id"] in [s["session_id"] for s in listed]
+    assert all(s["kb_names"] == ["alpha"] for s in listed)
+    assert len(admin.get("/sessions").json()) == 100
+
+
+def test_a_scoped_key_cannot_use_another_keys_session(secured: RunningServer) -> None:
+    """A key scoped to alpha could continue (so send to the model the history of) a session on
+    beta it may not read, and list and read an unscoped key's session over every KB."""
+    agent = secured.client(Authorization=f"Bearer {SCOPED}")
+    admin = secured.client(Authorization=f"Bearer {ADMIN}")
+    on_beta = admin.post("/query", json={"query": "beta secret", "kb_name": "beta"}).json()
+    everywhere = admin.post("/query", json={"query": "all secret"}).json()
+    for session in (on_beta["session_id"], everywhere["session_id"]):
+        for route in ("/query", "/query/stream"):
+            body = {"query": "go on", "kb_name": "alpha", "session_id": session}
+            refused = agent.post(route, json=body)
+            assert refused.status_code == 403 and refused.json()["code"] == "forbidden", route
+        assert agent.get(f"/sessions/{session}/messages").status_code == 403
+        assert agent.delete(f"/sessions/{session}").status_code == 403
+        assert session not in [s["session_id"] for s in agent.get("/sessions").json()]
+        assert len(admin.get(f"/sessions/{session}/messages").json()["messages"]) == 2
+    # A scoped key's own session without a KB named is over its KBs: it sees and continues it.
+    own = agent.post("/query", json={"query": "mine"}).json()["session_id"]
+    assert own in [s["session_id"] for s in agent.get("/sessions").json()]
+    again = agent.post("/query", json={"query": "more", "session_id": own})
+    assert again.status_code == 200 and again.json()["session_id"] == own

@@ -26,10 +26,18 @@ async def test_async_flow(server: RunningServer, corpus: dict[str, str]) -> None
 
         answer = await client.query("How is the inverter wired?", "async-kb")
         assert "[1]" in answer.answer
+        turns = await client.session_messages(answer.session_id)
+        assert [t.content for t in turns] == ["How is the inverter wired?", answer.answer]
+        assert answer.session_id in {s.session_id for s in await client.list_sessions()}
+        assert await client.delete_session(answer.session_id) is True
         stream = [e async for e in client.query_stream("Which bolts?", "async-kb")]
         assert any(isinstance(e, TokenEvent) for e in stream)
         assert isinstance(stream[-1], AnswerDone)
         assert [d.filename for d in await client.list_documents("async-kb")] == ["guide.md"]
+        first = await client.list_knowledge_bases(limit=1)
+        assert [kb.kb_name for kb in first] == ["async-kb"]  # names sort "async-kb" first
+        second = await client.list_knowledge_bases(limit=1, offset=1)
+        assert [kb.kb_name for kb in second] == ["energy"]
         await client.delete_knowledge_base("async-kb")
         with pytest.raises(NotFoundError):
             await client.search("x", "async-kb")

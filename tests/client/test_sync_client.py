@@ -41,10 +41,20 @@ def test_knowledge_bases_and_documents(client: EagleClient, corpus: dict[str, st
     kbs = {kb.kb_name: kb for kb in client.list_knowledge_bases()}
     assert kbs["energy"].documents == 2 and kbs["energy"].description == "solar"
     assert client.get_knowledge_base("garden").documents == 1
+    # Pages, as list_documents has them: one KB at a time, in name order, none twice.
+    names = sorted(kbs)
+    paged = [
+        kb.kb_name
+        for i in range(len(names))
+        for kb in client.list_knowledge_bases(limit=1, offset=i)
+    ]
+    assert paged == names and client.list_knowledge_bases(limit=1, offset=len(names)) == []
 
     documents = {d.filename: d for d in client.list_documents("energy")}
     assert set(documents) == {"solar.md", "report.pdf"}
     report = client.get_document(corpus["report.pdf"])
+    assert [key for key in report.raw if not hasattr(report, key)] == []  # all typed
+    assert len(report.sha256) == 64 and report.created_at and report.collections_used
     assert report.pages == 3 and report.status == "completed" and report.chunk_count > 0
     assert documents["solar.md"].tags == ("howto",)
     assert client.document_structure(corpus["solar.md"])
@@ -57,7 +67,7 @@ def test_ingest_reports_progress_then_delete(client: EagleClient, tmp_path: Path
     client.create_knowledge_base("scratch")
     path = tmp_path / "zh.md"
     path.write_text(CHINESE)
-    job = client.ingest("scratch", path, metadata={"lang": "zh"})
+    job = client.ingest("scratch", path, metadata={"lang": "zh"}, tags="zh")  # one tag
     seen: list[Task] = []
     final = client.wait_for_task(job.job_id, on_progress=seen.append)
     assert final.status == "completed" and final.fraction == 1.0
@@ -70,6 +80,7 @@ def test_ingest_reports_progress_then_delete(client: EagleClient, tmp_path: Path
 
     document = client.get_document(job.document_id)
     assert document.metadata["lang"] == "zh" and document.filename == "zh.md"
+    assert document.tags == ("zh",)  # not ("h", "z"): a str is one tag
     assert client.delete_document(job.document_id) is True
     with pytest.raises(NotFoundError):
         client.get_document(job.document_id)
@@ -92,10 +103,20 @@ def test_search_is_typed_and_scored(client: EagleClient, corpus: dict[str, str])
     assert len(strict.sources.text) < len(result.sources.text)
     assert [s.index for s in strict.sources.text] == list(range(1, len(strict.sources.text) + 1))
 
+    # Every field the server sends is a typed attribute (``truncated`` and ``collection`` were
+    # dropped), and the body stays in ``raw`` for fields a newer server adds.
+    assert [key for key in top.raw if not hasattr(top, key)] == []
+    assert [key for key in result.raw if not hasattr(result, key)] == []
+    budget = client.search("inverter copper cables", "energy", top_k=5, token_budget=20)
+    assert budget.truncated and budget.token_count is not None and budget.token_count <= 20
+    assert top.truncated is False and top.collection == "eagle_text"
+
     both = client.search("steel brackets tomatoes", ["energy", "garden"], top_k=10)
     assert {s.kb_name for s in both.sources.text} == {"energy", "garden"}
     filtered = client.search("brackets", "energy", tags=["howto"])
     assert {s.filename for s in filtered.sources.text} == {"solar.md"}
+    one = client.search("brackets", "energy", tags="howto", document_ids=corpus["solar.md"])
+    assert [s.chunk_id for s in one.sources.text] == [s.chunk_id for s in filtered.sources.text]
 
 
 def test_streams_are_typed_events(client: EagleClient, corpus: dict[str, str]) -> None:
@@ -179,3 +200,24 @@ def test_an_answer_numbers_text_attachments_and_images_in_one_sequence(
     ]
     found = client.search("inverter", "energy")
     assert found.sources.attachments == () and found.sources.text[0].index == 1
+
+
+def test_sessions_continue_list_and_delete(client: EagleClient, corpus: dict[str, str]) -> None:
+    """A chat agent keeps its conversations through the client, not by hand with httpx."""
+    first = client.query("How is the inverter wired?", "energy")
+    client.query("And the brackets?", "energy", session_id=first.session_id)
+    session = next(s for s in client.list_sessions() if s.session_id == first.session_id)
+    assert session.kb_names == ("energy",) and session.title.startswith("How is the inverter")
+    turns = client.session_messages(first.session_id)
+    assert [t.role for t in turns] == ["user", "assistant", "user", "assistant"]
+    assert turns[1].content == first.answer and turns[1].sources.text == first.sources.text
+    with EagleClient(client.config.base_url, api_key=SCOPED_KEY) as scoped:
+        assert first.session_id not in {s.session_id for s in scoped.list_sessions()}
+        with pytest.raises(PermissionDeniedError):
+            scoped.session_messages(first.session_id)
+    assert client.delete_session(first.session_id) is True
+    with pytest.raises(NotFoundError):
+        client.session_messages(first.session_id)
+    jobs = client.rebuild_knowledge_base("garden")
+    assert [j.document_id for j in jobs] == [corpus["garden.md"]]
+    assert client.wait_for_task(jobs[0].job_id, timeout_s=120).status == "completed"

@@ -82,6 +82,29 @@ def test_how_long_asks_for_an_amount_and_names_no_topic() -> None:
     assert compose("how long?", references, "en") == "Long names are fine. [1]"
 
 
+def test_numbers_and_versions_are_not_sentence_ends() -> None:
+    """ "firmware 4.2" was cut into "firmware 4." and "2 release adds…", and "3.0 kW" into
+    "3. [1] 0 kW": a period ends a sentence only before a space."""
+    notes = [
+        Reference(1, "notes.txt", "Firmware 4.2 adds VDE support. Install it with Updater 3.1!"),
+        Reference(2, "specs.md", "The EI-3000 is rated 3.0 kW. 逆变器需要 2.5 Nm。请拧紧。"),
+    ]
+    answer = compose("firmware updater", notes, "en")
+    assert answer == "Firmware 4.2 adds VDE support. [1] Install it with Updater 3.1! [1]"
+    assert compose("EI-3000 rated", notes, "en") == "The EI-3000 is rated 3.0 kW. [2]"
+    assert compose("逆变器", notes, "zh") == "逆变器需要 2.5 Nm。 [2]"
+
+
+def test_sentences_sharing_a_stray_word_are_not_quoted() -> None:
+    """The temperature question quoted every sentence with 应 ("should") in it."""
+    manual = [
+        Reference(1, "储能安全", "电池柜应安装在通风良好的室内，环境温度保持在5至35摄氏度之间。"),
+        Reference(2, "运维手册", "绝缘电阻应大于1兆欧。仓库应至少保留两套备件。"),
+    ]
+    answer = compose("电池柜的环境温度应保持在多少？", manual, "zh")
+    assert answer == "电池柜应安装在通风良好的室内，环境温度保持在5至35摄氏度之间。 [1]"
+
+
 def test_extractive_answer_without_matches_or_sources() -> None:
     assert compose("zebra", REFS, "en").startswith("The documents do not answer this directly.")
     assert compose("zebra", REFS, "en").endswith("[1]")

@@ -26,7 +26,7 @@ from eagle_rag.api.schemas import (
     kb_out,
     task_out,
 )
-from eagle_rag.db.records import DocumentStatus
+from eagle_rag.db.records import DocumentStatus, TaskStatus
 from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import EagleError, InvalidInputError, NotFoundError
 from eagle_rag.index.collections import TEXT_COLLECTION
@@ -148,11 +148,13 @@ async def list_tasks(
     app: App,
     who: Who,
     kb_name: str | None = None,
-    status: str | None = None,
+    status: TaskStatus | None = None,  # another value is a 422, not an empty list
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[TaskOut]:
     if kb_name:
         who.check_kb(kb_name)
+        # An unknown KB is a 404, as in /documents: an empty list would read as "no tasks".
+        await asyncio.to_thread(app.repositories.knowledge_bases.get, kb_name)
     tasks = await asyncio.to_thread(
         app.repositories.tasks.list,
         status=status,

@@ -14,6 +14,7 @@ from eagle_rag.api.deps import App, Who
 from eagle_rag.api.errors import outage_in
 from eagle_rag.api.schemas import ERRORS, QueryBody, SearchOnlyBody
 from eagle_rag.bootstrap import EagleApp
+from eagle_rag.db.repositories.sessions import session_within
 from eagle_rag.errors import EagleError, error_body
 from eagle_rag.generation.attachments import read_attachment
 from eagle_rag.generation.engine import AnswerRequest
@@ -32,12 +33,15 @@ async def search(body: SearchOnlyBody, app: App, who: Who) -> dict[str, Any]:
 
 @router.post("/search/stream", tags=["search"], response_class=EventSourceResponse)
 async def search_stream(body: SearchOnlyBody, app: App, who: Who) -> EventSourceResponse:
-    """SSE: one ``step`` per stage, then ``sources`` and ``done`` (or ``error``)."""
+    """SSE: one ``step`` per stage, then ``sources`` and ``done`` (or ``error``). A caller's
+    mistake (an unknown KB, a bad filter) is a 4xx before the stream starts, as on /query/stream."""
     who.check_kbs(body.scope())
+    request = body.query_request()
+    await asyncio.to_thread(app.retrieval.check, request, allowed_kbs=who.kb_names)
 
     async def events() -> AsyncIterator[dict[str, str]]:
         try:
-            pack = await app.retrieval.search(body.query_request(), allowed_kbs=who.kb_names)
+            pack = await app.retrieval.search(request, allowed_kbs=who.kb_names)
         except EagleError as exc:
             yield _event("error", error_body(exc))
             return
@@ -76,7 +80,7 @@ async def query(body: QueryBody, app: App, who: Who) -> dict[str, Any]:
     """
     who.check_kbs(body.scope())
     request = await _answer_request(app, body)
-    # caller mistakes: a 4xx, not a body
+    # Caller mistakes (a bad filter too): a 4xx, not an error body and an empty session.
     await asyncio.to_thread(app.answers.validate, request, allowed_kbs=who.kb_names)
     result = await app.answers.answer(request, allowed_kbs=who.kb_names)
     outage = outage_in(result.get("error"))
@@ -102,9 +106,13 @@ async def query_stream(body: QueryBody, app: App, who: Who) -> EventSourceRespon
 # --- sessions ----------------------------------------------------------------------------------
 
 
+SESSIONS_LISTED = 100
+
+
 @router.get("/sessions", tags=["sessions"])
 async def list_sessions(app: App, who: Who) -> list[dict[str, Any]]:
-    sessions = await asyncio.to_thread(app.repositories.sessions.list)
+    """The caller's most recently active sessions (100)."""
+    sessions = await asyncio.to_thread(_visible_sessions, app, who.kb_names)
     return [
         {
             "session_id": s.id,
@@ -114,8 +122,21 @@ async def list_sessions(app: App, who: Who) -> list[dict[str, Any]]:
             "updated_at": s.updated_at.isoformat(),
         }
         for s in sessions
-        if who.may_see_session(s.kb_names)
     ]
+
+
+def _visible_sessions(app: EagleApp, allowed: frozenset[str] | None) -> list[Any]:
+    """The first SESSIONS_LISTED sessions the key may see. A KB-scoped key's are filtered
+    page by page: filtering one page of everyone's left it none once others had 100 newer."""
+    found: list[Any] = []
+    offset = 0
+    while len(found) < SESSIONS_LISTED:
+        page = app.repositories.sessions.list(limit=SESSIONS_LISTED, offset=offset)
+        found += [s for s in page if session_within(s.kb_names, allowed)]
+        if len(page) < SESSIONS_LISTED:
+            break
+        offset += SESSIONS_LISTED
+    return found[:SESSIONS_LISTED]
 
 
 @router.get("/sessions/{session_id}/messages", tags=["sessions"])

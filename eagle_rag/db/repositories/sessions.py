@@ -70,13 +70,15 @@ class SessionRepository(NamespacedRepository):
         with self._db.session() as session:
             return _session_record(self._existing(session, session_id))
 
-    def list(self, *, limit: int = 100) -> list[SessionRecord]:
+    def list(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
+        """A page of sessions, the most recently active first."""
         with self._db.session() as session:
             query = (
                 select(ChatSessionRow)
                 .where(ChatSessionRow.plugin_namespace == self.namespace)
-                .order_by(ChatSessionRow.updated_at.desc())
+                .order_by(ChatSessionRow.updated_at.desc(), ChatSessionRow.id)
                 .limit(limit)
+                .offset(offset)
             )
             return [_session_record(r) for r in session.scalars(query)]
 
