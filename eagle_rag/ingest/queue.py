@@ -133,6 +133,10 @@ class InProcessQueue:
             # A clean stop hands its leases back: the next start runs them without waiting.
             try:
                 await asyncio.to_thread(self._leases.release, set(self._held))
+                logger.info(
+                    "stopped with %d unfinished ingest task(s); the next start runs them",
+                    len(self._held),
+                )
             except Exception:
                 logger.exception("could not release the leases of %d tasks", len(self._held))
         self._held.clear()
