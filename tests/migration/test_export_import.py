@@ -237,3 +237,20 @@ def test_an_export_that_fails_keeps_the_earlier_backup(
     assert "No space left on device" in _one_line(result.output)
     assert backup.read_bytes() == exported.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.tar.gz"]  # no partial file
+
+
+def test_an_import_is_verified_on_the_target(
+    exported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The "on target" column repeated the archive's own summary: an import whose vectors
+    never arrived still read "ok" everywhere and exited 0."""
+    from eagle_rag.migration import vectors as vector_module
+
+    monkeypatch.setattr(vector_module.VectorSide, "write_missing", lambda self, collection, rows: 0)
+    result = _run(["import", str(exported), "--json"], _env(tmp_path / "data"))
+    assert result.exit_code == 1, result.output
+    checks = {c["item"]: c for c in json.loads(result.stdout)["checks"]}
+    text = checks["vectors:eagle_text"]
+    assert (text["target"], text["ok"]) == (0, False) and text["source"] > 0
+    assert checks["documents"] == {"item": "documents", "source": 3, "target": 3, "ok": True}
+    assert checks["objects"]["ok"]
