@@ -65,8 +65,11 @@ class EagleApp(Runtime):
     answers: AnswerEngine
 
     async def start(self, *, start_queue: bool = True) -> None:
-        await asyncio.to_thread(self.database.migrate)
+        # The vector store first: a Milvus Lite data dir another server holds refuses this
+        # process, which must not have migrated that server's database (another release's
+        # schema) before it was refused.
         await asyncio.to_thread(self.vectors.ensure_collections)
+        await asyncio.to_thread(self.database.migrate)
         logger.info("object store: %s", await asyncio.to_thread(self.objects.ensure_bucket))
         await self.plugins.load_all()
         if start_queue and isinstance(self.queue, InProcessQueue):
@@ -264,7 +267,7 @@ def build_queue(settings: Settings, pipeline: IngestPipeline, runtime: Runtime) 
 
 
 async def bootstrap(settings: Settings, *, start_queue: bool = True) -> EagleApp:
-    """Build the application, migrate, ensure collections, load plugins, start workers."""
+    """Build the application, ensure collections, migrate, load plugins, start workers."""
     app = build_app(settings)
     try:
         await app.start(start_queue=start_queue)

@@ -136,11 +136,30 @@ def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> lo
             root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(telemetry.log_level.upper())
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "celery"):
+    for name in _OWN_HANDLERS:
         # Their own handlers would bypass ours (format and redaction): let records propagate.
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
+    if root.level > logging.DEBUG:
+        for name in _SET_UP_NARRATORS:
+            logging.getLogger(name).setLevel(logging.WARNING)
     return handler
+
+
+# Loggers with a handler of their own: pymilvus writes to stderr and does not propagate, so its
+# records were plain-text lines in a JSON log and skipped the redaction of secrets.
+_OWN_HANDLERS = (
+    "uvicorn",
+    "uvicorn.error",
+    "uvicorn.access",
+    "celery",
+    "pymilvus",
+    "pymilvus.milvus_client",
+    "pymilvus.bulk_writer",
+)
+# Loggers that narrate their own set-up at INFO on every start: faiss's loader reports each
+# build it could not load as a ModuleNotFoundError, which reads like a failure to an operator.
+_SET_UP_NARRATORS = ("faiss.loader", "alembic.runtime.plugins")
 
 
 def _jsonable(value: Any) -> bool:

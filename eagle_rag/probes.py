@@ -7,6 +7,7 @@ only read: they neither migrate the schema nor create collections.
 from __future__ import annotations
 
 import functools
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -58,17 +59,41 @@ def _timed(name: str, target: str, check: Callable[[], str]) -> ProbeResult:
     return ProbeResult(name, "ok", target, "", version, elapsed)
 
 
+# Below this much free space the data dir is reported down: an empty probe file still fits on a
+# full disk, so /health said "ok" while every upload failed with "No space left on device".
+MIN_FREE_BYTES = 64 * 1024 * 1024
+
+
 def probe_data_dir(settings: Settings) -> ProbeResult:
-    """The data directory exists (or can be created) and is writable."""
+    """The data directory exists (or can be created), is writable and has room."""
 
     def check() -> str:
         directory = Path(settings.data_dir)
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-"):
             pass
-        return ""
+        free = shutil.disk_usage(directory).free
+        if free < MIN_FREE_BYTES:
+            raise DiskFullError(
+                f"only {_size(free)} free on its filesystem (under {_size(MIN_FREE_BYTES)}): "
+                "uploads and ingest fail until space is freed"
+            )
+        return f"{_size(free)} free"
 
     return _timed("data_dir", str(settings.data_dir), check)
+
+
+class DiskFullError(OSError):
+    """The data dir's filesystem is (nearly) full."""
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
 
 
 def probe_database(settings: Settings) -> ProbeResult:

@@ -184,3 +184,25 @@ async def _top_passage(settings: Settings) -> str:
         return "2900 rpm" if "2900 rpm" in pack.passages[0].text else pack.passages[0].text
     finally:
         await app.stop()
+
+
+def test_a_start_refused_for_a_held_data_dir_leaves_the_database_schema_alone(
+    tmp_path: Path,
+) -> None:
+    """A second process on a data dir a server holds (a newer release, say) migrated the
+    server's database before Milvus Lite refused it the data dir."""
+    from sqlalchemy import create_engine, inspect
+
+    from eagle_rag.errors import BackendUnavailableError
+    from tests.lite_holder import lite_data_dir_held
+
+    data = tmp_path / "data"
+    data.mkdir()
+    settings = load_settings({"EAGLE_DATA_DIR": str(data), "EAGLE_ENCODER_MODE": "deterministic"})
+    with lite_data_dir_held(str(data / "milvus.db")), pytest.raises(BackendUnavailableError):
+        asyncio.run(bootstrap(settings))
+    engine = create_engine(settings.database.url)
+    try:
+        assert inspect(engine).get_table_names() == []
+    finally:
+        engine.dispose()

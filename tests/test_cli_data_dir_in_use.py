@@ -74,3 +74,25 @@ def test_doctor_reports_the_store_in_use_and_stays_healthy(env: dict[str, str]) 
     )
     assert [w for w in report["warnings"] if w.startswith("milvus: in use")]
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow  # a server process of its own
+def test_a_second_serve_on_the_data_dir_refuses_in_one_line(env: dict[str, str]) -> None:
+    """Two servers on one data dir: the second one logged Starlette's 90-line traceback of its
+    lifespan and exited 3, and its message suggested a --server option serve does not have."""
+    done = subprocess.run(
+        [sys.executable, "-m", "eagle_rag", "serve", "--port", str(free_port())],
+        cwd=Path(__file__).parents[1],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    said = _flat(done.stderr)
+    assert (
+        "Eagle-RAG cannot start: the Milvus Lite data dir is " + IN_USE + ": stop it first" in said
+    )
+    assert "Traceback" not in done.stderr
+    assert "Uvicorn running" not in done.stderr

@@ -190,3 +190,26 @@ async def _only_task(env: dict[str, str]) -> str:
         return task.id
     finally:
         await application.stop()
+
+
+def test_brackets_in_errors_names_and_descriptions_are_printed_as_written(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """Rich read them as markup: the kb_name rule printed as "must match ^{0,63}$"."""
+    refused = runner.invoke(app, ["kb", "create", "Bad Name"], env=env)
+    assert refused.exit_code == 1
+    assert "^[a-z0-9][a-z0-9_-]{0,63}$" in " ".join(refused.output.split())
+
+    description = "drafts [red] and [bold]finals[/bold]"
+    created = runner.invoke(
+        app, ["kb", "create", "brackets", "--description", description], env=env
+    )
+    assert created.exit_code == 0, created.output
+    note = tmp_path / "notes[v2].md"
+    note.write_text("# Notes\n\nThe second version of the notes.\n")
+    ingested = runner.invoke(app, ["ingest", str(note), "--kb", "brackets"], env=env)
+    assert ingested.exit_code == 0, ingested.output
+    shown = runner.invoke(app, ["kb", "show", "brackets"], env=env)
+    assert description in shown.stdout and "notes[v2].md" in shown.stdout
+    listed = runner.invoke(app, ["kb", "list"], env=env)
+    assert "drafts [red] and" in listed.stdout

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pymilvus  # noqa: F401  (installs its handlers on import, before the fixture)
 import pytest
 
 from eagle_rag.logs import bound, configure_logging, redact
@@ -137,3 +138,18 @@ def test_a_served_run_with_keys_set_logs_json_and_no_secret(tmp_path: Path) -> N
     assert any(e["status"] == 401 for e in access)
     # Every line the process wrote is JSON (uvicorn's own lines included).
     assert len(entries) == len([line for line in text.splitlines() if line.strip()])
+
+
+def test_pymilvus_records_go_through_our_handler(captured: io.StringIO) -> None:
+    """pymilvus installs its own stderr handler and stops propagation: its warnings were
+    plain-text lines in a JSON log, and their secrets were not redacted."""
+    logging.getLogger("pymilvus.client").warning("retrying with %s", SECRETS["MILVUS_TOKEN"])
+    [line] = _lines(captured)
+    assert line["logger"] == "pymilvus.client" and line["level"] == "warning"
+    assert SECRETS["MILVUS_TOKEN"] not in str(line["message"])
+
+
+def test_set_up_chatter_is_left_out_at_info(captured: io.StringIO) -> None:
+    logging.getLogger("faiss.loader").info("Could not load library: ModuleNotFoundError(...)")
+    logging.getLogger("eagle_rag.test").info("kept")
+    assert [line["message"] for line in _lines(captured)] == ["kept"]

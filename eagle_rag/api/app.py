@@ -32,6 +32,7 @@ from eagle_rag.api.routes import (
 )
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.bootstrap import EagleApp, build_app
+from eagle_rag.errors import EagleError
 from eagle_rag.mcp.http import mcp_middleware
 from eagle_rag.mcp.server import build_mcp, sync_tools
 from eagle_rag.settings import Settings, load_settings
@@ -63,7 +64,11 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
-        await eagle.start()
+        try:
+            await eagle.start()
+        except EagleError as exc:  # a refusal with its reason: `serve` reports it in one line
+            api.state.startup_refusal = exc
+            raise
         sync_tools(mcp, eagle)
         try:
             async with mcp_app.lifespan(api):
@@ -78,6 +83,7 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
         lifespan=lifespan,
     )
     api.state.eagle = eagle
+    api.state.startup_refusal = None
     api.state.gate = gate
     api.state.metrics = metrics = Metrics(eagle.stage_metrics, eagle.bus.tracing)
     install_error_handlers(api)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from eagle_rag.client import AsyncEagleClient, EagleClient, Task
 from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import BackendUnavailableError, NotFoundError
+from eagle_rag.index.milvus_pool import is_lite
 from eagle_rag.settings import Settings
 
 if TYPE_CHECKING:
@@ -51,12 +52,24 @@ def server_url(settings: Settings, explicit: str | None = None) -> str | None:
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
         with EagleClient(url, timeout_s=PROBE_TIMEOUT_S, max_retries=0) as probe:
-            probe.health()
+            health = probe.health()
     except BackendUnavailableError:
         return None
     except ValueError:  # something answers there, if not in JSON: let the real call say what
         return url
-    return url
+    return url if serves_this_data_dir(settings, health) else None
+
+
+def serves_this_data_dir(settings: Settings, health: dict[str, Any]) -> bool:
+    """Whether the server found at the configured address serves this configuration's embedded
+    data dir. Another instance's server there (this one listens elsewhere, or is stopped) got
+    this data dir's commands: `kb list` showed its KBs and `kb delete` deleted from it. The
+    embedded stores are named by the data dir alone; a production configuration's are not."""
+    if not is_lite(settings.milvus.uri):
+        return True
+    check = health.get("checks", {}).get("data_dir") if isinstance(health, dict) else None
+    served = check.get("target") if isinstance(check, dict) else None
+    return not served or Path(served).resolve() == Path(settings.data_dir).resolve()
 
 
 def api_key(settings: Settings) -> str | None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from eagle_rag.errors import EagleError
 from eagle_rag.settings import Settings, load_settings
@@ -34,7 +35,9 @@ def settings_from_env() -> Settings:
 
 
 def fail(exc: EagleError | str, code: int = 2) -> NoReturn:
-    Console(stderr=True).print(f"[red]error:[/red] {exc}")
+    # Escaped: a message quoting a pattern, a path or a file name with brackets lost them to
+    # Rich's markup ("must match ^{0,63}$").
+    Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}")
     raise typer.Exit(code=code)
 
 

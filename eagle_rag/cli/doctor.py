@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from eagle_rag import __version__
@@ -176,7 +177,9 @@ def _print_consistency(report: ConsistencyReport) -> None:
     table = Table("finding", "document", "where", "detail", "repair", title="Inconsistencies")
     for f in report.findings:
         where = f.collection or f.key or "-"
-        table.add_row(f.kind, f.document_id or "-", where, f.detail, f.repaired or "-")
+        table.add_row(
+            f.kind, f.document_id or "-", escape(where), escape(f.detail), f.repaired or "-"
+        )
     console.print(table)
     console.print(f"[red]{len(report.findings)} inconsistencies[/red]")
 
@@ -213,11 +216,11 @@ def _print_doctor(
     colours = {"ok": "green", "in_use": "yellow", "down": "red", "disabled": "dim"}
     for p in probes:
         status = f"[{colours[p.status]}]{p.status}[/]"
-        backends.add_row(p.name, status, p.target, p.version or p.detail)
+        backends.add_row(p.name, status, escape(p.target), escape(p.version or p.detail))
     console.print(backends)
 
     if plugin_error:
-        console.print(f"[red]plugins failed to load:[/red] {plugin_error}")
+        console.print(f"[red]plugins failed to load:[/red] {escape(plugin_error)}")
     else:
         _print_plugins(console, plugins)
         hook_table = Table("hook", "mode", "policy", "subscribers (plugin@priority)", title="Hooks")
@@ -228,7 +231,7 @@ def _print_doctor(
         console.print(hook_table)
     _print_encoders(console, encoders)
     for warning in warnings:  # a feature that is off, not a failure: the exit code stays
-        console.print(f"[yellow]{warning}[/yellow]")
+        console.print(f"[yellow]{escape(warning)}[/yellow]")
     console.print("[green]healthy[/green]" if healthy else "[red]unhealthy[/red]")
 
 

@@ -81,7 +81,7 @@ def kb_list(as_json: JsonOption = False, server: ServerOption = None) -> None:
             row["engine"],
             str(row["documents"]),
             ", ".join(row["collections_used"]) or "-",
-            row["description"],
+            escape(row["description"]),
         )
     Console().print(table)
 
@@ -94,13 +94,13 @@ def kb_show(name: str, as_json: JsonOption = False, server: ServerOption = None)
         typer.echo(json.dumps(info))
         return
     console = Console()
-    console.print(f"[bold]{info['kb_name']}[/bold] ({info['engine']}) — {info['description']}")
+    about = escape(info["description"])
+    console.print(f"[bold]{info['kb_name']}[/bold] ({info['engine']}) — {about}")
     console.print(f"collections: {', '.join(info['collections_used']) or '-'}")
     table = Table("document_id", "filename", "status", "chunks", "error")
     for d in info["document_list"]:
-        table.add_row(
-            d["document_id"], d["filename"], d["status"], str(d["chunks"]), d["error"] or ""
-        )
+        name, error = escape(d["filename"]), escape(d["error"] or "")
+        table.add_row(d["document_id"], name, d["status"], str(d["chunks"]), error)
     console.print(table)
 
 

@@ -43,18 +43,20 @@ def _print(report: CopyReport, as_json: bool, title: str) -> None:
         typer.echo(json.dumps(report.to_dict(), indent=2))
         return
     table = Table(title=title)
-    for column in ("item", "copied", "source", "on target", "ok"):
-        table.add_column(column)
     checks = {c.item: c for c in report.checks}
+    # An export verifies nothing: its table is what it wrote, without empty check columns.
+    columns = ("item", "copied", "source", "on target", "ok") if checks else ("item", "copied")
+    for column in columns:
+        table.add_column(column)
     for item in sorted(set(report.copied) | set(checks)):
         check = checks.get(item)
-        table.add_row(
-            item,
-            str(report.copied.get(item, 0)),
-            str(check.source) if check else "-",
-            str(check.target) if check else "-",
-            ("yes" if check.ok else "[red]NO[/red]") if check else "-",
-        )
+        cells = [item, str(report.copied.get(item, 0))]
+        if check:
+            ok = "yes" if check.ok else "[red]NO[/red]"
+            cells += [str(check.source), str(check.target), ok]
+        elif checks:
+            cells += ["-", "-", "-"]
+        table.add_row(*cells)
     console = Console()
     console.print(table)
     if report.sampled:
@@ -119,7 +121,8 @@ def import_(
     file: Annotated[Path, typer.Argument(help="An archive written by `eagle-rag export`.")],
     as_json: JsonOption = False,
 ) -> None:
-    """Restore an export into the configured stores (only what they lack is written)."""
+    """Restore an export into the configured stores (only what they lack is written); exit 1
+    if the stores then lack anything the archive holds."""
     from eagle_rag.migration.archive import import_archive
     from eagle_rag.migration.stores import open_stores, resolve_settings
 
@@ -134,3 +137,5 @@ def import_(
     except EagleError as exc:
         fail(exc)
     _print(report, as_json, f"imported {file}")
+    if not report.verified:  # the target lacks some of what the archive holds
+        raise typer.Exit(code=1)

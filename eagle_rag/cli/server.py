@@ -7,7 +7,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,6 +17,10 @@ from eagle_rag.cli.common import app, fail, running_app, settings_from_env
 from eagle_rag.errors import EagleError
 from eagle_rag.launcher import ARROW_POOL_VARIABLE
 from eagle_rag.settings import Settings
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.types import Message, Receive, Scope, Send
 
 
 def bound_settings(settings: Settings, host: str | None, port: int | None) -> Settings:
@@ -61,14 +65,41 @@ def serve(
         logger.warning(warning)
     # log_config=None: uvicorn's records go through our handler (format, ids, redaction), and
     # the API middleware writes one access line per request, so uvicorn's own is off.
-    uvicorn.run(
-        api,
-        host=bind_host,
-        port=bind_port,
-        log_level=settings.telemetry.log_level,
-        log_config=None,
-        access_log=False,
-    )
+    try:
+        uvicorn.run(
+            StartupRefusals(api),
+            host=bind_host,
+            port=bind_port,
+            log_level=settings.telemetry.log_level,
+            log_config=None,
+            access_log=False,
+        )
+    except SystemExit:  # uvicorn's exit 3 after a failed start
+        if api.state.startup_refusal is not None:  # refused, and said why: as other commands
+            raise typer.Exit(code=2) from None
+        raise
+
+
+class StartupRefusals:
+    """The served app, reporting a start refused with an EagleError (the data dir in use by
+    another server or not writable, another encoder's vectors) as its one-line reason: uvicorn
+    logged Starlette's whole traceback of the lifespan (some 90 lines) for a setup mistake."""
+
+    def __init__(self, api: FastAPI) -> None:
+        self.api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.api(scope, receive, send)
+            return
+
+        async def reporting(message: Message) -> None:
+            refusal = self.api.state.startup_refusal
+            if message["type"] == "lifespan.startup.failed" and refusal is not None:
+                message = {**message, "message": f"Eagle-RAG cannot start: {refusal}"}
+            await send(message)
+
+        await self.api(scope, receive, reporting)
 
 
 def arrow_pool() -> str:

@@ -56,9 +56,19 @@ class Database:
         if self.backend == "sqlite":
             _ensure_sqlite_dir(self.url)
         config = _alembic_config()
-        with self.engine.begin() as connection:
-            config.attributes["connection"] = connection
-            command.upgrade(config, target)
+        try:
+            with self.engine.begin() as connection:
+                config.attributes["connection"] = connection
+                command.upgrade(config, target)
+        except SQLAlchemyError as exc:
+            # A read-only or full data dir, a server that does not answer: the start's refusal
+            # names the cause in one line (it was the driver's traceback).
+            if _is_connection_error(exc):
+                reason = getattr(exc, "orig", None) or exc
+                raise BackendUnavailableError(
+                    f"metadata database unavailable: {reason}", backend=self.backend
+                ) from exc
+            raise
         return self.revision()
 
     def revision(self) -> str:

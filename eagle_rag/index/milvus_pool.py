@@ -106,9 +106,10 @@ _LOCKED = "DataDirLockedError"  # milvus_lite.exceptions; matched by name: Lite 
 
 
 class _LiteRefusals(logging.Filter):
-    """Takes this thread's "data dir locked" record off milvus_lite's logger and keeps its
-    exception: an expected refusal (a server holds the dir) gets a one-line error, not a
-    traceback. Other threads' records and every other failure are logged as before."""
+    """Takes this thread's record of a refused data dir off milvus_lite's logger and keeps its
+    exception: an expected refusal (a server holds the dir, or the dir cannot be written: an
+    OSError) gets a one-line error naming the cause, not a traceback. Other threads' records
+    and every other failure are logged as before."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -118,10 +119,14 @@ class _LiteRefusals(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         # Filters run in the logging thread: the one whose open failed, or another's.
-        if threading.get_ident() != self._thread or type(exc).__name__ != _LOCKED:
+        if threading.get_ident() != self._thread or not _refusal(exc):
             return True
         self.caught = exc
         return False
+
+
+def _refusal(exc: BaseException | None) -> bool:
+    return type(exc).__name__ == _LOCKED or isinstance(exc, OSError)
 
 
 @contextlib.contextmanager
@@ -137,12 +142,19 @@ def _lite_refusals() -> Iterator[_LiteRefusals]:
 
 def _unavailable(uri: str, exc: BaseException) -> BackendUnavailableError:
     if type(exc).__name__ == _LOCKED:
+        # Said to every command that opens the store: only some of them can go through the
+        # server instead (serve, doctor --consistency, export, import, eval cannot).
         return BackendUnavailableError(
             "the Milvus Lite data dir is in use by another process (a running `eagle-rag "
-            "serve`?): stop it, or reach that server over HTTP (--server URL or "
-            "EAGLE_SERVER_URL)",
+            "serve`?): stop it first; `kb`, `ingest`, `tasks`, `search` and `ask` can go "
+            "through that server instead (--server URL or EAGLE_SERVER_URL)",
             backend="milvus",
             uri=uri,
             in_use=True,
+        )
+    if isinstance(exc, OSError):  # milvus_lite only logs it; pymilvus says "open failed"
+        reason = f"cannot open the Milvus Lite data dir: {type(exc).__name__}: {exc}"
+        return BackendUnavailableError(
+            f"Milvus is unavailable: {reason}", backend="milvus", uri=uri
         )
     return BackendUnavailableError(f"Milvus is unavailable: {exc}", backend="milvus", uri=uri)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
 from eagle_rag.engines.service import KnowledgeBaseService
+from eagle_rag.errors import NotFoundError
 from eagle_rag.storage.keys import validate_prefix
 
 if TYPE_CHECKING:
@@ -29,9 +31,15 @@ def remove_document(app: Runtime, document_id: str) -> None:
     remote_id = document.extra.get("remote_document_id")
     if remote_id:
         _delete_remote(app, document.kb_name, str(remote_id))
+    prefix = validate_prefix(app.namespace, document.kb_name, document.id)
     app.vectors.delete_documents([document.id])
-    app.objects.delete_prefix(validate_prefix(app.namespace, document.kb_name, document.id))
+    app.objects.delete_prefix(prefix)
     repos.documents.delete(document.id)
+    # An ingest of the document that ran meanwhile may have written rows after the first pass
+    # and completed before the row went; one that completes from now on finds no document
+    # and undoes its own writes (IngestPipeline._succeed).
+    app.vectors.delete_documents([document.id])
+    app.objects.delete_prefix(prefix)
     remaining = repos.documents.collections_used(kb_name=document.kb_name)
     repos.knowledge_bases.set_collections(document.kb_name, remaining)
 
@@ -40,12 +48,23 @@ def remove_knowledge_base(app: Runtime, kb_name: str) -> int:
     """Remove a KB and all its documents; returns how many documents went with it."""
     repos = app.repositories
     repos.knowledge_bases.get(kb_name)
+    removed = _remove_kb_contents(app, kb_name)
+    repos.knowledge_bases.delete(kb_name)
+    # Uploads accepted and ingests completed while the steps above ran (their rows written
+    # after the first pass): no upload is accepted into the KB now that its row is gone, and
+    # an ingest that completes from now on finds no document and undoes its own writes.
+    return removed + _remove_kb_contents(app, kb_name)
+
+
+def _remove_kb_contents(app: Runtime, kb_name: str) -> int:
+    """Vectors first: if a later step fails, nothing of the KB can still be retrieved."""
+    repos = app.repositories
     app.vectors.delete_kb(kb_name)
     app.objects.delete_prefix(validate_prefix(app.namespace, kb_name))
     ids = repos.documents.ids_in_kb(kb_name)
     for document_id in ids:
-        repos.documents.delete(document_id)
-    repos.knowledge_bases.delete(kb_name)
+        with contextlib.suppress(NotFoundError):  # deleted meanwhile by another request
+            repos.documents.delete(document_id)
     return len(ids)
 
 

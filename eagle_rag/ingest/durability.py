@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from eagle_rag.db.tables import utcnow
@@ -26,16 +27,32 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Flusher:
-    """The queue's idle hook: flush the vector store, then record which tasks it covered."""
+    """The queue's idle hook: flush the vector store, then record which tasks it covered.
+
+    A flush that fails can take the rows written since the last good one with it (Milvus Lite
+    on a full disk dropped them and carried on): the next flush that succeeds then counts the
+    vectors of each task it would record, as a start after a crash does, and queues again those
+    whose rows are gone, instead of recording them flushed (they stayed ``completed`` with no
+    vectors, and no restart looked at them again)."""
 
     app: Runtime
+    failed: bool = False  # a flush failed since the last one that succeeded
 
     async def __call__(self) -> None:
         started = utcnow()
-        await asyncio.to_thread(self.app.vectors.flush)
-        await asyncio.to_thread(self.app.repositories.tasks.mark_flushed, before=started)
+        try:
+            await asyncio.to_thread(self.app.vectors.flush)
+        except Exception:
+            self.failed = True
+            raise
+        if not self.failed:
+            await asyncio.to_thread(self.app.repositories.tasks.mark_flushed, before=started)
+            return
+        # Queued again with an expired lease: the queue's recovery beat runs them.
+        await asyncio.to_thread(requeue_lost, self.app, None, utcnow(), before=started)
+        self.failed = False
 
 
 def stored_vectors(app: Runtime, document_id: str, collections: tuple[str, ...]) -> int:
@@ -50,8 +67,23 @@ def stored_vectors(app: Runtime, document_id: str, collections: tuple[str, ...])
 
 def lost_on_crash(app: Runtime, leases: Leases) -> list[str]:
     """Re-queue (held by ``leases``) the completed tasks whose vectors a crash lost."""
+    return requeue_lost(app, leases.owner, leases.until())
+
+
+def requeue_lost(
+    app: Runtime,
+    owner: str | None,
+    until: datetime,
+    *,
+    before: datetime | None = None,
+) -> list[str]:
+    """Re-queue, under ``owner``'s lease until ``until``, the completed-but-unflushed tasks
+    (last changed before ``before``, if given) whose document lacks vectors; record the
+    others flushed. Returns the re-queued ones."""
     repos, lost, intact = app.repositories, [], []
     for task in repos.tasks.unflushed():
+        if before is not None and task.updated_at is not None and task.updated_at >= before:
+            continue  # completed during the flush: its rows may be in no flush yet
         document = repos.documents.find(task.document_id)
         if document is None:
             continue
@@ -61,9 +93,12 @@ def lost_on_crash(app: Runtime, leases: Leases) -> list[str]:
             continue
         requeued = repos.ingest_runs.requeue(
             task.id,
-            note="its vectors were lost before the store flushed them (a crash); ingesting again",
-            lease_owner=leases.owner,
-            lease_until=leases.until(),
+            note=(
+                "its vectors were lost before the store flushed them (a crash, or a failed "
+                "flush); ingesting again"
+            ),
+            lease_owner=owner,
+            lease_until=until,
             grant_attempts=1,
             reopen=True,
         )
@@ -72,5 +107,7 @@ def lost_on_crash(app: Runtime, leases: Leases) -> list[str]:
     if intact:
         repos.tasks.mark_flushed(task_ids=intact)
     if lost:
-        logger.warning("%d completed document(s) lost vectors in a crash: re-ingesting", len(lost))
+        logger.warning(
+            "%d completed document(s) lost vectors before a flush: re-ingesting", len(lost)
+        )
     return lost

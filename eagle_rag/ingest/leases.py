@@ -131,7 +131,7 @@ class Leases:
         broker drops, and which brings them back here if that send fails too.
         """
         now = utcnow()
-        recovered = []
+        recovered, why_counts = [], {"its lease expired": 0, "its worker's process is gone": 0}
         for state in self.tasks.lease_candidates(
             now=now, host_prefix=host_prefix(), own=self.owner
         ):
@@ -148,8 +148,12 @@ class Leases:
             )
             if taken:
                 recovered.append(state.task_id)
+                why_counts[why] += 1
         if recovered:
-            logger.warning("re-queued %d stranded ingest task(s)", len(recovered))
+            # Which of the two tells an operator a clean stop (leases handed back: expired)
+            # from a crash (kill -9, OOM: the process is gone).
+            reasons = ", ".join(f"{n}: {why}" for why, n in why_counts.items() if n)
+            logger.warning("re-queued %d stranded ingest task(s) (%s)", len(recovered), reasons)
         return recovered
 
 

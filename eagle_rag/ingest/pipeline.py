@@ -390,8 +390,11 @@ class IngestPipeline:
             # retried: the run's failure path undoes its writes and leaves the row as it is.
             raise IngestCancelledError(f"the ingest was stopped: {exc.message}") from exc
         except NotFoundError:
-            # Deleted while it ran: what this run wrote must not outlive the document.
+            # Deleted while it ran: what this run wrote (vectors, pictures) must not outlive the
+            # document; the deletion removed what it found, not what was written after it.
             self._app.vectors.delete_documents([document.id])
+            ns = self._app.namespace
+            self._app.objects.delete_prefix(visuals_prefix(ns, document.kb_name, document.id))
             with contextlib.suppress(NotFoundError):  # its task went with it
                 repos.tasks.finish(task_id, status="failed", error="the document was deleted")
             return PipelineResult(document.id, "failed", error="document deleted")

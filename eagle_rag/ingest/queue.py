@@ -133,6 +133,10 @@ class InProcessQueue:
             # A clean stop hands its leases back: the next start runs them without waiting.
             try:
                 await asyncio.to_thread(self._leases.release, set(self._held))
+                logger.info(
+                    "stopped with %d unfinished ingest task(s); the next start runs them",
+                    len(self._held),
+                )
             except Exception:
                 logger.exception("could not release the leases of %d tasks", len(self._held))
         self._held.clear()
@@ -180,6 +184,16 @@ class InProcessQueue:
             except asyncio.CancelledError:
                 stopped = True  # by stop(): still held, so stop() hands its lease back too
                 raise
+            except BackendUnavailableError as exc:
+                # The catalog cannot be written (a full disk, a database that does not answer):
+                # the runner could not even record it. One line, not a traceback per queued
+                # task; the lease this worker lets go runs out and recovery queues it again.
+                logger.error(
+                    "worker %d: task %s could not run, it is retried once its lease runs out: %s",
+                    index,
+                    task_id,
+                    exc,
+                )
             except Exception:  # the runner records failures; never let a worker die
                 logger.exception("worker %d: task %s crashed", index, task_id)
             finally:

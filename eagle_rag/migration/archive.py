@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import io
 import json
+import secrets
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.index.collections import CollectionSpec
@@ -33,7 +34,23 @@ SUMMARY = "summary.json"
 
 
 def export_archive(source: Stores, path: Path, *, progress: Progress = _quiet) -> CopyReport:
-    """Write the namespace's metadata, vectors and objects to ``path`` (tar.gz)."""
+    """Write the namespace's metadata, vectors and objects to ``path`` (tar.gz).
+
+    The archive is written beside ``path`` under a temporary name and renamed once complete:
+    an export that fails or is killed leaves no truncated archive under the backup's name, and
+    an earlier backup there stays whole until the new one replaces it."""
+    partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
+    try:
+        report = _write_archive(source, partial, progress)
+        partial.replace(path)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write the export {path}: {exc}", path=str(path)) from exc
+    finally:
+        partial.unlink(missing_ok=True)
+    return report
+
+
+def _write_archive(source: Stores, path: Path, progress: Progress) -> CopyReport:
     report = CopyReport()
     collections = source.vectors.collections()
     manifest = {
@@ -81,14 +98,71 @@ def import_archive(
     *,
     progress: Progress = _quiet,
 ) -> CopyReport:
-    """Write what the target lacks from an export; ``open_target(namespace)`` opens it."""
+    """Write what the target lacks from an export; ``open_target(namespace)`` opens it.
+
+    The whole archive is read once before anything is written: an export cut short (killed,
+    a disk that filled up, a partial copy) used to be imported up to the break, leaving
+    documents without their vectors or originals."""
+    _verify_archive(path)
     try:
         with tarfile.open(path, "r|*") as tar:
             return _import(tar, path, open_target, progress)
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise InvalidInputError(
-            f"{path} is not a readable Eagle-RAG export: {exc}", path=str(path)
+            f"{path} could not be read to its end on the second reading: {exc}", path=str(path)
         ) from exc
+
+
+def _verify_archive(path: Path) -> None:
+    """Refuse, before anything is written, an archive that does not read to its end or does
+    not hold the rows, vectors and objects its summary counts."""
+    try:
+        with tarfile.open(path, "r|*") as tar:
+            members = iter(tar)
+            _read_manifest(tar, next(members, None), path)
+            found, summary = _count_members(tar, members)
+    except (tarfile.TarError, EOFError, zlib.error) as exc:
+        raise InvalidInputError(
+            f"{path} is not a readable Eagle-RAG export: {exc}; nothing was written",
+            path=str(path),
+        ) from exc
+    if summary is None:
+        raise InvalidInputError(
+            f"{path} is an incomplete Eagle-RAG export (it ends before its {SUMMARY}: was the "
+            "export interrupted?); nothing was written",
+            path=str(path),
+        )
+    differ = {k: f"{found.get(k, 0)} of {v}" for k, v in summary.items() if found.get(k, 0) != v}
+    if differ:
+        raise InvalidInputError(
+            f"{path} does not hold what its {SUMMARY} counts; nothing was written",
+            path=str(path),
+            found=differ,
+        )
+
+
+def _count_members(
+    tar: tarfile.TarFile, members: Iterator[tarfile.TarInfo]
+) -> tuple[dict[str, int], dict[str, int] | None]:
+    """Rows per table and collection and the objects, read to the end; and the summary."""
+    found: dict[str, int] = {}
+    summary: dict[str, int] | None = None
+    for member in members:
+        handle = tar.extractfile(member) if member.isfile() else None
+        if handle is None:
+            continue
+        kind, _, rest = member.name.partition("/")
+        if member.name == SUMMARY:
+            summary = {k: int(v) for k, v in json.loads(handle.read())["counts"].items()}
+        elif kind in ("metadata", "vectors"):
+            item = rest.split("/", 1)[0]
+            item = item if kind == "metadata" else f"vectors:{item}"
+            found[item] = found.get(item, 0) + sum(1 for _ in _lines(handle.read()))
+        elif kind == "objects":
+            while handle.read(1024 * 1024):  # read through: a cut shows as an error here
+                pass
+            found["objects"] = found.get("objects", 0) + 1
+    return found, summary
 
 
 def _import(
@@ -100,36 +174,65 @@ def _import(
     report = CopyReport()
     members = iter(tar)
     manifest = _read_manifest(tar, next(members, None), path)
+    held = _Held()
+    summary: dict[str, int] = {}
     with open_target(str(manifest["namespace"])) as target:
         specs = [CollectionSpec(**_spec(s)) for s in manifest.get("collections", [])]
         # Present collections too: see copier.copy_vectors.
         target.vectors.ensure(specs)
         for member in members:
-            _import_member(tar, member, target, report, progress)
+            handle = tar.extractfile(member) if member.isfile() else None
+            if handle is None:
+                continue
+            if member.name == SUMMARY:
+                summary = {k: int(v) for k, v in json.loads(handle.read())["counts"].items()}
+                continue
+            _import_member(member, handle, target, report, held, progress)
         target.vectors.flush()
+        held.count_vectors(target)
+    # Counted on the target by key once written: the "on target" column was the archive's
+    # own summary, so an import that lost rows still read "ok".
+    report.checks.extend(Check(item, n, held.counts.get(item, 0)) for item, n in summary.items())
     return report
 
 
+@dataclass(slots=True)
+class _Held:
+    """How many of the archive's rows, vectors and objects the target holds, by item."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    vector_ids: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, item: str, present: int) -> None:
+        self.counts[item] = self.counts.get(item, 0) + present
+
+    def count_vectors(self, target: Stores) -> None:
+        """After the flush: the vectors of each collection the target holds."""
+        for name, ids in self.vector_ids.items():
+            self.add(f"vectors:{name}", len(target.vectors.existing_ids(name, ids)))
+
+
 def _import_member(
-    tar: tarfile.TarFile,
     member: tarfile.TarInfo,
+    handle: IO[bytes],
     target: Stores,
     report: CopyReport,
+    held: _Held,
     progress: Progress,
 ) -> None:
     kind, _, rest = member.name.partition("/")
-    handle = tar.extractfile(member) if member.isfile() else None
-    if handle is None:
-        return
     if kind == "metadata":
         table = metadata.table_named(rest.split("/", 1)[0])
         rows = _rows(handle.read())
         _check_namespace(rows, target.namespace, table.name)
         copied = metadata.write_missing(target.database, table, rows)
+        held.add(table.name, metadata.count_present(target.database, table, rows))
         _tally(report, table.name, copied, progress, "metadata")
     elif kind == "vectors":
         name = rest.split("/", 1)[0]
-        copied = target.vectors.write_missing(name, _rows(handle.read()))
+        rows = _rows(handle.read())
+        copied = target.vectors.write_missing(name, rows)
+        held.vector_ids.setdefault(name, []).extend(str(row["id"]) for row in rows)
         _tally(report, f"vectors:{name}", copied, progress, "vectors")
     elif kind == "objects":
         if not rest.startswith(f"{target.namespace}/"):
@@ -138,10 +241,8 @@ def _import_member(
         if not (target.objects.exists(rest) and target.objects.size(rest) == member.size):
             target.objects.put(rest, handle)
             copied = 1
+        held.add("objects", int(target.objects.size(rest) == member.size))
         _tally(report, "objects", copied, progress, "objects")
-    elif member.name == SUMMARY:
-        counts = json.loads(handle.read())["counts"]
-        report.checks.extend(Check(k, int(v), int(v)) for k, v in counts.items())
 
 
 def _check_namespace(rows: list[dict[str, Any]], namespace: str, table: str) -> None:

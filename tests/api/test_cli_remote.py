@@ -146,3 +146,28 @@ def test_tasks_show_and_cancel_over_http(
         unknown = runner.invoke(app, ["tasks", "show", "no-such-task"], env=env)
         assert unknown.exit_code == 1 and "not found" in unknown.output
     assert runner.invoke(app, ["kb", "delete", "scans", "--yes"], env=env).exit_code == 0
+
+
+def test_a_server_of_another_data_dir_at_the_configured_address_is_not_used(
+    remote: RunningServer, tmp_path: Path
+) -> None:
+    """Found at the configured address, another instance's server received this data dir's
+    commands: `kb list` showed its KBs, and `kb delete` would have deleted from it."""
+    created = remote.client(Authorization=f"Bearer {KEY}").post(
+        "/knowledge_bases", json={"kb_name": "theirs"}
+    )
+    assert created.status_code == 201, created.text
+    port = remote.url.rsplit(":", 1)[1]
+    base = {"EAGLE_ENCODER_MODE": "deterministic", "EAGLE_API_KEY": KEY}
+    address = {"EAGLE_RAG_SERVER__HOST": "127.0.0.1", "EAGLE_RAG_SERVER__PORT": port}
+
+    mine = {**base, **address, "EAGLE_DATA_DIR": str(tmp_path / "mine")}
+    listed = runner.invoke(app, ["kb", "list", "--json"], env=mine)
+    assert listed.exit_code == 0, listed.output
+    assert json.loads(listed.stdout) == []  # this data dir's own (empty) store
+    assert (tmp_path / "mine" / "eagle.db").exists()
+
+    theirs = {**base, **address, "EAGLE_DATA_DIR": str(remote.settings.data_dir)}
+    listed = runner.invoke(app, ["kb", "list", "--json"], env=theirs)
+    assert listed.exit_code == 0, listed.output
+    assert "theirs" in [k["kb_name"] for k in json.loads(listed.stdout)]  # through its server

@@ -143,7 +143,7 @@ def test_a_task_out_of_attempts_fails_with_its_reason_and_a_retry_grants_more(
 
 
 def test_recovery_takes_over_expired_and_dead_owners_leases_once(
-    db: Database, ns: str, runs: IngestRunRepository
+    db: Database, ns: str, runs: IngestRunRepository, caplog: pytest.LogCaptureFixture
 ) -> None:
     tasks = TaskRepository(db, ns)
     now = utcnow()
@@ -158,6 +158,11 @@ def test_recovery_takes_over_expired_and_dead_owners_leases_once(
     me = Leases(tasks, runs, process_owner(), lease_s=30)
     recovered = me.recover(hold=True)
     assert sorted(recovered) == sorted([expired.task.id, orphaned.task.id, running.task.id])
+    # The reasons tell a clean stop (leases handed back, so expired) from a crash.
+    assert (
+        "re-queued 3 stranded ingest task(s) (1: its lease expired, 2: its worker's process is "
+        "gone)"
+    ) in caplog.messages
     for task_id in recovered:
         task = tasks.get(task_id)
         assert (task.status, task.lease_owner) == ("queued", me.owner)

@@ -241,3 +241,19 @@ def test_a_schema_newer_than_this_release_is_refused_clearly(tmp_path: Path) -> 
             database.pending()
     finally:
         database.dispose()
+
+
+def test_a_database_that_cannot_be_written_is_unavailable_with_its_cause(tmp_path: Path) -> None:
+    """A read-only data dir: the start (which migrates) failed with the driver's traceback."""
+    import sqlite3
+
+    from eagle_rag.errors import BackendUnavailableError
+
+    sqlite3.connect(tmp_path / "meta.db").close()  # an empty database file, opened read-only
+    read_only = Database(f"sqlite:///file:{tmp_path}/meta.db?mode=ro&uri=true")
+    with pytest.raises(BackendUnavailableError) as refused:
+        read_only.migrate()
+    assert refused.value.message == (
+        "metadata database unavailable: attempt to write a readonly database"
+    )
+    assert refused.value.fields == {"backend": "sqlite"}

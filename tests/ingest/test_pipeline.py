@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import threading
 from typing import Any
 
 import docx
@@ -128,6 +129,41 @@ async def test_changed_file_with_the_same_name_replaces_the_old_one(app: EagleAp
     assert app.vectors.search_sparse(TEXT_COLLECTION, ["kangaroo"], top_k=3, where=where) == [[]]
     [hits] = app.vectors.search_sparse(TEXT_COLLECTION, ["platypus"], top_k=3, where=where)
     assert hits and {h.fields["document_id"] for h in hits} == {new.document_id}
+
+
+async def test_a_first_version_finishing_after_the_second_does_not_replace_it(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large first upload finished after a small second one of the same name and removed
+    it as an "older version": the stale content won and the new upload was gone."""
+    first_bytes, second_bytes = b"Version one says kangaroo. " * 40, b"Version two says platypus."
+    release = threading.Event()
+    succeed = app.pipeline._succeed
+
+    def first_finishes_last(task_id: str, document: Any, done: Any, held: Any) -> Any:
+        if document.size == len(first_bytes):
+            release.wait(30)
+        return succeed(task_id, document, done, held)
+
+    monkeypatch.setattr(app.pipeline, "_succeed", first_finishes_last)
+    submit = app.ingest.submit_file
+    first = await asyncio.to_thread(
+        submit, kb_name=kb, filename="notes.txt", stream=io.BytesIO(first_bytes)
+    )
+    second = await asyncio.to_thread(
+        submit, kb_name=kb, filename="notes.txt", stream=io.BytesIO(second_bytes)
+    )
+    for _ in range(300):
+        if app.repositories.tasks.get(second.job_id).status == "completed":
+            break
+        await asyncio.sleep(0.1)
+    release.set()
+    await app.queue.join()  # type: ignore[attr-defined]
+    assert app.repositories.documents.get(second.document_id).status == "completed"
+    assert _vectors(app, second.document_id) > 0
+    with pytest.raises(NotFoundError):
+        app.repositories.documents.get(first.document_id)
+    assert _vectors(app, first.document_id) == 0
 
 
 async def test_failure_rolls_back_vectors_and_catalog_then_retry_succeeds(

@@ -197,3 +197,85 @@ def test_import_refuses_a_missing_file(tmp_path: Path) -> None:
 def _one_line(output: str) -> str:
     """The CLI wraps errors at the terminal's width, which a long temp path moves."""
     return " ".join(output.split())
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An export of a filled embedded store."""
+    root = tmp_path_factory.mktemp("exported")
+    asyncio.run(_search(root / "source", fill=True))
+    archive = root / "core.tar.gz"
+    result = _run(["export", "core", str(archive)], _env(root / "source"))
+    assert result.exit_code == 0, result.output
+    return archive
+
+
+def test_import_refuses_a_truncated_export_and_writes_nothing(
+    exported: Path, tmp_path: Path
+) -> None:
+    """A killed export, a full disk or a partial copy: the metadata at the archive's start was
+    imported before the break, leaving documents without vectors or originals."""
+    data = exported.read_bytes()
+    for cut in (len(data) // 3, 2 * len(data) // 3):
+        truncated = tmp_path / f"cut-{cut}.tar.gz"
+        truncated.write_bytes(data[:cut])
+        result = _run(["import", str(truncated)], _env(tmp_path / "data"))
+        assert result.exit_code == 2, result.output
+        said = _one_line(result.output)
+        assert "nothing was written" in said, said
+        assert not (tmp_path / "data" / "eagle.db").exists()
+
+
+def test_import_refuses_an_export_missing_what_its_summary_counts(
+    exported: Path, tmp_path: Path
+) -> None:
+    pruned = tmp_path / "pruned.tar.gz"
+    with tarfile.open(exported) as source, tarfile.open(pruned, "w:gz") as target:
+        for member in source.getmembers():
+            if not member.name.startswith("vectors/"):
+                target.addfile(member, source.extractfile(member))
+    result = _run(["import", str(pruned)], _env(tmp_path / "data"))
+    assert result.exit_code == 2, result.output
+    said = _one_line(result.output)
+    assert "does not hold what its summary.json counts" in said
+    assert "vectors:eagle_text" in said
+    assert not (tmp_path / "data" / "eagle.db").exists()
+
+
+def test_an_export_that_fails_keeps_the_earlier_backup(
+    exported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The archive was written in place: a failed (or killed) export left a truncated file
+    under the backup's name, replacing last night's good one."""
+    from eagle_rag.migration import archive as archive_module
+
+    backup = tmp_path / "backup.tar.gz"
+    backup.write_bytes(exported.read_bytes())
+
+    def full_disk(*_: Any) -> Any:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(archive_module.objects, "reader", full_disk)
+    source = exported.parent / "source"
+    result = _run(["export", "core", str(backup)], _env(source))
+    assert result.exit_code == 2, result.output
+    assert "No space left on device" in _one_line(result.output)
+    assert backup.read_bytes() == exported.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.tar.gz"]  # no partial file
+
+
+def test_an_import_is_verified_on_the_target(
+    exported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The "on target" column repeated the archive's own summary: an import whose vectors
+    never arrived still read "ok" everywhere and exited 0."""
+    from eagle_rag.migration import vectors as vector_module
+
+    monkeypatch.setattr(vector_module.VectorSide, "write_missing", lambda self, collection, rows: 0)
+    result = _run(["import", str(exported), "--json"], _env(tmp_path / "data"))
+    assert result.exit_code == 1, result.output
+    checks = {c["item"]: c for c in json.loads(result.stdout)["checks"]}
+    text = checks["vectors:eagle_text"]
+    assert (text["target"], text["ok"]) == (0, False) and text["source"] > 0
+    assert checks["documents"] == {"item": "documents", "source": 3, "target": 3, "ok": True}
+    assert checks["objects"]["ok"]

@@ -298,6 +298,41 @@ async def test_completed_documents_whose_vectors_a_crash_lost_are_ingested_again
         await second.stop()
 
 
+async def test_rows_a_failed_flush_dropped_are_ingested_again_without_a_restart(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk: Milvus Lite's flush failed and dropped the rows written since the last
+    one; the next flush succeeded and recorded every completed task flushed, so documents
+    stayed completed with no vectors (15 of 71 here) until doctor --consistency."""
+    from eagle_rag.errors import VectorStoreError
+
+    flush = app.vectors.flush
+    lost = _submit(app, kb, TEXT + b"dropped by the failed flush", "lost.md")
+
+    def failing_flush(collections: Any = ()) -> None:
+        monkeypatch.setattr(app.vectors, "flush", flush)  # the next one succeeds
+        app.vectors.delete_documents([lost.document_id])  # what the failure took
+        raise VectorStoreError("Milvus flush failed: [Errno 28] No space left on device")
+
+    monkeypatch.setattr(app.vectors, "flush", failing_flush)
+    assert (await _settled(app, lost.job_id)).status == "completed"
+    await app.queue.join()  # type: ignore[attr-defined]  (its idle flush fails)
+    assert _vectors(app, lost.document_id) == 0
+    later = _submit(app, kb, TEXT + b"after the disk was freed", "later.md")
+    assert (await _settled(app, later.job_id)).status == "completed"
+    await app.queue.join()  # type: ignore[attr-defined]  (this idle flush succeeds)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        task = app.repositories.tasks.get(lost.job_id)
+        if task.status == "completed" and _vectors(app, lost.document_id) > 0:
+            break
+        await asyncio.sleep(0.2)
+    assert any("vectors were lost" in line for line in task.log), task.log
+    document = app.repositories.documents.get(lost.document_id)
+    assert _vectors(app, lost.document_id) == document.chunk_count > 0
+    assert _vectors(app, later.document_id) > 0
+
+
 async def test_a_task_out_of_attempts_deletes_what_its_dead_attempts_wrote(data: Path) -> None:
     """Each attempt died with its process mid-run, leaving rows no worker of its own undoes:
     the task fails with "gave up", and its document's rows go with it (they were evidence)."""

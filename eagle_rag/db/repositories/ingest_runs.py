@@ -17,7 +17,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import BindParameter, Table, bindparam, func, insert, or_, select, update
+from sqlalchemy import (
+    BindParameter,
+    Table,
+    and_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -114,12 +124,25 @@ _MARK_COMPLETED = (
         updated_at=_NOW,
     )
 )
-_OLDER_VERSIONS = select(DOCUMENTS.c.id).where(
+# Versions are ordered by upload (created_at, then id): completion order is no guide, since a
+# large first upload can finish after a small second one, whose content must then stay.
+_UPLOADED_BEFORE = or_(
+    DOCUMENTS.c.created_at < bindparam("created"),
+    and_(DOCUMENTS.c.created_at == bindparam("created"), DOCUMENTS.c.id < bindparam("did")),
+)
+_SAME_NAME = (
     DOCUMENTS.c.plugin_namespace == _NS,
     DOCUMENTS.c.kb_name == bindparam("kb"),
     DOCUMENTS.c.filename == bindparam("name"),
     DOCUMENTS.c.id != bindparam("did"),
-    DOCUMENTS.c.status.in_(("completed", "failed")),
+)
+_OLDER_VERSIONS = select(DOCUMENTS.c.id).where(
+    *_SAME_NAME, DOCUMENTS.c.status.in_(("completed", "failed")), _UPLOADED_BEFORE
+)
+_NEWER_VERSION = (
+    select(DOCUMENTS.c.id)
+    .where(*_SAME_NAME, DOCUMENTS.c.status == "completed", ~_UPLOADED_BEFORE)
+    .limit(1)
 )
 _TASK_LOG = select(TASKS.c.log).where(*_THE_TASK)
 _COMPLETE_TASK = (
@@ -437,8 +460,10 @@ class IngestRunRepository(NamespacedRepository):
     ) -> list[str]:
         """Mark the document and task completed and extend the KB catalog, atomically.
 
-        Returns the ids of completed or failed documents with the same filename in the KB: the
-        older versions this one replaces (the caller removes their vectors and objects).
+        Returns the ids of the documents to remove (the caller removes their vectors and
+        objects): the completed or failed ones with the same filename in the KB uploaded before
+        this one, which it replaces; and this one itself if a version uploaded after it has
+        completed already (it replaced this one, which finished later).
         Raises NotFoundError, changing nothing, when the document or task was deleted meanwhile,
         and AttemptSupersededError, changing nothing, when the task is no longer processing (or,
         given ``owner`` and ``attempt``, no longer held by that attempt).
@@ -450,6 +475,7 @@ class IngestRunRepository(NamespacedRepository):
             "did": document.id,
             "kb": document.kb_name,
             "name": document.filename,
+            "created": document.created_at,
             "now": utcnow(),
             "chunks": chunks,
             "collections": used,
@@ -469,6 +495,8 @@ class IngestRunRepository(NamespacedRepository):
             if added:
                 self._extend_catalog(session, document.kb_name, added)
             older = [str(i) for i in session.execute(_OLDER_VERSIONS, params).scalars()]
+            if session.execute(_NEWER_VERSION, params).first() is not None:
+                older.append(document.id)
         return older
 
     def _complete_task(
