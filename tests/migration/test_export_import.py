@@ -163,31 +163,6 @@ def test_import_refuses_an_archive_of_another_format(tmp_path: Path) -> None:
     assert "not a version-1 Eagle-RAG export" in _one_line(result.output)
 
 
-def test_import_refuses_rows_of_another_namespace(tmp_path: Path) -> None:
-    """The manifest says core; a row that says otherwise must not land in that namespace."""
-    edited = tmp_path / "edited.tar.gz"
-    row = {"id": "f" * 32, "plugin_namespace": "tenant2", "name": "planted", "engine": "eagle"}
-    members = {
-        "manifest.json": {"format": "eagle-rag-export", "version": 1, "namespace": "core"},
-        "metadata/knowledge_bases/000001.jsonl": row,
-    }
-    with tarfile.open(edited, "w:gz") as tar:
-        for name, content in members.items():
-            data = json.dumps(content).encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    result = _run(["import", str(edited)], _env(tmp_path / "data"))
-    assert result.exit_code == 2
-    assert "rows of another namespace" in _one_line(result.output)
-    tenant = load_settings({**_env(tmp_path / "data"), "PLUGIN_NAMESPACE": "tenant2"})
-    app = asyncio.run(bootstrap(tenant))
-    try:
-        assert app.repositories.knowledge_bases.list() == []
-    finally:
-        asyncio.run(app.stop())
-
-
 def test_import_refuses_a_missing_file(tmp_path: Path) -> None:
     result = _run(["import", str(tmp_path / "absent.tar.gz")], _env(tmp_path / "data"))
     assert result.exit_code == 2
@@ -240,6 +215,32 @@ def test_import_refuses_an_export_missing_what_its_summary_counts(
     assert "does not hold what its summary.json counts" in said
     assert "vectors:eagle_text" in said
     assert not (tmp_path / "data" / "eagle.db").exists()
+
+
+def test_import_refuses_rows_of_another_namespace(exported: Path, tmp_path: Path) -> None:
+    """The manifest says core; a KB row edited to say otherwise must not land in that
+    namespace (the archive is otherwise complete, so only the namespace check can refuse it)."""
+    edited = tmp_path / "edited.tar.gz"
+    with tarfile.open(exported) as source, tarfile.open(edited, "w:gz") as target:
+        for member in source.getmembers():
+            data = source.extractfile(member)
+            body = data.read() if data is not None else b""
+            if member.name.startswith("metadata/knowledge_bases/"):
+                rows = [json.loads(line) for line in body.decode().splitlines() if line]
+                body = "".join(
+                    json.dumps({**row, "plugin_namespace": "tenant2"}) + "\n" for row in rows
+                ).encode()
+                member.size = len(body)
+            target.addfile(member, io.BytesIO(body))
+    result = _run(["import", str(edited)], _env(tmp_path / "data"))
+    assert result.exit_code == 2, result.output
+    assert "rows of another namespace" in _one_line(result.output)
+    tenant = load_settings({**_env(tmp_path / "data"), "PLUGIN_NAMESPACE": "tenant2"})
+    app = asyncio.run(bootstrap(tenant))
+    try:
+        assert app.repositories.knowledge_bases.list() == []
+    finally:
+        asyncio.run(app.stop())
 
 
 def test_an_export_that_fails_keeps_the_earlier_backup(
