@@ -3,7 +3,8 @@ schemas (MCP 2025-06-18 ``annotations`` and ``outputSchema``).
 
 Retrieval tools are read-only and idempotent. ``core_query`` writes its conversation to a
 session (not read-only, not idempotent). ``core_ingest`` adds a document (the same bytes twice
-are one document: idempotent) and may fetch a URL (open world). No Core tool deletes or
+are one document: idempotent) and may fetch a URL (open world); ``core_create_knowledge_base``
+makes a KB unless it exists (idempotent). No Core tool deletes or
 overwrites anything, so none is destructive.
 """
 
@@ -147,6 +148,16 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
         },
         "required": ["job_id", "document_id", "status", "dedup_hit"],
     },
+    "create_knowledge_base": {
+        "type": "object",
+        "properties": {
+            "kb_name": _STR,
+            "description": _STR,
+            "documents": _INT,
+            "created": {"type": "boolean", "description": "false: it existed already"},
+        },
+        "required": ["kb_name", "description", "documents", "created"],
+    },
     "list_knowledge_bases": {
         "type": "object",
         "properties": {"result": {"type": "array", "items": KNOWLEDGE_BASE}},
@@ -198,6 +209,9 @@ ANNOTATIONS: dict[str, dict[str, Any]] = {
     ),
     "query": _hints("Answer with citations", read_only=False, idempotent=False, open_world=False),
     "ingest": _hints("Add a document", read_only=False, idempotent=True, open_world=True),
+    "create_knowledge_base": _hints(
+        "Create a knowledge base", read_only=False, idempotent=True, open_world=False
+    ),
     "list_knowledge_bases": _hints(
         "List knowledge bases", read_only=True, idempotent=True, open_world=False
     ),

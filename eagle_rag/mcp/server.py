@@ -24,7 +24,7 @@ from eagle_rag.api.routes.document_pages import PageSearchBody, document_pages
 from eagle_rag.api.schemas import RetrievalOptions
 from eagle_rag.api.security import Caller, Gatekeeper
 from eagle_rag.client.errors import error_from_event
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.errors import ConflictError, InvalidInputError
 from eagle_rag.generation.engine import AnswerRequest
 from eagle_rag.mcp.arguments import ArgumentErrors
 from eagle_rag.mcp.caller import mcp_caller
@@ -134,6 +134,12 @@ class CoreTools:
                 self.best_pages,
                 "The pages of one document that best answer a query, each with the passages "
                 "found on it and their boxes on the page.",
+            ),
+            (
+                "create_knowledge_base",
+                self.create_knowledge_base,
+                "Make sure a knowledge base exists (built-in engine), so documents can be "
+                "ingested into it; an existing one is returned as it is.",
             ),
             (
                 "list_knowledge_bases",
@@ -265,6 +271,32 @@ class CoreTools:
                 metadata=metadata,
             )
         return submission.to_dict()
+
+    async def create_knowledge_base(
+        self,
+        kb_name: Annotated[str, Field(description="lower case letters, digits, - and _")],
+        description: Annotated[str, Field(max_length=2000)] = "",
+    ) -> dict[str, Any]:
+        """An agent launched over stdio on a data dir of its own had no way to make the KB that
+        core_ingest needs (the CLI cannot open a data dir the MCP process holds). Idempotent,
+        so an agent may call it before every ingest; a KB made meanwhile is taken as it is."""
+        self.caller().check_kb(kb_name)
+        repos = self._app.repositories
+        existing = await asyncio.to_thread(repos.knowledge_bases.find, kb_name)
+        created = existing is None
+        if existing is None:
+            try:
+                existing = await self._app.knowledge.create(kb_name, description=description)
+            except ConflictError:
+                existing = await asyncio.to_thread(repos.knowledge_bases.get, kb_name)
+                created = False
+        documents = await asyncio.to_thread(repos.documents.count, kb_name=kb_name)
+        return {
+            "kb_name": existing.name,
+            "description": existing.description,
+            "documents": documents,
+            "created": created,
+        }
 
     async def list_knowledge_bases(self) -> list[dict[str, Any]]:
         who = self.caller()

@@ -37,6 +37,7 @@ CORE_TOOLS = {
     "core_retrieve_text",
     "core_retrieve_visual",
     "core_best_pages",
+    "core_create_knowledge_base",
     "core_list_knowledge_bases",
     "core_get_document",
 }
@@ -200,6 +201,40 @@ async def test_http_tools_need_a_key_when_keys_are_set(
             assert [kb["kb_name"] for kb in listed] == ["alpha"]
             with pytest.raises(ToolError, match="may not use knowledge base 'beta'"):
                 await client.call_tool("core_retrieve_text", {"query": "x", "kb_names": ["beta"]})
+
+
+async def test_an_agent_over_stdio_starts_from_an_empty_data_dir(tmp_path: Path) -> None:
+    """Over stdio the MCP process holds the data dir, so the CLI cannot make the KB that
+    core_ingest needs: the agent makes it itself, as often as it likes."""
+    command = shutil.which("eagle-rag", path=str(Path(sys.executable).parent))
+    assert command is not None
+    env = {
+        **os.environ,
+        "EAGLE_DATA_DIR": str(tmp_path / "data"),
+        "EAGLE_ENCODER_MODE": "deterministic",
+    }
+
+    async def call(client: Client[Any], tool: str, arguments: dict[str, Any]) -> Any:
+        return (await client.call_tool(tool, arguments)).structured_content
+
+    async with Client(StdioTransport(command, ["mcp"], env=env)) as client:
+        made = await call(client, "core_create_knowledge_base", {"kb_name": "notes"})
+        assert made == {"kb_name": "notes", "description": "", "documents": 0, "created": True}
+        job = await call(client, "core_ingest", {"kb_name": "notes", "text": SOLAR})
+        assert (await wait_completed(client, job["document_id"]))["status"] == "completed"
+        again = {"kb_name": "notes", "description": "other words"}
+        assert await call(client, "core_create_knowledge_base", again) == {
+            "kb_name": "notes",
+            "description": "",  # taken as it is
+            "documents": 1,
+            "created": False,
+        }
+        found = await call(client, "core_retrieve_text", {"query": "inverter", "kb_name": "notes"})
+        assert found["sources"] and found["sources"][0]["kb_name"] == "notes"
+        with pytest.raises(ToolError, match="kb_name must match"):
+            await client.call_tool("core_create_knowledge_base", {"kb_name": "Bad Name!"})
+        listed = await call(client, "core_list_knowledge_bases", {})
+        assert [kb["kb_name"] for kb in listed["result"]] == ["notes"]
 
 
 async def test_stdio_server(tmp_path: Path) -> None:

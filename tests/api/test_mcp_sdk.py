@@ -73,6 +73,7 @@ async def test_tools_declare_hints_and_schemas(keyed: RunningServer) -> None:
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
         assert hints.read_only_hint is (name in READ_ONLY | {"core_get_document"})
     assert tools["core_ingest"].annotations.idempotent_hint is True
+    assert tools["core_create_knowledge_base"].annotations.idempotent_hint is True
     assert tools["core_ingest"].annotations.open_world_hint is True
     text_schema = tools["core_retrieve_text"].output_schema
     assert text_schema["properties"]["sources"]["items"]["properties"]["score"]["maximum"] == 1
@@ -181,6 +182,17 @@ async def read_json(client: Client, uri: str) -> Any:
 
     contents = (await client.read_resource(uri)).contents
     return json.loads(contents[0].text)
+
+
+async def test_a_scoped_key_creates_only_its_own_knowledge_bases(keyed: RunningServer) -> None:
+    async with sdk(keyed, SCOPED) as client:
+        refused = await client.call_tool("core_create_knowledge_base", {"kb_name": "weeds"})
+        assert refused.is_error and "may not use knowledge base 'weeds'" in str(refused.content)
+        own = await call(client, "core_create_knowledge_base", {"kb_name": "garden"})
+        assert own["created"] is False
+    async with sdk(keyed) as admin:
+        listed = await call(admin, "core_list_knowledge_bases", {})
+    assert "weeds" not in {kb["kb_name"] for kb in listed["result"]}
 
 
 async def test_stdio_with_the_official_sdk(tmp_path: Path) -> None:
