@@ -21,7 +21,7 @@ from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 import httpx
 
-from eagle_rag.errors import BackendUnavailableError, InvalidInputError, PayloadTooLargeError
+from eagle_rag.errors import InvalidInputError, PayloadTooLargeError, UpstreamError
 from eagle_rag.settings import IngestSettings
 
 Resolver = Callable[[str, int], list[str]]
@@ -139,14 +139,16 @@ class UrlFetcher:
                     )
                 data = self._read_capped(response, url, deadline)
                 return url, Fetched(url, data, _filename(response, parts.path), _ctype(response))
+        # The site the caller named did not answer: a 502 upstream_error. A 503 with Retry-After
+        # said Eagle-RAG itself was down, and its health and retry logic read it so.
         except httpx.TimeoutException as exc:
-            raise BackendUnavailableError(f"fetching {url[:200]} timed out") from exc
+            raise UpstreamError(f"fetching {url[:200]} timed out", url=url[:200]) from exc
         except httpx.HTTPError as exc:
-            raise BackendUnavailableError(f"fetching {url[:200]} failed: {exc}") from exc
+            raise UpstreamError(f"fetching {url[:200]} failed: {exc}", url=url[:200]) from exc
 
     def _check_deadline(self, url: str, deadline: float) -> None:
         if time.monotonic() > deadline:
-            raise BackendUnavailableError(
+            raise UpstreamError(
                 f"fetching {url[:200]} took longer than {self._settings.url_deadline_s:g} s",
                 url=url[:200],
                 deadline_s=self._settings.url_deadline_s,

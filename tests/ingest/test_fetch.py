@@ -12,7 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.api.errors import status_for
+from eagle_rag.errors import InvalidInputError, UpstreamError
 from eagle_rag.ingest.fetch import UrlFetcher, check_address
 from eagle_rag.settings import IngestSettings
 
@@ -149,6 +150,23 @@ def test_downloads_are_capped_while_streaming() -> None:
 def test_error_statuses_are_reported() -> None:
     with pytest.raises(InvalidInputError, match="answered 404"):
         _fetcher(lambda r: httpx.Response(404)).fetch("http://docs.example.com/missing")
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [httpx.ConnectError("connection refused"), httpx.ReadTimeout("no answer")],
+)
+def test_a_site_that_does_not_answer_is_an_upstream_error_not_our_outage(
+    failure: httpx.HTTPError,
+) -> None:
+    """It was a 503 backend_unavailable with Retry-After: Eagle-RAG itself reported down."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise failure
+
+    with pytest.raises(UpstreamError, match="fetching http://docs.example.com/page") as raised:
+        _fetcher(handler).fetch("http://docs.example.com/page")
+    assert status_for(raised.value) == 502
 
 
 @contextmanager
