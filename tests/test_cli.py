@@ -30,6 +30,11 @@ def test_doctor_is_healthy_on_the_embedded_default(tmp_path: Path) -> None:
     assert "healthy" in result.stdout
     assert "CLASSIFY_QUERY" in result.stdout
     assert (tmp_path / "data").is_dir()
+    # A new data dir is fine on a new machine, but a mistyped path must not pass unnoticed.
+    said = " ".join(result.stdout.split())
+    assert f"the data dir {tmp_path / 'data'} did not exist" in said
+    again = runner.invoke(app, ["doctor"], env=_env(tmp_path))
+    assert again.exit_code == 0 and "did not exist" not in again.stdout
 
 
 def test_doctor_json_reports_backends_plugins_and_masked_settings(tmp_path: Path) -> None:
@@ -163,6 +168,7 @@ def test_doctor_reports_an_unreachable_milvus_server(tmp_path: Path) -> None:
 
 def test_doctor_says_why_visuals_are_off(tmp_path: Path) -> None:
     env = _env(tmp_path, EAGLE_ENCODER_MODE="deterministic", EAGLE_VISUAL_DIM="16")
+    (tmp_path / "data").mkdir()  # an existing installation: no "did not exist" warning
     result = runner.invoke(app, ["doctor", "--json"], env=env)
     assert result.exit_code == 0, result.output  # a feature off, not a failure
     [warning] = json.loads(result.stdout)["warnings"]

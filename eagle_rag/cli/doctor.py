@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -16,9 +17,10 @@ from eagle_rag import __version__
 from eagle_rag.bootstrap import EagleApp, build_app
 from eagle_rag.cli.common import JsonOption, app, fail, settings_from_env
 from eagle_rag.errors import EagleError, InvalidInputError
+from eagle_rag.index.milvus_pool import is_lite
 from eagle_rag.plugins import hooks
 from eagle_rag.probes import IN_USE_DETAIL, ProbeResult, probe_all
-from eagle_rag.settings import Settings
+from eagle_rag.settings import Settings, database_backend
 
 if TYPE_CHECKING:
     from eagle_rag.consistency import ConsistencyReport
@@ -72,6 +74,7 @@ def doctor(
     settings = settings_from_env()
     if repair and not consistency:
         fail(InvalidInputError("--repair needs --consistency"))
+    missing = _missing_data_dir(settings)
     if consistency:
         _consistency(settings, repair=repair, as_json=as_json)
     probes = probe_all(settings)
@@ -92,6 +95,11 @@ def doctor(
     # A store held by another process is not down: exit 0, with a warning saying what was not
     # checked, so doctor stays usable while `eagle-rag serve` runs.
     warnings += _in_use_warnings(probes)
+    if missing is not None:
+        warnings.append(
+            f"the data dir {missing} did not exist: opening its stores made a new, empty "
+            "installation there; if you meant another one, check EAGLE_DATA_DIR"
+        )
     healthy = plugin_error is None and not refused and all(p.status != "down" for p in probes)
     if as_json:
         report = _doctor_json(settings, probes, plugin_report, plugin_error)
@@ -99,6 +107,21 @@ def doctor(
     else:
         _print_doctor(settings, probes, plugin_report, plugin_error, healthy, warnings, encoders)
     raise typer.Exit(code=0 if healthy else 1)
+
+
+def _missing_data_dir(settings: Settings) -> str | None:
+    """The data dir, when it does not exist and an embedded store (SQLite, Milvus Lite, the
+    local object folder) would live in it. Opening those makes a fresh, empty installation,
+    which is right on a new machine, but a mistyped EAGLE_DATA_DIR got one too and was only
+    told "healthy": doctor now says so. With only servers configured the data dir holds
+    nothing doctor opens."""
+    directory = Path(settings.data_dir)
+    embedded = (
+        database_backend(settings.database.url) == "sqlite"
+        or is_lite(settings.milvus.uri)
+        or settings.storage.backend == "local"
+    )
+    return str(directory) if embedded and not directory.exists() else None
 
 
 def _in_use_warnings(probes: list[ProbeResult]) -> list[str]:

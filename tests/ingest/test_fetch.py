@@ -164,7 +164,7 @@ def test_a_site_that_does_not_answer_is_an_upstream_error_not_our_outage(
     def handler(request: httpx.Request) -> httpx.Response:
         raise failure
 
-    with pytest.raises(UpstreamError, match="fetching http://docs.example.com/page") as raised:
+    with pytest.raises(UpstreamError, match=r"fetching http://docs\.example\.com/page") as raised:
         _fetcher(handler).fetch("http://docs.example.com/page")
     assert status_for(raised.value) == 502
 
