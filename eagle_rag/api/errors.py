@@ -83,6 +83,24 @@ def outage_in(body: Mapping[str, Any] | None) -> BackendUnavailableError | None:
     return error if isinstance(error, BackendUnavailableError) else None
 
 
+# Messages of the frameworks below that do not tell a client what to change.
+_UNCLEAR = {
+    # python-multipart refuses a part header over 4 KiB (a file name of thousands of
+    # characters) or a malformed body; Starlette says only this.
+    "Invalid multipart data.": "the multipart body could not be read: it is malformed, or a "
+    "part's header is over 4 KiB (a file name that long?)",
+}
+
+
+def _reason(error: Mapping[str, Any]) -> str:
+    """A validation error's reason; a text field sent where a file belongs gets a plain one
+    (FastAPI says "Value error, Expected UploadFile, received: <class 'str'>")."""
+    message = str(error.get("msg", ""))
+    if "Expected UploadFile" in message:
+        return "must be a file part (multipart, with a filename), not a text field"
+    return message
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(EagleError)
     async def eagle_error(request: Request, exc: EagleError) -> JSONResponse:
@@ -91,7 +109,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [
-            {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "reason": e["msg"]}
+            {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "reason": _reason(e)}
             for e in exc.errors()
         ]
         first = problems[0] if problems else {"field": "", "reason": "invalid request"}
@@ -103,7 +121,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return JSONResponse(
-            {"code": code, "message": str(exc.detail)},
+            {"code": code, "message": _UNCLEAR.get(str(exc.detail), str(exc.detail))},
             status_code=exc.status_code,
             headers=getattr(exc, "headers", None),
         )

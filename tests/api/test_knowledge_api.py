@@ -143,6 +143,19 @@ def test_bad_uploads_are_refused_clearly(
         assert wait_for_task(client, task["job_id"])["attempts"] == 2
 
 
+def test_upload_mistakes_of_the_form_itself_say_what_to_change(client: httpx.Client) -> None:
+    """They said "Expected UploadFile, received: <class 'str'>" and "Invalid multipart data."."""
+    as_text = client.post("/ingest", data={"kb_name": "energy", "file": "just text"})
+    assert as_text.status_code == 422
+    assert as_text.json()["message"] == (
+        "file: must be a file part (multipart, with a filename), not a text field"
+    )
+    long_name = {"file": ("a" * 5000 + ".txt", b"hello", "text/plain")}
+    refused = client.post("/ingest", data={"kb_name": "energy"}, files=long_name)
+    assert refused.status_code == 400
+    assert "a part's header is over 4 KiB" in refused.json()["message"]
+
+
 def test_task_stream_reports_progress_until_done(
     server: RunningServer, client: httpx.Client, solar: dict[str, str]
 ) -> None:
