@@ -180,6 +180,24 @@ def test_tasks_show_and_cancel_on_the_embedded_store(env: dict[str, str], tmp_pa
     assert unknown.exit_code == 1 and "not found" in unknown.stderr
 
 
+def test_tasks_list_finds_the_failed_ones(env: dict[str, str], tmp_path: Path) -> None:
+    """An operator had to call GET /tasks?status=failed to see what failed."""
+    (tmp_path / "guide.md").write_text(docs.MARKDOWN)
+    (tmp_path / "locked.pdf").write_bytes(docs.encrypted_pdf_bytes())  # fails in the worker
+    for name in ("guide.md", "locked.pdf"):
+        runner.invoke(app, ["ingest", str(tmp_path / name), "--kb", "notes", "--create"], env=env)
+    listed = runner.invoke(app, ["tasks", "list", "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
+    assert sorted(t["status"] for t in json.loads(listed.stdout)) == ["completed", "failed"]
+    failed = runner.invoke(app, ["tasks", "list", "--status", "failed", "--kb", "notes"], env=env)
+    assert failed.exit_code == 0, failed.output
+    [line, reason] = failed.stdout.splitlines()
+    assert line.startswith("notes  ") and "  failed  " in line and reason.startswith("error: ")
+    for wrong, said in ((["--kb", "nope"], "not found"), (["--status", "done"], "unknown status")):
+        refused = runner.invoke(app, ["tasks", "list", *wrong], env=env)
+        assert refused.exit_code == 1 and said in refused.stderr
+
+
 async def _only_task(env: dict[str, str]) -> str:
     from eagle_rag.bootstrap import bootstrap
     from eagle_rag.settings import load_settings

@@ -12,11 +12,12 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, get_args
 
 from eagle_rag.client import AsyncEagleClient, EagleClient, Task
+from eagle_rag.db.records import TaskStatus
 from eagle_rag.db.repositories.documents import MAX_PAGE
-from eagle_rag.errors import BackendUnavailableError, NotFoundError
+from eagle_rag.errors import BackendUnavailableError, InvalidInputError, NotFoundError
 from eagle_rag.index.milvus_pool import is_lite
 from eagle_rag.settings import Settings
 
@@ -39,6 +40,9 @@ class Catalog(Protocol):
         """Ingest one file under ``name`` (its path relative to where the files were found)."""
 
     async def task(self, job_id: str) -> dict[str, Any]: ...
+    async def list_tasks(
+        self, kb: str | None, status: str | None, limit: int
+    ) -> list[dict[str, Any]]: ...
     async def cancel_task(self, job_id: str) -> dict[str, Any]: ...
     async def chunk_count(self, document_id: str) -> int: ...
     async def settle(self) -> None: ...
@@ -150,6 +154,13 @@ class RemoteCatalog:
     async def task(self, job_id: str) -> dict[str, Any]:
         return _task_dict(await self._client.get_task(job_id))
 
+    async def list_tasks(
+        self, kb: str | None, status: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        filters = {"kb_name": kb, "status": status, "limit": limit}
+        tasks = await self._client.list_tasks(**{k: v for k, v in filters.items() if v})
+        return [_task_dict(t) for t in tasks]
+
     async def cancel_task(self, job_id: str) -> dict[str, Any]:
         return _task_dict(await self._client.cancel_task(job_id))
 
@@ -216,6 +227,20 @@ class LocalCatalog:
         from eagle_rag.api.schemas import task_out
 
         return task_out(self._app.repositories.tasks.get(job_id))
+
+    async def list_tasks(
+        self, kb: str | None, status: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """The newest tasks, as ``GET /tasks`` lists them (an unknown KB or status refused)."""
+        from eagle_rag.api.schemas import task_out
+
+        if status is not None and status not in get_args(TaskStatus):
+            known = ", ".join(get_args(TaskStatus))
+            raise InvalidInputError(f"unknown status {status!r}; one of {known}", status=status)
+        repos = self._app.repositories
+        if kb is not None:
+            repos.knowledge_bases.get(kb)  # NotFoundError: an empty list would read "no tasks"
+        return [task_out(t) for t in repos.tasks.list(status=status, kb_name=kb, limit=limit)]
 
     async def cancel_task(self, job_id: str) -> dict[str, Any]:
         """Marks the row: a worker running the task (a server's, a Celery worker's) reads it

@@ -1,4 +1,5 @@
-"""``eagle-rag tasks show|cancel JOB_ID``: an ingest task's state, and stopping it.
+"""``eagle-rag tasks list``, ``tasks show|cancel JOB_ID``: the newest ingest tasks (failed or
+stuck ones, say), one task's state, and stopping it.
 
 Like ``kb``, they go through a running server when one answers and open the embedded store
 otherwise. A cancel marks the task's row; the worker running it (the server's, or a Celery
@@ -9,15 +10,35 @@ wrote.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from eagle_rag.cli.common import JsonOption, app
 from eagle_rag.cli.knowledge import ServerOption, on_catalog
 
-tasks_app = typer.Typer(help="Show or cancel ingest tasks.", no_args_is_help=True)
+tasks_app = typer.Typer(help="List, show or cancel ingest tasks.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
+
+
+@tasks_app.command("list")
+def task_list(
+    kb: Annotated[str | None, typer.Option("--kb", help="Only this knowledge base's.")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="queued, processing, completed or failed.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="At most this many.")] = 100,
+    as_json: JsonOption = False,
+    server: ServerOption = None,
+) -> None:
+    """The newest ingest tasks, one a line: to find what failed or is stuck."""
+    tasks = on_catalog(server, lambda catalog: catalog.list_tasks(kb, status, limit))
+    if as_json:
+        typer.echo(json.dumps(tasks))
+        return
+    for task in tasks:
+        typer.echo(f"{task['kb_name']}  ", nl=False)
+        _print(task, as_json=False)
 
 
 @tasks_app.command("show")

@@ -145,6 +145,9 @@ def test_tasks_show_and_cancel_over_http(
         assert again.exit_code == 1 and "nothing to cancel" in again.output
         unknown = runner.invoke(app, ["tasks", "show", "no-such-task"], env=env)
         assert unknown.exit_code == 1 and "not found" in unknown.output
+        listed = runner.invoke(app, ["tasks", "list", "--kb", "scans", "--json"], env=env)
+        assert listed.exit_code == 0, listed.output
+        assert [t["job_id"] for t in json.loads(listed.stdout)] == [job_id]
     assert runner.invoke(app, ["kb", "delete", "scans", "--yes"], env=env).exit_code == 0
 
 
