@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from eagle_rag.errors import BackendUnavailableError
+from eagle_rag.errors import UpstreamError
 from eagle_rag.ingest.fetch import UrlFetcher
 from eagle_rag.settings import IngestSettings
 
@@ -38,7 +38,7 @@ def test_a_trickling_download_stops_at_the_deadline() -> None:
     settings = IngestSettings(url_allow_private=True, url_timeout_s=1, url_deadline_s=1.5)
     started = time.monotonic()
     try:
-        with pytest.raises(BackendUnavailableError, match=r"took longer than 1\.5 s"):
+        with pytest.raises(UpstreamError, match=r"took longer than 1\.5 s"):
             UrlFetcher(settings).fetch(f"http://127.0.0.1:{server.server_address[1]}/slow.txt")
     finally:
         server.shutdown()
