@@ -42,14 +42,11 @@ class Caller:
         for name in kb_names:
             self.check_kb(name)
 
-    def may_see_session(self, kb_names: Iterable[str]) -> bool:
-        return session_within(kb_names, self.kb_names)
-
     def check_session(self, kb_names: Iterable[str]) -> None:
         """Refuse a session over KBs outside this key's scope, or over every KB (empty
         ``kb_names``) when the key is limited to some."""
         self.check_kbs(kb_names)
-        if not self.may_see_session(kb_names):
+        if not session_within(kb_names, self.kb_names):
             raise PermissionDeniedError(
                 "this API key may not use a conversation over every knowledge base"
             )

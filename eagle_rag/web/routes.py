@@ -240,8 +240,7 @@ async def document_detail(request: Request, app: App, who: Who, document_id: str
 
 @router.get("/ui/fragments/sessions", response_class=HTMLResponse)
 async def session_list(request: Request, app: App, who: Who) -> HTMLResponse:
-    sessions = await asyncio.to_thread(app.repositories.sessions.list)
-    visible = [s for s in sessions if who.may_see_session(s.kb_names)]
+    visible = await asyncio.to_thread(app.repositories.sessions.list_within, who.kb_names)
     return _render(request, "fragments/sessions.html", sessions=visible)
 
 

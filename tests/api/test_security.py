@@ -262,6 +262,8 @@ def test_a_scoped_key_lists_its_sessions_behind_a_hundred_of_others(
     assert own["session_id"] in [s["session_id"] for s in listed]
     assert all(s["kb_names"] == ["alpha"] for s in listed)
     assert len(admin.get("/sessions").json()) == 100
+    # The UI's list filtered the same one page (it was fixed in the repository for both).
+    assert own["session_id"] in agent.get("/ui/fragments/sessions").text
 
 
 def test_a_scoped_key_cannot_use_another_keys_session(secured: RunningServer) -> None:

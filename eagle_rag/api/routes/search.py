@@ -14,7 +14,6 @@ from eagle_rag.api.deps import App, Who
 from eagle_rag.api.errors import outage_in
 from eagle_rag.api.schemas import ERRORS, QueryBody, SearchOnlyBody
 from eagle_rag.bootstrap import EagleApp
-from eagle_rag.db.repositories.sessions import session_within
 from eagle_rag.errors import EagleError, error_body
 from eagle_rag.generation.attachments import read_attachment
 from eagle_rag.generation.engine import AnswerRequest
@@ -106,13 +105,10 @@ async def query_stream(body: QueryBody, app: App, who: Who) -> EventSourceRespon
 # --- sessions ----------------------------------------------------------------------------------
 
 
-SESSIONS_LISTED = 100
-
-
 @router.get("/sessions", tags=["sessions"])
 async def list_sessions(app: App, who: Who) -> list[dict[str, Any]]:
     """The caller's most recently active sessions (100)."""
-    sessions = await asyncio.to_thread(_visible_sessions, app, who.kb_names)
+    sessions = await asyncio.to_thread(app.repositories.sessions.list_within, who.kb_names)
     return [
         {
             "session_id": s.id,
@@ -123,20 +119,6 @@ async def list_sessions(app: App, who: Who) -> list[dict[str, Any]]:
         }
         for s in sessions
     ]
-
-
-def _visible_sessions(app: EagleApp, allowed: frozenset[str] | None) -> list[Any]:
-    """The first SESSIONS_LISTED sessions the key may see. A KB-scoped key's are filtered
-    page by page: filtering one page of everyone's left it none once others had 100 newer."""
-    found: list[Any] = []
-    offset = 0
-    while len(found) < SESSIONS_LISTED:
-        page = app.repositories.sessions.list(limit=SESSIONS_LISTED, offset=offset)
-        found += [s for s in page if session_within(s.kb_names, allowed)]
-        if len(page) < SESSIONS_LISTED:
-            break
-        offset += SESSIONS_LISTED
-    return found[:SESSIONS_LISTED]
 
 
 @router.get("/sessions/{session_id}/messages", tags=["sessions"])

@@ -70,6 +70,22 @@ class SessionRepository(NamespacedRepository):
         with self._db.session() as session:
             return _session_record(self._existing(session, session_id))
 
+    def list_within(
+        self, allowed: Iterable[str] | None, *, limit: int = 100
+    ) -> list[SessionRecord]:
+        """The ``limit`` most recently active sessions a caller limited to ``allowed`` KBs may
+        see (``session_within``). Filtered page by page: filtering one page of everyone's left
+        a scoped key none of its own once others had ``limit`` newer ones."""
+        found: list[SessionRecord] = []
+        offset = 0
+        while len(found) < limit:
+            page = self.list(limit=limit, offset=offset)
+            found += [s for s in page if session_within(s.kb_names, allowed)]
+            if len(page) < limit:
+                break
+            offset += limit
+        return found[:limit]
+
     def list(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
         """A page of sessions, the most recently active first."""
         with self._db.session() as session:
