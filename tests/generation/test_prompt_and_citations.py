@@ -168,3 +168,37 @@ def test_an_extractive_answer_leaves_out_sentences_that_match_only_part_of_a_bet
     # A sentence that matches another part of the question is kept.
     both = compose("Calder output in 2020 and when was it commissioned?", references, "en")
     assert both.endswith("The Calder plant was commissioned in 1986. [3]")
+
+
+def test_a_heading_line_is_not_quoted_but_says_what_the_sentences_under_it_are_about() -> None:
+    """A section summary is its title, a line break and the opening: flattened, the answer
+    quoted "3.2 Maintenance schedule The gearbox oil is changed every two years." """
+    summary = Reference(
+        1,
+        "Manual/3 Service/3.2 Maintenance schedule",
+        "3.2 Maintenance schedule\nThe gearbox oil is changed every two years.\n"
+        "Sections: Oil; Filters",
+    )
+    answer = compose("What is the maintenance schedule?", [summary], "en")
+    assert answer.startswith("The gearbox oil is changed every two years. [1]")
+    assert "3.2" not in answer
+    titled = Reference(1, "Manual/Safety rules", "Safety rules\nNever open the nacelle in wind.")
+    assert compose("safety rules", [titled], "en") == "Never open the nacelle in wind. [1]"
+    marked = Reference(1, "Manual", "## Warranty\nThe warranty lasts five years.")
+    assert compose("warranty", [marked], "en") == "The warranty lasts five years. [1]"
+    caps = Reference(1, "Manual", "It is sold in Europe.\nWARRANTY TERMS\nIt lasts five years.")
+    assert compose("warranty terms", [caps], "en") == "It lasts five years. [1]"
+    chinese = Reference(1, "手册", "第三章 维护\n电池柜应保持清洁。")
+    assert compose("维护", [chinese], "zh") == "电池柜应保持清洁。 [1]"
+
+
+def test_lines_of_one_sentence_are_not_taken_for_headings() -> None:
+    """A wrapped line, a statement in sentence case and a Chinese line without a number go on
+    with the text around them."""
+    wrapped = Reference(1, "Report", "It opened in 2019.\n2020 Output Rose By\n4 Percent.")
+    assert compose("2020 output", [wrapped], "en") == "2020 Output Rose By 4 Percent. [1]"
+    bullet = Reference(1, "Deck", "Gas prices stabilised\nThe board met.")
+    assert compose("gas prices", [bullet], "en") == "Gas prices stabilised The board met. [1]"
+    chinese = Reference(1, "手册", "完成了。\n电池柜的环境温度应保持在\n25度以下。")
+    answer = compose("电池柜的环境温度", [chinese], "zh")
+    assert answer == "电池柜的环境温度应保持在 25度以下。 [1]"
