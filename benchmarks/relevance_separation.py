@@ -10,7 +10,14 @@ its score tells the two halves apart: the ROC AUC (1 = a threshold separates the
 - the raw dense cosine of the top hit,
 - ``plan_fused`` (the fusion scale: 1 or 2 for every query's best hit).
 
+With ``--one-document`` it asks the same of searches that have no background of their own: the
+whole corpus is ingested, and each query searches one document only (a filter on its id, as a
+KB of one document would): its relevant document, or a random other one. The relevance is
+measured twice on the same store, with ``retrieval.short_list_background`` on and off (the
+baseline: a short list measured against its own last hit).
+
     .venv/bin/python -m benchmarks.relevance_separation ../shared/datasets/pubmedqa-dev
+    python -m benchmarks.relevance_separation --one-document ../shared/datasets/pubmedqa-dev
 """
 
 from __future__ import annotations
@@ -20,12 +27,14 @@ import asyncio
 import dataclasses
 import hashlib
 import os
+import random
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from eagle_rag.bootstrap import bootstrap
+from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.evaluation.beir import Dataset, load_dataset
 from eagle_rag.evaluation.runner import Evaluator
 from eagle_rag.plugins.payloads import QueryRequest
@@ -105,15 +114,80 @@ async def run(folder: Path, per_half: int) -> dict[str, Any]:
     return result
 
 
+async def one_document(folder: Path, per_half: int) -> dict[str, Any]:
+    """Relevance of a search restricted to one document: the relevant one vs a random one."""
+    dataset = load_dataset(folder)
+    ids = sorted(dataset.queries, key=lambda q: hashlib.sha1(q.encode()).hexdigest())
+    picked = [q for q in ids if any(g > 0 for g in dataset.qrels[q].values())][: 2 * per_half]
+    chooser = random.Random(7)
+    corpus_ids = [doc.id for doc in dataset.corpus]
+    pairs: list[tuple[str, str, str]] = []  # (query, relevant corpus id, unrelated corpus id)
+    for qid in picked:
+        relevant = [d for d, g in dataset.qrels[qid].items() if g > 0]
+        other = chooser.choice(corpus_ids)
+        while other in dataset.qrels[qid]:
+            other = chooser.choice(corpus_ids)
+        pairs.append((dataset.queries[qid], relevant[0], other))
+    result: dict[str, Any] = {"dataset": dataset.name, "documents": len(dataset.corpus)}
+    result["queries"] = f"{len(pairs)} queries, each on its relevant and on a random document"
+    with tempfile.TemporaryDirectory(prefix="eagle-bench-") as data:
+        for background in (False, True):
+            environ = {
+                **os.environ,
+                "EAGLE_DATA_DIR": data,
+                "EAGLE_RAG_RETRIEVAL__SHORT_LIST_BACKGROUND": str(background).lower(),
+            }
+            app = await bootstrap(load_settings(environ))
+            try:
+                if not background:
+                    await Evaluator(app, keep=True).run(dataset, modes=("hybrid",), max_queries=1)
+                yes, no = await _one_document_scores(app, pairs)
+            finally:
+                await app.stop()
+            accuracy, threshold = best_accuracy(yes, no)
+            result["background" if background else "own last hit (baseline)"] = {
+                "auc": round(auc(yes, no), 3),
+                "best_accuracy": round(accuracy, 3),
+                "at_threshold": round(threshold, 3),
+                "median_relevant": round(sorted(yes)[len(yes) // 2], 3),
+                "median_unrelated": round(sorted(no)[len(no) // 2], 3),
+            }
+    return result
+
+
+async def _one_document_scores(
+    app: Any, pairs: Sequence[tuple[str, str, str]]
+) -> tuple[list[float], list[float]]:
+    """The top relevance of each query on its relevant document and on the unrelated one (0
+    when the search finds nothing there)."""
+    kb = next(k.name for k in app.repositories.knowledge_bases.list())
+    owner: dict[str, str] = {}
+    while page := app.repositories.documents.list(kb_name=kb, limit=MAX_PAGE, offset=len(owner)):
+        owner.update((str(d.extra.get("corpus_id")), d.id) for d in page)
+    tops: tuple[list[float], list[float]] = ([], [])
+    for text, relevant, unrelated in pairs:
+        for found, corpus_id in zip(tops, (relevant, unrelated), strict=True):
+            request = QueryRequest(text, kb_names=(kb,), document_ids=(owner[corpus_id],), top_k=5)
+            sources = search_response(await app.retrieval.search(request))["sources"]["text"]
+            found.append(float(sources[0]["score"]) if sources else 0.0)
+    return tops
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+", type=Path)
     parser.add_argument("--per-half", type=int, default=100)
+    parser.add_argument("--one-document", action="store_true", help=one_document.__doc__)
     arguments = parser.parse_args()
     for folder in arguments.datasets:
-        result = asyncio.run(run(folder, arguments.per_half))
+        if arguments.one_document:
+            result = asyncio.run(one_document(folder, arguments.per_half))
+            names: tuple[str, ...] = ("own last hit (baseline)", "background")
+        else:
+            result = asyncio.run(run(folder, arguments.per_half))
+            names = ("relevance", "cosine", "plan_fused")
         print(result["dataset"], result["documents"], "documents,", result["queries"])
-        for name in ("relevance", "cosine", "plan_fused"):
+        for name in names:
             print(f"  {name:10}", result[name])
 
 

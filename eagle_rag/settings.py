@@ -217,6 +217,9 @@ class RetrievalSettings(_Section):
     # Summaries ranked this high may search the store for their chunks; deeper ones drill down
     # from the candidates only (a look-up per deep tail would cost more than the search).
     expand_search_depth: int = Field(default=10, ge=0, le=1000)
+    # A dense list shorter than ``candidates`` (the search ran out of rows) measures relevance
+    # from the query's similarity to fixed probe texts, not from its own last hit.
+    short_list_background: bool = True
 
 
 class IngestSettings(_Section):

@@ -38,12 +38,17 @@ class RankedList:
     ``zero`` is the score that means "no evidence at all", for scores that have one (BM25: a
     passage sharing no word with the query scores 0). Cosine similarity has none (unrelated
     texts score well above 0 with most encoders), so it is left ``None``.
+
+    ``background`` is, for a cosine list, the score of text unrelated to this query when the
+    list cannot tell (it ran out of rows before its head: background.py); relevance then
+    counts from it instead of from the list's last hit. Fusion's order does not use it.
     """
 
     name: str
     hits: Sequence[RetrievedHit]
     weight: float = 1.0
     zero: float | None = None
+    background: float | None = None
 
 
 @dataclass(slots=True)
@@ -184,7 +189,7 @@ def plan_relevance(lists: Sequence[RankedList], head: int | None) -> dict[Hashab
             short = head is not None and len(ranked.hits) < head
             floors.append(scale(ranked.zero) if short or not top else scale(top[-1].score))
         else:
-            scale = _absolute(top)
+            scale = _absolute(top, ranked.background)
             floors.append(0.0)
         scales.append(scale)
     found: dict[Hashable, list[float | None]] = {}
@@ -203,11 +208,14 @@ def plan_relevance(lists: Sequence[RankedList], head: int | None) -> dict[Hashab
     }
 
 
-def _absolute(head: Sequence[RetrievedHit]) -> Callable[[float], float]:
-    """Cosine from the head's last score (0) to a perfect match (1)."""
+def _absolute(
+    head: Sequence[RetrievedHit], background: float | None = None
+) -> Callable[[float], float]:
+    """Cosine from the background (0: the head's last score unless given) to a perfect
+    match (1)."""
     if not head:
         return lambda score: 0.0
-    low = head[-1].score
+    low = head[-1].score if background is None else background
     high = max(1.0, head[0].score)
     span = high - low
     if span <= 0:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from eagle_rag.plugins.payloads import (
     RetrievedHit,
     VisualFilter,
 )
+from eagle_rag.retrieval.background import DenseBackground
 from eagle_rag.retrieval.filters import TEXT_ROWS, VISUAL_ROWS, RowFields, build_metadata_filter
 from eagle_rag.retrieval.fusion import RankedList, normalized_fuse, rrf_fuse
 from eagle_rag.retrieval.hits import to_hit
@@ -79,13 +81,21 @@ class RetrieverOrchestrator:
     """Runs plans against the namespace's vector store through the hook bus."""
 
     def __init__(
-        self, bus: HookBus, vectors: Any, *, fusion: HybridFusion, rrf_k: int, head: int
+        self,
+        bus: HookBus,
+        vectors: Any,
+        *,
+        fusion: HybridFusion,
+        rrf_k: int,
+        head: int,
+        background: DenseBackground | None = None,
     ) -> None:
         self._bus = bus
         self._vectors = vectors
         self._fusion = fusion
         self._rrf_k = rrf_k
         self._head = head
+        self._background = background
         self.tracing = bus.tracing
 
     @traced("recall")
@@ -161,7 +171,8 @@ class RetrieverOrchestrator:
                 result.failures.append(exc)
                 log.add(f"{label}:dense", "warning", f"dense search failed: {describe(exc)}")
             else:
-                lists.append(RankedList("dense", found))
+                level = await self._short_list_background(plan, result.vector, found, ctx)
+                lists.append(RankedList("dense", found, background=level))
                 log.add(f"{label}:dense", "ok", f"{len(found)} hits", ms=ms)
         if sparse_task is not None:
             try:
@@ -195,6 +206,26 @@ class RetrieverOrchestrator:
             log.add(f"{plan.collection}:rerank", "ok", "a plugin reranked this plan")
             return tuple(reranked)
         return hits
+
+    async def _short_list_background(
+        self,
+        plan: CollectionQueryPlan,
+        vector: list[float],
+        found: list[RetrievedHit],
+        ctx: HookContext,
+    ) -> float | None:
+        """The background a dense list shorter than the head lacks (background.py)."""
+        if self._background is None or not found or len(found) >= self._head:
+            return None
+
+        async def embed(texts: Sequence[str]) -> Sequence[Sequence[float]]:
+            request = EmbedRequest(tuple(texts), plan.encoder, purpose="passage")
+            batch = await self._bus.invoke_first(hooks.embed_text, ctx=ctx, request=request)
+            if batch is None:
+                raise EagleError(f"no subscriber embedded passages with {plan.encoder!r}")
+            return batch.vectors
+
+        return await self._background.level(plan.encoder, vector, embed)
 
     async def _dense(
         self,

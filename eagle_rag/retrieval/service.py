@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from eagle_rag.engines.base import EngineQuery
 from eagle_rag.engines.schema import validate_settings
 from eagle_rag.errors import EagleError, InvalidInputError, describe
-from eagle_rag.index.collections import BASE_COLLECTIONS
+from eagle_rag.index.collections import BASE_COLLECTIONS, TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.models.rerankers import Reranker
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
@@ -32,6 +32,7 @@ from eagle_rag.plugins.payloads import (
     QueryRouteDecision,
     RetrievedHit,
 )
+from eagle_rag.retrieval.background import DenseBackground
 from eagle_rag.retrieval.expansion import ParentExpander
 from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
 from eagle_rag.retrieval.orchestrator import PlanResult, RetrieverOrchestrator
@@ -72,6 +73,7 @@ class RetrievalService:
             fusion=self._config.hybrid_fusion,
             rrf_k=self._config.rrf_k,
             head=self._config.candidates,
+            background=_dense_background(app) if self._config.short_list_background else None,
         )
         self._expander = ParentExpander(
             app.vectors,
@@ -526,3 +528,12 @@ def _describe_scope(scope: Scope) -> str:
     else:
         documents = f"{len(scope.document_ids)} documents"
     return f"knowledge bases: {kbs}; {documents}"
+
+
+def _dense_background(app: Runtime) -> DenseBackground:
+    """Probes for every encoder but a multimodal one whose ``eagle_visual`` rows are pictures
+    (the summary encoder's rows are text, and its queries use the text encoder's name)."""
+    text = app.encoders.query_encoder_for(TEXT_COLLECTION)
+    visual = app.encoders.query_encoder_for(VISUAL_COLLECTION)
+    pictures = frozenset({visual}) if visual and visual != text else frozenset()
+    return DenseBackground(image_encoders=pictures)
