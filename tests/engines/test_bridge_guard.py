@@ -244,17 +244,11 @@ def test_a_message_in_the_body_is_quoted_short_too(server: RunningServer) -> Non
     assert len(message) < 300
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("short", "short"),
-        ("a\r\n\tb  \x1b[31mc", "a b [31mc"),
-        ("x" * 500, "x" * (ECHO_MAX_CHARS - 1) + "…"),
-        ({"nested": "dict"}, "{'nested': 'dict'}"),
-    ],
-)
-def test_echo_is_one_bounded_line(text: object, expected: str) -> None:
-    assert echo(text) == expected
+def test_echo_is_one_bounded_line() -> None:
+    assert echo("short") == "short"
+    assert echo("a\r\n\tb  \x1b[31mc") == "a b [31mc"
+    assert echo("x" * 500) == "x" * (ECHO_MAX_CHARS - 1) + "…"
+    assert echo(102) == "102"  # a body's code may be a number
 
 
 # --- the address rules --------------------------------------------------------------------------
@@ -270,33 +264,33 @@ def test_always_refused_whatever_the_settings(address: str) -> None:
 def test_private_and_loopback_follow_bridge_private(address: str) -> None:
     assert address_refusal(address, allow_private=True) is None
     assert "private or loopback" in (address_refusal(address, allow_private=False) or "")
-
-
-@pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1::1"])
-def test_public_addresses_pass(address: str) -> None:
-    assert address_refusal(address, allow_private=False) is None
+    for public in ("93.184.216.34", "2606:2800:220:1::1"):
+        assert address_refusal(public, allow_private=False) is None
 
 
 @pytest.mark.parametrize(
-    ("hosts", "url", "allowed"),
+    ("hosts", "allowed", "refused"),
     [
-        (["dify.lan"], "http://dify.lan/", True),
-        (["dify.lan"], "https://DIFY.lan.:8443/v1", True),  # case, final dot; any port
-        (["dify.lan:8080"], "http://dify.lan:8080", True),
-        (["dify.lan:8080"], "http://dify.lan", False),  # 80
-        (["dify.lan:443"], "https://dify.lan", True),
-        (["10.0.0.7"], "http://10.0.0.7:5000", True),
-        (["[fd00::5]:80"], "http://[fd00:0::5]/", True),
-        (["fd00::5"], "http://[fd00::5]:9/", True),
-        (["dify.lan"], "http://dify.lan.evil.com/", False),
-        (["dify.lan"], "http://10.0.0.7/", False),
-        ([], "http://anything.example/", True),
+        (
+            ["dify.lan"],
+            ["http://dify.lan/", "https://DIFY.lan.:8443/v1"],  # case, final dot; any port
+            ["http://dify.lan.evil.com/", "http://10.0.0.7/"],
+        ),
+        (
+            ["dify.lan:8080", "dify.lan:443"],
+            ["http://dify.lan:8080", "https://dify.lan"],
+            ["http://dify.lan", "http://dify.lan:8081"],
+        ),
+        (["10.0.0.7"], ["http://10.0.0.7:5000"], ["http://10.0.0.8"]),
+        (["[fd00::5]:80"], ["http://[fd00:0::5]/"], ["http://[fd00::5]:81/", "http://[fd00::6]"]),
     ],
 )
-def test_bridge_hosts_match_host_and_port(hosts: list[str], url: str, allowed: bool) -> None:
+def test_bridge_hosts_match_host_and_port(
+    hosts: list[str], allowed: list[str], refused: list[str]
+) -> None:
     policy = BridgePolicy.from_settings(EngineSettings(bridge_hosts=hosts))
-    if allowed:
+    for url in allowed:
         policy.check_url(url)
-    else:
+    for url in refused:
         with pytest.raises(InvalidInputError, match=r"not in engines\.bridge_hosts"):
             policy.check_url(url)
