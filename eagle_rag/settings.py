@@ -16,10 +16,19 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from eagle_rag.errors import SettingsError
+from eagle_rag.errors import InvalidInputError, SettingsError
+from eagle_rag.net_addresses import host_entry
 
 ENV_PREFIX = "EAGLE_RAG_"
 NESTED_DELIMITER = "__"
@@ -273,6 +282,29 @@ class IngestSettings(_Section):
     visual_max_per_page: int = Field(default=8, ge=1, le=100)
 
 
+class EngineSettings(_Section):
+    """Where the bridged engines (dify, ragflow, fastgpt) may call: a KB's ``base_url`` is
+    checked against these when the KB is created and again on every call. Link-local, cloud
+    metadata, shared-space, multicast, reserved and unspecified addresses are always refused."""
+
+    # Non-empty: the only hosts a bridge may call ("dify.lan", "10.0.0.7:8080", "[fd00::5]:80";
+    # no port: any port). Names are compared as written in base_url, before resolution.
+    bridge_hosts: list[str] = Field(default_factory=list)
+    # A self-hosted Dify/RAGFlow on the LAN or this host is the normal case; false refuses
+    # private and loopback addresses too (bridges that are all on the public internet).
+    bridge_private: bool = True
+
+    @field_validator("bridge_hosts")
+    @classmethod
+    def _hosts_parse(cls, hosts: list[str]) -> list[str]:
+        for entry in hosts:
+            try:
+                host_entry(entry)
+            except InvalidInputError as exc:
+                raise ValueError(f"engines.bridge_hosts: {exc.message}") from exc
+        return hosts
+
+
 class QueueSettings(_Section):
     backend: Literal["inprocess", "celery"] = "inprocess"
     broker_url: str = "redis://127.0.0.1:6379/1"
@@ -340,6 +372,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
+    engines: EngineSettings = Field(default_factory=EngineSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)

@@ -204,3 +204,22 @@ def test_visual_dim_follows_the_visual_encoder_unless_set() -> None:
     assert load_settings({"EAGLE_RAG_MILVUS__VISUAL_DIM": "64"}).milvus.visual_dim == 64
     with pytest.raises(SettingsError, match="visual_dim"):
         load_settings({"EAGLE_VISUAL_DIM": "1"})
+
+
+def test_bridge_settings_default_open_to_the_lan_and_read_from_env() -> None:
+    defaults = load_settings({}).engines
+    assert defaults.bridge_hosts == [] and defaults.bridge_private is True
+    engines = load_settings(
+        {
+            "EAGLE_RAG_ENGINES__BRIDGE_HOSTS": '[dify.lan, "10.0.0.7:8080", "[fd00::5]:80"]',
+            "EAGLE_RAG_ENGINES__BRIDGE_PRIVATE": "false",
+        }
+    ).engines
+    assert engines.bridge_hosts == ["dify.lan", "10.0.0.7:8080", "[fd00::5]:80"]
+    assert engines.bridge_private is False
+
+
+@pytest.mark.parametrize("entry", ["http://dify.lan", "dify.lan:http", "dify.lan:0", "[::1]x", ""])
+def test_a_malformed_bridge_host_is_a_settings_error(entry: str) -> None:
+    with pytest.raises(SettingsError, match=r"engines\.bridge_hosts"):
+        load_settings({}, overrides={"engines": {"bridge_hosts": [entry]}})

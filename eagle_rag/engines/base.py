@@ -78,6 +78,14 @@ class KnowledgeEngine(EngineDescription, Protocol):
     async def retrieve(self, query: EngineQuery) -> list[RetrievedHit]: ...
 
 
+@runtime_checkable
+class CreationSettingsCheck(Protocol):
+    """An engine that checks a KB's creation settings itself (the bridges: where ``base_url``
+    may point) before the KB is stored and before ``on_knowledge_base_create`` runs."""
+
+    async def check_creation_settings(self, settings: Mapping[str, Any]) -> None: ...
+
+
 def describe(engine: EngineDescription) -> dict[str, Any]:
     """``GET /engines``: an engine and its schemas."""
     return {

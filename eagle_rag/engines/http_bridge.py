@@ -8,24 +8,32 @@ from typing import Any
 
 import httpx
 
+from eagle_rag.engines.bridge_guard import BridgeGuard, BridgePolicy
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.errors import BackendUnavailableError, UpstreamError
 from eagle_rag.plugins.payloads import RetrievedHit
 
+ECHO_MAX_CHARS = 200  # of a refusing answer's body, in the error: enough for an operator
+
 
 class BridgeClient:
+    """One KB's connection to its service: every call checked by the guard and pinned to the
+    checked address; no redirect is followed."""
+
     def __init__(
         self,
         service: str,
         base_url: str,
         api_key: str,
         *,
+        guard: BridgeGuard,
         timeout_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.service = service
         self._base = base_url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {api_key}"}
+        self._guard = guard
         self._timeout = timeout_s
         self._transport = transport
 
@@ -39,12 +47,23 @@ class BridgeClient:
         files: Any = None,
         params: Any = None,
     ) -> Any:
+        target = await self._guard.pin(self.service, self._base + path)
         try:
             async with httpx.AsyncClient(
-                timeout=self._timeout, headers=self._headers, transport=self._transport
+                timeout=self._timeout,
+                headers=self._headers,
+                transport=self._transport,
+                follow_redirects=False,
             ) as client:
                 response = await client.request(
-                    method, self._base + path, json=json, data=data, files=files, params=params
+                    method,
+                    target.url,
+                    json=json,
+                    data=data,
+                    files=files,
+                    params=params,
+                    headers={"Host": target.host_header},
+                    extensions={"sni_hostname": target.server_name},
                 )
         except httpx.TimeoutException as exc:
             raise BackendUnavailableError(
@@ -54,16 +73,26 @@ class BridgeClient:
             raise BackendUnavailableError(
                 f"{self.service} is unreachable: {exc}", backend=self.service
             ) from exc
+        return self._body(response)
+
+    def _body(self, response: httpx.Response) -> Any:
         if response.status_code in (401, 403):
             raise UpstreamError(
                 f"{self.service} refused the API key ({response.status_code})",
                 service=self.service,
                 status=response.status_code,
             )
+        if response.is_redirect:
+            # Not followed: it could lead anywhere the guard did not check.
+            raise UpstreamError(
+                f"{self.service} answered a redirect ({response.status_code}), not followed",
+                service=self.service,
+                status=response.status_code,
+            )
         if response.status_code >= 400:
             raise UpstreamError(
                 f"{self.service} refused the request ({response.status_code}): "
-                f"{response.text[:300]}",
+                f"{echo(response.text)}",
                 service=self.service,
                 status=response.status_code,
             )
@@ -78,6 +107,16 @@ class BridgeClient:
         return UpstreamError(
             f"{self.service} answered a malformed body: {reason}", service=self.service
         )
+
+
+def echo(text: object) -> str:
+    """A remote answer quoted in an error: one line, at most ECHO_MAX_CHARS. Enough to tell an
+    operator what the service said, too little to read an internal page back through it."""
+    printable = "".join(c if c.isprintable() else " " for c in str(text))
+    line = " ".join(printable.split())
+    if len(line) <= ECHO_MAX_CHARS:
+        return line
+    return line[: ECHO_MAX_CHARS - 1] + "…"
 
 
 def setting(settings: Mapping[str, Any], name: str) -> str:
@@ -113,16 +152,27 @@ class BridgeEngine:
     ok_code: int | None = None
 
     def __init__(
-        self, *, timeout_s: float = 30.0, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        *,
+        guard: BridgeGuard | None = None,
+        timeout_s: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        # No guard given: the defaults of ``engines.*`` (private and loopback allowed).
+        self._guard = guard or BridgeGuard(BridgePolicy())
         self._timeout = timeout_s
         self._transport = transport
+
+    async def check_creation_settings(self, settings: Mapping[str, Any]) -> None:
+        """Refuse a ``base_url`` the guard would refuse, before the KB is stored or called."""
+        await self._guard.check(self.service, setting(settings, "base_url"))
 
     def _client(self, settings: Mapping[str, Any]) -> BridgeClient:
         return BridgeClient(
             self.service,
             setting(settings, "base_url"),
             setting(settings, "api_key"),
+            guard=self._guard,
             timeout_s=self._timeout,
             transport=self._transport,
         )
@@ -137,7 +187,7 @@ class BridgeEngine:
         if body["code"] != self.ok_code:
             message = body.get("message") or body.get("statusText", "")
             raise UpstreamError(
-                f"{self.service} refused the request ({body['code']}): {message}",
+                f"{self.service} refused the request ({echo(body['code'])}): {echo(message)}",
                 service=self.service,
             )
         return body

@@ -8,7 +8,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from eagle_rag.db.records import KnowledgeBaseRecord
-from eagle_rag.engines.base import EngineDescription, KnowledgeEngine, describe
+from eagle_rag.engines.base import (
+    CreationSettingsCheck,
+    EngineDescription,
+    KnowledgeEngine,
+    describe,
+)
 from eagle_rag.engines.eagle import NAME as EAGLE
 from eagle_rag.engines.schema import public_settings, validate_settings
 from eagle_rag.errors import ComponentError, InvalidInputError
@@ -63,6 +68,8 @@ class KnowledgeBaseService:
         retrieval = validate_settings(
             chosen.retrieval_schema, retrieval_settings, what="retrieval_settings"
         )
+        if isinstance(chosen, CreationSettingsCheck):
+            await chosen.check_creation_settings(creation)
         await chosen.on_knowledge_base_create(name, creation)
         return await asyncio.to_thread(
             self._app.repositories.knowledge_bases.create,

@@ -11,20 +11,23 @@ under a size cap and a timeout.
 from __future__ import annotations
 
 import ipaddress
-import socket
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import PurePosixPath
-from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 import httpx
 
 from eagle_rag.errors import InvalidInputError, PayloadTooLargeError, UpstreamError
+from eagle_rag.net_addresses import (
+    Resolver,
+    embedded_ipv4,
+    non_public,
+    pinned_url,
+    system_resolver,
+)
 from eagle_rag.settings import IngestSettings
-
-Resolver = Callable[[str, int], list[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,48 +38,14 @@ class Fetched:
     content_type: str | None
 
 
-def system_resolver(host: str, port: int) -> list[str]:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise InvalidInputError(f"cannot resolve host {host!r}: {exc}", host=host) from exc
-    return sorted({str(info[4][0]) for info in infos})
-
-
 def check_address(address: str, *, allow_private: bool) -> None:
     ip = ipaddress.ip_address(address)
-    if not allow_private and any(_non_public(a) for a in (ip, *_embedded_ipv4(ip))):
+    if not allow_private and any(non_public(a) for a in (ip, *embedded_ipv4(ip))):
         raise InvalidInputError(
             f"refusing to fetch from {address}: private, loopback and link-local addresses "
             "are not allowed",
             address=address,
         )
-
-
-def _non_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """Not a global unicast address. ``is_global`` is what catches the shared address space
-    100.64.0.0/10, where clouds (Alibaba's 100.100.100.200) serve instance metadata and which
-    ``is_private`` leaves out."""
-    return (
-        not ip.is_global
-        or ip.is_loopback
-        or ip.is_private
-        or ip.is_link_local
-        or ip.is_multicast
-        or ip.is_reserved
-        or ip.is_unspecified
-    )
-
-
-def _embedded_ipv4(
-    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
-) -> list[ipaddress.IPv4Address]:
-    """The IPv4 addresses an IPv6 one carries (mapped, 6to4, Teredo client): a relay or a dual
-    stack may deliver to them, so they are checked as well."""
-    if not isinstance(ip, ipaddress.IPv6Address):
-        return []
-    teredo = ip.teredo[1] if ip.teredo else None
-    return [a for a in (ip.ipv4_mapped, ip.sixtofour, teredo) if a is not None]
 
 
 class UrlFetcher:
@@ -124,7 +93,7 @@ class UrlFetcher:
             raise InvalidInputError(f"host {parts.hostname!r} has no address")
         for address in addresses:
             check_address(address, allow_private=self._settings.url_allow_private)
-        pinned = _with_host(parts, addresses[0], port)
+        pinned = pinned_url(parts, addresses[0], port)
         headers = {"Host": parts.netloc.rsplit("@", 1)[-1], "Accept": "*/*"}
         try:
             with client.stream(
@@ -169,12 +138,6 @@ class UrlFetcher:
                 )
             chunks.append(chunk)
         return b"".join(chunks)
-
-
-def _with_host(parts: SplitResult, address: str, port: int) -> str:
-    """The same URL aimed at the checked address (the Host header keeps the name)."""
-    host = f"[{address}]" if ":" in address else address
-    return urlunsplit((parts.scheme, f"{host}:{port}", parts.path or "/", parts.query, ""))
 
 
 def _filename(response: httpx.Response, path: str) -> str:

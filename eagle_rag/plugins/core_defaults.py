@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from eagle_rag import __version__
+from eagle_rag.engines.bridge_guard import BridgeGuard, BridgePolicy
 from eagle_rag.engines.dify import DifyEngine
 from eagle_rag.engines.eagle import EagleEngine
 from eagle_rag.engines.fastgpt import FastgptEngine
@@ -81,7 +82,13 @@ class CorePlugin:
         ctx.register_knowledge_engine(
             "eagle", EagleEngine(chunk_size=ingest.chunk_size, chunk_overlap=ingest.chunk_overlap)
         )
-        for engine in (DifyEngine(), RagflowEngine(), FastgptEngine()):
+        # One guard for the three bridges, from this app's settings (engines.*).
+        guard = BridgeGuard(BridgePolicy.from_settings(ctx.settings.engines))
+        for engine in (
+            DifyEngine(guard=guard),
+            RagflowEngine(guard=guard),
+            FastgptEngine(guard=guard),
+        ):
             ctx.register_knowledge_engine(engine.name, engine)
         self.text_encoder = ctx.host.text_encoder
         self.visual_encoder = ctx.host.visual_encoder if ctx.settings.ingest.visuals else ""

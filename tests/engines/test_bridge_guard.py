@@ -1,0 +1,296 @@
+"""Where a bridged KB may call: its base_url is checked when the KB is created (a 400 naming
+base_url, nothing stored) and on every call (DNS may change), calls are pinned to the checked
+address, redirects are not followed, and a refusing answer is quoted short and on one line.
+
+The app is the real one on a real port; the services are local HTTP servers. Names that must
+resolve to a chosen address go through a hosts-style resolver handed to the real guard."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from eagle_rag.engines.base import EngineQuery
+from eagle_rag.engines.bridge_guard import BridgeGuard, BridgePolicy, address_refusal
+from eagle_rag.engines.dify import DifyEngine
+from eagle_rag.engines.http_bridge import ECHO_MAX_CHARS, echo
+from eagle_rag.errors import InvalidInputError
+from eagle_rag.settings import EngineSettings
+from tests.api.server import RunningServer, running_server, wait_for_task
+from tests.engines.dify_fake import DATASET, KEY, dify
+from tests.http_fakes import Recorded, json_answer, serve
+
+ALWAYS_REFUSED = [
+    "169.254.169.254",  # AWS, GCP, Azure instance metadata
+    "169.254.0.1",
+    "fe80::1",
+    "100.100.100.200",  # Alibaba Cloud's metadata, in the shared space 100.64.0.0/10
+    "100.64.0.1",
+    "fd00:ec2::254",  # AWS's IPv6 metadata
+    "0.0.0.0",
+    "::",
+    "224.0.0.1",
+    "ff02::1",
+    "255.255.255.255",
+    "240.0.0.1",
+    "::ffff:169.254.169.254",  # mapped
+    "2002:a9fe:a9fe::1",  # 6to4 around 169.254.169.254
+    "2001:0:4136:e378:8000:63bf:5601:5601",  # Teredo, client 169.254.169.254 (bits inverted)
+]
+PRIVATE = ["127.0.0.1", "::1", "10.0.0.5", "172.16.3.4", "192.168.1.1", "fd00::1"]
+PRIVATE += ["::ffff:127.0.0.1", "2002:c0a8:101::1"]  # mapped loopback, 6to4 around 192.168.1.1
+
+
+def url_for(address: str) -> str:
+    return f"http://[{address}]" if ":" in address else f"http://{address}"
+
+
+def create(client: httpx.Client, name: str, url: str, **settings: str) -> httpx.Response:
+    return client.post(
+        "/knowledge_bases",
+        json={
+            "kb_name": name,
+            "engine": "dify",
+            "creation_settings": {"base_url": url, "api_key": KEY, "dataset_id": DATASET},
+            **settings,
+        },
+    )
+
+
+def assert_refused(client: httpx.Client, answer: httpx.Response, name: str, reason: str) -> None:
+    body = answer.json()
+    assert answer.status_code == 400, body
+    assert body["code"] == "invalid_input" and body["details"]["field"] == "base_url"
+    assert body["message"].startswith("base_url refused") and reason in body["message"]
+    assert client.get(f"/knowledge_bases/{name}").status_code == 404
+
+
+@pytest.fixture(scope="module")
+def dify_server() -> Iterator[tuple[str, Recorded]]:
+    with serve(dify) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with running_server(tmp_path_factory.mktemp("guard")) as running:
+        yield running
+
+
+# --- at creation, through the REST API -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("address", ALWAYS_REFUSED)
+def test_metadata_and_unroutable_addresses_are_refused_at_creation(
+    server: RunningServer, address: str
+) -> None:
+    client = server.client()
+    assert_refused(client, create(client, "meta", url_for(address)), "meta", " is ")
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("ftp://127.0.0.1/", "not an http or https URL"),
+        ("file:///etc/passwd", "not an http or https URL"),
+        ("dify.example.com", "not an http or https URL"),
+        ("http://admin:pw@127.0.0.1/", "credentials in the URL"),
+        ("http://127.0.0.1:99999/", "no valid port"),
+        ("http://2852039166/", "169.254.169.254"),  # a decimal IPv4, resolved before the check
+    ],
+)
+def test_a_base_url_that_is_not_a_plain_http_url_is_refused(
+    server: RunningServer, url: str, reason: str
+) -> None:
+    client = server.client()
+    assert_refused(client, create(client, "odd", url), "odd", reason)
+
+
+def test_loopback_stays_reachable_by_default(
+    server: RunningServer, dify_server: tuple[str, Recorded]
+) -> None:
+    url, recorded = dify_server
+    client = server.client()
+    assert create(client, "lan", url).status_code == 201
+    # The call went to the checked address, with the Host the KB named.
+    assert recorded.requests[-1][2]["host"] == url.removeprefix("http://")
+    assert_refused(client, create(client, "meta", "http://169.254.169.254"), "meta", "link-local")
+
+
+def test_bridge_hosts_narrow_the_hosts_a_bridge_may_call(
+    tmp_path_factory: pytest.TempPathFactory, dify_server: tuple[str, Recorded]
+) -> None:
+    url, _ = dify_server
+    port = int(url.rsplit(":", 1)[1])
+    listed = {"bridge_hosts": ["dify.example.com", f"127.0.0.1:{port}"]}
+    with running_server(tmp_path_factory.mktemp("hosts"), engines=listed) as running:
+        client = running.client()
+        assert create(client, "listed", url).status_code == 201
+        other_port = f"http://127.0.0.1:{port + 1 if port < 65535 else port - 1}"
+        for name, other in (("port", other_port), ("name", f"http://localhost:{port}")):
+            assert_refused(client, create(client, name, other), name, "not in engines.bridge_hosts")
+
+
+def test_bridge_private_false_refuses_loopback_and_private(
+    tmp_path_factory: pytest.TempPathFactory, dify_server: tuple[str, Recorded]
+) -> None:
+    url, recorded = dify_server
+    before = len(recorded.requests)
+    public_only = {"bridge_private": False}
+    with running_server(tmp_path_factory.mktemp("public"), engines=public_only) as running:
+        client = running.client()
+        for name, target in (("loop", url), ("lan", "http://10.1.2.3:8080")):
+            assert_refused(client, create(client, name, target), name, "private or loopback")
+    assert len(recorded.requests) == before  # on_knowledge_base_create never ran
+
+
+# --- on every call ------------------------------------------------------------------------------
+
+
+def hosts_resolver(table: dict[str, list[str]]) -> Any:
+    """An /etc/hosts the test can rewrite between calls (DNS that changes its answer)."""
+    return lambda host, port: list(table.get(host, [host]))
+
+
+async def test_a_name_that_now_resolves_to_link_local_is_refused_on_the_call(
+    dify_server: tuple[str, Recorded],
+) -> None:
+    url, recorded = dify_server
+    port = url.rsplit(":", 1)[1]
+    table = {"dify.test": ["127.0.0.1"]}
+    engine = DifyEngine(guard=BridgeGuard(BridgePolicy(), resolver=hosts_resolver(table)))
+    settings = {"base_url": f"http://dify.test:{port}", "api_key": KEY, "dataset_id": DATASET}
+    query = EngineQuery("battery storage", "kb", 3, settings, {})
+
+    await engine.check_creation_settings(settings)
+    assert await engine.retrieve(query)
+    assert recorded.requests[-1][2]["host"] == f"dify.test:{port}"  # pinned, name kept
+    calls = len(recorded.requests)
+
+    table["dify.test"] = ["127.0.0.1", "169.254.169.254"]  # one bad address is enough
+    with pytest.raises(InvalidInputError, match=r"base_url refused: 169\.254\.169\.254 is a link"):
+        await engine.retrieve(query)
+    with pytest.raises(InvalidInputError, match="link-local"):
+        await engine.check_creation_settings(settings)
+    assert len(recorded.requests) == calls
+
+
+def test_a_stored_kb_pointing_at_metadata_fails_clearly_on_search_and_ingest(
+    server: RunningServer,
+) -> None:
+    # As a KB stored before the guard existed: never created through the check.
+    server.eagle.repositories.knowledge_bases.create(
+        "stale",
+        engine="dify",
+        creation_settings={
+            "base_url": "http://169.254.169.254",
+            "api_key": KEY,
+            "dataset_id": DATASET,
+        },
+    )
+    client = server.client()
+    client.post("/knowledge_bases", json={"kb_name": "native"})
+    answer = client.post("/search", json={"query": "x", "kb_names": ["native", "stale"]})
+    assert answer.status_code == 200
+    step = next(s for s in answer.json()["steps"] if s["name"] == "stale:dify")
+    assert step["status"] == "warning" and "base_url refused" in step["detail"]
+
+    job = client.post("/ingest", data={"kb_name": "stale"}, files={"file": ("a.txt", b"x")})
+    task = wait_for_task(client, job.json()["job_id"])
+    assert task["status"] == "failed" and "base_url refused" in str(task["error"])
+
+
+def test_a_redirect_is_not_followed(server: RunningServer) -> None:
+    moved = json_answer(302, {"records": []}, location="http://169.254.169.254/latest/meta-data")
+    with serve(lambda *_: moved) as (url, recorded):
+        answer = create(server.client(), "moved", url)
+    assert answer.status_code == 502 and "redirect (302), not followed" in answer.json()["message"]
+    assert len(recorded.requests) == 1
+
+
+# --- what a refusing answer may say -------------------------------------------------------------
+
+
+def test_a_refusing_answer_is_quoted_short_and_on_one_line(server: RunningServer) -> None:
+    page = "root:x:0:0\r\n" + "\n\t".join(f"line {i} of an internal page" for i in range(200))
+    page += "SECRET-TAIL"
+    with serve(lambda *_: (400, {"content-type": "text/plain"}, page.encode())) as (url, _):
+        answer = create(server.client(), "echo", url)
+    message = answer.json()["message"]
+    assert answer.status_code == 502 and message.startswith("Dify refused the request (400): ")
+    quoted = message.removeprefix("Dify refused the request (400): ")
+    assert quoted.startswith("root:x:0:0 line 0 of an internal page line 1")
+    assert len(quoted) <= ECHO_MAX_CHARS and "\n" not in message and "\t" not in message
+    assert "SECRET-TAIL" not in message
+
+
+def test_a_message_in_the_body_is_quoted_short_too(server: RunningServer) -> None:
+    refusal = {"code": 102, "message": "first\n" + "y" * 1000 + "SECRET-TAIL"}
+    with serve(lambda *_: json_answer(200, refusal)) as (url, _):
+        answer = server.client().post(
+            "/knowledge_bases",
+            json={
+                "kb_name": "rf",
+                "engine": "ragflow",
+                "creation_settings": {"base_url": url, "api_key": KEY, "dataset_id": DATASET},
+            },
+        )
+    message = answer.json()["message"]
+    assert answer.status_code == 502 and message.startswith("RAGFlow refused the request (102)")
+    assert "first y" in message and "\n" not in message and "SECRET-TAIL" not in message
+    assert len(message) < 300
+
+
+def test_echo_is_one_bounded_line() -> None:
+    assert echo("short") == "short"
+    assert echo("a\r\n\tb  \x1b[31mc") == "a b [31mc"
+    assert echo("x" * 500) == "x" * (ECHO_MAX_CHARS - 1) + "…"
+    assert echo(102) == "102"  # a body's code may be a number
+
+
+# --- the address rules --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("address", ALWAYS_REFUSED)
+def test_always_refused_whatever_the_settings(address: str) -> None:
+    assert address_refusal(address, allow_private=True) is not None
+    assert address_refusal(address, allow_private=False) is not None
+
+
+@pytest.mark.parametrize("address", PRIVATE)
+def test_private_and_loopback_follow_bridge_private(address: str) -> None:
+    assert address_refusal(address, allow_private=True) is None
+    assert "private or loopback" in (address_refusal(address, allow_private=False) or "")
+    for public in ("93.184.216.34", "2606:2800:220:1::1"):
+        assert address_refusal(public, allow_private=False) is None
+
+
+@pytest.mark.parametrize(
+    ("hosts", "allowed", "refused"),
+    [
+        (
+            ["dify.lan"],
+            ["http://dify.lan/", "https://DIFY.lan.:8443/v1"],  # case, final dot; any port
+            ["http://dify.lan.evil.com/", "http://10.0.0.7/"],
+        ),
+        (
+            ["dify.lan:8080", "dify.lan:443"],
+            ["http://dify.lan:8080", "https://dify.lan"],
+            ["http://dify.lan", "http://dify.lan:8081"],
+        ),
+        (["10.0.0.7"], ["http://10.0.0.7:5000"], ["http://10.0.0.8"]),
+        (["[fd00::5]:80"], ["http://[fd00:0::5]/"], ["http://[fd00::5]:81/", "http://[fd00::6]"]),
+    ],
+)
+def test_bridge_hosts_match_host_and_port(
+    hosts: list[str], allowed: list[str], refused: list[str]
+) -> None:
+    policy = BridgePolicy.from_settings(EngineSettings(bridge_hosts=hosts))
+    for url in allowed:
+        policy.check_url(url)
+    for url in refused:
+        with pytest.raises(InvalidInputError, match=r"not in engines\.bridge_hosts"):
+            policy.check_url(url)
