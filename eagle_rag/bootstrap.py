@@ -145,7 +145,10 @@ def build_encoders(
     registries.encoders.register(encoder.name, encoder, owner="host")
     encoders = EncoderRegistry(registries.encoders)
     encoders.set_collection_dim(
-        TEXT_COLLECTION, settings.milvus.text_dim, query_encoder=encoder.name
+        TEXT_COLLECTION,
+        settings.milvus.text_dim,
+        query_encoder=encoder.name,
+        passage_encoder=encoder.name,
     )
     return encoders, encoder
 
@@ -169,9 +172,14 @@ def register_visual_encoder(
         encoders.set_collection_dim(VISUAL_COLLECTION, dim)
         return "", reason
     registries.encoders.register(visual.name, visual, owner="host")
-    # The summary encoder's queries are the text encoder's: one name, so one query vector.
-    query = text.name if isinstance(visual, SummaryEncoder) else visual.name
-    encoders.set_collection_dim(VISUAL_COLLECTION, dim, query_encoder=query)
+    # The summary encoder's queries are the text encoder's: one name, so one query vector; and
+    # its rows are summaries the text encoder embedded. A multimodal encoder's rows are pictures.
+    summaries = isinstance(visual, SummaryEncoder)
+    query = text.name if summaries else visual.name
+    passages = text.name if summaries else None
+    encoders.set_collection_dim(
+        VISUAL_COLLECTION, dim, query_encoder=query, passage_encoder=passages
+    )
     if not settings.ingest.visuals:
         return visual.name, "ingest.visuals is false"
     return visual.name, ""

@@ -14,6 +14,7 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
+from eagle_rag.generation.headings import split_headings
 from eagle_rag.generation.prompt import Language, Reference
 from eagle_rag.index.sparse import tokenize
 from eagle_rag.models.chat import GenerationInput
@@ -27,15 +28,6 @@ MIN_SHARE_OF_BEST = 0.5
 # would each quote half a sentence and lose the number the question asked for).
 _SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])[\"')\]]*(?=\s|$)")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
-_ENDS_SENTENCE = re.compile(r"[.!?。！？][\"')\]]*\s*$")
-_MARKDOWN_HEADING = re.compile(r"#{1,6}\s")
-_NUMBERED_HEADING = re.compile(
-    r"(\d+(\.\d+)*\.?\s|第\S{1,4}[章节条部篇]|[一二三四五六七八九十]+、)"
-)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-MAX_HEADING_WORDS = 12
-# Words a title does not end on: "2020 output rose by" / "4 percent." runs on.
-_RUNS_ON = frozenset(re.findall(r"\S+", "a an the of to in on at by for from with and or as than"))
 # Title and reference abbreviations that end with a point but do not end a sentence.
 _ABBREVIATIONS = frozenset(
     re.findall(r"\S+", "dr mr mrs ms prof vs etc e.g i.e fig figs eq approx inc ltd jr sr")
@@ -79,8 +71,10 @@ def compose(question: str, references: Sequence[Reference], language: Language) 
                 scored.append(_Scored(len(hits) - rank * 0.01, rank, position, sentence, ref, hits))
     joiner = "" if language == "zh" else " "
     if not scored:
-        first = [sentence for sentence, _ in _sentences(references[0])[:2]]
-        return f"{_NO_MATCH[language]}{joiner}{joiner.join(first)} [{references[0].index}]"
+        # A source of headings only has no sentence to quote: its text, flattened, stands in.
+        top = references[0]
+        first = [s for s, _ in _sentences(top)][:2] or [" ".join(top.text.split()).lstrip("# ")]
+        return f"{_NO_MATCH[language]}{joiner}{joiner.join(first)} [{top.index}]"
     most = max(len(s.hits) for s in scored)
     enough = [s for s in scored if len(s.hits) >= most * MIN_SHARE_OF_BEST]
     best = _adding_something(sorted(enough, key=lambda s: -s.score))[:MAX_SENTENCES]
@@ -120,68 +114,21 @@ def _sentences(reference: Reference) -> list[tuple[str, frozenset[str]]]:
     """The reference's sentences, each with the words of the heading it stands under.
 
     A blank line ends a sentence too: a slide's bullets ("Gas prices stabilised") carry no full
-    stop and were quoted as the start of the speaker notes that follow them. A heading line is
-    no sentence: flattened, "3.2 Maintenance schedule" was quoted glued to the sentence after
-    it, and it is never an answer on its own. Its words still count for the sentences under it
-    (they are what those sentences are about), as they do in BM25.
+    stop and were quoted as the start of the speaker notes that follow them. A heading line
+    (headings.py) is no sentence and never an answer on its own, but its words count for the
+    sentences under it, up to the next heading (they are what those sentences are about), as
+    they do in BM25.
     """
     titles = frozenset(" ".join(t.split()) for t in reference.path.split("/"))
     found: list[tuple[str, frozenset[str]]] = []
+    heading: frozenset[str] = frozenset()
     for block in _PARAGRAPH_BREAK.split(reference.text):
-        heading: frozenset[str] = frozenset()
-        for run, is_heading in _runs_and_headings(block, titles):
+        for run, is_heading in split_headings(block, titles):
             if is_heading:
                 heading = frozenset(tokenize(run))
             else:
                 found.extend((sentence, heading) for sentence in _block_sentences(run))
     return found
-
-
-def _runs_and_headings(block: str, titles: frozenset[str]) -> list[tuple[str, bool]]:
-    """The block split at its heading lines: (text, is_heading) in reading order."""
-    parts: list[tuple[str, bool]] = []
-    run: list[str] = []
-    lines = block.split("\n")
-    for index, line in enumerate(lines):
-        following = lines[index + 1].strip() if index + 1 < len(lines) else ""
-        if _is_heading(line.strip(), run[-1] if run else "", following, titles):
-            if "".join(run).strip():
-                parts.append(("\n".join(run), False))
-            parts.append((line.strip().lstrip("#").strip(), True))
-            run = []
-        else:
-            run.append(line)
-    if "".join(run).strip():
-        parts.append(("\n".join(run), False))
-    return parts
-
-
-def _is_heading(line: str, preceding: str, following: str, titles: frozenset[str]) -> bool:
-    """A line standing alone between sentences that reads as a title.
-
-    It follows the start or a finished sentence, has no sentence end of its own, and is followed
-    by more text; and it is marked (Markdown ``#``, a section number, all capitals, Title Case)
-    or is one of the reference's section titles. A short statement in sentence case ("Gas prices
-    stabilised") stays a sentence. A Chinese line has no spaces to count: only a Markdown or
-    numbered one ("第三章", "一、", "3.2 ") is a heading.
-    """
-    if _MARKDOWN_HEADING.match(line):
-        return True
-    if not line or not following or (preceding.strip() and not _ENDS_SENTENCE.search(preceding)):
-        return False
-    if _SENTENCE_END.search(line) or line.endswith((",", ";", ":")):
-        return False
-    if _CJK.search(line):
-        return bool(_NUMBERED_HEADING.match(line))
-    words = line.split()
-    if len(words) > MAX_HEADING_WORDS or words[-1].lower() in _RUNS_ON:
-        return False
-    return (
-        " ".join(words) in titles
-        or bool(_NUMBERED_HEADING.match(line))
-        or line.isupper()
-        or all(w[0].isupper() for w in words if len(w) > 3 and w[0].isalpha())
-    )
 
 
 def _block_sentences(text: str) -> list[str]:

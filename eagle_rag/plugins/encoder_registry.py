@@ -26,21 +26,34 @@ class EncoderRegistry:
         self._components = components
         self._collection_dims: dict[str, int] = {}
         self._query_encoders: dict[str, str] = {}
+        self._passage_encoders: dict[str, str] = {}
 
     def get(self, name: str) -> Any:
         return self._components.get(name)
 
     def set_collection_dim(
-        self, collection: str, dim: int, *, query_encoder: str | None = None
+        self,
+        collection: str,
+        dim: int,
+        *,
+        query_encoder: str | None = None,
+        passage_encoder: str | None = None,
     ) -> None:
-        """Declare a collection's dimension and, optionally, the encoder its queries use."""
+        """Declare a collection's dimension and, optionally, the encoders its queries use and
+        its rows were embedded with (as EMBED_TEXT passages: None for picture rows)."""
         self._collection_dims[collection] = dim
         if query_encoder:
             self._query_encoders[collection] = query_encoder
+        if passage_encoder:
+            self._passage_encoders[collection] = passage_encoder
 
     def query_encoder_for(self, collection: str) -> str | None:
         """The encoder that embeds queries for ``collection`` (None: BM25 only)."""
         return self._query_encoders.get(collection)
+
+    def passage_encoder_for(self, collection: str) -> str | None:
+        """The encoder that embedded ``collection``'s rows as text passages, if declared."""
+        return self._passage_encoders.get(collection)
 
     def collection_dim(self, collection: str) -> int:
         try:

@@ -10,7 +10,8 @@ whatever was asked.
 
 For those lists the background is the query's similarity to a fixed set of probe passages on
 everyday topics no knowledge base is about (English and Chinese, the two languages the
-product is tuned for), embedded once per encoder with the collection's own passage encoder:
+product is tuned for), embedded once per encoder with the encoder that embedded the
+collection's rows (a domain plugin's passage encoder, not its query encoder):
 the 90th percentile of the query's cosine to them. Measured with the bundled encoder on 80
 queries of each of msmarco, pubmedqa-dev, cmrc2018-trial and scifact-train (median): a relevant
 passage alone scores 0.48 to 0.63 on this scale, a random passage of the same corpus 0.02 to 0.24.
@@ -20,9 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from eagle_rag.plugins.encoder_registry import EncoderRegistry
 
 log = logging.getLogger(__name__)
 
@@ -57,33 +63,34 @@ PROBES = (
 # Embeds texts as passages with one encoder: the probes, through the same EMBED_TEXT hook the
 # collection's rows were embedded with.
 EmbedPassages = Callable[[Sequence[str]], Awaitable[Sequence[Sequence[float]]]]
+RETRY_AFTER_S = 60.0
 
 
 class DenseBackground:
-    """Probe vectors per encoder, embedded on first need and kept for the app's life.
+    """Probe vectors per passage encoder, embedded on first need and kept for the app's life.
 
-    ``image_encoders`` embed rows that are pictures (a multimodal model on ``eagle_visual``):
-    in their space text sits far closer to text than to any picture, so text probes would say
-    nothing of an image's background, and their lists keep their own.
+    Only collections whose rows an encoder embedded as text passages get one (the encoder
+    registry says which: a multimodal model's picture rows have none, since in its space text
+    sits far closer to text than to any picture). A failed embedding (an endpoint down) is
+    tried again after ``retry_after_s``; meanwhile the lists keep their own background.
     """
 
-    def __init__(self, *, image_encoders: frozenset[str] = frozenset()) -> None:
-        self._image_encoders = image_encoders
+    def __init__(self, encoders: EncoderRegistry, *, retry_after_s: float = RETRY_AFTER_S) -> None:
+        self._encoders = encoders
+        self._retry_after_s = retry_after_s
         self._probes: dict[str, asyncio.Future[np.ndarray | None]] = {}
+        self._retry_at: dict[str, float] = {}
+
+    def passage_encoder(self, collection: str) -> str | None:
+        """The encoder to embed the probes with for ``collection``; None: it has no text rows."""
+        return self._encoders.passage_encoder_for(collection)
 
     async def level(
         self, encoder: str, query: Sequence[float], embed: EmbedPassages
     ) -> float | None:
-        """The query's background cosine for ``encoder``; None when the probes could not be
-        embedded (a failing endpoint) or ``encoder`` embeds pictures: the list then keeps its
-        own."""
-        if encoder in self._image_encoders:
-            return None
-        future = self._probes.get(encoder)
-        if future is None:
-            future = asyncio.ensure_future(_embedded(encoder, embed))
-            self._probes[encoder] = future
-        probes = await asyncio.shield(future)
+        """The query's background cosine against ``encoder``'s probes; None while they cannot
+        be had (the list then keeps its own)."""
+        probes = await self._embedded_probes(encoder, embed)
         if probes is None:
             return None
         vector = np.asarray(query, dtype=np.float32)
@@ -92,14 +99,35 @@ class DenseBackground:
             return None
         return float(np.quantile(probes @ (vector / norm), BACKGROUND_QUANTILE))
 
+    async def _embedded_probes(self, encoder: str, embed: EmbedPassages) -> np.ndarray | None:
+        if time.monotonic() < self._retry_at.get(encoder, 0.0):
+            return None
+        future = self._probes.get(encoder)
+        if future is None:
+            future = asyncio.ensure_future(_embedded(encoder, embed))
+            self._probes[encoder] = future
+        try:
+            # Shielded: a search cancelled while it waits does not cancel the embedding that
+            # other searches wait for too.
+            probes = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if not future.cancelled():
+                raise  # this search was cancelled, not the embedding
+            probes = None
+        if probes is None and self._probes.get(encoder) is future:
+            del self._probes[encoder]
+            self._retry_at[encoder] = time.monotonic() + self._retry_after_s
+        return probes
+
 
 async def _embedded(encoder: str, embed: EmbedPassages) -> np.ndarray | None:
     try:
         vectors = np.asarray(await embed(PROBES), dtype=np.float32)
     except Exception as exc:  # no background is the old behaviour, never a failed search
-        log.warning("no dense background for encoder %r: %s", encoder, exc)
+        log.warning("no dense background for encoder %r yet: %s", encoder, exc)
         return None
     if vectors.ndim != 2 or len(vectors) != len(PROBES):
+        log.warning("no dense background for encoder %r: it returned %s", encoder, vectors.shape)
         return None
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit: np.ndarray = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)

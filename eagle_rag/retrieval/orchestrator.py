@@ -217,15 +217,18 @@ class RetrieverOrchestrator:
         """The background a dense list shorter than the head lacks (background.py)."""
         if self._background is None or not found or len(found) >= self._head:
             return None
+        encoder = self._background.passage_encoder(plan.collection)
+        if encoder is None:
+            return None
 
         async def embed(texts: Sequence[str]) -> Sequence[Sequence[float]]:
-            request = EmbedRequest(tuple(texts), plan.encoder, purpose="passage")
+            request = EmbedRequest(tuple(texts), encoder, purpose="passage")
             batch = await self._bus.invoke_first(hooks.embed_text, ctx=ctx, request=request)
             if batch is None:
-                raise EagleError(f"no subscriber embedded passages with {plan.encoder!r}")
+                raise EagleError(f"no subscriber embedded passages with {encoder!r}")
             return batch.vectors
 
-        return await self._background.level(plan.encoder, vector, embed)
+        return await self._background.level(encoder, vector, embed)
 
     async def _dense(
         self,

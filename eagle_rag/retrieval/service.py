@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from eagle_rag.engines.base import EngineQuery
 from eagle_rag.engines.schema import validate_settings
 from eagle_rag.errors import EagleError, InvalidInputError, describe
-from eagle_rag.index.collections import BASE_COLLECTIONS, TEXT_COLLECTION, VISUAL_COLLECTION
+from eagle_rag.index.collections import BASE_COLLECTIONS
 from eagle_rag.models.rerankers import Reranker
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
@@ -46,6 +46,7 @@ from eagle_rag.tracing import traced
 if TYPE_CHECKING:
     from eagle_rag.engines.service import KnowledgeBaseService
     from eagle_rag.runtime import Runtime
+    from eagle_rag.settings import RetrievalSettings
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class RetrievalService:
             fusion=self._config.hybrid_fusion,
             rrf_k=self._config.rrf_k,
             head=self._config.candidates,
-            background=_dense_background(app) if self._config.short_list_background else None,
+            background=_dense_background(app, self._config),
         )
         self._expander = ParentExpander(
             app.vectors,
@@ -530,10 +531,8 @@ def _describe_scope(scope: Scope) -> str:
     return f"knowledge bases: {kbs}; {documents}"
 
 
-def _dense_background(app: Runtime) -> DenseBackground:
-    """Probes for every encoder but a multimodal one whose ``eagle_visual`` rows are pictures
-    (the summary encoder's rows are text, and its queries use the text encoder's name)."""
-    text = app.encoders.query_encoder_for(TEXT_COLLECTION)
-    visual = app.encoders.query_encoder_for(VISUAL_COLLECTION)
-    pictures = frozenset({visual}) if visual and visual != text else frozenset()
-    return DenseBackground(image_encoders=pictures)
+def _dense_background(app: Runtime, config: RetrievalSettings) -> DenseBackground | None:
+    """Probes for short dense lists; none under RRF, which reads no relevance from scores."""
+    if not config.short_list_background or config.hybrid_fusion != "normalized":
+        return None
+    return DenseBackground(app.encoders)

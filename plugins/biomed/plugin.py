@@ -80,7 +80,9 @@ class BiomedPlugin:
         passage, query = self._register_encoders(ctx, options)
         encoders = ctx.host.encoders
         dim = check_encoder_dims(options.collection, encoders.get(passage), encoders.get(query))
-        encoders.set_collection_dim(options.collection, dim, query_encoder=query)
+        encoders.set_collection_dim(
+            options.collection, dim, query_encoder=query, passage_encoder=passage
+        )
         self._runtime = BiomedRuntime(
             options=options,
             finder=EntityFinder(lexicon, book),

@@ -192,13 +192,44 @@ def test_a_heading_line_is_not_quoted_but_says_what_the_sentences_under_it_are_a
     assert compose("维护", [chinese], "zh") == "电池柜应保持清洁。 [1]"
 
 
-def test_lines_of_one_sentence_are_not_taken_for_headings() -> None:
-    """A wrapped line, a statement in sentence case and a Chinese line without a number go on
-    with the text around them."""
-    wrapped = Reference(1, "Report", "It opened in 2019.\n2020 Output Rose By\n4 Percent.")
-    assert compose("2020 output", [wrapped], "en") == "2020 Output Rose By 4 Percent. [1]"
+def test_lines_of_text_are_not_taken_for_headings() -> None:
+    """A wrong guess drops text an answer needs: table rows, a wrapped line that starts with a
+    number, a statement in sentence case or of short words, a Chinese article (第三条)."""
+    rows = Reference(
+        1, "Report", "Output by year.\n2019 4.2 million tonnes\n2020 4.7 million tonnes"
+    )
+    assert "2020 4.7 million tonnes" in compose("output 2020", [rows], "en")
+    wrapped = Reference(
+        1,
+        "Manual",
+        "The pump starts.\n230 volts are applied to the motor windings\nduring start-up.",
+    )
+    assert compose("pump volts windings", [wrapped], "en").endswith(
+        "230 volts are applied to the motor windings during start-up. [1]"
+    )
+    runs_on = Reference(1, "Report", "It opened in 2019.\n2020 Output Rose By\n4 Percent.")
+    assert compose("2020 output", [runs_on], "en") == "2020 Output Rose By 4 Percent. [1]"
     bullet = Reference(1, "Deck", "Gas prices stabilised\nThe board met.")
     assert compose("gas prices", [bullet], "en") == "Gas prices stabilised The board met. [1]"
-    chinese = Reference(1, "手册", "完成了。\n电池柜的环境温度应保持在\n25度以下。")
-    answer = compose("电池柜的环境温度", [chinese], "zh")
-    assert answer == "电池柜的环境温度应保持在 25度以下。 [1]"
+    short = Reference(1, "Log", "The board met.\nOil was low\nThe pump failed.")
+    assert compose("oil low", [short], "en") == "Oil was low The pump failed. [1]"
+    article = Reference(1, "规定", "总则如下。\n第三条 电池柜的环境温度应保持在\n25度以下。")
+    answer = compose("电池柜的环境温度", [article], "zh")
+    assert answer == "第三条 电池柜的环境温度应保持在 25度以下。 [1]"
+    wrapped_zh = Reference(1, "手册", "完成了。\n电池柜的环境温度应保持在\n25度以下。")
+    assert (
+        compose("电池柜的环境温度", [wrapped_zh], "zh") == "电池柜的环境温度应保持在 25度以下。 [1]"
+    )
+
+
+def test_headings_in_their_own_block_at_a_blocks_end_or_numbered_with_a_point() -> None:
+    markdown = Reference(
+        1, "Manual", "## Warranty\n\nIt lasts five years.\n\n## Shipping\n\nIt ships in two days."
+    )
+    assert compose("warranty", [markdown], "en") == "It lasts five years. [1]"
+    numbered = Reference(1, "Report", "Intro text.\n1. Introduction\nThe plant opened in 1986.")
+    assert compose("plant opened", [numbered], "en") == "The plant opened in 1986. [1]"
+    last = Reference(1, "Manual", "Filters are cleaned weekly.\n3.3 Filters")
+    assert compose("filters", [last], "en") == "Filters are cleaned weekly. [1]"
+    only = compose("zebra", [Reference(1, "Manual", "# Warranty")], "en")
+    assert only.endswith("The closest passage says: Warranty [1]")

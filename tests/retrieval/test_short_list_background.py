@@ -5,18 +5,26 @@ measured against itself, a KB's only passage scored a dense relevance of 0 for e
 
 from __future__ import annotations
 
+import asyncio
 import io
 from collections.abc import AsyncIterator, Sequence
+from types import SimpleNamespace
 
 import pytest
 import pytest_asyncio
 
-from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.bootstrap import EagleApp, bootstrap, register_visual_encoder
+from eagle_rag.index.collections import VISUAL_COLLECTION
+from eagle_rag.models.embedders import HashingEncoder
+from eagle_rag.plugins.context import ComponentRegistries
+from eagle_rag.plugins.encoder_registry import EncoderRegistry
 from eagle_rag.plugins.payloads import QueryRequest, RetrievedHit
+from eagle_rag.plugins.registries import ComponentRegistry
 from eagle_rag.retrieval.background import PROBES, DenseBackground
 from eagle_rag.retrieval.fusion import RankedList, plan_relevance
+from eagle_rag.retrieval.service import _dense_background
 from eagle_rag.retrieval.wire import search_response
-from eagle_rag.settings import load_settings
+from eagle_rag.settings import Settings, load_settings
 
 MANUAL = (
     "# Service\n\nThe gearbox oil of the turbine is changed every two years by the service "
@@ -24,12 +32,9 @@ MANUAL = (
 )
 
 
-async def _one_document_app(data: str, *, background: bool) -> EagleApp:
+async def _one_document_app(data: str, **retrieval: object) -> EagleApp:
     """The embedded default with the bundled encoder, one KB holding one short document."""
-    settings = load_settings(
-        {"EAGLE_DATA_DIR": data},
-        overrides={"retrieval": {"short_list_background": background}},
-    )
+    settings = load_settings({"EAGLE_DATA_DIR": data}, overrides={"retrieval": retrieval})
     app = await bootstrap(settings)
     app.repositories.knowledge_bases.create("manual")
     app.ingest.submit_file(
@@ -41,7 +46,7 @@ async def _one_document_app(data: str, *, background: bool) -> EagleApp:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def one_document(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EagleApp]:
-    app = await _one_document_app(str(tmp_path_factory.mktemp("one-doc")), background=True)
+    app = await _one_document_app(str(tmp_path_factory.mktemp("one-doc")))
     yield app
     await app.stop()
 
@@ -65,11 +70,17 @@ async def test_the_only_passage_of_a_kb_scores_by_how_well_it_answers(
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_without_the_background_a_single_passage_scores_half_whatever_is_asked(
-    tmp_path_factory: pytest.TempPathFactory,
+@pytest.mark.parametrize(
+    "retrieval",
+    [{"short_list_background": False}, {"candidates": 1}],
+    ids=["setting-off", "list-as-deep-as-its-head"],
+)
+async def test_otherwise_a_single_passage_scores_half_whatever_is_asked(
+    tmp_path_factory: pytest.TempPathFactory, retrieval: dict[str, object]
 ) -> None:
-    """The setting off keeps the old rule: the measure this change replaces."""
-    app = await _one_document_app(str(tmp_path_factory.mktemp("no-bg")), background=False)
+    """The setting off, or a list that fills its head (here a head of 1), keeps the list's own
+    last hit as the background: the rule this change replaces for short lists."""
+    app = await _one_document_app(str(tmp_path_factory.mktemp("own-bg")), **retrieval)
     try:
         assert (await _top(app, "How often is the gearbox oil changed?"))["score"] == 0.5
     finally:
@@ -98,23 +109,90 @@ def test_a_given_background_replaces_the_lists_last_hit() -> None:
     assert given[hits[1].dedupe_key] == pytest.approx(0.2)
 
 
+def _registry() -> EncoderRegistry:
+    encoders = EncoderRegistry(ComponentRegistry("encoder"))
+    encoders.set_collection_dim("text", 2, query_encoder="q", passage_encoder="e")
+    return encoders
+
+
 @pytest.mark.asyncio
-async def test_probes_are_embedded_once_per_encoder_and_a_failure_means_no_background() -> None:
+async def test_probes_are_embedded_once_per_encoder_and_retried_after_a_failure() -> None:
     calls: list[str] = []
+    down = [True]
 
     async def embed(texts: Sequence[str]) -> list[list[float]]:
-        calls.append("ok")
+        calls.append("e")
+        if down[0]:
+            raise RuntimeError("endpoint down")
         return [[1.0, 0.0] if i % 2 else [0.0, 1.0] for i in range(len(texts))]
 
-    async def broken(texts: Sequence[str]) -> list[list[float]]:
-        calls.append("broken")
-        raise RuntimeError("endpoint down")
-
-    background = DenseBackground()
-    assert await background.level("e", [1.0, 0.0], embed) == pytest.approx(1.0)
-    assert await background.level("e", [0.0, 2.0], embed) == pytest.approx(1.0)
-    assert await background.level("e", [1.0, 1.0, 0.0], embed) is None  # another dimension
-    assert await background.level("img", [1.0, 0.0], broken) is None
-    assert await background.level("img", [1.0, 0.0], broken) is None
-    assert calls == ["ok", "broken"]
+    background = DenseBackground(_registry(), retry_after_s=3600)
+    assert await background.level("e", [1.0, 0.0], embed) is None
+    assert await background.level("e", [1.0, 0.0], embed) is None  # within the back-off
+    assert calls == ["e"]
+    down[0] = False
+    recovering = DenseBackground(_registry(), retry_after_s=0)
+    down[0] = True
+    assert await recovering.level("e", [1.0, 0.0], embed) is None
+    down[0] = False
+    assert await recovering.level("e", [1.0, 0.0], embed) == pytest.approx(1.0)
+    assert await recovering.level("e", [0.0, 2.0], embed) == pytest.approx(1.0)
+    assert await recovering.level("e", [1.0, 1.0, 0.0], embed) is None  # another dimension
+    assert calls == ["e", "e", "e"]  # embedded once it worked, never again
     assert len(PROBES) >= 20
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_probe_embedding_is_tried_again() -> None:
+    started = asyncio.Event()
+
+    async def hanging(texts: Sequence[str]) -> list[list[float]]:
+        started.set()
+        await asyncio.sleep(3600)
+        return []
+
+    async def working(texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 0.0]] * len(texts)
+
+    background = DenseBackground(_registry(), retry_after_s=0)
+    waiting = asyncio.ensure_future(background.level("e", [1.0, 0.0], hanging))
+    await started.wait()
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task() and task is not waiting:
+            task.cancel()  # the shared embedding, as a shutdown would
+    assert await waiting is None
+    assert await background.level("e", [1.0, 0.0], working) == pytest.approx(1.0)
+
+
+def test_the_probes_use_the_encoder_that_embedded_the_rows(settings: Settings) -> None:
+    """A domain plugin's query encoder differs from its passage encoder; picture rows of a
+    multimodal model have no text background at all."""
+    encoders = _registry()
+    background = DenseBackground(encoders)
+    assert background.passage_encoder("text") == "e"
+    assert background.passage_encoder("unknown") is None
+    for provider, expected in (("summary", "hashing"), ("multimodal", None)):
+        visual = {"provider": provider, "base_url": "http://127.0.0.1:9", "model": "clip"}
+        config = settings.model_copy(
+            update={
+                "models": settings.models.model_copy(
+                    update={
+                        "visual_embedding": settings.models.visual_embedding.model_copy(
+                            update=visual
+                        )
+                    }
+                )
+            }
+        )
+        registries = ComponentRegistries()
+        text = HashingEncoder()
+        registry = EncoderRegistry(registries.encoders)
+        register_visual_encoder(config, registries, registry, text)
+        assert registry.passage_encoder_for(VISUAL_COLLECTION) == (expected and text.name)
+
+
+def test_rrf_fusion_embeds_no_probes(settings: Settings) -> None:
+    rrf = settings.retrieval.model_copy(update={"hybrid_fusion": "rrf"})
+    app = SimpleNamespace(encoders=_registry())
+    assert _dense_background(app, rrf) is None  # type: ignore[arg-type]
+    assert _dense_background(app, settings.retrieval) is not None  # type: ignore[arg-type]
