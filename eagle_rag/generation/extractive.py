@@ -146,7 +146,9 @@ def _block_sentences(text: str) -> list[str]:
 
 
 def _ends_with_abbreviation(piece: str) -> bool:
-    words = piece.rstrip().split()
+    # The last word only, split from the right: a piece grows while abbreviations follow one
+    # another ("Dr. Dr. Dr. …"), and splitting all of it each time was quadratic.
+    words = piece.rstrip().rsplit(None, 1)
     return bool(words) and words[-1].rstrip(".").lower() in _ABBREVIATIONS and piece.endswith(".")
 
 
