@@ -29,6 +29,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from eagle_rag.plugins.encoder_registry import EncoderRegistry
+    from eagle_rag.settings import RetrievalSettings
 
 log = logging.getLogger(__name__)
 
@@ -132,3 +133,13 @@ async def _embedded(encoder: str, embed: EmbedPassages) -> np.ndarray | None:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit: np.ndarray = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
     return unit
+
+
+def dense_background(
+    config: RetrievalSettings, encoders: EncoderRegistry | None
+) -> DenseBackground | None:
+    """The background an orchestrator gets from ``retrieval.*``: none when the setting is off,
+    under RRF (which reads no relevance from scores), or without an encoder registry."""
+    if not config.short_list_background or config.hybrid_fusion != "normalized" or not encoders:
+        return None
+    return DenseBackground(encoders)

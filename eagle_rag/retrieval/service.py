@@ -32,7 +32,7 @@ from eagle_rag.plugins.payloads import (
     QueryRouteDecision,
     RetrievedHit,
 )
-from eagle_rag.retrieval.background import DenseBackground
+from eagle_rag.retrieval.background import dense_background
 from eagle_rag.retrieval.expansion import ParentExpander
 from eagle_rag.retrieval.fusion import RankedList, rrf_fuse
 from eagle_rag.retrieval.orchestrator import PlanResult, RetrieverOrchestrator
@@ -46,7 +46,6 @@ from eagle_rag.tracing import traced
 if TYPE_CHECKING:
     from eagle_rag.engines.service import KnowledgeBaseService
     from eagle_rag.runtime import Runtime
-    from eagle_rag.settings import RetrievalSettings
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ class RetrievalService:
             fusion=self._config.hybrid_fusion,
             rrf_k=self._config.rrf_k,
             head=self._config.candidates,
-            background=_dense_background(app, self._config),
+            background=dense_background(self._config, app.encoders),
         )
         self._expander = ParentExpander(
             app.vectors,
@@ -529,10 +528,3 @@ def _describe_scope(scope: Scope) -> str:
     else:
         documents = f"{len(scope.document_ids)} documents"
     return f"knowledge bases: {kbs}; {documents}"
-
-
-def _dense_background(app: Runtime, config: RetrievalSettings) -> DenseBackground | None:
-    """Probes for short dense lists; none under RRF, which reads no relevance from scores."""
-    if not config.short_list_background or config.hybrid_fusion != "normalized":
-        return None
-    return DenseBackground(app.encoders)

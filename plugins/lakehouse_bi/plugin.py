@@ -135,6 +135,7 @@ class LakehouseBiPlugin:
             terms=self.terms,
             knowledge_bases=ctx.host.knowledge_bases,
             documents=ctx.host.documents,
+            encoders=ctx.host.encoders,
         )
         ctx.register_mcp_tool(
             "query_semantic_context",

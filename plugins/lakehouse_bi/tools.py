@@ -22,8 +22,10 @@ from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import Filter, all_of, in_, json_in
 from eagle_rag.mcp.caller import mcp_caller
 from eagle_rag.plugins.context import HookContext
+from eagle_rag.plugins.encoder_registry import EncoderRegistry
 from eagle_rag.plugins.hookbus import HookBus
 from eagle_rag.plugins.payloads import CollectionQueryPlan, QueryRequest, RetrievedHit
+from eagle_rag.retrieval.background import dense_background
 from eagle_rag.retrieval.orchestrator import RetrieverOrchestrator
 from eagle_rag.retrieval.relevance import relevance
 from eagle_rag.retrieval.scope import excluding
@@ -65,6 +67,7 @@ class LakehouseTools:
         terms: Callable[[str], Any],
         knowledge_bases: Any = None,
         documents: Any = None,
+        encoders: EncoderRegistry | None = None,
     ) -> None:
         config = settings.retrieval
         self._knowledge_bases = knowledge_bases  # the host's catalog: an unknown KB is a 404
@@ -77,7 +80,12 @@ class LakehouseTools:
         self._terms = terms
         self._candidates = config.candidates
         self._orchestrator = RetrieverOrchestrator(
-            bus, vectors, fusion=config.hybrid_fusion, rrf_k=config.rrf_k, head=config.candidates
+            bus,
+            vectors,
+            fusion=config.hybrid_fusion,
+            rrf_k=config.rrf_k,
+            head=config.candidates,
+            background=dense_background(config, encoders),
         )
 
     # --- tools ----------------------------------------------------------------------------------

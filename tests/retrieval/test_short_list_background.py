@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import AsyncIterator, Sequence
-from types import SimpleNamespace
 
 import pytest
 import pytest_asyncio
@@ -20,9 +19,8 @@ from eagle_rag.plugins.context import ComponentRegistries
 from eagle_rag.plugins.encoder_registry import EncoderRegistry
 from eagle_rag.plugins.payloads import QueryRequest, RetrievedHit
 from eagle_rag.plugins.registries import ComponentRegistry
-from eagle_rag.retrieval.background import PROBES, DenseBackground
+from eagle_rag.retrieval.background import PROBES, DenseBackground, dense_background
 from eagle_rag.retrieval.fusion import RankedList, plan_relevance
-from eagle_rag.retrieval.service import _dense_background
 from eagle_rag.retrieval.wire import search_response
 from eagle_rag.settings import Settings, load_settings
 
@@ -193,6 +191,5 @@ def test_the_probes_use_the_encoder_that_embedded_the_rows(settings: Settings) -
 
 def test_rrf_fusion_embeds_no_probes(settings: Settings) -> None:
     rrf = settings.retrieval.model_copy(update={"hybrid_fusion": "rrf"})
-    app = SimpleNamespace(encoders=_registry())
-    assert _dense_background(app, rrf) is None  # type: ignore[arg-type]
-    assert _dense_background(app, settings.retrieval) is not None  # type: ignore[arg-type]
+    assert dense_background(rrf, _registry()) is None
+    assert dense_background(settings.retrieval, _registry()) is not None
