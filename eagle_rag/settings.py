@@ -261,7 +261,8 @@ class IngestSettings(_Section):
     url_timeout_s: float = Field(default=20.0, gt=0)  # per connect / read
     url_deadline_s: float = Field(default=120.0, gt=0)  # the whole fetch, redirects included
     url_max_redirects: int = Field(default=5, ge=0, le=20)
-    # Loopback, private and link-local addresses are refused unless this is on (tests only).
+    # Loopback and private addresses are refused unless this is on (tests, LAN sources);
+    # link-local, metadata and other unroutable addresses always are.
     url_allow_private: bool = False
     # Section summaries: extractive always works; ``model`` asks the chat model; ``auto`` uses
     # the model when one is configured (models.chat.provider is not extractive).

@@ -5,54 +5,39 @@ private services.
 Checked when the KB is created and again on every call (DNS may answer differently later): the
 scheme is http(s), there is no userinfo, the host is one ``engines.bridge_hosts`` lists (when it
 lists any), and every address the host resolves to passes :func:`address_refusal`. The call then
-goes to the checked address itself, with the original Host header and TLS server name.
+goes to the checked addresses in turn, with the original Host header and TLS server name, or,
+when the environment's proxy settings cover the URL, to the proxy with the URL as given
+(:func:`eagle_rag.net_addresses.checked_route`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 from dataclasses import dataclass
-from urllib.parse import SplitResult, urlsplit
+from functools import partial
 
+from eagle_rag import net_addresses
 from eagle_rag.errors import BackendUnavailableError, InvalidInputError
 from eagle_rag.net_addresses import (
+    HttpTarget,
     Resolver,
-    embedded_ipv4,
+    Route,
+    checked_route,
     host_entry,
-    non_public,
+    http_target,
     normal_host,
-    pinned_url,
     system_resolver,
-    unroutable_reason,
 )
 from eagle_rag.settings import EngineSettings
 
 FIELD = "base_url"
 
 
-@dataclass(frozen=True, slots=True)
-class PinnedRequest:
-    """A bridge call aimed at a checked address: the URL to connect to, the Host header and the
-    TLS server name that keep the name the KB gave."""
-
-    url: str
-    host_header: str
-    server_name: str
-
-
 def address_refusal(address: str, *, allow_private: bool) -> str | None:
-    """Why a bridge may not call ``address`` (None when it may); the IPv4 addresses an IPv6 one
-    carries (mapped, 6to4, Teredo) are judged as well."""
-    ip = ipaddress.ip_address(address)
-    for candidate in (ip, *embedded_ipv4(ip)):
-        reason = unroutable_reason(candidate)
-        if reason is None and not allow_private and non_public(candidate):
-            reason = "a private or loopback address (engines.bridge_private is false)"
-        if reason is not None:
-            shown = f"{address} ({candidate})" if candidate != ip else address
-            return f"{shown} is {reason}"
-    return None
+    """Why a bridge may not call ``address`` (None when it may)."""
+    return net_addresses.address_refusal(
+        address, allow_private=allow_private, setting="engines.bridge_private"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,58 +53,50 @@ class BridgePolicy:
         hosts = tuple(host_entry(entry) for entry in settings.bridge_hosts)
         return cls(hosts=hosts, allow_private=settings.bridge_private)
 
-    def check_url(self, url: str) -> tuple[SplitResult, int]:
-        """The URL's parts and port, once its scheme, userinfo and host pass (no resolution)."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise _refused(f"{url[:200]!r} is not an http or https URL")
-        if parts.username is not None or parts.password is not None:
-            raise _refused("credentials in the URL are refused (the api_key field holds the key)")
+    def check_url(self, url: str) -> HttpTarget:
+        """The URL read for a call, once its scheme, userinfo, host and port pass (no
+        resolution); host names are compared in their IDNA form."""
         try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError:
-            raise _refused(f"{url[:200]!r} has no valid port") from None
-        host = normal_host(parts.hostname)
+            target = http_target(url)
+        except InvalidInputError as exc:
+            raise _refused(exc.message) from None
+        host, port = normal_host(target.host), target.port
         if self.hosts and not any(h == host and p in (None, port) for h, p in self.hosts):
             raise _refused(f"host {host}:{port} is not in engines.bridge_hosts")
-        return parts, port
+        return target
 
-    def check_addresses(self, addresses: list[str]) -> None:
-        if not addresses:
-            raise _refused("the host has no address")
-        for address in addresses:
-            reason = address_refusal(address, allow_private=self.allow_private)
-            if reason is not None:
-                raise _refused(reason)
+    def route(self, target: HttpTarget, addresses: list[str]) -> Route:
+        """The call's route once every address passes."""
+        refusal = partial(address_refusal, allow_private=self.allow_private)
+        try:
+            return checked_route(target, addresses, refusal)
+        except InvalidInputError as exc:
+            raise _refused(exc.message) from None
 
 
 class BridgeGuard:
-    """A policy and a resolver: checks a KB's base_url and pins each call to a checked address."""
+    """A policy and a resolver: checks a KB's base_url and routes each call to checked
+    addresses."""
 
     def __init__(self, policy: BridgePolicy, resolver: Resolver = system_resolver) -> None:
         self.policy = policy
         self._resolve = resolver
 
     async def check(self, service: str, url: str) -> None:
-        """The KB's ``base_url`` passes now: a 400 naming base_url and the reason if not."""
-        await self.pin(service, url)
+        """The KB's ``base_url`` passes now: a 400 naming base_url and the reason if not, a 503
+        if its name does not resolve (DNS may be down for a while)."""
+        await self.route(service, url)
 
-    async def pin(self, service: str, url: str) -> PinnedRequest:
-        """``url`` checked, resolved, every address checked, and aimed at the first of them."""
-        parts, port = self.policy.check_url(url)
-        hostname = parts.hostname or ""
+    async def route(self, service: str, url: str) -> Route:
+        """``url`` checked, resolved, every address checked, and routed (see the module)."""
+        target = self.policy.check_url(url)
         try:
-            addresses = await asyncio.to_thread(self._resolve, hostname, port)
+            addresses = await asyncio.to_thread(self._resolve, target.host, target.port)
         except InvalidInputError as exc:
             raise BackendUnavailableError(
                 f"{service} is unreachable: {exc.message}", backend=service
             ) from exc
-        self.policy.check_addresses(addresses)
-        return PinnedRequest(
-            pinned_url(parts, addresses[0], port),
-            host_header=parts.netloc,
-            server_name=hostname,
-        )
+        return self.policy.route(target, addresses)
 
 
 def _refused(reason: str) -> InvalidInputError:

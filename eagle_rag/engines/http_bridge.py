@@ -3,6 +3,7 @@ service failed and why (refused, unreachable, timed out, or answered something m
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,14 +12,15 @@ import httpx
 from eagle_rag.engines.bridge_guard import BridgeGuard, BridgePolicy
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.errors import BackendUnavailableError, UpstreamError
+from eagle_rag.net_addresses import CONNECT_FAILURES, Route
 from eagle_rag.plugins.payloads import RetrievedHit
 
 ECHO_MAX_CHARS = 200  # of a refusing answer's body, in the error: enough for an operator
 
 
 class BridgeClient:
-    """One KB's connection to its service: every call checked by the guard and pinned to the
-    checked address; no redirect is followed."""
+    """One KB's connection to its service: every call checked by the guard and sent along its
+    route (the checked addresses in turn, or the environment's proxy); no redirect is followed."""
 
     def __init__(
         self,
@@ -47,24 +49,11 @@ class BridgeClient:
         files: Any = None,
         params: Any = None,
     ) -> Any:
-        target = await self._guard.pin(self.service, self._base + path)
+        route = await self._guard.route(self.service, self._base + path)
         try:
-            async with httpx.AsyncClient(
-                timeout=self._timeout,
-                headers=self._headers,
-                transport=self._transport,
-                follow_redirects=False,
-            ) as client:
-                response = await client.request(
-                    method,
-                    target.url,
-                    json=json,
-                    data=data,
-                    files=files,
-                    params=params,
-                    headers={"Host": target.host_header},
-                    extensions={"sni_hostname": target.server_name},
-                )
+            response = await self._send(
+                route, method, json=json, data=data, files=files, params=params
+            )
         except httpx.TimeoutException as exc:
             raise BackendUnavailableError(
                 f"{self.service} did not answer within {self._timeout:g} s", backend=self.service
@@ -74,6 +63,28 @@ class BridgeClient:
                 f"{self.service} is unreachable: {exc}", backend=self.service
             ) from exc
         return self._body(response)
+
+    async def _send(self, route: Route, method: str, **request: Any) -> httpx.Response:
+        """The request along ``route``: each checked address in turn until one connects."""
+        transport = self._transport or httpx.AsyncHTTPTransport(proxy=route.proxy)
+        async with httpx.AsyncClient(
+            timeout=self._timeout,
+            headers=self._headers,
+            transport=transport,
+            follow_redirects=False,
+        ) as client:
+            for url in route.urls[:-1]:
+                with contextlib.suppress(*CONNECT_FAILURES):
+                    return await client.request(
+                        method, url, headers=route.headers, extensions=route.extensions, **request
+                    )
+            return await client.request(
+                method,
+                route.urls[-1],
+                headers=route.headers,
+                extensions=route.extensions,
+                **request,
+            )
 
     def _body(self, response: httpx.Response) -> Any:
         if response.status_code in (401, 403):

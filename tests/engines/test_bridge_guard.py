@@ -7,24 +7,35 @@ resolve to a chosen address go through a hosts-style resolver handed to the real
 
 from __future__ import annotations
 
+import datetime
+import ssl
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from eagle_rag.engines.base import EngineQuery
 from eagle_rag.engines.bridge_guard import BridgeGuard, BridgePolicy, address_refusal
 from eagle_rag.engines.dify import DifyEngine
-from eagle_rag.engines.http_bridge import ECHO_MAX_CHARS, echo
+from eagle_rag.engines.http_bridge import ECHO_MAX_CHARS, BridgeClient, echo
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.settings import EngineSettings
 from tests.api.server import RunningServer, running_server, wait_for_task
 from tests.engines.dify_fake import DATASET, KEY, dify
-from tests.http_fakes import Recorded, json_answer, serve
+from tests.http_fakes import Recorded, forward_proxy, json_answer, serve
 
 ALWAYS_REFUSED = [
     "169.254.169.254",  # AWS, GCP, Azure instance metadata
+    "168.63.129.16",  # Azure's WireServer: a public address
     "169.254.0.1",
     "fe80::1",
     "100.100.100.200",  # Alibaba Cloud's metadata, in the shared space 100.64.0.0/10
@@ -99,6 +110,11 @@ def test_metadata_and_unroutable_addresses_are_refused_at_creation(
         ("dify.example.com", "not an http or https URL"),
         ("http://admin:pw@127.0.0.1/", "credentials in the URL"),
         ("http://127.0.0.1:99999/", "no valid port"),
+        ("http://127.0.0.1:0/", "no valid port"),
+        ("http://[::1/", "not a valid URL"),
+        ("http://[evil.com]/", "not a valid URL"),
+        ("http://a..b/", "no valid host name"),
+        (f"http://{'a' * 70}.example.com/", "no valid host name"),
         ("http://2852039166/", "169.254.169.254"),  # a decimal IPv4, resolved before the check
     ],
 )
@@ -176,6 +192,167 @@ async def test_a_name_that_now_resolves_to_link_local_is_refused_on_the_call(
     with pytest.raises(InvalidInputError, match="link-local"):
         await engine.check_creation_settings(settings)
     assert len(recorded.requests) == calls
+
+
+async def test_an_idn_host_is_sent_and_listed_in_its_idna_form(
+    dify_server: tuple[str, Recorded],
+) -> None:
+    url, recorded = dify_server
+    port = url.rsplit(":", 1)[1]
+    table = {"xn--bcher-kva.example": ["127.0.0.1"]}
+    policy = BridgePolicy.from_settings(EngineSettings(bridge_hosts=["bücher.example"]))
+    engine = DifyEngine(guard=BridgeGuard(policy, resolver=hosts_resolver(table)))
+    settings = {"base_url": f"http://BÜCHER.example:{port}", "api_key": KEY, "dataset_id": DATASET}
+
+    await engine.check_creation_settings(settings)
+    assert await engine.retrieve(EngineQuery("battery storage", "kb", 3, settings, {}))
+    assert recorded.requests[-1][2]["host"] == f"xn--bcher-kva.example:{port}"
+    policy.check_url("http://xn--bcher-kva.example/")  # the same host, written either way
+
+
+def test_port_0_is_refused_not_read_as_the_default_port() -> None:
+    policy = BridgePolicy.from_settings(EngineSettings(bridge_hosts=["127.0.0.1:80"]))
+    with pytest.raises(InvalidInputError, match="no valid port"):
+        policy.check_url("http://127.0.0.1:0/")
+
+
+async def test_the_checked_addresses_are_tried_in_the_resolvers_order(
+    dify_server: tuple[str, Recorded],
+) -> None:
+    # ::1 first, as a dual-stack name resolves: nothing listens there (the fake is IPv4 only),
+    # so a host without IPv6 egress must still reach the service over IPv4.
+    url, recorded = dify_server
+    port = url.rsplit(":", 1)[1]
+    table = {"dify.test": ["::1", "127.0.0.1"]}
+    engine = DifyEngine(guard=BridgeGuard(BridgePolicy(), resolver=hosts_resolver(table)))
+    settings = {"base_url": f"http://dify.test:{port}", "api_key": KEY, "dataset_id": DATASET}
+    assert await engine.retrieve(EngineQuery("battery storage", "kb", 3, settings, {}))
+    assert recorded.requests[-1][2]["host"] == f"dify.test:{port}"
+
+
+# --- through the environment's proxy ------------------------------------------------------------
+
+
+def clear_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
+async def test_through_a_proxy_the_call_names_the_host_and_is_still_checked(
+    monkeypatch: pytest.MonkeyPatch, dify_server: tuple[str, Recorded]
+) -> None:
+    url, recorded = dify_server
+    port = url.rsplit(":", 1)[1]
+    table = {"dify.test": ["127.0.0.1"]}
+    engine = DifyEngine(guard=BridgeGuard(BridgePolicy(), resolver=hosts_resolver(table)))
+    settings = {"base_url": f"http://dify.test:{port}", "api_key": KEY, "dataset_id": DATASET}
+    query = EngineQuery("battery storage", "kb", 3, settings, {})
+    clear_proxies(monkeypatch)
+    with forward_proxy({"dify.test": "127.0.0.1"}) as (proxy, seen):
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        assert await engine.retrieve(query)
+        assert seen and seen[-1].startswith(f"POST http://dify.test:{port}/")
+        assert recorded.requests[-1][2]["host"] == f"dify.test:{port}"
+
+        table["dify.test"] = ["169.254.169.254"]  # the proxy would resolve it; the check refuses
+        calls = len(seen)
+        with pytest.raises(InvalidInputError, match="link-local"):
+            await engine.retrieve(query)
+        assert len(seen) == calls
+
+
+async def test_no_proxy_names_the_host_and_the_call_goes_direct(
+    monkeypatch: pytest.MonkeyPatch, dify_server: tuple[str, Recorded]
+) -> None:
+    url, recorded = dify_server
+    port = url.rsplit(":", 1)[1]
+    guard = BridgeGuard(BridgePolicy(), resolver=hosts_resolver({"dify.test": ["127.0.0.1"]}))
+    settings = {"base_url": f"http://dify.test:{port}", "api_key": KEY, "dataset_id": DATASET}
+    clear_proxies(monkeypatch)
+    with forward_proxy({}) as (proxy, seen):
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        monkeypatch.setenv("NO_PROXY", "localhost,dify.test")
+        await DifyEngine(guard=guard).retrieve(EngineQuery("battery", "kb", 3, settings, {}))
+    assert seen == [] and recorded.requests[-1][2]["host"] == f"dify.test:{port}"
+
+
+def self_signed(name: str, folder: Path) -> tuple[Path, Path]:
+    """A certificate for ``name`` that is its own CA, and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+@contextmanager
+def tls_site(cert_file: Path, key_file: Path) -> Iterator[int]:
+    """An HTTPS server on 127.0.0.1 answering ``{}`` to every GET; yields its port."""
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert_file, key_file)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_https_through_a_connect_proxy_verifies_the_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Pinned, the tunnel would be opened to the address and TLS would check the certificate
+    # against it (CERTIFICATE_VERIFY_FAILED): through a proxy the URL keeps its name.
+    cert_file, key_file = self_signed("dify.test", tmp_path)
+    clear_proxies(monkeypatch)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+    guard = BridgeGuard(BridgePolicy(), resolver=hosts_resolver({"dify.test": ["127.0.0.1"]}))
+    with (
+        tls_site(cert_file, key_file) as port,
+        forward_proxy({"dify.test": "127.0.0.1"}) as (
+            proxy,
+            seen,
+        ),
+    ):
+        monkeypatch.setenv("HTTPS_PROXY", proxy)
+        client = BridgeClient("Dify", f"https://dify.test:{port}", KEY, guard=guard)
+        assert await client.call("GET", "/v1/ping") == {}
+    assert seen == [f"CONNECT dify.test:{port}"]
 
 
 def test_a_stored_kb_pointing_at_metadata_fails_clearly_on_search_and_ingest(

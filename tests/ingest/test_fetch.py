@@ -16,8 +16,13 @@ from eagle_rag.api.errors import status_for
 from eagle_rag.errors import InvalidInputError, UpstreamError
 from eagle_rag.ingest.fetch import UrlFetcher, check_address
 from eagle_rag.settings import IngestSettings
+from tests.http_fakes import forward_proxy
 
-PUBLIC = {"docs.example.com": ["93.184.216.34"], "evil.example.com": ["93.184.216.35"]}
+PUBLIC = {
+    "docs.example.com": ["93.184.216.34"],
+    "evil.example.com": ["93.184.216.35"],
+    "xn--bcher-kva.example": ["93.184.216.36"],
+}
 
 
 def _resolver(host: str, port: int) -> list[str]:
@@ -32,31 +37,35 @@ def _fetcher(handler, **settings: object) -> UrlFetcher:  # type: ignore[no-unty
     )
 
 
-@pytest.mark.parametrize(
-    "address",
-    [
-        "127.0.0.1",
-        "10.0.0.5",
-        "172.16.3.4",
-        "192.168.1.1",
-        "169.254.169.254",
-        "::1",
-        "fe80::1",
-        "0.0.0.0",
-        "::ffff:127.0.0.1",
-        "224.0.0.1",
-        "fd00::1",
-        "100.100.100.200",  # Alibaba Cloud's metadata service, in the shared space 100.64/10
-        "100.64.0.1",
-        "2002:7f00:1::1",  # 6to4 around 127.0.0.1
-        "2002:a9fe:a9fe::1",  # 6to4 around 169.254.169.254
-        "::ffff:100.100.100.200",
-    ],
-)
-def test_non_public_addresses_are_refused(address: str) -> None:
+PRIVATE = ["127.0.0.1", "10.0.0.5", "172.16.3.4", "192.168.1.1", "::1", "fd00::1"]
+PRIVATE += ["::ffff:127.0.0.1", "2002:7f00:1::1"]  # mapped, 6to4 around 127.0.0.1
+UNROUTABLE = [
+    "169.254.169.254",
+    "168.63.129.16",  # Azure's WireServer, a public address
+    "fe80::1",
+    "0.0.0.0",
+    "224.0.0.1",
+    "100.100.100.200",  # Alibaba Cloud's metadata service, in the shared space 100.64/10
+    "100.64.0.1",
+    "2002:a9fe:a9fe::1",  # 6to4 around 169.254.169.254
+    "::ffff:100.100.100.200",
+]
+
+
+@pytest.mark.parametrize("address", PRIVATE)
+def test_private_addresses_are_refused_unless_allowed(address: str) -> None:
     with pytest.raises(InvalidInputError, match="refusing to fetch"):
         check_address(address, allow_private=False)
     check_address(address, allow_private=True)
+
+
+@pytest.mark.parametrize("address", UNROUTABLE)
+def test_metadata_and_unroutable_addresses_are_refused_even_when_private_ones_are_allowed(
+    address: str,
+) -> None:
+    for allow_private in (False, True):
+        with pytest.raises(InvalidInputError, match="refusing to fetch"):
+            check_address(address, allow_private=allow_private)
 
 
 @pytest.mark.parametrize(
@@ -68,12 +77,32 @@ def test_non_public_addresses_are_refused(address: str) -> None:
         "javascript:alert(1)",
         "http://user:pw@docs.example.com/a",
         "http:///nohost",
+        "http://[::1/",
+        "http://[evil.com]/",
+        "http://a..b/",
+        f"http://{'a' * 70}.example.com/",
+        "http://docs.example.com:0/",
     ],
 )
 def test_only_plain_http_and_https_urls(url: str) -> None:
     fetcher = _fetcher(lambda request: httpx.Response(200, content=b"x"))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError) as raised:
         fetcher.fetch(url)
+    assert "url" in raised.value.fields
+
+
+def test_an_idn_host_is_sent_in_its_idna_form() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, content=b"x")
+
+    _fetcher(handler).fetch("https://Bücher.example/a.txt")
+    [request] = seen
+    assert request.url.host == "93.184.216.36"
+    assert request.headers["host"] == "xn--bcher-kva.example"
+    assert request.extensions["sni_hostname"] == "xn--bcher-kva.example"
 
 
 @pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"])
@@ -197,3 +226,35 @@ def test_loopback_is_refused_by_default_and_allowed_only_by_setting() -> None:
             UrlFetcher(IngestSettings()).fetch(url)
         fetched = UrlFetcher(IngestSettings(url_allow_private=True)).fetch(url)
     assert (fetched.data, fetched.filename) == (b"internal admin page", "notes.txt")
+
+
+def test_the_checked_addresses_are_tried_in_the_resolvers_order() -> None:
+    # ::1 first, as a dual-stack name resolves: nothing listens there (the site is IPv4 only).
+    def resolver(host: str, port: int) -> list[str]:
+        return ["::1", "127.0.0.1"]
+
+    with _local_site(b"notes") as url:
+        named = url.replace("127.0.0.1", "docs.test")
+        fetched = UrlFetcher(IngestSettings(url_allow_private=True), resolver=resolver).fetch(named)
+    assert fetched.data == b"notes"
+
+
+def test_through_the_environments_proxy_the_url_keeps_its_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+    def resolver(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    fetcher = UrlFetcher(IngestSettings(url_allow_private=True), resolver=resolver)
+    with _local_site(b"notes") as url, forward_proxy({"docs.test": "127.0.0.1"}) as (proxy, seen):
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        named = url.replace("127.0.0.1", "docs.test")
+        assert fetcher.fetch(named).data == b"notes"
+        assert seen == [f"GET {named}"]
+        with pytest.raises(InvalidInputError, match="refusing to fetch from 127"):
+            UrlFetcher(IngestSettings(), resolver=resolver).fetch(named)  # checked all the same
+        assert len(seen) == 1
