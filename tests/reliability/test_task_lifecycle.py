@@ -358,6 +358,9 @@ async def test_a_task_out_of_attempts_deletes_what_its_dead_attempts_wrote(data:
     second = await bootstrap(_settings(data / "exhausted"))
     try:
         task = await _settled(second, submission.job_id)
+        # The task reads "failed" as its attempt is refused; the rows go right after that, in
+        # the same worker run: wait for it to end before counting them.
+        await second.queue.join()
         assert task.status == "failed" and (task.error or "").startswith("gave up after 2")
         assert second.repositories.documents.get(submission.document_id).status == "failed"
         assert _vectors(second, submission.document_id) == 0
