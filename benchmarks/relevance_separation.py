@@ -103,15 +103,23 @@ async def run(folder: Path, per_half: int) -> dict[str, Any]:
     }
     for name in ("relevance", "cosine", "plan_fused"):
         yes, no = tops["answerable"][name], tops["unanswerable"][name]
-        accuracy, threshold = best_accuracy(yes, no)
-        result[name] = {
-            "auc": round(auc(yes, no), 3),
-            "best_accuracy": round(accuracy, 3),
-            "at_threshold": round(threshold, 3),
-            "median_answerable": round(sorted(yes)[len(yes) // 2], 3),
-            "median_unanswerable": round(sorted(no)[len(no) // 2], 3),
-        }
+        result[name] = separation(yes, no, ("answerable", "unanswerable"))
     return result
+
+
+def separation(
+    yes: Sequence[float], no: Sequence[float], halves: tuple[str, str]
+) -> dict[str, Any]:
+    """How well one threshold tells ``yes`` from ``no``: AUC, best accuracy and its threshold,
+    and each half's median (named ``median_<half>``)."""
+    accuracy, threshold = best_accuracy(yes, no)
+    return {
+        "auc": round(auc(yes, no), 3),
+        "best_accuracy": round(accuracy, 3),
+        "at_threshold": round(threshold, 3),
+        f"median_{halves[0]}": round(sorted(yes)[len(yes) // 2], 3),
+        f"median_{halves[1]}": round(sorted(no)[len(no) // 2], 3),
+    }
 
 
 async def one_document(folder: Path, per_half: int) -> dict[str, Any]:
@@ -121,9 +129,12 @@ async def one_document(folder: Path, per_half: int) -> dict[str, Any]:
     picked = [q for q in ids if any(g > 0 for g in dataset.qrels[q].values())][: 2 * per_half]
     chooser = random.Random(7)
     corpus_ids = [doc.id for doc in dataset.corpus]
+    in_corpus = set(corpus_ids)
     pairs: list[tuple[str, str, str]] = []  # (query, relevant corpus id, unrelated corpus id)
     for qid in picked:
-        relevant = [d for d, g in dataset.qrels[qid].items() if g > 0]
+        relevant = [d for d, g in dataset.qrels[qid].items() if g > 0 and d in in_corpus]
+        if not relevant:  # judged against a passage the corpus does not hold
+            continue
         other = chooser.choice(corpus_ids)
         while other in dataset.qrels[qid]:
             other = chooser.choice(corpus_ids)
@@ -144,14 +155,8 @@ async def one_document(folder: Path, per_half: int) -> dict[str, Any]:
                 yes, no = await _one_document_scores(app, pairs)
             finally:
                 await app.stop()
-            accuracy, threshold = best_accuracy(yes, no)
-            result["background" if background else "own last hit (baseline)"] = {
-                "auc": round(auc(yes, no), 3),
-                "best_accuracy": round(accuracy, 3),
-                "at_threshold": round(threshold, 3),
-                "median_relevant": round(sorted(yes)[len(yes) // 2], 3),
-                "median_unrelated": round(sorted(no)[len(no) // 2], 3),
-            }
+            rule = "background" if background else "own last hit (baseline)"
+            result[rule] = separation(yes, no, ("relevant", "unrelated"))
     return result
 
 
