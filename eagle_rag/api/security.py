@@ -2,9 +2,10 @@
 
 With no keys configured the API is open (the embedded default listens on 127.0.0.1). With keys,
 every REST and MCP request needs ``Authorization: Bearer <key>``; a key may be limited to some
-knowledge bases, and asking for another one is a 403. A request naming another namespace (the
-``X-Eagle-Namespace`` header) is a 403. Rate limits are a token bucket per key (or per client
-address when the API is open).
+knowledge bases: naming another one is a 403, and the id of a document, task, image or session
+in another one is a 404, as if it did not exist (a 403 would confirm the id and name its KB).
+A request naming another namespace (the ``X-Eagle-Namespace`` header) is a 403. Rate limits are
+a token bucket per key (or per client address when the API is open).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from eagle_rag.db.namespace import resolve_namespace
-from eagle_rag.db.repositories.sessions import session_within
 from eagle_rag.errors import AuthenticationError, PermissionDeniedError, RateLimitedError
 from eagle_rag.settings import Settings
 
@@ -41,15 +41,6 @@ class Caller:
     def check_kbs(self, kb_names: Iterable[str]) -> None:
         for name in kb_names:
             self.check_kb(name)
-
-    def check_session(self, kb_names: Iterable[str]) -> None:
-        """Refuse a session over KBs outside this key's scope, or over every KB (empty
-        ``kb_names``) when the key is limited to some."""
-        self.check_kbs(kb_names)
-        if not session_within(kb_names, self.kb_names):
-            raise PermissionDeniedError(
-                "this API key may not use a conversation over every knowledge base"
-            )
 
     def scope(self, requested: Iterable[str]) -> tuple[str, ...] | None:
         """The KBs a search may read: those requested (each checked), else the key's own, else

@@ -17,8 +17,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from eagle_rag.db.repositories.sessions import session_within
-from eagle_rag.errors import EagleError, InvalidInputError, PermissionDeniedError, error_body
+from eagle_rag.errors import EagleError, InvalidInputError, error_body
 from eagle_rag.generation.citations import check_citations
 from eagle_rag.generation.follow_up import standalone_query
 from eagle_rag.generation.images import answer_images, one_numbering, picture_url
@@ -238,13 +237,8 @@ class AnswerEngine:
         # A mistake in the scope (an unknown KB or document, a bad filter) is the caller's: it
         # must raise here, not leave an empty session and an error body behind.
         self._retriever.check(recall, allowed_kbs=allowed_kbs)
-        if request.session_id is not None:
-            session = self._app.repositories.sessions.get(request.session_id)
-            if not session_within(session.kb_names, allowed_kbs):
-                raise PermissionDeniedError(
-                    "this API key may not continue this conversation",
-                    session_id=request.session_id,
-                )
+        if request.session_id is not None:  # another key's session is not found
+            self._app.repositories.sessions.get(request.session_id, within=allowed_kbs)
         if request.top_n is not None and not 1 <= request.top_n <= 20:
             raise InvalidInputError("top_n must be between 1 and 20", field="top_n")
         if request.language not in (None, "zh", "en"):

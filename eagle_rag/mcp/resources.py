@@ -102,8 +102,7 @@ def _register_structure(server: FastMCP, repos: Repositories, caller: Callable[[
     )
     async def document_structure(document_id: str) -> dict[str, Any]:
         who = caller()
-        document = await asyncio.to_thread(repos.documents.get, document_id)
-        who.check_kb(document.kb_name)
+        document = await asyncio.to_thread(repos.documents.get, document_id, within=who.kb_names)
         return {
             "document_id": document.id,
             "kb_name": document.kb_name,

@@ -318,8 +318,9 @@ class CoreTools:
     async def get_document(self, document_id: str) -> dict[str, Any]:
         from eagle_rag.api.schemas import document_out
 
-        document = await asyncio.to_thread(self._app.repositories.documents.get, document_id)
-        self.caller().check_kb(document.kb_name)
+        document = await asyncio.to_thread(
+            self._app.repositories.documents.get, document_id, within=self.caller().kb_names
+        )
         return {**document_out(document), "structure": dict(document.structure)}
 
     async def _search(self, query: str, options: RetrievalOptions) -> ContextPack:

@@ -77,8 +77,10 @@ def resolve_scope(
     resolved ones to the scope's knowledge bases.
     """
     named = {name: repos.knowledge_bases.get(name) for name in dict.fromkeys(request.kb_names)}
-    documents = [repos.documents.get(i) for i in dict.fromkeys(request.document_ids)]
-    kbs = _knowledge_bases(repos, request, named, documents, allowed_kbs)
+    # A document outside the key's KBs is not found, as on every route that takes its id.
+    within = None if allowed_kbs is None else frozenset(allowed_kbs)
+    documents = [repos.documents.get(i, within=within) for i in dict.fromkeys(request.document_ids)]
+    kbs = _knowledge_bases(repos, request, named, documents, within)
     selected: set[str] | None = {d.id for d in documents} if documents else None
     if request.tags:
         tagged = set(repos.documents.ids_with_tags(request.tags, kbs))

@@ -221,8 +221,9 @@ async def document_rows(
 @router.get("/ui/fragments/document/{document_id}", response_class=HTMLResponse)
 async def document_detail(request: Request, app: App, who: Who, document_id: str) -> HTMLResponse:
     """A document: its facts, section tree (paths, levels, pages) and chunks in reading order."""
-    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
-    who.check_kb(document.kb_name)
+    document = await asyncio.to_thread(
+        app.repositories.documents.get, document_id, within=who.kb_names
+    )
     rows = await asyncio.to_thread(
         app.vectors.query, TEXT_COLLECTION, eq("document_id", document.id), limit=CHUNK_LIMIT
     )

@@ -145,9 +145,17 @@ async def test_ingest_search_answer_and_resources(keyed: RunningServer) -> None:
             await scoped.read_resource("eagle://knowledge_bases/energy")
         refused = await scoped.call_tool("core_retrieve_text", {"query": "x", "kb_name": "energy"})
         assert refused.is_error and "may not use" in str(refused.content[0])
-        arguments = {"document_id": solar["document_id"], "query": "inverter"}
-        blocked = await scoped.call_tool("core_best_pages", arguments)
-        assert blocked.is_error and "may not use" in str(blocked.content[0])
+        # Another KB's document is not found, word for word as one that never existed.
+        hidden, never = solar["document_id"], "0" * 32
+        for tool, extra in (("core_best_pages", {"query": "inverter"}), ("core_get_document", {})):
+            blocked = await scoped.call_tool(tool, {"document_id": hidden, **extra})
+            missing = await scoped.call_tool(tool, {"document_id": never, **extra})
+            assert blocked.is_error and "not found" in str(blocked.content[0]), tool
+            assert str(blocked.content[0]).replace(hidden, never) == str(missing.content[0])
+            assert "energy" not in str(blocked.content[0])
+        with pytest.raises(MCPError, match="not found") as unread:
+            await scoped.read_resource(f"eagle://documents/{hidden}/structure")
+        assert "energy" not in str(unread.value)
         own = {"document_id": garden["document_id"], "query": "tomatoes", "top_k": 3}
         assert (await call(scoped, "core_best_pages", own))["document_id"] == garden["document_id"]
         too_many = await scoped.call_tool("core_best_pages", {**own, "top_k": 500})

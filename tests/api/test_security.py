@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.api.server import RunningServer, running_server
+from tests.api.server import RunningServer, running_server, wait_for_task
 
 ADMIN, SCOPED, LIMITED = "admin-key-123", "scoped-key-456", "limited-key-789"
 OTHER = "other-key-321"
@@ -71,19 +71,19 @@ def test_a_conversation_stays_within_the_scope_it_was_held_in(secured: RunningSe
     assert listed[session_id]["kb_names"] == ["alpha"]
     assert session_id not in {s["session_id"] for s in other.get("/sessions").json()}
     assert session_id not in other.get("/ui/fragments/sessions").text
-    assert other.get(f"/sessions/{session_id}/messages").status_code == 403
+    assert other.get(f"/sessions/{session_id}/messages").status_code == 404
     # Continuing it would send its history to the model and write into it.
     carry_on = {"query": "and then?", "kb_name": "beta", "session_id": session_id}
     for route in ("/query", "/query/stream"):
         refused = other.post(route, json=carry_on)
-        assert refused.status_code == 403, route
+        assert refused.status_code == 404, route
     chat = {
         "model": "eagle:beta",
         "messages": [{"role": "user", "content": "and then?"}],
         "eagle": {"session_id": session_id},
     }
-    assert other.post("/v1/chat/completions", json=chat).status_code == 403
-    assert other.delete(f"/sessions/{session_id}").status_code == 403
+    assert other.post("/v1/chat/completions", json=chat).status_code == 404
+    assert other.delete(f"/sessions/{session_id}").status_code == 404
     assert len(agent.get(f"/sessions/{session_id}/messages").json()["messages"]) == 2
 
 
@@ -92,9 +92,9 @@ def test_a_conversation_over_every_kb_is_for_unlimited_keys_only(secured: Runnin
     agent = secured.client(Authorization=f"Bearer {SCOPED}")
     session_id = admin.post("/query", json={"query": "all of it"}).json()["session_id"]
     assert session_id not in {s["session_id"] for s in agent.get("/sessions").json()}
-    assert agent.get(f"/sessions/{session_id}/messages").status_code == 403
+    assert agent.get(f"/sessions/{session_id}/messages").status_code == 404
     carry_on = {"query": "more", "session_id": session_id}
-    assert agent.post("/query", json=carry_on).status_code == 403
+    assert agent.post("/query", json=carry_on).status_code == 404
     assert admin.post("/query", json=carry_on).status_code == 200
 
 
@@ -277,9 +277,9 @@ def test_a_scoped_key_cannot_use_another_keys_session(secured: RunningServer) ->
         for route in ("/query", "/query/stream"):
             body = {"query": "go on", "kb_name": "alpha", "session_id": session}
             refused = agent.post(route, json=body)
-            assert refused.status_code == 403 and refused.json()["code"] == "forbidden", route
-        assert agent.get(f"/sessions/{session}/messages").status_code == 403
-        assert agent.delete(f"/sessions/{session}").status_code == 403
+            assert refused.status_code == 404 and refused.json()["code"] == "not_found", route
+        assert agent.get(f"/sessions/{session}/messages").status_code == 404
+        assert agent.delete(f"/sessions/{session}").status_code == 404
         assert session not in [s["session_id"] for s in agent.get("/sessions").json()]
         assert len(admin.get(f"/sessions/{session}/messages").json()["messages"]) == 2
     # A scoped key's own session without a KB named is over its KBs: it sees and continues it.
@@ -287,3 +287,60 @@ def test_a_scoped_key_cannot_use_another_keys_session(secured: RunningServer) ->
     assert own in [s["session_id"] for s in agent.get("/sessions").json()]
     again = agent.post("/query", json={"query": "more", "session_id": own})
     assert again.status_code == 200 and again.json()["session_id"] == own
+
+
+def test_another_kbs_ids_read_as_ids_that_never_existed(secured: RunningServer) -> None:
+    """A 403 for a document, task or conversation of a KB outside the key confirmed that the id
+    exists and named its KB; each is now the same 404 as an id that never existed, and a
+    refused delete deletes nothing."""
+    admin = secured.client(Authorization=f"Bearer {ADMIN}")
+    agent = secured.client(Authorization=f"Bearer {SCOPED}")
+    files = {"file": ("plan.txt", b"The beta launch plan is confidential.", "text/plain")}
+    submitted = admin.post("/ingest", data={"kb_name": "beta"}, files=files).json()
+    assert wait_for_task(admin, submitted["job_id"])["status"] == "completed"
+    session = admin.post("/query", json={"query": "launch plan", "kb_name": "beta"}).json()
+    hidden = {
+        "document": submitted["document_id"],
+        "task": submitted["job_id"],
+        "session": session["session_id"],
+    }
+    requests = [
+        ("GET", "/documents/{document}", None),
+        ("GET", "/documents/{document}/structure", None),
+        ("GET", "/documents/{document}/chunks", None),
+        ("GET", "/documents/{document}/file", None),
+        ("GET", "/documents/{document}/pages/1", None),
+        ("POST", "/documents/{document}/pages/search", {"query": "plan"}),
+        ("DELETE", "/documents/{document}", None),
+        ("POST", "/search", {"query": "plan", "document_ids": ["{document}"]}),
+        ("GET", "/tasks/{task}", None),
+        ("GET", "/tasks/{task}/stream", None),
+        ("POST", "/tasks/{task}/retry", None),
+        ("POST", "/tasks/{task}/cancel", None),
+        ("GET", "/sessions/{session}/messages", None),
+        ("DELETE", "/sessions/{session}", None),
+        ("POST", "/query", {"query": "and then?", "session_id": "{session}"}),
+    ]
+    never = {kind: f"{n:032x}" for n, kind in enumerate(hidden, start=1)}
+    for method, path, body in requests:
+        refused = _send(agent, method, path, body, hidden)
+        missing = _send(agent, method, path, body, never)
+        assert refused.status_code == missing.status_code == 404, path
+        text = refused.text
+        for kind, ident in hidden.items():
+            text = text.replace(ident, never[kind])
+        assert text == missing.text, path
+        assert "beta" not in refused.text, path
+    assert admin.get(f"/documents/{hidden['document']}").status_code == 200
+    assert len(admin.get(f"/sessions/{hidden['session']}/messages").json()["messages"]) == 2
+
+
+def _send(
+    client: httpx.Client, method: str, path: str, body: object, ids: dict[str, str]
+) -> httpx.Response:
+    def fill(text: str) -> str:
+        return text.format(**ids)
+
+    if isinstance(body, dict):
+        body = {k: list(map(fill, x)) if isinstance(x, list) else fill(x) for k, x in body.items()}
+    return client.request(method, fill(path), json=body)

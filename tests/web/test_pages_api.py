@@ -100,7 +100,8 @@ def test_pages_out_of_range_and_unpaged_documents_are_404(secured: dict[str, obj
 
 def test_pages_follow_the_key_scope(secured: dict[str, object]) -> None:
     with _client(secured, SCOPED) as client:  # type: ignore[attr-defined]
-        assert client.get(f"/documents/{secured['other.pdf']}/pages/1").status_code == 403
+        hidden = client.get(f"/documents/{secured['other.pdf']}/pages/1")
+        assert hidden.status_code == 404 and "theirs" not in hidden.text
     server = secured["server"]
     assert isinstance(server, RunningServer)
     with server.client() as anonymous:
@@ -125,7 +126,8 @@ def test_fragments_need_the_key_and_show_only_its_kbs(secured: dict[str, object]
         assert (
             client.get("/ui/fragments/documents", params={"kb_name": "theirs"}).status_code == 403
         )
-        assert client.get(f"/ui/fragments/document/{secured['other.pdf']}").status_code == 403
+        hidden = client.get(f"/ui/fragments/document/{secured['other.pdf']}")
+        assert hidden.status_code == 404 and "theirs" not in hidden.text
         assert "theirs" not in client.get("/ui/fragments/kb-picker").text
         page = client.get("/ui/ask")
         assert "script-src 'self'" in page.headers["content-security-policy"]

@@ -44,8 +44,9 @@ async def document_pages(
 ) -> dict[str, Any]:
     """The best pages of one document for the caller (its key must cover the document's KB):
     the answer of this route and of MCP ``core_best_pages``."""
-    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
-    who.check_kb(document.kb_name)
+    document = await asyncio.to_thread(
+        app.repositories.documents.get, document_id, within=who.kb_names
+    )
     pages, pack = await best_pages(
         app.retrieval,
         query=body.query,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
@@ -52,9 +53,10 @@ async def get_image(image_id: str, request: Request, app: App, who: Who) -> Resp
     type, an ETag and private cache headers; 404 for an unknown id."""
     if not IMAGE_ID.match(image_id):
         raise InvalidInputError("image_id has characters an image id never has", field="image_id")
-    row = await asyncio.to_thread(_row, app, image_id)
-    document = await asyncio.to_thread(app.repositories.documents.get, str(row["document_id"]))
-    who.check_kb(document.kb_name)
+    row = await asyncio.to_thread(_row, app, image_id, who.kb_names)
+    document = await asyncio.to_thread(
+        app.repositories.documents.get, str(row["document_id"]), within=who.kb_names
+    )
     metadata: dict[str, Any] = row.get("metadata") or {}
     key = str(metadata.get("object_key") or "")
     media_type = str(metadata.get("media_type") or "")
@@ -78,14 +80,16 @@ def _etags(header: str | None) -> set[str]:
     return {tag.strip().removeprefix("W/") for tag in (header or "").split(",") if tag.strip()}
 
 
-def _row(app: EagleApp, image_id: str) -> dict[str, Any]:
+def _row(app: EagleApp, image_id: str, within: Collection[str] | None) -> dict[str, Any]:
+    """The visual row of ``image_id``; one of a KB outside ``within`` (the key's KBs) is not
+    found, exactly as a missing one is."""
     rows = app.vectors.query(
         VISUAL_COLLECTION,
         eq("image_id", image_id),
         output_fields=["document_id", "kb_name", "metadata"],
         limit=1,
     )
-    if not rows:
+    if not rows or (within is not None and rows[0].get("kb_name") not in within):
         raise NotFoundError(f"no image {image_id!r}", image_id=image_id)
     row: dict[str, Any] = rows[0]
     return row

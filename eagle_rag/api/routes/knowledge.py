@@ -167,8 +167,7 @@ async def list_tasks(
 
 @router.get("/tasks/{job_id}", tags=["tasks"])
 async def get_task(job_id: str, app: App, who: Who) -> TaskOut:
-    task = await asyncio.to_thread(app.repositories.tasks.get, job_id)
-    who.check_kb(task.kb_name)
+    task = await asyncio.to_thread(app.repositories.tasks.get, job_id, within=who.kb_names)
     return TaskOut(**task_out(task, with_log=True))
 
 
@@ -176,8 +175,7 @@ async def get_task(job_id: str, app: App, who: Who) -> TaskOut:
 async def stream_task(job_id: str, app: App, who: Who) -> EventSourceResponse:
     """SSE ``progress`` events whenever the task changes, then ``done`` -- or ``error`` when the
     task is deleted or cannot be read for a while. Every stream ends."""
-    first = await asyncio.to_thread(app.repositories.tasks.get, job_id)
-    who.check_kb(first.kb_name)
+    await asyncio.to_thread(app.repositories.tasks.get, job_id, within=who.kb_names)
 
     async def events() -> AsyncIterator[dict[str, str]]:
         last, misses = None, 0
@@ -212,8 +210,7 @@ async def stream_task(job_id: str, app: App, who: Who) -> EventSourceResponse:
 async def retry_task(job_id: str, app: App, who: Who) -> SubmissionOut:
     """Queue a failed task again, or a stranded one (queued or processing, but its worker is
     gone); a completed task, or one a live worker holds, is a 409."""
-    task = await asyncio.to_thread(app.repositories.tasks.get, job_id)
-    who.check_kb(task.kb_name)
+    await asyncio.to_thread(app.repositories.tasks.get, job_id, within=who.kb_names)
     submission = await asyncio.to_thread(app.ingest.retry, job_id)
     return SubmissionOut(**submission.to_dict())
 
@@ -228,8 +225,7 @@ async def cancel_task(job_id: str, app: App, who: Who) -> TaskOut:
     """Cancel a queued or running task (a long scan stops within a page): the task and its
     document fail with "cancelled by request" and nothing it wrote is kept; a finished task is
     a 409. Retry it to start again."""
-    task = await asyncio.to_thread(app.repositories.tasks.get, job_id)
-    who.check_kb(task.kb_name)
+    await asyncio.to_thread(app.repositories.tasks.get, job_id, within=who.kb_names)
     cancelled = await asyncio.to_thread(cancel.cancel_task, app.repositories.tasks, job_id)
     return TaskOut(**task_out(cancelled, with_log=True))
 
@@ -265,16 +261,18 @@ async def list_documents(
 
 @router.get("/documents/{document_id}", tags=["documents"])
 async def get_document(document_id: str, app: App, who: Who) -> DocumentOut:
-    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
-    who.check_kb(document.kb_name)
+    document = await asyncio.to_thread(
+        app.repositories.documents.get, document_id, within=who.kb_names
+    )
     return DocumentOut(**document_out(document))
 
 
 @router.get("/documents/{document_id}/structure", tags=["documents"])
 async def get_structure(document_id: str, app: App, who: Who) -> dict[str, Any]:
     """The Knowhere section tree: paths, levels, pages and offsets."""
-    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
-    who.check_kb(document.kb_name)
+    document = await asyncio.to_thread(
+        app.repositories.documents.get, document_id, within=who.kb_names
+    )
     return {"document_id": document.id, "structure": dict(document.structure)}
 
 
@@ -286,8 +284,9 @@ async def get_chunks(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> dict[str, Any]:
     """The document's chunks in reading order (section summaries included, typed)."""
-    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
-    who.check_kb(document.kb_name)
+    document = await asyncio.to_thread(
+        app.repositories.documents.get, document_id, within=who.kb_names
+    )
     rows = await asyncio.to_thread(
         app.vectors.query, TEXT_COLLECTION, eq("document_id", document.id), limit=limit
     )
@@ -312,8 +311,9 @@ async def get_chunks(
 @router.get("/documents/{document_id}/file", tags=["documents"])
 async def get_file(document_id: str, app: App, who: Who) -> StreamingResponse:
     """The original file as it was uploaded."""
-    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
-    who.check_kb(document.kb_name)
+    document = await asyncio.to_thread(
+        app.repositories.documents.get, document_id, within=who.kb_names
+    )
     key = document.object_key
     if not key:
         raise InvalidInputError("this document has no stored original")
@@ -331,8 +331,7 @@ async def get_file(document_id: str, app: App, who: Who) -> StreamingResponse:
 
 @router.delete("/documents/{document_id}", tags=["documents"])
 async def delete_document(document_id: str, app: App, who: Who) -> dict[str, Any]:
-    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
-    who.check_kb(document.kb_name)
+    await asyncio.to_thread(app.repositories.documents.get, document_id, within=who.kb_names)
     await asyncio.to_thread(remove_document, app, document_id)
     return {"document_id": document_id, "deleted": True}
 

@@ -33,8 +33,9 @@ async def get_page(
     """Page ``page`` as PNG, ``width`` pixels wide (narrower when the page is so tall that its
     height would pass 4,800 px): a PDF page rendered, or a frame of an image document (a
     multi-page TIFF has one per page); 404 for a page the document does not have."""
-    document = await asyncio.to_thread(app.repositories.documents.get, document_id)
-    who.check_kb(document.kb_name)
+    document = await asyncio.to_thread(
+        app.repositories.documents.get, document_id, within=who.kb_names
+    )
     if not is_paged(document.mime_type) or not document.object_key:
         raise NotFoundError(f"{document.filename} has no page images", document_id=document_id)
     etag = f'"{document.sha256}-{page}-{width}"'

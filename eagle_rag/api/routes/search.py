@@ -123,8 +123,7 @@ async def list_sessions(app: App, who: Who) -> list[dict[str, Any]]:
 
 @router.get("/sessions/{session_id}/messages", tags=["sessions"])
 async def session_messages(session_id: str, app: App, who: Who) -> dict[str, Any]:
-    session = await asyncio.to_thread(app.repositories.sessions.get, session_id)
-    who.check_session(session.kb_names)
+    await asyncio.to_thread(app.repositories.sessions.get, session_id, within=who.kb_names)
     messages = await asyncio.to_thread(app.repositories.sessions.messages, session_id)
     return {
         "session_id": session_id,
@@ -144,8 +143,7 @@ async def session_messages(session_id: str, app: App, who: Who) -> dict[str, Any
 
 @router.delete("/sessions/{session_id}", tags=["sessions"])
 async def delete_session(session_id: str, app: App, who: Who) -> dict[str, Any]:
-    session = await asyncio.to_thread(app.repositories.sessions.get, session_id)
-    who.check_session(session.kb_names)
+    await asyncio.to_thread(app.repositories.sessions.get, session_id, within=who.kb_names)
     await asyncio.to_thread(app.repositories.sessions.delete, session_id)
     return {"session_id": session_id, "deleted": True}
 

@@ -156,9 +156,11 @@ class DocumentRepository(NamespacedRepository):
                 raise
             return existing, False
 
-    def get(self, document_id: str) -> DocumentRecord:
+    def get(self, document_id: str, *, within: Collection[str] | None = None) -> DocumentRecord:
+        """The document; one outside the ``within`` KBs (an API key's; None: every KB) is not
+        found, exactly as a missing one is: a refusal would confirm the id and name its KB."""
         with self._db.session() as session:
-            row = self._existing(session, document_id)
+            row = self._existing(session, document_id, within)
             return document_record(row, self._tags(session, [row.id]).get(row.id, []))
 
     def find(self, document_id: str) -> DocumentRecord | None:
@@ -330,12 +332,15 @@ class DocumentRepository(NamespacedRepository):
                 return None
             return document_record(row, self._tags(session, [row.id]).get(row.id, []))
 
-    def _existing(self, session: Session, document_id: str) -> DocumentRow:
-        row = session.scalars(
-            select(DocumentRow).where(
-                DocumentRow.plugin_namespace == self.namespace, DocumentRow.id == document_id
-            )
-        ).first()
+    def _existing(
+        self, session: Session, document_id: str, within: Collection[str] | None = None
+    ) -> DocumentRow:
+        query = select(DocumentRow).where(
+            DocumentRow.plugin_namespace == self.namespace, DocumentRow.id == document_id
+        )
+        if within is not None:
+            query = query.where(DocumentRow.kb_name.in_(sorted(within)))
+        row = session.scalars(query).first()
         if row is None:
             # Another namespace's id is indistinguishable from a missing one: no existence leak.
             raise NotFoundError(

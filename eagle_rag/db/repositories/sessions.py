@@ -66,9 +66,14 @@ class SessionRepository(NamespacedRepository):
             session.flush()
             return _session_record(row)
 
-    def get(self, session_id: str) -> SessionRecord:
+    def get(self, session_id: str, *, within: Iterable[str] | None = None) -> SessionRecord:
+        """The session; one a caller limited to ``within`` KBs may not read
+        (``session_within``) is not found, exactly as a missing one is."""
         with self._db.session() as session:
-            return _session_record(self._existing(session, session_id))
+            record = _session_record(self._existing(session, session_id))
+        if not session_within(record.kb_names, within):
+            raise _not_found(session_id, self.namespace)
+        return record
 
     def list_within(
         self, allowed: Iterable[str] | None, *, limit: int = 100
@@ -158,7 +163,9 @@ class SessionRepository(NamespacedRepository):
             query = query.with_for_update()
         row = session.scalars(query).first()
         if row is None:
-            raise NotFoundError(
-                "session not found", session_id=session_id, namespace=self.namespace
-            )
+            raise _not_found(session_id, self.namespace)
         return row
+
+
+def _not_found(session_id: str, namespace: str) -> NotFoundError:
+    return NotFoundError("session not found", session_id=session_id, namespace=namespace)

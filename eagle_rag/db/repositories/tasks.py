@@ -94,9 +94,11 @@ class TaskRepository(NamespacedRepository):
             session.flush()
             return task_record(row)
 
-    def get(self, task_id: str) -> TaskRecord:
+    def get(self, task_id: str, *, within: Collection[str] | None = None) -> TaskRecord:
+        """The task; one of a KB outside ``within`` (an API key's KBs; None: every KB) is not
+        found, exactly as a missing one is."""
         with self._db.session() as session:
-            return task_record(self._existing(session, task_id))
+            return task_record(self._existing(session, task_id, within))
 
     def find(self, task_id: str) -> TaskRecord | None:
         """The task, or None when it is gone (deleted with its document)."""
@@ -379,10 +381,15 @@ class TaskRepository(NamespacedRepository):
             row = self._existing(session, task_id)
             row.log = log_line(row.log, line)
 
-    def _existing(self, session: Session, task_id: str) -> TaskRow:
-        row = session.scalars(
-            select(TaskRow).where(TaskRow.plugin_namespace == self.namespace, TaskRow.id == task_id)
-        ).first()
+    def _existing(
+        self, session: Session, task_id: str, within: Collection[str] | None = None
+    ) -> TaskRow:
+        query = select(TaskRow).where(
+            TaskRow.plugin_namespace == self.namespace, TaskRow.id == task_id
+        )
+        if within is not None:
+            query = query.where(TaskRow.kb_name.in_(sorted(within)))
+        row = session.scalars(query).first()
         if row is None:
             raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
         return row
