@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from eagle_rag.generation.headings import split_headings
 from eagle_rag.generation.prompt import Language, Reference
-from eagle_rag.index.sparse import tokenize
+from eagle_rag.index.sparse import content_tokens, tokenize
 from eagle_rag.models.chat import GenerationInput
 
 MAX_SENTENCES = 3
@@ -105,7 +105,9 @@ def _adding_something(ranked: Sequence[_Scored]) -> list[_Scored]:
 
 
 def _question_terms(question: str) -> set[str]:
-    terms = set(tokenize(question, query=True))
+    """The words a quoted sentence must share with the question. Never function words alone:
+    for "what is it?" every sentence with "is" matched, and one was quoted as the answer."""
+    terms = set(content_tokens(question))
     asking = {t for m in _ASKING_FOR.finditer(question) for t in tokenize(m.group(1))}
     return terms - asking or terms  # "How long?" alone keeps its one word
 

@@ -55,6 +55,20 @@ def tokenize(text: str, *, query: bool = False) -> list[str]:
     """Lower-cased word tokens; CJK runs are segmented by jieba in search mode (more recall).
 
     With ``query``, function words are dropped, unless the query has nothing else."""
+    words = _words(text)
+    if query:
+        words = [w for w in words if w not in QUERY_STOPWORDS] or words
+    return [_stem(w) for w in words]
+
+
+def content_tokens(text: str) -> list[str]:
+    """The query tokens of ``text`` that are not function words; none for a text of nothing
+    else ("what is it?"), whose BM25 query keeps its function words but whose matches say
+    nothing of what it is about."""
+    return [_stem(w) for w in _words(text) if w not in QUERY_STOPWORDS]
+
+
+def _words(text: str) -> list[str]:
     normalized = unicodedata.normalize("NFKC", text).lower()
     words: list[str] = []
     for match in _WORD.finditer(normalized):
@@ -65,9 +79,7 @@ def tokenize(text: str, *, query: bool = False) -> list[str]:
                 words.extend(t for t in rjieba.cut_for_search(piece) if t.strip())
             else:
                 words.extend(t for t in piece.split("_") if t)
-    if query:
-        words = [w for w in words if w not in QUERY_STOPWORDS] or words
-    return [_stem(w) for w in words]
+    return words
 
 
 @functools.lru_cache(maxsize=200_000)

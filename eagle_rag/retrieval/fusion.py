@@ -42,6 +42,11 @@ class RankedList:
     ``background`` is, for a cosine list, the score of text unrelated to this query when the
     list cannot tell (it ran out of rows before its head: background.py); relevance then
     counts from it instead of from the list's last hit. Fusion's order does not use it.
+
+    ``tells_relevance`` is False for a list whose order is all it has to say: BM25 over the
+    function words of a query of nothing else ("what is it?"), whose best hit shares "is" with
+    the query and would read as a perfect match. Relevance leaves such a list out; fusion's
+    order still uses it.
     """
 
     name: str
@@ -49,6 +54,7 @@ class RankedList:
     weight: float = 1.0
     zero: float | None = None
     background: float | None = None
+    tells_relevance: bool = True
 
 
 @dataclass(slots=True)
@@ -175,14 +181,20 @@ def plan_relevance(lists: Sequence[RankedList], head: int | None) -> dict[Hashab
     share of the best score, as fusion does; a list without one (cosine) counts how far the hit
     stands above the head's last score (the background of this query) on the way to a perfect
     match, ``(score - last) / (1 - last)``. A list that missed an item counts its floor (BM25:
-    its last head hit's share, or 0 when it ran out; cosine: 0).
+    its last head hit's share, or 0 when it ran out; cosine: 0). A list that cannot tell
+    (``tells_relevance``) is left out; when none can, every item is 0.
     """
-    total = sum(r.weight for r in lists)
+    found: dict[Hashable, list[float | None]] = {}
+    for index, ranked in enumerate(lists):
+        for hit in ranked.hits:
+            found.setdefault(hit.dedupe_key, [None] * len(lists))[index] = hit.score
+    telling = [(i, r) for i, r in enumerate(lists) if r.tells_relevance and r.weight > 0]
+    total = sum(r.weight for _, r in telling)
     if total <= 0:
-        return {}
+        return dict.fromkeys(found, 0.0)
     scales: list[Callable[[float], float]] = []
     floors: list[float] = []
-    for ranked in lists:
+    for _, ranked in telling:
         top = ranked.hits[: head or len(ranked.hits)]
         if ranked.zero is not None:
             scale = _scale(top, ranked.zero)
@@ -192,20 +204,15 @@ def plan_relevance(lists: Sequence[RankedList], head: int | None) -> dict[Hashab
             scale = _absolute(top, ranked.background)
             floors.append(0.0)
         scales.append(scale)
-    found: dict[Hashable, list[float | None]] = {}
-    for index, ranked in enumerate(lists):
-        for hit in ranked.hits:
-            found.setdefault(hit.dedupe_key, [None] * len(lists))[index] = hit.score
-    return {
-        key: _unit(
-            sum(
-                r.weight * (floors[i] if s is None else scales[i](s))
-                for i, (r, s) in enumerate(zip(lists, scores, strict=True))
-            )
-            / total
-        )
-        for key, scores in found.items()
-    }
+
+    def mean(scores: list[float | None]) -> float:
+        votes = 0.0
+        for n, (i, ranked) in enumerate(telling):
+            score = scores[i]
+            votes += ranked.weight * (floors[n] if score is None else scales[n](score))
+        return _unit(votes / total)
+
+    return {key: mean(scores) for key, scores in found.items()}
 
 
 def _absolute(

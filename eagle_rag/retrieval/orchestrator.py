@@ -20,6 +20,7 @@ from typing import Any
 from eagle_rag.errors import EagleError, describe
 from eagle_rag.index.collections import VISUAL_COLLECTION
 from eagle_rag.index.filters import Filter, all_of, in_, json_eq
+from eagle_rag.index.sparse import content_tokens
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hookbus import HookBus
@@ -181,7 +182,11 @@ class RetrieverOrchestrator:
                 result.failures.append(exc)
                 log.add(f"{label}:sparse", "warning", f"sparse search failed: {describe(exc)}")
             else:
-                lists.append(RankedList("sparse", found, zero=BM25_NO_MATCH))
+                # BM25 on function words alone orders, but its best hit is no evidence.
+                telling = bool(content_tokens(result.sparse_text))
+                lists.append(
+                    RankedList("sparse", found, zero=BM25_NO_MATCH, tells_relevance=telling)
+                )
                 log.add(f"{label}:sparse", "ok", f"{len(found)} hits", ms=ms)
         return lists
 

@@ -15,6 +15,7 @@ from typing import Any
 from eagle_rag.errors import EagleError
 from eagle_rag.index.collections import DENSE_FIELD, TEXT_COLLECTION
 from eagle_rag.index.filters import Filter, all_of, in_
+from eagle_rag.index.sparse import content_tokens
 from eagle_rag.plugins.core_defaults import core_route
 from eagle_rag.plugins.payloads import (
     CollectionQueryPlan,
@@ -227,7 +228,11 @@ class QueryHooks:
         if len(collections) == 1 and not supplements:
             return None  # one plan's list is already fused this way: nothing to change
         fused = refuse_text_collections(
-            merged, supplements, head=rt.candidates, supplement_weight=rt.options.supplement_weight
+            merged,
+            supplements,
+            head=rt.candidates,
+            supplement_weight=rt.options.supplement_weight,
+            sparse_tells_relevance=bool(content_tokens(query.text)),
         )
         return tuple(fused)
 

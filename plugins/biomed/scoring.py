@@ -35,15 +35,22 @@ def refuse_text_collections(
     *,
     head: int,
     supplement_weight: float,
+    sparse_tells_relevance: bool = True,
 ) -> list[RetrievedHit]:
-    """One rescaled-score fusion of every dense and BM25 hit, whichever collection it is from."""
+    """One rescaled-score fusion of every dense and BM25 hit, whichever collection it is from.
+    ``sparse_tells_relevance`` is False for a query of function words only (fusion.RankedList)."""
     pool = {h.dedupe_key: h for h in merged}
     for hit in supplements:
         pool.setdefault(hit.dedupe_key, hit)
     hits = list(pool.values())
     lists = [
         RankedList("dense", _by_score(hits, "dense")),
-        RankedList("sparse", _by_score(hits, "sparse"), zero=BM25_ZERO),
+        RankedList(
+            "sparse",
+            _by_score(hits, "sparse"),
+            zero=BM25_ZERO,
+            tells_relevance=sparse_tells_relevance,
+        ),
     ]
     if supplements and supplement_weight > 0:
         ranked = sorted(supplements, key=lambda h: -h.scores.get("supplement", 0.0))
