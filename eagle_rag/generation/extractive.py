@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from eagle_rag.generation.headings import split_headings
 from eagle_rag.generation.prompt import Language, Reference
+from eagle_rag.generation.tables import split_tables
 from eagle_rag.index.sparse import content_tokens, tokenize
 from eagle_rag.models.chat import GenerationInput
 
@@ -28,6 +29,8 @@ MIN_SHARE_OF_BEST = 0.5
 # would each quote half a sentence and lose the number the question asked for).
 _SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])[\"')\]]*(?=\s|$)")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+# "1." or "b." alone is the marker of a list item, not a sentence: the item starts with it.
+_LIST_MARKER = re.compile(r"\s*(\d{1,3}|[a-zA-Z])[.)]\s*$")
 # Title and reference abbreviations that end with a point but do not end a sentence.
 _ABBREVIATIONS = frozenset(
     re.findall(r"\S+", "dr mr mrs ms prof vs etc e.g i.e fig figs eq approx inc ltd jr sr")
@@ -119,17 +122,25 @@ def _sentences(reference: Reference) -> list[tuple[str, frozenset[str]]]:
     stop and were quoted as the start of the speaker notes that follow them. A heading line
     (headings.py) is no sentence and never an answer on its own, but its words count for the
     sentences under it, up to the next heading (they are what those sentences are about), as
-    they do in BM25.
+    they do in BM25. Before the first heading line, the source's section headings below the
+    document title count, as in its BM25 text: a chunk seldom repeats them ("Steps" over a
+    numbered list). A table row is a sentence of its own, under its column names (tables.py).
     """
     titles = frozenset(" ".join(t.split()) for t in reference.path.split("/"))
     found: list[tuple[str, frozenset[str]]] = []
-    heading: frozenset[str] = frozenset()
+    _, _, below_title = reference.path.partition("/")
+    heading = frozenset(tokenize(below_title.replace("/", " ")))
     for block in _PARAGRAPH_BREAK.split(reference.text):
-        for run, is_heading in split_headings(block, titles):
-            if is_heading:
-                heading = frozenset(tokenize(run))
-            else:
-                found.extend((sentence, heading) for sentence in _block_sentences(run))
+        for prose, table in split_tables(block):
+            if table is not None:
+                columns = heading | frozenset(tokenize(" ".join(table.header)))
+                found.extend((row, columns) for row in table.row_sentences())
+                continue
+            for run, is_heading in split_headings(prose, titles):
+                if is_heading:
+                    heading = frozenset(tokenize(run))
+                else:
+                    found.extend((sentence, heading) for sentence in _block_sentences(run))
     return found
 
 
@@ -139,7 +150,7 @@ def _block_sentences(text: str) -> list[str]:
     start = 0
     for end in _SENTENCE_END.finditer(flat):
         piece = flat[start : end.end()]
-        if piece.strip() and not _ends_with_abbreviation(piece):
+        if piece.strip() and not _ends_with_abbreviation(piece) and not _LIST_MARKER.match(piece):
             sentences.append(piece.strip())
             start = end.end()
     if flat[start:].strip():

@@ -1,0 +1,112 @@
+"""The extractive answer reads a source's structure: a table row by row under its column names,
+a numbered list item whole, and the section headings a chunk stands under."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.generation.extractive import compose
+from eagle_rag.generation.prompt import Reference
+from eagle_rag.generation.tables import Table, split_tables
+from eagle_rag.settings import load_settings
+
+SPECS = """| Model | Power | Weight | Price |
+|---|---|---|---|
+| SX-3000 | 3.0 kW | 12 kg | 1,200 EUR |
+| SX-5000 | 5.0 kW | 17 kg | 1,650 EUR |
+| SX-8000 | 8.0 kW | 23 kg | 2,300 EUR |
+All models carry the CE mark."""
+
+
+def test_a_table_row_is_quoted_alone_under_its_column_names() -> None:
+    refs = [Reference(1, "Specs", SPECS, "specs.md")]
+    assert compose("How heavy is the SX-5000?", refs, "en") == (
+        "Model: SX-5000; Power: 5.0 kW; Weight: 17 kg; Price: 1,650 EUR [1]"
+    )
+    # A column's name counts for its rows: the weight of the SX-3000 is its row, not all three.
+    assert compose("weight of the SX-3000", refs, "en").startswith("Model: SX-3000;")
+    assert compose("Do the models carry the CE mark?", refs, "en") == (
+        "All models carry the CE mark. [1]"
+    )
+
+
+def test_tables_of_scanned_pages_and_escaped_pipes() -> None:
+    scanned = "Region | Output | Year\nNorth | 4.2 GWh | 2020\nSouth | 3.1 GWh | 2020"
+    refs = [Reference(1, "Report", scanned)]
+    assert compose("output of the South region", refs, "en") == (
+        "Region: South; Output: 3.1 GWh; Year: 2020 [1]"
+    )
+    [(_, table)] = list(split_tables("| Key | Meaning |\n|:--|--:|\n| a \\| b | either |"))
+    assert table == Table(("Key", "Meaning"), (("a | b", "either"),))
+    assert table.row_sentences() == ["Key: a | b; Meaning: either"]
+
+
+def test_prose_around_a_table_keeps_its_place_and_a_lone_pipe_is_prose() -> None:
+    runs = list(split_tables("Before.\n| A | B |\n| 1 | 2 |\nAfter."))
+    assert runs == [("Before.", None), ("", Table(("A", "B"), (("1", "2"),))), ("After.", None)]
+    assert list(split_tables("Use a | b as the pattern.")) == [("Use a | b as the pattern.", None)]
+    assert Table(("Only", "header"), ()).row_sentences() == ["Only; header"]
+    assert Table(("Name", ""), (("x", ""), ("", "y"))).row_sentences() == ["Name: x", "y"]
+
+
+def test_a_numbered_item_is_quoted_with_its_number() -> None:
+    steps = "1. Switch off the mains.\n2. Fix the plate with four M8 bolts.\n3. Hang the unit."
+    refs = [Reference(1, "Guide/Steps", steps)]
+    assert compose("which bolts fix the plate", refs, "en") == (
+        "2. Fix the plate with four M8 bolts. [1]"
+    )
+
+
+def test_a_chunks_section_headings_say_what_its_sentences_are_about() -> None:
+    """The chunk under "Guide/Warranty" never says "warranty"; its BM25 text has the heading,
+    and so now does the extractive answer. The document title (the path's first part) does not
+    count: every chunk of the document would share it."""
+    refs = [
+        Reference(1, "Guide/Care", "Clean the panels twice a year."),
+        Reference(2, "Guide/Warranty", "It lasts 10 years from the date of purchase."),
+    ]
+    assert compose("how long is the warranty", refs, "en") == (
+        "It lasts 10 years from the date of purchase. [2]"
+    )
+    assert compose("what does the guide say", refs, "en").startswith("The documents do not")
+
+
+HTML = (
+    "<html><body><h1>Price list</h1><table><tr><th>Model</th><th>Price</th></tr>"
+    "<tr><td>SX-3000</td><td>1,200 EUR</td></tr><tr><td>SX-8000</td><td>2,300 EUR</td></tr>"
+    "</table></body></html>"
+)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def catalogue(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EagleApp]:
+    """The embedded default: one KB with a Markdown spec sheet and an HTML price list."""
+    data = str(tmp_path_factory.mktemp("catalogue"))
+    app = await bootstrap(load_settings({"EAGLE_DATA_DIR": data}))
+    app.repositories.knowledge_bases.create("kb")
+    for name, text in (("specs.md", f"# Specifications\n\n{SPECS}\n"), ("prices.html", HTML)):
+        app.ingest.submit_file(kb_name="kb", filename=name, stream=io.BytesIO(text.encode()))
+    await app.queue.join()
+    yield app
+    await app.stop()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize(
+    ("question", "row"),
+    [
+        ("How heavy is the SX-5000?", "Model: SX-5000; Power: 5.0 kW; Weight: 17 kg;"),
+        ("What is the price of the SX-8000 in the price list?", "Model: SX-8000; Price: 2,300"),
+    ],
+)
+async def test_an_answer_from_ingested_tables_quotes_the_row_asked_about(
+    catalogue: EagleApp, question: str, row: str
+) -> None:
+    done = await catalogue.answers.answer(catalogue.answers.request(question, kb_names=("kb",)))
+    assert done["answer"].startswith(row), done["answer"]
+    assert "SX-3000" not in done["answer"]
