@@ -27,7 +27,9 @@ MIN_SHARE_OF_BEST = 0.5
 # A sentence ends at a Chinese full stop (。！？), or at . ! ? followed by a space or the end: a
 # point inside a token is no end ("4.7 million", "firmware 9.3(12)", "192.168.8.1", "e.g."
 # would each quote half a sentence and lose the number the question asked for).
-_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])[\"')\]]*(?=\s|$)")
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])[\"')\]*_]*(?=\s|$)")
+# A sentence that asks ("**Q: Can I install it myself?**") is the question an FAQ answers.
+_ASKS = re.compile(r"[?？][\"')\]*_」』]*\s*$")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # "1." or "b." alone is the marker of a list item, not a sentence: the item starts with it.
 _LIST_MARKER = re.compile(r"\s*(\d{1,3}|[a-zA-Z])[.)]\s*$")
@@ -125,22 +127,30 @@ def _sentences(reference: Reference) -> list[tuple[str, frozenset[str]]]:
     they do in BM25. Before the first heading line, the source's section headings below the
     document title count, as in its BM25 text: a chunk seldom repeats them ("Steps" over a
     numbered list). A table row is a sentence of its own, under its column names (tables.py).
+    A question is no answer either: an FAQ's "Q: Can I install it myself?" was quoted, and its
+    answer left out for matching fewer words. It stands over the sentences after it, up to the
+    next question or heading, as a heading does.
     """
     titles = frozenset(" ".join(t.split()) for t in reference.path.split("/"))
     found: list[tuple[str, frozenset[str]]] = []
     _, _, below_title = reference.path.partition("/")
     heading = frozenset(tokenize(below_title.replace("/", " ")))
+    asked: frozenset[str] = frozenset()
     for block in _PARAGRAPH_BREAK.split(reference.text):
         for prose, table in split_tables(block):
             if table is not None:
-                columns = heading | frozenset(tokenize(" ".join(table.header)))
+                columns = heading | asked | frozenset(tokenize(" ".join(table.header)))
                 found.extend((row, columns) for row in table.row_sentences())
                 continue
             for run, is_heading in split_headings(prose, titles):
                 if is_heading:
-                    heading = frozenset(tokenize(run))
-                else:
-                    found.extend((sentence, heading) for sentence in _block_sentences(run))
+                    heading, asked = frozenset(tokenize(run)), frozenset()
+                    continue
+                for sentence in _block_sentences(run):
+                    if _ASKS.search(sentence):
+                        asked = frozenset(tokenize(sentence))
+                    else:
+                        found.append((sentence, heading | asked))
     return found
 
 

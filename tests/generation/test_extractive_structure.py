@@ -76,6 +76,29 @@ def test_a_chunks_section_headings_say_what_its_sentences_are_about() -> None:
     assert compose("what does the guide say", refs, "en").startswith("The documents do not")
 
 
+FAQ = """**Q: Can I install it myself?**
+A: No. Installation must be done by a certified electrician.
+
+**Q: Does it work during a power cut?**
+A: Only with the optional backup battery (BB-10).
+
+问：保修期多长？
+答：五年，自购买之日起计算。"""
+
+
+def test_an_faq_answers_its_question_and_never_quotes_it() -> None:
+    """The question shares every word with the user's; its answer ("A: No.") shares none. The
+    question was quoted as the answer, and the answer left out."""
+    refs = [Reference(1, "FAQ", FAQ)]
+    assert compose("Can I install it myself?", refs, "en") == (
+        "A: No. [1] Installation must be done by a certified electrician. [1]"
+    )
+    assert compose("does it work in a power cut", refs, "en") == (
+        "A: Only with the optional backup battery (BB-10). [1]"
+    )
+    assert compose("保修期多长？", refs, "zh") == "答：五年，自购买之日起计算。 [1]"
+
+
 HTML = (
     "<html><body><h1>Price list</h1><table><tr><th>Model</th><th>Price</th></tr>"
     "<tr><td>SX-3000</td><td>1,200 EUR</td></tr><tr><td>SX-8000</td><td>2,300 EUR</td></tr>"
