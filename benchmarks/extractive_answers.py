@@ -12,6 +12,8 @@ answers appears in it (whitespace and case ignored). Printed for the same search
   baseline; the ratio is extractive over lead-3.
 
     .venv/bin/python -m benchmarks.extractive_answers ../shared/datasets/cmrc2018-trial
+    python -m benchmarks.extractive_answers ../shared/datasets/cmrc2018-trial \
+        --skip 300 --queries 700
 """
 
 from __future__ import annotations
@@ -64,13 +66,13 @@ def lead(text: str, sentences: int = 3) -> str:
     return "".join(_SENTENCE.findall(" ".join(text.split()))[:sentences])
 
 
-async def run(folder: Path, count: int) -> dict[str, Any]:
+async def run(folder: Path, count: int, skip: int = 0) -> dict[str, Any]:
     dataset = load_dataset(folder)
     answers = gold_answers(folder)
     ids = sorted(
         (q for q in dataset.queries if q in answers),
         key=lambda q: hashlib.sha1(q.encode()).hexdigest(),
-    )[:count]
+    )[skip : skip + count]
     tally = {"ceiling": 0, "extractive": 0, "lead-3": 0}
     lengths = {"extractive": 0, "lead-3": 0}
     with tempfile.TemporaryDirectory(prefix="eagle-bench-") as data:
@@ -106,10 +108,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+", type=Path)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the first queries (held out from them)"
+    )
     arguments = parser.parse_args()
     print(f"date: {datetime.date.today()}  machine: {platform.machine()}, {os.cpu_count()} cores")
     for folder in arguments.datasets:
-        result = asyncio.run(run(folder, arguments.queries))
+        result = asyncio.run(run(folder, arguments.queries, arguments.skip))
         print(
             f"{result['dataset']}: {result['queries']} queries; gold answer in the sources "
             f"(ceiling) {result['ceiling']:.3f}; in the extractive answer "

@@ -26,11 +26,18 @@ MAX_SENTENCES = 3
 MIN_SHARE_OF_BEST = 0.5
 # A sentence ends at a Chinese full stop (。！？), or at . ! ? followed by a space or the end: a
 # point inside a token is no end ("4.7 million", "firmware 9.3(12)", "192.168.8.1", "e.g."
-# would each quote half a sentence and lose the number the question asked for).
-_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])[\"')\]*_]*(?=\s|$)")
+# would each quote half a sentence and lose the number the question asked for). Closing quotes
+# and brackets right after the stop belong to the sentence they close.
+_SENTENCE_END = re.compile(r"(?<=[。！？])[」』”’）)]*|(?<=[.!?])[\"')\]*_]*(?=\s|$)")
+# Nor does a stop inside brackets or quotes end a sentence when they close soon after: the title
+# 《卡拉OK.LIVE！‧台北‧我》 and "(… Hey! Say! JUMP)" were quoted cut at their "!".
+_CLOSING = {"《": "》", "「": "」", "『": "』", "（": "）", "(": ")", "“": "”", "【": "】"}
+MAX_BRACKETED = 200  # characters; a bracket left open longer than that is a typo, not a title
 # A sentence that asks ("**Q: Can I install it myself?**") is the question an FAQ answers.
 _ASKS = re.compile(r"[?？][\"')\]*_」』]*\s*$")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_WORDS = re.compile(r"\w+")
+_ENDS = re.compile(r"[.!?。！？][\"')\]」』”’）*_]*$")
 # "1." or "b." alone is the marker of a list item, not a sentence: the item starts with it.
 _LIST_MARKER = re.compile(r"\s*(\d{1,3}|[a-zA-Z])[.)]\s*$")
 # Title and reference abbreviations that end with a point but do not end a sentence.
@@ -68,9 +75,10 @@ def compose(question: str, references: Sequence[Reference], language: Language) 
     if not references:
         return _NO_SOURCES[language]
     terms = _question_terms(question)
+    asked = _Asked.of(question)
     scored: list[_Scored] = []
     for rank, ref in enumerate(references):
-        for position, (sentence, heading) in enumerate(_sentences(ref)):
+        for position, (sentence, heading) in enumerate(_sentences(ref, asked)):
             hits = frozenset(terms & (set(tokenize(sentence)) | heading))
             if hits:
                 scored.append(_Scored(len(hits) - rank * 0.01, rank, position, sentence, ref, hits))
@@ -78,7 +86,9 @@ def compose(question: str, references: Sequence[Reference], language: Language) 
     if not scored:
         # A source of headings only has no sentence to quote: its text, flattened, stands in.
         top = references[0]
-        first = [s for s, _ in _sentences(top)][:2] or [" ".join(top.text.split()).lstrip("# ")]
+        first = [s for s, _ in _sentences(top, asked)][:2] or [
+            " ".join(top.text.split()).lstrip("# ")
+        ]
         return f"{_NO_MATCH[language]}{joiner}{joiner.join(first)} [{top.index}]"
     most = max(len(s.hits) for s in scored)
     enough = [s for s in scored if len(s.hits) >= most * MIN_SHARE_OF_BEST]
@@ -117,7 +127,33 @@ def _question_terms(question: str) -> set[str]:
     return terms - asking or terms  # "How long?" alone keeps its one word
 
 
-def _sentences(reference: Reference) -> list[tuple[str, frozenset[str]]]:
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """The user's question, to tell a sentence that only echoes it."""
+
+    tokens: frozenset[str]
+    letters: str  # its word characters run together: jieba cuts a phrase by its context
+
+    @classmethod
+    def of(cls, question: str) -> _Asked:
+        return cls(frozenset(tokenize(question)), _letters(question))
+
+    def echoed_by(self, sentence: str) -> bool:
+        """A line with no full stop (a title) whose words are all the question's. A sentence
+        is never an echo: "Warranty: 10 years." answers "Is the warranty 10 years?"."""
+        if _ENDS.search(sentence):
+            return False
+        words = set(content_tokens(sentence))
+        return bool(words) and (words <= self.tokens or _letters(sentence) in self.letters)
+
+
+def _letters(text: str) -> str:
+    return "".join(_WORDS.findall(text.lower()))
+
+
+def _sentences(
+    reference: Reference, asked: _Asked | None = None
+) -> list[tuple[str, frozenset[str]]]:
     """The reference's sentences, each with the words of the heading it stands under.
 
     A blank line ends a sentence too: a slide's bullets ("Gas prices stabilised") carry no full
@@ -129,43 +165,61 @@ def _sentences(reference: Reference) -> list[tuple[str, frozenset[str]]]:
     numbered list). A table row is a sentence of its own, under its column names (tables.py).
     A question is no answer either: an FAQ's "Q: Can I install it myself?" was quoted, and its
     answer left out for matching fewer words. It stands over the sentences after it, up to the
-    next question or heading, as a heading does.
+    next question or heading, as a heading does. A line that only echoes ``asked`` (the
+    user's question) is left out: a lone title line ("纽西兰鸡毛松") was
+    quoted as the answer to "纽西兰鸡毛松有多高".
     """
     titles = frozenset(" ".join(t.split()) for t in reference.path.split("/"))
     found: list[tuple[str, frozenset[str]]] = []
     _, _, below_title = reference.path.partition("/")
     heading = frozenset(tokenize(below_title.replace("/", " ")))
-    asked: frozenset[str] = frozenset()
+    posed: frozenset[str] = frozenset()  # the words of the last question the text asked
     for block in _PARAGRAPH_BREAK.split(reference.text):
         for prose, table in split_tables(block):
             if table is not None:
-                columns = heading | asked | frozenset(tokenize(" ".join(table.header)))
+                columns = heading | posed | frozenset(tokenize(" ".join(table.header)))
                 found.extend((row, columns) for row in table.row_sentences())
                 continue
             for run, is_heading in split_headings(prose, titles):
                 if is_heading:
-                    heading, asked = frozenset(tokenize(run)), frozenset()
+                    heading, posed = frozenset(tokenize(run)), frozenset()
                     continue
                 for sentence in _block_sentences(run):
                     if _ASKS.search(sentence):
-                        asked = frozenset(tokenize(sentence))
-                    else:
-                        found.append((sentence, heading | asked))
+                        posed = frozenset(tokenize(sentence))
+                    elif asked is None or not asked.echoed_by(sentence):
+                        found.append((sentence, heading | posed))
     return found
 
 
 def _block_sentences(text: str) -> list[str]:
     flat = " ".join(text.split())
     sentences: list[str] = []
-    start = 0
+    start = scanned = 0
+    still_open: list[str] = []  # the closing marks the current sentence waits for, innermost last
     for end in _SENTENCE_END.finditer(flat):
+        _follow_brackets(flat[scanned : end.end()], still_open)
+        scanned = end.end()
         piece = flat[start : end.end()]
-        if piece.strip() and not _ends_with_abbreviation(piece) and not _LIST_MARKER.match(piece):
-            sentences.append(piece.strip())
-            start = end.end()
+        if not piece.strip() or _ends_with_abbreviation(piece) or _LIST_MARKER.match(piece):
+            continue
+        if still_open and still_open[-1] in flat[end.end() : end.end() + MAX_BRACKETED]:
+            continue
+        sentences.append(piece.strip())
+        start = end.end()
+        still_open.clear()
     if flat[start:].strip():
         sentences.append(flat[start:].strip())
     return sentences
+
+
+def _follow_brackets(text: str, still_open: list[str]) -> None:
+    """Push the closing mark of each bracket or quote ``text`` opens, pop each it closes."""
+    for char in text:
+        if char in _CLOSING:
+            still_open.append(_CLOSING[char])
+        elif still_open and char == still_open[-1]:
+            still_open.pop()
 
 
 def _ends_with_abbreviation(piece: str) -> bool:

@@ -133,3 +133,35 @@ async def test_an_answer_from_ingested_tables_quotes_the_row_asked_about(
     done = await catalogue.answers.answer(catalogue.answers.request(question, kb_names=("kb",)))
     assert done["answer"].startswith(row), done["answer"]
     assert "SX-3000" not in done["answer"]
+
+
+def test_a_stop_inside_brackets_or_a_title_does_not_end_the_sentence() -> None:
+    album = "《卡拉OK.LIVE！‧台北‧我》是张雨生发行的第六张国语专辑。专辑中的歌曲都由他创作。"
+    refs = [Reference(1, "张雨生", album)]
+    assert compose("张雨生的第六张国语专辑是什么？", refs, "zh") == (
+        "《卡拉OK.LIVE！‧台北‧我》是张雨生发行的第六张国语专辑。 [1]"
+    )
+    label = "J Storm releases records for groups (TOKIO, Arashi and Hey! Say! JUMP) in Japan."
+    assert compose("which groups does J Storm release", [Reference(1, "J", label)], "en") == (
+        f"{label} [1]"
+    )
+    quoted = "他说：「我明天来。」然后他走了。"
+    assert compose("他说明天来吗", [Reference(1, "x", quoted)], "zh") == "他说：「我明天来。」 [1]"
+    # A bracket that never closes does not swallow the rest of the text.
+    typo = "The pump (see annex is rated 4 kW. The valve is rated 2 bar."
+    assert compose("valve rating", [Reference(1, "x", typo)], "en") == (
+        "The valve is rated 2 bar. [1]"
+    )
+
+
+def test_a_line_that_only_echoes_the_question_is_not_its_answer() -> None:
+    """A Wikipedia-style title line repeats the question's subject and says nothing more."""
+    text = "纽西兰鸡毛松\n\n纽西兰鸡毛松是罗汉松科的一种。树高可达55米。"
+    refs = [Reference(1, "植物", text)]
+    answer = compose("纽西兰鸡毛松有多高？", refs, "zh")
+    assert answer.startswith("纽西兰鸡毛松是罗汉松科的一种。 [1]"), answer
+    english = [Reference(1, "Specs", "SX-5000\n\nThe SX-5000 weighs 17 kg.")]
+    assert compose("SX-5000", english, "en") == "The SX-5000 weighs 17 kg. [1]"
+    # A sentence that repeats the question is its confirmation, not an echo.
+    confirms = [Reference(1, "Guide", "Warranty: 10 years.")]
+    assert compose("Is the warranty 10 years?", confirms, "en") == "Warranty: 10 years. [1]"
