@@ -3,17 +3,16 @@ a numbered list item whole, and the section headings a chunk stands under."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 
-from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.bootstrap import EagleApp
 from eagle_rag.generation.extractive import compose
 from eagle_rag.generation.prompt import Reference
 from eagle_rag.generation.tables import Table, split_tables
-from eagle_rag.settings import load_settings
+from tests.embedded import app_with_documents
 
 SPECS = """| Model | Power | Weight | Price |
 |---|---|---|---|
@@ -109,12 +108,8 @@ HTML = (
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def catalogue(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EagleApp]:
     """The embedded default: one KB with a Markdown spec sheet and an HTML price list."""
-    data = str(tmp_path_factory.mktemp("catalogue"))
-    app = await bootstrap(load_settings({"EAGLE_DATA_DIR": data}))
-    app.repositories.knowledge_bases.create("kb")
-    for name, text in (("specs.md", f"# Specifications\n\n{SPECS}\n"), ("prices.html", HTML)):
-        app.ingest.submit_file(kb_name="kb", filename=name, stream=io.BytesIO(text.encode()))
-    await app.queue.join()
+    documents = {"specs.md": f"# Specifications\n\n{SPECS}\n", "prices.html": HTML}
+    app = await app_with_documents(str(tmp_path_factory.mktemp("catalogue")), "kb", documents)
     yield app
     await app.stop()
 

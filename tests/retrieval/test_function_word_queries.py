@@ -5,20 +5,19 @@ quoted the first sentence with "is" in it as the answer."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 
-from eagle_rag.bootstrap import EagleApp, bootstrap
+from eagle_rag.bootstrap import EagleApp
 from eagle_rag.generation.extractive import compose
 from eagle_rag.generation.prompt import Reference
 from eagle_rag.index.sparse import content_tokens, tokenize
 from eagle_rag.plugins.payloads import QueryRequest, RetrievedHit
 from eagle_rag.retrieval.fusion import RankedList, normalized_fuse, plan_relevance
 from eagle_rag.retrieval.wire import search_response
-from eagle_rag.settings import load_settings
+from tests.embedded import app_with_documents
 
 NO_DIRECT_ANSWER = "The documents do not answer this directly."
 DOCUMENTS = {
@@ -71,11 +70,7 @@ def test_an_extractive_answer_quotes_nothing_for_function_words_alone() -> None:
 async def three_documents(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[EagleApp]:
     """The embedded default with its bundled encoder: one KB of three short documents."""
     data = str(tmp_path_factory.mktemp("function-words"))
-    app = await bootstrap(load_settings({"EAGLE_DATA_DIR": data}))
-    app.repositories.knowledge_bases.create("kb")
-    for name, text in DOCUMENTS.items():
-        app.ingest.submit_file(kb_name="kb", filename=name, stream=io.BytesIO(text.encode()))
-    await app.queue.join()
+    app = await app_with_documents(data, "kb", DOCUMENTS)
     yield app
     await app.stop()
 

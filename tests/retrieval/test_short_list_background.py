@@ -6,13 +6,12 @@ measured against itself, a KB's only passage scored a dense relevance of 0 for e
 from __future__ import annotations
 
 import asyncio
-import io
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
 import pytest_asyncio
 
-from eagle_rag.bootstrap import EagleApp, bootstrap, register_visual_encoder
+from eagle_rag.bootstrap import EagleApp, register_visual_encoder
 from eagle_rag.index.collections import VISUAL_COLLECTION
 from eagle_rag.models.embedders import HashingEncoder
 from eagle_rag.plugins.context import ComponentRegistries
@@ -22,7 +21,8 @@ from eagle_rag.plugins.registries import ComponentRegistry
 from eagle_rag.retrieval.background import PROBES, DenseBackground, dense_background
 from eagle_rag.retrieval.fusion import RankedList, plan_relevance
 from eagle_rag.retrieval.wire import search_response
-from eagle_rag.settings import Settings, load_settings
+from eagle_rag.settings import Settings
+from tests.embedded import app_with_documents
 
 MANUAL = (
     "# Service\n\nThe gearbox oil of the turbine is changed every two years by the service "
@@ -32,14 +32,7 @@ MANUAL = (
 
 async def _one_document_app(data: str, **retrieval: object) -> EagleApp:
     """The embedded default with the bundled encoder, one KB holding one short document."""
-    settings = load_settings({"EAGLE_DATA_DIR": data}, overrides={"retrieval": retrieval})
-    app = await bootstrap(settings)
-    app.repositories.knowledge_bases.create("manual")
-    app.ingest.submit_file(
-        kb_name="manual", filename="service.md", stream=io.BytesIO(MANUAL.encode())
-    )
-    await app.queue.join()
-    return app
+    return await app_with_documents(data, "manual", {"service.md": MANUAL}, **retrieval)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
