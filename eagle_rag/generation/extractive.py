@@ -78,17 +78,19 @@ def compose(question: str, references: Sequence[Reference], language: Language) 
     asked = _Asked.of(question)
     scored: list[_Scored] = []
     for rank, ref in enumerate(references):
-        for position, (sentence, heading) in enumerate(_sentences(ref, asked)):
+        for position, (sentence, heading) in enumerate(_sentences(ref)):
             hits = frozenset(terms & (set(tokenize(sentence)) | heading))
             if hits:
-                scored.append(_Scored(len(hits) - rank * 0.01, rank, position, sentence, ref, hits))
+                score = len(hits) - rank * 0.01
+                echo = asked.echoed_by(sentence)
+                scored.append(_Scored(score, rank, position, sentence, ref, hits, echo))
+    # A line that only echoes the question is quoted only when nothing else matches.
+    scored = [s for s in scored if not s.echo] or scored
     joiner = "" if language == "zh" else " "
     if not scored:
         # A source of headings only has no sentence to quote: its text, flattened, stands in.
         top = references[0]
-        first = [s for s, _ in _sentences(top, asked)][:2] or [
-            " ".join(top.text.split()).lstrip("# ")
-        ]
+        first = [s for s, _ in _sentences(top)][:2] or [" ".join(top.text.split()).lstrip("# ")]
         return f"{_NO_MATCH[language]}{joiner}{joiner.join(first)} [{top.index}]"
     most = max(len(s.hits) for s in scored)
     enough = [s for s in scored if len(s.hits) >= most * MIN_SHARE_OF_BEST]
@@ -105,6 +107,7 @@ class _Scored:
     sentence: str
     reference: Reference
     hits: frozenset[str]
+    echo: bool  # a line that only repeats the question (_Asked.echoed_by)
 
 
 def _adding_something(ranked: Sequence[_Scored]) -> list[_Scored]:
@@ -129,7 +132,10 @@ def _question_terms(question: str) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class _Asked:
-    """The user's question, to tell a sentence that only echoes it."""
+    """The user's question, to tell a line that only echoes it: a lone title line
+    ("纽西兰鸡毛松") was quoted as the answer to "纽西兰鸡毛松有多高", beside the sentences that
+    answer it. Such a line is quoted only when nothing else matches ("Weight: 17 kg" may be all
+    there is to answer "Is the weight 17 kg?")."""
 
     tokens: frozenset[str]
     letters: str  # its word characters run together: jieba cuts a phrase by its context
@@ -151,9 +157,7 @@ def _letters(text: str) -> str:
     return "".join(_WORDS.findall(text.lower()))
 
 
-def _sentences(
-    reference: Reference, asked: _Asked | None = None
-) -> list[tuple[str, frozenset[str]]]:
+def _sentences(reference: Reference) -> list[tuple[str, frozenset[str]]]:
     """The reference's sentences, each with the words of the heading it stands under.
 
     A blank line ends a sentence too: a slide's bullets ("Gas prices stabilised") carry no full
@@ -165,9 +169,7 @@ def _sentences(
     numbered list). A table row is a sentence of its own, under its column names (tables.py).
     A question is no answer either: an FAQ's "Q: Can I install it myself?" was quoted, and its
     answer left out for matching fewer words. It stands over the sentences after it, up to the
-    next question or heading, as a heading does. A line that only echoes ``asked`` (the
-    user's question) is left out: a lone title line ("纽西兰鸡毛松") was
-    quoted as the answer to "纽西兰鸡毛松有多高".
+    next question or heading, as a heading does.
     """
     titles = frozenset(" ".join(t.split()) for t in reference.path.split("/"))
     found: list[tuple[str, frozenset[str]]] = []
@@ -187,7 +189,7 @@ def _sentences(
                 for sentence in _block_sentences(run):
                     if _ASKS.search(sentence):
                         posed = frozenset(tokenize(sentence))
-                    elif asked is None or not asked.echoed_by(sentence):
+                    else:
                         found.append((sentence, heading | posed))
     return found
 

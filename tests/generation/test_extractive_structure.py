@@ -160,3 +160,6 @@ def test_a_line_that_only_echoes_the_question_is_not_its_answer() -> None:
     # A sentence that repeats the question is its confirmation, not an echo.
     confirms = [Reference(1, "Guide", "Warranty: 10 years.")]
     assert compose("Is the warranty 10 years?", confirms, "en") == "Warranty: 10 years. [1]"
+    # A line with no full stop that repeats the question is still quoted when it is all there is.
+    spec = [Reference(1, "Specs", "Weight: 17 kg\n\nBuilt in Lyon.")]
+    assert compose("Is the weight 17 kg?", spec, "en") == "Weight: 17 kg [1]"
