@@ -28,16 +28,17 @@ MIN_SHARE_OF_BEST = 0.5
 # point inside a token is no end ("4.7 million", "firmware 9.3(12)", "192.168.8.1", "e.g."
 # would each quote half a sentence and lose the number the question asked for). Closing quotes
 # and brackets right after the stop belong to the sentence they close.
-_SENTENCE_END = re.compile(r"(?<=[。！？])[」』”’）)]*|(?<=[.!?])[\"')\]*_]*(?=\s|$)")
+_CLOSERS = "[\"'”’)）\\]」』*_]*"  # quotes, brackets and Markdown emphasis a stop may close
+_SENTENCE_END = re.compile(rf"(?<=[。！？]){_CLOSERS}|(?<=[.!?]){_CLOSERS}(?=\s|$)")
 # Nor does a stop inside brackets or quotes end a sentence when they close soon after: the title
 # 《卡拉OK.LIVE！‧台北‧我》 and "(… Hey! Say! JUMP)" were quoted cut at their "!".
 _CLOSING = {"《": "》", "「": "」", "『": "』", "（": "）", "(": ")", "“": "”", "【": "】"}
 MAX_BRACKETED = 200  # characters; a bracket left open longer than that is a typo, not a title
 # A sentence that asks ("**Q: Can I install it myself?**") is the question an FAQ answers.
-_ASKS = re.compile(r"[?？][\"')\]*_」』]*\s*$")
+_ASKS = re.compile(rf"[?？]{_CLOSERS}\s*$")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _WORDS = re.compile(r"\w+")
-_ENDS = re.compile(r"[.!?。！？][\"')\]」』”’）*_]*$")
+_ENDS = re.compile(rf"[.!?。！？]{_CLOSERS}$")  # a line that ends as a sentence does
 # "1." or "b." alone is the marker of a list item, not a sentence: the item starts with it.
 _LIST_MARKER = re.compile(r"\s*(\d{1,3}|[a-zA-Z])[.)]\s*$")
 # Title and reference abbreviations that end with a point but do not end a sentence.

@@ -249,6 +249,22 @@ def test_refusion_ranks_split_collections_as_one() -> None:
     assert all("biomed_fused" in h.scores for h in fused)
 
 
+def test_the_refusion_leaves_bm25_of_function_words_out_of_relevance() -> None:
+    """As Core's plans do: "what is it?" orders by BM25 too, but its best hit is no evidence."""
+    merged = [
+        _hit("a", "eagle_text", dense=0.80, sparse=9.0),
+        _hit("b", "eagle_text_biomed", dense=0.90, sparse=1.0),
+    ]
+    telling = refuse_text_collections(merged, [], head=20, supplement_weight=0.0)
+    mute = refuse_text_collections(
+        merged, [], head=20, supplement_weight=0.0, sparse_tells_relevance=False
+    )
+    assert [h.chunk_id for h in mute] == [h.chunk_id for h in telling]
+    relevance = {h.chunk_id: h.scores["relevance"] for h in mute}
+    assert relevance["a"] == 0.0  # the dense head's last hit: no BM25 share lifts it
+    assert {h.chunk_id: h.scores["relevance"] for h in telling}["a"] > 0.4
+
+
 def test_supplement_hits_join_the_refusion_with_their_weight() -> None:
     merged = [_hit("a", "eagle_text_biomed", dense=0.9), _hit("b", "eagle_text_biomed", dense=0.8)]
     supplement = [_hit("b", "eagle_text_biomed", supplement=5.0)]
