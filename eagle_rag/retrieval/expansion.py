@@ -25,6 +25,7 @@ from eagle_rag.index.filters import Filter, all_of, in_, ne
 from eagle_rag.index.vector_store import MAX_TOP_K, VectorHit
 from eagle_rag.plugins.payloads import RetrievedHit
 from eagle_rag.retrieval.hits import to_hit
+from eagle_rag.retrieval.relevance import RELEVANCE, relevance
 
 SUMMARY = "section_summary"
 # Rows fetched per summary when drilling down: Lite returns rows at ~0.1 ms each, so the search
@@ -97,6 +98,7 @@ class ParentExpander:
         # Evidence ranked above a summary is shown already; what it drills down to comes first
         # from the ranked list itself (moving up to its rank), then from the other candidates.
         pool = (*hits, *pool)
+        weakest = _weakest_relevance(pool)
         above = _above(hits)
         drills: dict[str, _Drill] = {}
         output: list[RetrievedHit] = []
@@ -134,8 +136,8 @@ class ParentExpander:
                         taken.add(hit.dedupe_key)
                     continue
                 expanded += 1
-                for child in children[: limit - len(output)]:
-                    output.append(_as_child(child, hit))
+                for n, child in enumerate(children[: limit - len(output)]):
+                    output.append(_as_child(child, hit, first=n == 0, weakest=weakest))
                     taken.add(child.dedupe_key)
             start += len(window)
         return output, expanded
@@ -230,16 +232,41 @@ def _children_filter(scope: Filter, drills: Sequence[_Drill]) -> Filter:
     return all_of(scope, in_("document_id", documents), ne("type", SUMMARY))
 
 
-def _as_child(child: RetrievedHit, summary: RetrievedHit) -> RetrievedHit:
-    """A drilled-down chunk takes the summary's rank and score, and says where it came from."""
+def _as_child(
+    child: RetrievedHit, summary: RetrievedHit, *, first: bool, weakest: float
+) -> RetrievedHit:
+    """A drilled-down chunk at the summary's rank, saying where it came from.
+
+    Its relevance: the first child stands in for the summary, so it shows the summary's (or its
+    own, when higher). A sibling beside it shows its own: the one it was ranked with, or, when
+    only the drill-down found it (it ranked below every candidate), the weakest candidate's, at
+    most the summary's. Giving every sibling the summary's put a section's unrelated chunks
+    ("Firmware updates" for "reset router") level with the best hit, past any score threshold.
+    """
+    own = relevance(child.scores) if _scored(child) else None
+    summary_relevance = relevance(summary.scores)
+    if not _scored(summary):  # a plan fused by RRF: no relevance to pass on
+        shown = {}
+    elif first:
+        shown = _relevance_of(summary) if own is None or own < summary_relevance else {}
+    else:
+        shown = {} if own is not None else {RELEVANCE: min(weakest, summary_relevance)}
     return replace(
         child,
         score=summary.score,
-        # The relevance is the summary's: the child was found through it.
-        scores={**child.scores, **_relevance_of(summary), "parent": summary.score},
+        scores={**child.scores, **shown, "parent": summary.score},
         metadata={**child.metadata, "expanded_from": summary.chunk_id},
     )
 
 
+def _scored(hit: RetrievedHit) -> bool:
+    return RELEVANCE in hit.scores or "rerank" in hit.scores
+
+
+def _weakest_relevance(pool: Sequence[RetrievedHit]) -> float:
+    scored = [relevance(h.scores) for h in pool if _scored(h)]
+    return min(scored, default=0.0)
+
+
 def _relevance_of(hit: RetrievedHit) -> dict[str, float]:
-    return {k: hit.scores[k] for k in ("relevance", "rerank") if k in hit.scores}
+    return {k: hit.scores[k] for k in (RELEVANCE, "rerank") if k in hit.scores}
