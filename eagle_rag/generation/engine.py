@@ -123,7 +123,7 @@ class AnswerEngine:
 
         pictures = await asyncio.to_thread(self._pictures, images)
         job = self._generation_input(request, texts, images, pictures, language, history)
-        job = replace(job, question=recall.text)  # the offline answerer sees no history
+        job = replace(job, searched=recall.text)  # the offline answerer sees no history
         cited_range = len(texts) + len(request.attachments) + len(images)
         started = time.perf_counter()
         parts: list[str] = []

@@ -24,6 +24,9 @@ MAX_SENTENCES = 3
 # A sentence sharing fewer than this share of the best sentence's question terms is padding:
 # "电池柜的环境温度应保持在多少" quoted every sentence that merely contains "应" (should).
 MIN_SHARE_OF_BEST = 0.5
+# A word of the question a follow-up continues counts this much of one of its own: it only
+# breaks ties between sentences that match the follow-up alike.
+TOPIC_WEIGHT = 0.1
 # A sentence ends at a Chinese full stop (。！？), or at . ! ? followed by a space or the end: a
 # point inside a token is no end ("4.7 million", "firmware 9.3(12)", "192.168.8.1", "e.g."
 # would each quote half a sentence and lose the number the question asked for). Closing quotes
@@ -62,7 +65,7 @@ class ExtractiveGenerator:
 
     async def stream(self, job: GenerationInput) -> AsyncIterator[str]:
         language: Language = "zh" if job.language == "zh" else "en"
-        answer = compose(job.question, list(job.references), language)
+        answer = compose(job.question, list(job.references), language, searched=job.searched)
         for piece in re.findall(r"\S+\s*", answer) if language == "en" else _runs(answer):
             yield piece
 
@@ -72,19 +75,35 @@ class ExtractiveGenerator:
 _ASKING_FOR = re.compile(r"\bhow\s+(long|many|much|often|far|old|soon|big|large|tall)\b", re.I)
 
 
-def compose(question: str, references: Sequence[Reference], language: Language) -> str:
+def compose(
+    question: str, references: Sequence[Reference], language: Language, *, searched: str = ""
+) -> str:
+    """The answer to ``question`` from the best sentences of ``references``, cited.
+
+    ``searched`` is what they were searched with when a follow-up was joined to the question it
+    follows ("What is the refrigerant charge of the HP-12? and what does fault F9 mean?"): the
+    sentences are picked for the question as asked, the earlier one's words only breaking ties
+    between them ("and in 2021?" quotes the 2021 row of the plant asked about before). Picked
+    for the joined text, the answer was about the first question. A follow-up with no word of
+    its own ("why?") is answered for the joined text.
+    """
     if not references:
         return _NO_SOURCES[language]
     terms = _question_terms(question)
+    topic = _question_terms(searched) - terms if searched else set()
+    if not terms:
+        terms, topic = topic, set()
     asked = _Asked.of(question)
     scored: list[_Scored] = []
     for rank, ref in enumerate(references):
         for position, (sentence, heading) in enumerate(_sentences(ref)):
-            hits = frozenset(terms & (set(tokenize(sentence)) | heading))
+            words = set(tokenize(sentence)) | heading
+            hits = frozenset(terms & words)
             if hits:
-                score = len(hits) - rank * 0.01
+                about = hits | (topic & words)
+                score = len(hits) + TOPIC_WEIGHT * len(topic & words) - rank * 0.01
                 echo = asked.echoed_by(sentence)
-                scored.append(_Scored(score, rank, position, sentence, ref, hits, echo))
+                scored.append(_Scored(score, rank, position, sentence, ref, hits, about, echo))
     # A line that only echoes the question is quoted only when nothing else matches.
     scored = [s for s in scored if not s.echo] or scored
     joiner = "" if language == "zh" else " "
@@ -107,7 +126,8 @@ class _Scored:
     position: int
     sentence: str
     reference: Reference
-    hits: frozenset[str]
+    hits: frozenset[str]  # the question's words it has
+    about: frozenset[str]  # those and the earlier question's (a follow-up's topic)
     echo: bool  # a line that only repeats the question (_Asked.echoed_by)
 
 
@@ -115,11 +135,16 @@ def _adding_something(ranked: Sequence[_Scored]) -> list[_Scored]:
     """The sentences, best first, without those that match only part of what a better one
     matches: for "output of the Calder plant in 2020", Calder's table row matches every word
     and Kestrel's ("output", "plant", "2020") answers another plant; quoted, it was cited as if
-    it supported the answer."""
+    it supported the answer. A sentence quoted already (the same file in two KBs, a paragraph
+    repeated in another document) is not quoted again under another source's number."""
     kept: list[_Scored] = []
+    quoted: set[str] = set()
     for candidate in ranked:
-        if not any(candidate.hits < better.hits for better in kept):
-            kept.append(candidate)
+        text = " ".join(candidate.sentence.split()).casefold()
+        if text in quoted or any(candidate.about < better.about for better in kept):
+            continue
+        kept.append(candidate)
+        quoted.add(text)
     return kept
 
 

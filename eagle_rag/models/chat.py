@@ -28,6 +28,9 @@ class GenerationInput:
     language: str
     messages: Sequence[dict[str, Any]]
     references: Sequence[Any] = field(default_factory=tuple)
+    # What the references were searched with, when not the question alone: a follow-up joined
+    # to the question it follows. An answerer that sees no history reads the topic from it.
+    searched: str = ""
 
 
 class ChatModel(Protocol):

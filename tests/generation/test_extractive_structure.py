@@ -163,3 +163,19 @@ def test_a_line_that_only_echoes_the_question_is_not_its_answer() -> None:
     # A line with no full stop that repeats the question is still quoted when it is all there is.
     spec = [Reference(1, "Specs", "Weight: 17 kg\n\nBuilt in Lyon.")]
     assert compose("Is the weight 17 kg?", spec, "en") == "Weight: 17 kg [1]"
+
+
+def test_a_sentence_two_sources_share_is_quoted_once() -> None:
+    """The same file in two KBs: its answer sentence was quoted twice, as [1] and [3]."""
+    manual = (
+        "To restore factory settings, press and hold the RESET button for 12 seconds. "
+        "The default admin password is printed on the label."
+    )
+    refs = [
+        Reference(1, "Router/Resetting", manual, "router.md"),
+        Reference(2, "Kettle/Cleaning", "Descale the kettle once a month.", "kettle.md"),
+        Reference(3, "Router/Resetting", manual.replace("  ", " "), "router.md"),
+    ]
+    answer = compose("How do I restore factory settings?", refs, "en")
+    assert answer.count("press and hold the RESET button") == 1
+    assert "[3]" not in answer

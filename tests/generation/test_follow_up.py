@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from eagle_rag.bootstrap import EagleApp
+from eagle_rag.generation.extractive import compose
 from eagle_rag.generation.follow_up import is_follow_up, standalone_query
-from eagle_rag.generation.prompt import Turn
+from eagle_rag.generation.prompt import Reference, Turn
+from tests.embedded import app_with_documents
 from tests.retrieval.conftest import Corpus
 
 OUTPUT_2020 = "What was the output of the Calder plant in 2020?"
@@ -58,3 +62,56 @@ async def test_the_offline_answer_to_a_follow_up_uses_the_conversation(
     assert follow["answer"].startswith(
         "Clean the panels twice a year with water and inspect the brackets for rust."
     )
+
+
+SERVICE_GUIDE = """# HP-12 Service Guide
+
+## Refrigerant
+
+The HP-12 heat pump uses R32 refrigerant. The factory charge is 1.45 kg.
+
+## Fault codes
+
+Fault F7 indicates a high-pressure trip of the compressor. Fault F9 means the condensate drain
+is blocked; clear the drain and restart the unit.
+"""
+
+
+@pytest.mark.asyncio
+async def test_a_follow_up_with_a_topic_of_its_own_is_answered_for_itself(tmp_path: Path) -> None:
+    """ "and what does fault F9 mean?" after a question about the refrigerant charge was
+    searched with both (right), then answered for both: the charge again, F7, never F9."""
+    app = await app_with_documents(str(tmp_path), "kb", {"hp12.md": SERVICE_GUIDE})
+    try:
+        first = await app.answers.answer(
+            app.answers.request(
+                "What is the factory refrigerant charge of the HP-12?", kb_names=("kb",)
+            )
+        )
+        assert "1.45 kg" in first["answer"]
+        follow = await app.answers.answer(
+            app.answers.request(
+                "and what does fault F9 mean?", kb_names=("kb",), session_id=first["session_id"]
+            )
+        )
+    finally:
+        await app.stop()
+    recall = next(step for step in follow["steps"] if step["name"] == "recall")
+    assert recall["query"].startswith("What is the factory refrigerant charge")
+    assert "Fault F9 means the condensate drain is blocked" in follow["answer"]
+    assert "1.45 kg" not in follow["answer"]
+    assert "F7" not in follow["answer"]
+
+
+def test_the_question_followed_breaks_ties_and_answers_a_follow_up_without_words() -> None:
+    table = Reference(
+        1,
+        "Output",
+        "In 2021 the Kestrel plant produced 280 GWh. In 2021 the Calder plant produced 351 GWh.",
+    )
+    searched = f"{OUTPUT_2020} and in 2021?"
+    assert compose("and in 2021?", [table], "en", searched=searched) == (
+        "In 2021 the Calder plant produced 351 GWh. [1]"
+    )
+    why = Reference(1, "Output", "Calder's output rose because a second turbine came online.")
+    assert compose("why?", [why], "en", searched=f"{OUTPUT_2020} why?").startswith("Calder's")
