@@ -237,10 +237,11 @@ class RetrievalService:
     ) -> tuple[QueryHints, ...]:
         if not self._app.settings.plugins.query_assemble_enabled:
             return ()
+        started = log.now()
         found = await self._app.bus.invoke_all(hooks.query_assemble, ctx=ctx, query=request)
         hints = tuple(h for h in found if h is not None)
         if hints:
-            log.add("query_assemble", "ok", ", ".join(h.source for h in hints))
+            log.add("query_assemble", "ok", ", ".join(h.source for h in hints), since=started)
         return hints
 
     async def _route(
@@ -252,12 +253,18 @@ class RetrievalService:
         log: StepLog,
     ) -> QueryRouteDecision:
         app = self._app
+        started = log.now()
         decision = await app.bus.invoke_first(
             hooks.classify_query, ctx=ctx, query=request, hints=hints
         )
         if decision is None:  # Core answers unless its own subscriber failed (audited)
             decision = QueryRouteDecision((), classifier="none", reason="no classifier answered")
-            log.add("classify_query", "error", "no CLASSIFY_QUERY subscriber routed the query")
+            log.add(
+                "classify_query",
+                "error",
+                "no CLASSIFY_QUERY subscriber routed the query",
+                since=started,
+            )
         planned = {p.collection for p in decision.plans}
         forced: list[CollectionQueryPlan] = []
         for collection in sorted(scope.collections - planned - set(BASE_COLLECTIONS)):
@@ -279,7 +286,7 @@ class RetrievalService:
                 reason=f"{decision.reason}; scope added {', '.join(p.collection for p in forced)}",
             )
         plans = ", ".join(p.collection for p in decision.plans)
-        log.add("classify_query", "ok", f"{decision.classifier}: {plans}")
+        log.add("classify_query", "ok", f"{decision.classifier}: {plans}", since=started)
         return decision
 
     async def _run_plan(
