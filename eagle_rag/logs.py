@@ -19,6 +19,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from eagle_rag.errors import (
+    AuthenticationError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitedError,
+)
 from eagle_rag.settings import MASK, Settings
 
 current_request: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -29,6 +37,15 @@ current_task: contextvars.ContextVar[str | None] = contextvars.ContextVar("task_
 _URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^\s:/@]*:)(?P<pw>[^\s@/]+)(?=@)")
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
 _HANDLER_NAME = "eagle-rag"
+# Errors that say the caller asked for something wrong (the 4xx of the edges), not a failure.
+CALLER_MISTAKES = (
+    AuthenticationError,
+    PermissionDeniedError,
+    RateLimitedError,
+    NotFoundError,
+    ConflictError,
+    InvalidInputError,
+)
 # LogRecord's own attributes: everything else on a record came from ``extra=``.
 _RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
@@ -90,6 +107,25 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+class CallerMistakeFilter(logging.Filter):
+    """A caller's mistake logged as a failure becomes one line at INFO, without its traceback.
+
+    FastMCP logs every exception a tool raises at ERROR with its traceback: an agent naming an
+    unknown KB or a bad filter wrote 40 lines into the operator's log, although the agent was
+    told what was wrong and nothing failed (REST logs nothing for the same mistakes).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if record.levelno < logging.WARNING or not isinstance(error, CALLER_MISTAKES):
+            return True
+        record.msg = f"{record.getMessage()}: {type(error).__name__}: {error}"
+        record.args = None
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
+        return logging.getLogger(record.name).isEnabledFor(logging.INFO)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line."""
 
@@ -128,6 +164,7 @@ def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> lo
     telemetry = settings.telemetry
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.set_name(_HANDLER_NAME)
+    handler.addFilter(CallerMistakeFilter())
     handler.addFilter(RedactingFilter(secret_values(settings)))
     handler.setFormatter(JsonFormatter() if telemetry.log_format == "json" else TextFormatter())
     root = logging.getLogger()
@@ -156,6 +193,8 @@ _OWN_HANDLERS = (
     "pymilvus",
     "pymilvus.milvus_client",
     "pymilvus.bulk_writer",
+    # FastMCP writes through Rich to stderr: a tool's failure was a 40-line box, not redacted.
+    "fastmcp",
 )
 # Loggers that narrate their own set-up at INFO on every start: faiss's loader reports each
 # build it could not load as a ModuleNotFoundError, which reads like a failure to an operator.

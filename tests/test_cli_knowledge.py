@@ -98,7 +98,34 @@ def test_ingest_can_create_the_kb_and_reports_a_missing_one(
 
 def test_ingest_with_no_matching_files(env: dict[str, str], tmp_path: Path) -> None:
     result = runner.invoke(app, ["ingest", str(tmp_path / "none-*.md"), "--kb", "x"], env=env)
-    assert result.exit_code == 2 and "no files matched" in result.stderr
+    assert result.exit_code == 2 and "no file matches" in result.stderr
+
+
+def test_a_mistyped_path_is_named_and_nothing_is_ingested(
+    env: dict[str, str], corpus: Path
+) -> None:
+    """ "no files matched" for a path that does not exist; and beside a good one, the good one
+    was ingested and the mistyped one forgotten."""
+    assert runner.invoke(app, ["kb", "create", "handbook"], env=env).exit_code == 0
+    typo = str(corpus / "guied.md")
+    result = runner.invoke(
+        app, ["ingest", str(corpus / "guide.md"), typo, "--kb", "handbook"], env=env
+    )
+    assert result.exit_code == 2
+    assert f"no such file or folder: {typo!r}" in " ".join(result.stderr.split())
+    shown = json.loads(runner.invoke(app, ["kb", "show", "handbook", "--json"], env=env).stdout)
+    assert shown["documents"] == 0
+
+
+def test_kb_show_never_cuts_a_document_id(env: dict[str, str], corpus: Path) -> None:
+    """On an 80-column terminal (or a pipe) the ids came out as "b5be436b726e437398bf6…",
+    which --doc cannot take."""
+    ingest = ["ingest", str(corpus / "guide.md"), "--kb", "handbook", "--create"]
+    assert runner.invoke(app, ingest, env=env).exit_code == 0
+    shown = json.loads(runner.invoke(app, ["kb", "show", "handbook", "--json"], env=env).stdout)
+    [document] = shown["document_list"]
+    narrow = runner.invoke(app, ["kb", "show", "handbook"], env={**env, "COLUMNS": "60"})
+    assert document["document_id"] in narrow.stdout
 
 
 def test_kb_show_of_a_missing_kb(env: dict[str, str]) -> None:

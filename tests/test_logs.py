@@ -12,8 +12,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import fastmcp  # noqa: F401  (installs its handlers on import, before the fixture)
 import httpx
-import pymilvus  # noqa: F401  (installs its handlers on import, before the fixture)
+import pymilvus  # noqa: F401  (the same)
 import pytest
 
 from eagle_rag.logs import bound, configure_logging, redact
@@ -153,3 +154,32 @@ def test_set_up_chatter_is_left_out_at_info(captured: io.StringIO) -> None:
     logging.getLogger("faiss.loader").info("Could not load library: ModuleNotFoundError(...)")
     logging.getLogger("eagle_rag.test").info("kept")
     assert [line["message"] for line in _lines(captured)] == ["kept"]
+
+
+@pytest.mark.asyncio
+async def test_a_tool_callers_mistake_is_one_info_line_not_an_error_with_a_traceback(
+    captured: io.StringIO,
+) -> None:
+    """FastMCP logs whatever a tool raises at ERROR with its traceback: an agent's unknown KB
+    wrote 40 lines into the operator's log. A real failure keeps its traceback."""
+    from fastmcp import Client, FastMCP
+    from fastmcp.exceptions import ToolError
+
+    from eagle_rag.errors import NotFoundError
+
+    server = FastMCP("probe")
+
+    @server.tool
+    def lookup(kb: str) -> str:
+        if kb == "broken":
+            raise RuntimeError("the disk is gone")
+        raise NotFoundError(f"knowledge base {kb!r} not found", kb_name=kb)
+
+    async with Client(server) as client:
+        for kb in ("ghost", "broken"):
+            with pytest.raises(ToolError):
+                await client.call_tool("lookup", {"kb": kb})
+    mistake, failure = [line for line in _lines(captured) if "lookup" in str(line["message"])]
+    assert mistake["level"] == "info" and "exception" not in mistake
+    assert "NotFoundError: knowledge base 'ghost' not found" in str(mistake["message"])
+    assert failure["level"] == "error" and "the disk is gone" in str(failure["exception"])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from eagle_rag.api.documented import first_problem
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord, TaskRecord
@@ -149,8 +149,19 @@ class RetrievalOptions(_Body):
             raise first_problem(exc, "request") from None
 
 
+def _not_blank(query: str) -> str:
+    # A query of spaces is as empty as "": the same 422, not a 400 from the search itself.
+    if not query.strip():
+        raise ValueError("the query must not be blank")
+    return query
+
+
+# The question of a search, an answer or a page search.
+QueryText = Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_not_blank)]
+
+
 class SearchBody(RetrievalOptions):
-    query: str = Field(min_length=1, max_length=4000, examples=["How is the inverter wired?"])
+    query: QueryText = Field(examples=["How is the inverter wired?"])
 
     def query_request(self, text: str | None = None) -> QueryRequest:
         return super().query_request(self.query if text is None else text)

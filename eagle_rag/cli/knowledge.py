@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from eagle_rag.cli.catalog import Catalog, open_catalog
 from eagle_rag.cli.common import JsonOption, app, fail, settings_from_env
@@ -97,7 +97,12 @@ def kb_show(name: str, as_json: JsonOption = False, server: ServerOption = None)
     about = escape(info["description"])
     console.print(f"[bold]{info['kb_name']}[/bold] ({info['engine']}) — {about}")
     console.print(f"collections: {', '.join(info['collections_used']) or '-'}")
-    table = Table("document_id", "filename", "status", "chunks", "error")
+    # An id is what --doc takes: never cut to fit a narrow terminal (a file name wraps).
+    widest = max((len(d["document_id"]) for d in info["document_list"]), default=11)
+    table = Table(Column("document_id", no_wrap=True, min_width=widest), "filename")
+    table.add_column("status")
+    table.add_column("chunks")
+    table.add_column("error")
     for d in info["document_list"]:
         name, error = escape(d["filename"]), escape(d["error"] or "")
         table.add_row(d["document_id"], name, d["status"], str(d["chunks"]), error)
@@ -137,9 +142,11 @@ def ingest(
     server: ServerOption = None,
 ) -> None:
     """Ingest files into a knowledge base, with progress and a summary; exit 1 if any failed."""
+    # A mistyped name must not leave the other files ingested without it: refuse first.
+    unmatched = [pattern for pattern in paths if not expand_paths([pattern])]
+    if unmatched:
+        fail("; ".join(_unmatched(pattern) for pattern in unmatched), code=2)
     files = expand_paths(paths)
-    if not files:
-        fail("no files matched", code=2)
 
     async def run(catalog: Catalog) -> list[_Outcome]:
         # Once, before any file is read: a missing KB is one mistake, not one per file.
@@ -158,6 +165,14 @@ def ingest(
     else:
         _print_summary(outcomes)
     raise typer.Exit(code=1 if any(o.status in ("failed", "refused") for o in outcomes) else 0)
+
+
+def _unmatched(pattern: str) -> str:
+    if glob.has_magic(pattern):
+        return f"no file matches {pattern!r}"
+    if Path(pattern).is_dir():
+        return f"the folder {pattern!r} holds no file (hidden files are skipped)"
+    return f"no such file or folder: {pattern!r}"
 
 
 def expand_paths(patterns: list[str]) -> list[Path]:

@@ -21,16 +21,18 @@ TAG = re.compile(r"^[\w.-][\w .:/-]{0,63}$")
 
 def validate_kb_name(name: str) -> str:
     """A KB name is a scalar filter value and a key part, so it is kept to a safe alphabet."""
-    if not isinstance(name, str) or not KB_NAME.match(name):
+    # fullmatch: with match, "$" also matched before a final newline ("abc\n" was a name).
+    if not isinstance(name, str) or not KB_NAME.fullmatch(name):
         raise InvalidInputError(
-            f"kb_name must match {KB_NAME.pattern} (lower-case letters, digits, '_' and '-')",
+            "kb_name must be 1-64 lower-case letters, digits, '_' or '-', starting with a "
+            f"letter or digit ({KB_NAME.pattern})",
             kb_name=str(name)[:80],
         )
     return name
 
 
 def validate_tag(tag: str) -> str:
-    if not isinstance(tag, str) or not TAG.match(tag):
+    if not isinstance(tag, str) or not TAG.fullmatch(tag):
         raise InvalidInputError(
             "tag must be 1-64 word characters, spaces or .:/-", tag=str(tag)[:80]
         )

@@ -172,12 +172,18 @@ def _year(value: Any) -> Filter:
 
 
 def _pages(value: Any, rows: RowFields) -> Filter:
-    if isinstance(value, list | tuple) and len(value) == 2:
+    low: Any
+    high: Any
+    if isinstance(value, int) and not isinstance(value, bool):
+        low = high = value  # one page
+    elif isinstance(value, list | tuple) and len(value) == 2:
         low, high = value
     elif isinstance(value, Mapping):
         low, high = _range(value, "pages filter")
     else:
-        raise InvalidInputError('the pages filter takes [first, last] or {"gte", "lte"}')
+        raise InvalidInputError(
+            'the pages filter takes a page number, a range [first, last] or {"gte", "lte"}'
+        )
     low = 1 if low is None else low
     if high is None:
         high = low + MAX_PAGE_SPAN - 1

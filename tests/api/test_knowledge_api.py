@@ -221,11 +221,18 @@ def test_paging_beyond_any_catalog_is_a_clear_422(client: httpx.Client) -> None:
 
 
 def test_a_blank_query_names_the_field_the_client_sent(client: httpx.Client) -> None:
-    """The request field is `query` on every surface; the error named the internal `text`."""
-    for path in ("/search", "/query"):
-        response = client.post(path, json={"query": "   "})
-        assert response.status_code == 400, (path, response.text)
-        assert response.json()["details"]["field"] == "query"
+    """The request field is `query` on every surface; the error named the internal `text`.
+    A query of spaces is refused as "" is (it was a 400 from the search, "" a 422)."""
+    for path in ("/search", "/query", "/search/stream", "/query/stream"):
+        answers = [client.post(path, json={"query": query}) for query in ("", "   ")]
+        for response in answers:
+            assert response.status_code == 422, (path, response.text)
+            assert response.json()["code"] == "invalid_request"
+            [problem] = response.json()["details"]["errors"]
+            assert problem["field"] == "query", problem
+        assert "blank" in answers[1].json()["message"]
+    blank = client.post("/documents/any/pages/search", json={"query": "  "})
+    assert blank.status_code == 422 and "blank" in blank.json()["message"]
 
 
 def test_listing_documents_of_an_unknown_kb_or_status_is_refused(client: httpx.Client) -> None:

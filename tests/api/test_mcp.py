@@ -231,7 +231,7 @@ async def test_an_agent_over_stdio_starts_from_an_empty_data_dir(tmp_path: Path)
         }
         found = await call(client, "core_retrieve_text", {"query": "inverter", "kb_name": "notes"})
         assert found["sources"] and found["sources"][0]["kb_name"] == "notes"
-        with pytest.raises(ToolError, match="kb_name must match"):
+        with pytest.raises(ToolError, match="kb_name must be 1-64 lower-case letters"):
             await client.call_tool("core_create_knowledge_base", {"kb_name": "Bad Name!"})
         listed = await call(client, "core_list_knowledge_bases", {})
         assert [kb["kb_name"] for kb in listed["result"]] == ["notes"]

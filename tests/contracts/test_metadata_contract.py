@@ -80,7 +80,8 @@ def test_duplicate_kb_is_a_conflict(db: Database, ns: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["", "Docs", "../x", "a" * 65, "kb;drop table", "中文", "-lead", "a b", "x\x00"]
+    "name",
+    ["", "Docs", "../x", "a" * 65, "kb;drop table", "中文", "-lead", "a b", "x\x00", "docs\n"],
 )
 def test_hostile_kb_names_are_refused(db: Database, ns: str, name: str) -> None:
     with pytest.raises(InvalidInputError, match="kb_name"):
@@ -229,7 +230,7 @@ def test_document_listing_filters_and_pages(db: Database, ns: str) -> None:
         documents.list(limit=0)
 
 
-@pytest.mark.parametrize("tag", ["", "a" * 70, "bad\x00tag", "semi;colon"])
+@pytest.mark.parametrize("tag", ["", "a" * 70, "bad\x00tag", "semi;colon", "draft\n"])
 def test_hostile_tags_are_refused(db: Database, ns: str, tag: str) -> None:
     _kb(db, ns)
     with pytest.raises(InvalidInputError, match="tag"):

@@ -23,6 +23,7 @@ from eagle_rag.retrieval.filters import VISUAL_ROWS, build_metadata_filter
         ({"year": {"gte": 2019}}, '(metadata["year"] >= 2019)'),
         ({"pages": [2, 3]}, "(array_contains_any(page_nums, [2, 3]))"),
         ({"pages": {"gte": 4, "lte": 4}}, "(array_contains_any(page_nums, [4]))"),
+        ({"pages": 4}, "(array_contains_any(page_nums, [4]))"),  # one page, not "[first, last]"
         ({"type": "table"}, '(type == "table")'),
         ({"metadata": {"team": "ops"}}, '((metadata["team"] == "ops"))'),
         (
@@ -45,6 +46,9 @@ def test_each_filter_key_builds_its_expression(filters: dict[str, Any], expressi
         ({"pages": [0, 2]}, "first <= last"),
         ({"pages": [1, 5000]}, "at most 1000 pages"),
         ({"pages": "1-3"}, "pages filter takes"),
+        ({"pages": [3]}, "a page number, a range"),
+        ({"pages": True}, "a page number, a range"),
+        ({"pages": 0}, "first <= last"),
         ({"pages": {"from": 1}}, "gte"),
         ({"metadata": {}}, "non-empty object"),
         ({"metadata": {"a": {"x": 1}}}, "gte"),

@@ -10,7 +10,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from eagle_rag.api.deps import App, Who
-from eagle_rag.api.schemas import ERRORS
+from eagle_rag.api.schemas import ERRORS, QueryText
 from eagle_rag.api.security import Caller
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.retrieval.pages import PAGE_SEARCH_DEPTH, best_pages
@@ -22,7 +22,7 @@ router = APIRouter(responses=ERRORS)
 class PageSearchBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=4000, examples=["What was the 2015 revenue?"])
+    query: QueryText = Field(examples=["What was the 2015 revenue?"])
     top_k: int = Field(default=5, ge=1, le=50, description="Pages to return.")
     depth: int = Field(
         default=PAGE_SEARCH_DEPTH, ge=1, le=100, description="Passages searched to rank them."
