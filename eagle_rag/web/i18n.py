@@ -91,6 +91,13 @@ EN: Mapping[str, str] = {
     "not_found": "Not found",
     "kb_not_found": "Knowledge base “{name}” was not found. It may have been deleted.",
     "document_not_found": "Document “{name}” was not found. It may have been deleted.",
+    "kb_name_needed": "A knowledge base needs a name.",
+    "kb_name_rule": (
+        "Use lowercase letters, digits, - and _, starting with a letter or digit, "
+        "at most 64 characters."
+    ),
+    "boxes_one": "{count} box",
+    "boxes_many": "{count} boxes",
 }
 
 ZH: Mapping[str, str] = {
@@ -177,6 +184,10 @@ ZH: Mapping[str, str] = {
     "not_found": "未找到",
     "kb_not_found": "未找到知识库“{name}”，它可能已被删除。",
     "document_not_found": "未找到文档“{name}”，它可能已被删除。",
+    "kb_name_needed": "知识库需要一个名称。",
+    "kb_name_rule": "只能使用小写字母、数字、- 和 _，以字母或数字开头，最多 64 个字符。",
+    "boxes_one": "{count} 个框",
+    "boxes_many": "{count} 个框",
 }
 
 CATALOGS: Mapping[str, Mapping[str, str]] = {"en": EN, "zh": ZH}

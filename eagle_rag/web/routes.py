@@ -13,6 +13,7 @@ import asyncio
 import math
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -24,6 +25,7 @@ from eagle_rag.api.deps import App, Who
 from eagle_rag.api.page_images import is_paged
 from eagle_rag.api.schemas import document_out
 from eagle_rag.bootstrap import EagleApp
+from eagle_rag.db.records import KB_NAME
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import eq
@@ -42,6 +44,11 @@ KB_PAGE = 25
 DOC_PAGE = 50
 MAX_PAGE = 100_000  # larger page numbers would overflow the database offset
 CHUNK_LIMIT = 2000
+# A list showing documents still being ingested refreshes itself every POLL_SECONDS, for at
+# most POLL_LIMIT refreshes (30 minutes): a worker that died must not keep a tab polling forever.
+POLL_SECONDS = 3
+POLL_LIMIT = 600
+BUSY = frozenset({"pending", "processing"})
 
 router = APIRouter(include_in_schema=False)
 
@@ -68,6 +75,7 @@ def _render(request: Request, template: str, status: int = 200, **context: Any) 
         version=__version__,
         gate_open=request.app.state.gate.open,
         path=request.url.path,
+        poll_seconds=POLL_SECONDS,
         **context,
     )
     headers = {
@@ -142,7 +150,11 @@ async def ask_page(request: Request) -> HTMLResponse:
 
 @router.get("/ui/fragments/kbs", response_class=HTMLResponse)
 async def kb_rows(
-    request: Request, app: App, who: Who, page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1
+    request: Request,
+    app: App,
+    who: Who,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    polls: Annotated[int, Query(ge=0)] = 0,
 ) -> HTMLResponse:
     """One page of the KB list with counts (documents, chunks, by status)."""
 
@@ -157,6 +169,7 @@ async def kb_rows(
         return shown, counts, len(kbs)
 
     shown, counts, total = await asyncio.to_thread(load)
+    busy = any(BUSY & counts[kb.name].statuses.keys() for kb in shown)
     return _render(
         request,
         "fragments/kb_rows.html",
@@ -165,6 +178,7 @@ async def kb_rows(
         page=page,
         pages=max(1, math.ceil(total / KB_PAGE)),
         total=total,
+        poll_url=_poll_url("/ui/fragments/kbs", busy, polls, page=page),
     )
 
 
@@ -196,6 +210,7 @@ async def document_rows(
     who: Who,
     kb_name: str,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    polls: Annotated[int, Query(ge=0)] = 0,
 ) -> HTMLResponse:
     """One page of a KB's documents (never the whole KB: a KB may hold many thousands)."""
     who.check_kb(kb_name)
@@ -207,6 +222,7 @@ async def document_rows(
         return [document_out(d) for d in rows], repo.count(kb_name=kb_name)
 
     documents, total = await asyncio.to_thread(load)
+    busy = any(d["status"] in BUSY for d in documents)
     return _render(
         request,
         "fragments/documents.html",
@@ -215,7 +231,16 @@ async def document_rows(
         page=page,
         pages=max(1, math.ceil(total / DOC_PAGE)),
         total=total,
+        poll_url=_poll_url("/ui/fragments/documents", busy, polls, kb_name=kb_name, page=page),
     )
+
+
+def _poll_url(path: str, busy: bool, polls: int, **query: Any) -> str | None:
+    """The fragment's next refresh (same page, so the reader's place is kept) while something
+    it shows is still being ingested; None once nothing is, or after POLL_LIMIT refreshes."""
+    if not busy or polls >= POLL_LIMIT:
+        return None
+    return path + "?" + urlencode({**query, "polls": polls + 1})
 
 
 @router.get("/ui/fragments/document/{document_id}", response_class=HTMLResponse)
@@ -254,8 +279,7 @@ async def create_kb(request: Request, app: App, who: Who) -> HTMLResponse:
     check_same_origin(request)
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
     name = form.get("kb_name", "").strip()
-    if not name:
-        raise InvalidInputError("a knowledge base needs a name", field="kb_name")
+    _check_kb_name(request, name)
     who.check_kb(name)
     described = _engine(app, form.get("engine", "eagle"))
     settings = parse_form(described["creation_schema"], form)
@@ -266,6 +290,16 @@ async def create_kb(request: Request, app: App, who: Who) -> HTMLResponse:
         creation_settings=settings,
     )
     return _changed(request, "created", name)
+
+
+def _check_kb_name(request: Request, name: str) -> None:
+    """The store's rule for a KB name, said in words in the reader's language (the store's own
+    error quotes its regex, in English)."""
+    messages = CATALOGS[_lang(request)]
+    if not name:
+        raise InvalidInputError(messages["kb_name_needed"], field="kb_name")
+    if not KB_NAME.fullmatch(name):
+        raise InvalidInputError(messages["kb_name_rule"], field="kb_name")
 
 
 @router.post("/ui/kbs/{kb_name}/delete", response_class=HTMLResponse)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -100,3 +102,24 @@ def test_behind_keys_an_unknown_kb_is_told_by_its_fragment(
         assert page.locator("#dropzone").count() == 0
     finally:
         context.close()
+
+
+def test_a_task_just_claimed_shows_one_state_not_processing_queued(
+    page: Any, server: RunningServer
+) -> None:
+    """A worker has taken the task (processing) but has not reported a phase yet (still queued)."""
+    claimed = {"status": "processing", "phase": "queued", "progress": {"current": 0, "total": 0}}
+    stream = "event: progress\ndata: " + json.dumps(claimed) + "\n\n"
+    page.route(
+        re.compile(r"/tasks/[^/]+/stream$"),
+        lambda route: route.fulfill(body=stream, content_type="text/event-stream"),
+    )
+    with server.client() as client:
+        assert client.post("/knowledge_bases", json={"kb_name": "claimed"}).status_code == 201
+    page.goto(server.url + "/ui/kb/claimed")
+    page.wait_for_selector("#dropzone")
+    choose_files(page, [("claimed.md", "text/markdown", b"# Claimed\n\nA worker has it.")])
+    wait_status(page, "claimed.md", "processing")
+    row = upload_row(page, "claimed.md")
+    assert row.locator(".badge").inner_text() == "processing"
+    assert row.locator(".phase").inner_text() == ""

@@ -10,6 +10,7 @@ import pytest
 from eagle_rag.engines.base import EngineDocument, EngineIngestResult, EngineQuery, RetrievedHit
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.errors import PluginError
+from eagle_rag.web.i18n import EN, ZH
 from tests.api.server import RunningServer, wait_for_task
 from tests.web.documents import MARKDOWN
 
@@ -179,3 +180,76 @@ def test_documents_and_conversations_are_deleted_after_a_confirmation(
         assert client.get(f"/documents/{job['document_id']}").status_code == 404
     assert any("old.md" in m for m in confirmations) and len(confirmations) == 2
     assert confirmations[0] == "Delete conversation “How are solar panels cleaned?”"
+
+
+def test_a_double_click_on_create_creates_once_and_says_no_error(
+    page: Any, server: RunningServer
+) -> None:
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    page.goto(server.url + "/")
+    page.wait_for_selector("#engine-form [name=creation__chunk_size]")
+    page.fill("#kb_name", "twice")
+    page.dblclick("#create-kb button[type=submit]")
+    page.wait_for_selector("#kb-list tr[data-kb='twice']")
+    page.wait_for_timeout(500)  # a second submission, had one been queued, is sent by now
+    assert posts == [server.url + "/ui/kbs"]
+    assert page.locator("#notice").inner_text() == "twice — created"
+    assert page.get_attribute("#kb_name", "aria-invalid") is None  # no second, empty, submit
+
+
+@pytest.mark.parametrize(
+    ("locale", "name", "said"),
+    [
+        ("en-US", "Handbook", EN["kb_name_rule"]),
+        ("zh-CN", "-notes", ZH["kb_name_rule"]),
+        ("en-US", "", EN["kb_name_needed"]),
+    ],
+)
+def test_a_name_the_store_refuses_is_told_in_words_before_sending(
+    browser: Any, server: RunningServer, locale: str, name: str, said: str
+) -> None:
+    context = browser.new_context(locale=locale)
+    try:
+        page = context.new_page()
+        posts: list[str] = []
+        page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+        page.goto(server.url + "/")
+        page.wait_for_selector("#engine-form [name=creation__chunk_size]")
+        page.fill("#kb_name", name)
+        page.click("#create-kb button[type=submit]")
+        error = page.locator("#create-kb #kb_name ~ .field-error")
+        error.wait_for()
+        assert error.inner_text() == said
+        assert page.get_attribute("#kb_name", "aria-invalid") == "true"
+        assert posts == []
+        page.fill("#kb_name", "fine-name")
+        page.click("#create-kb button[type=submit]")
+        page.wait_for_selector("#kb-list tr[data-kb='fine-name']")
+        assert error.is_hidden()
+        with server.client() as client:
+            assert client.delete("/knowledge_bases/fine-name").status_code in (200, 204)
+    finally:
+        context.close()
+
+
+def test_a_double_click_on_a_documents_delete_asks_and_deletes_once(
+    page: Any, server: RunningServer
+) -> None:
+    with server.client() as client:
+        assert client.post("/knowledge_bases", json={"kb_name": "once"}).status_code == 201
+        job = client.post(
+            "/ingest", data={"kb_name": "once"}, files={"file": ("one.md", MARKDOWN)}
+        ).json()
+        assert wait_for_task(client, job["job_id"])["status"] == "completed"
+    confirmations: list[str] = []
+    deletes: list[str] = []
+    page.on("dialog", lambda d: (confirmations.append(d.message), d.accept()))
+    page.on("request", lambda r: deletes.append(r.url) if r.method == "DELETE" else None)
+    page.goto(server.url + "/ui/kb/once")
+    page.wait_for_selector("#doc-list tr[data-document] [data-delete]")
+    page.dblclick("#doc-list tr[data-document] [data-delete]")
+    page.wait_for_selector("#doc-list tr[data-document]", state="detached")
+    page.wait_for_timeout(300)
+    assert len(confirmations) == 1 and deletes == [f"{server.url}/documents/{job['document_id']}"]
+    assert page.locator("#notice").inner_text() == ""  # no 404 from a second DELETE

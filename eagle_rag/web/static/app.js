@@ -64,6 +64,8 @@
     box.replaceChildren(el("p", { class: kind || "ok", text: text }));
   }
 
+  function clearNotice() { document.getElementById("notice").replaceChildren(); }
+
   // Server-Sent Events over fetch: yields {event, data} with data parsed as JSON.
   async function* sse(path, options) {
     const response = await api(path, options);
@@ -147,6 +149,8 @@
     document.body.addEventListener("htmx:beforeRequest", (event) => {
       const form = event.detail.elt.closest && event.detail.elt.closest("form");
       if (form) clearFieldErrors(form);
+      // Only the form's own post: the engine picker inside it loads its fields as a GET.
+      if (event.detail.elt.id === "create-kb" && !kbNameIsValid(form)) event.preventDefault();
     });
     document.body.addEventListener("htmx:afterRequest", (event) => {
       const elt = event.detail.elt;
@@ -168,6 +172,15 @@
       el("p", {}, el("a", { href: "/", text: "← " + (T.kbs_title || "Knowledge bases") })));
     const gone = status === 404 && target.dataset.goneRemoves;
     if (gone && document.getElementById(gone)) document.getElementById(gone).remove();
+  }
+
+  // The store's rule for a KB name (the input's pattern), told in words before anything is sent:
+  // the form is novalidate so that every error shows in its field, not in a browser bubble.
+  function kbNameIsValid(form) {
+    const input = form.querySelector("#kb_name");
+    if (input.validity.valid) return true;
+    markField(form, "kb_name", input.validity.valueMissing ? T.kb_name_needed : T.kb_name_rule);
+    return false;
   }
 
   function markField(form, field, message) {
@@ -205,8 +218,19 @@
     });
   }
 
-  // DELETE through the API (a method no cross-site form can send), after a confirmation.
+  // DELETE through the API (a method no cross-site form can send), after a confirmation. The
+  // button is disabled until the answer is in, so a double click asks and deletes once.
   async function removeThing(button) {
+    if (button.disabled) return;
+    button.disabled = true;
+    try {
+      await confirmAndDelete(button);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  async function confirmAndDelete(button) {
     if (!window.confirm(button.dataset.confirm)) return;
     const response = await api(button.dataset.delete, { method: "DELETE" });
     if (!response.ok) { notice(await errorMessage(response), "err"); return; }
@@ -278,6 +302,7 @@
   // A browser opens about six connections per server and every progress stream holds one, so
   // a drop of many files runs a few at a time; the rest wait their turn (shown as queued).
   const MAX_ACTIVE = 3;
+  const TASK_STATUSES = ["queued", "processing", "completed", "failed"];
   let active = 0;
   const waiting = [];
 
@@ -315,8 +340,9 @@
     ui.status.textContent = T[task.status] || task.status;
     const progress = task.progress || {};
     const total = progress.total || 0;
-    // The terminal phases repeat the status the badge already shows ("completed completed").
-    const phase = task.phase && task.phase !== task.status ? task.phase : "";
+    // A phase that is itself a status says nothing the badge does not, or contradicts it: a task
+    // a worker has just claimed is "processing" while its phase still reads "queued".
+    const phase = task.phase && !TASK_STATUSES.includes(task.phase) ? task.phase : "";
     ui.phase.textContent = [phase, total ? progress.current + "/" + total : ""].filter(Boolean).join(" ");
     if (total) { ui.bar.max = total; ui.bar.value = progress.current || 0; }
     if (task.status === "completed") { ui.bar.max = 1; ui.bar.value = 1; }
@@ -416,15 +442,19 @@
       if (!question) return;
       const kbs = [...document.querySelectorAll("#kb-picker input[name=kb_names]:checked")].map((i) => i.value);
       if (!kbs.length) { notice(T.pick_kb || "Choose a knowledge base", "err"); return; }
+      clearNotice();
       box.value = "";
       ask(question, kbs);
     });
     document.getElementById("new-chat").addEventListener("click", () => {
       sessionId = null;
       document.getElementById("thread").replaceChildren();
+      clearNotice();
       box.focus();
     });
-    document.getElementById("preview-close").addEventListener("click", () => document.getElementById("preview").close());
+    const preview = document.getElementById("preview");
+    document.getElementById("preview-close").addEventListener("click", () => preview.close());
+    preview.addEventListener("close", () => { previewGeneration += 1; });
     setupHovercard();
   }
 
@@ -444,7 +474,24 @@
 
   function addStep(list, step) {
     const ms = typeof step.ms === "number" ? " " + step.ms.toFixed(step.ms < 10 ? 1 : 0) + " ms" : "";
-    list.append(el("li", { class: step.status || "", title: step.detail || "", text: step.name + ms }));
+    list.append(el("li", { class: step.status || "", title: stepDetail(step) || null, text: step.name + ms }));
+  }
+
+  // A step's own fields (why it was skipped, what it used, what it warned about) as its tooltip.
+  // Chunk ids (text_top, visual_top) mean nothing to a reader and are left out.
+  const UNSHOWN_STEP_FIELDS = new Set(["name", "status", "ms", "text_top", "visual_top"]);
+
+  function stepDetail(step) {
+    const lines = [];
+    if (step.status && step.status !== "ok") lines.push(step.status);
+    for (const [key, value] of Object.entries(step)) {
+      if (UNSHOWN_STEP_FIELDS.has(key) || value === null || value === "" ||
+          (Array.isArray(value) && !value.length)) continue;
+      const shown = Array.isArray(value) ? value.join(", ")
+        : typeof value === "object" ? JSON.stringify(value) : String(value);
+      lines.push(key + ": " + shown);
+    }
+    return lines.join("\n");
   }
 
   async function ask(question, kbs) {
@@ -575,7 +622,15 @@
     const hide = () => { timer = setTimeout(() => { card.hidden = true; }, 150); };
     document.addEventListener("mouseover", (e) => { const b = e.target.closest && e.target.closest(".cite"); if (b) show(b); });
     document.addEventListener("mouseout", (e) => { if (e.target.closest && e.target.closest(".cite")) hide(); });
-    document.addEventListener("focusin", (e) => { const b = e.target.closest && e.target.closest(".cite"); if (b) show(b); });
+    // Closing the preview gives focus back to the [n] that opened it (before the dialog's
+    // "close" event): that focus is not the reader asking for the card again.
+    let opener = null;
+    document.addEventListener("click", (e) => { const b = e.target.closest && e.target.closest(".cite"); if (b) opener = b; });
+    document.getElementById("preview").addEventListener("close", () => { opener = null; });
+    document.addEventListener("focusin", (e) => {
+      const b = e.target.closest && e.target.closest(".cite");
+      if (b && b !== opener) show(b);
+    });
     document.addEventListener("focusout", (e) => { if (e.target.closest && e.target.closest(".cite")) hide(); });
     document.addEventListener("keydown", (e) => { if (e.key === "Escape") card.hidden = true; });
     card.addEventListener("mouseover", () => clearTimeout(timer));
@@ -584,7 +639,14 @@
 
   // --- page preview with highlighted boxes ----------------------------------------------------
 
+  // Each opening and each closing starts a new generation. A page load that finds, after any
+  // await, that its generation has passed stops there: an earlier citation's pages must never
+  // be added under a later citation's header.
+  let previewGeneration = 0;
+
   async function openPreview(source) {
+    const generation = ++previewGeneration;
+    const current = () => generation === previewGeneration;
     const dialog = document.getElementById("preview");
     const holder = document.getElementById("preview-pages");
     const meta = document.getElementById("preview-meta");
@@ -612,12 +674,18 @@
       }
       holder.append(el("div", { class: "page-label", text: (T.page || "Page") + " " + page }), frame);
       const response = await api("/documents/" + encodeURIComponent(source.document_id) + "/pages/" + page + "?width=1000");
+      if (!current()) return;
       if (!response.ok) {
-        frame.replaceWith(el("p", { class: "muted", text: response.status === 404 ? T.no_pages : await errorMessage(response) }));
+        const message = response.status === 404 ? T.no_pages : await errorMessage(response);
+        if (!current()) return;
+        frame.replaceWith(el("p", { class: "muted", text: message }));
         continue;
       }
-      img.src = URL.createObjectURL(await response.blob());
+      const image = await response.blob();
+      if (!current()) return;
+      img.src = URL.createObjectURL(image);
       await img.decode().catch(() => {});
+      if (!current()) return;
       frame.dataset.loaded = "true";
     }
     const first = holder.querySelector(".box");

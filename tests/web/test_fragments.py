@@ -1,0 +1,102 @@
+"""The UI's fragments and form posts over HTTP: self-refreshing lists, the KB name rule, words."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from eagle_rag.db.records import KB_NAME
+from eagle_rag.web.i18n import EN, ZH
+from eagle_rag.web.routes import POLL_LIMIT
+from tests.api.server import RunningServer, wait_for_task
+from tests.web.documents import text_pdf
+from tests.web.helpers import stored_boxes
+
+POLLER = re.compile(r'<div hidden data-poll hx-get="([^"]+)"')
+
+
+def add_document(server: RunningServer, kb: str, name: str) -> str:
+    """A document row as an upload leaves it before a worker takes it: pending."""
+    record, _ = server.eagle.repositories.documents.create(
+        kb_name=kb,
+        filename=name,
+        mime_type="text/plain",
+        sha256=hashlib.sha256(f"{kb}/{name}".encode()).hexdigest(),
+        size=1,
+    )
+    return record.id
+
+
+def poll_url(html: str) -> str | None:
+    found = POLLER.search(html)
+    return found.group(1).replace("&amp;", "&") if found else None
+
+
+def test_lists_refresh_themselves_only_while_something_is_ingesting(
+    server: RunningServer,
+) -> None:
+    server.eagle.repositories.knowledge_bases.create("busy", engine="eagle")
+    documents = server.eagle.repositories.documents
+    document = add_document(server, "busy", "a.txt")
+    with server.client() as client:
+        listed = client.get("/ui/fragments/documents", params={"kb_name": "busy"}).text
+        assert poll_url(listed) == "/ui/fragments/documents?kb_name=busy&page=1&polls=1"
+        kbs = client.get("/ui/fragments/kbs", params={"page": 1, "polls": 4}).text
+        assert poll_url(kbs) == "/ui/fragments/kbs?page=1&polls=5"  # same page, one more poll
+        last = {"kb_name": "busy", "polls": POLL_LIMIT}
+        assert poll_url(client.get("/ui/fragments/documents", params=last).text) is None
+
+        documents.set_fields(document, status="processing")
+        assert poll_url(client.get("/ui/fragments/kbs").text)
+        documents.set_fields(document, status="completed")
+        done = client.get("/ui/fragments/documents", params={"kb_name": "busy"}).text
+        assert "completed" in done and poll_url(done) is None
+        assert poll_url(client.get("/ui/fragments/kbs").text) is None
+
+
+def test_the_name_input_checks_the_stores_rule() -> None:
+    """The create form's pattern (an HTML pattern: the whole value must match) is the store's."""
+    template = Path(__file__).parents[2] / "eagle_rag/web/templates/kbs.html"
+    found = re.search(r'id="kb_name"[^>]* pattern="([^"]+)"', template.read_text())
+    assert found
+    pattern = found.group(1)
+    for name in ("a", "kb_1-x", "0abc", "A", "-a", "_a", "a b", "ab.c", "é", "a" * 64, "a" * 65):
+        assert bool(re.fullmatch(pattern, name)) == bool(KB_NAME.fullmatch(name)), name
+
+
+@pytest.mark.parametrize(
+    ("name", "language", "message"),
+    [
+        ("Handbook", "en", EN["kb_name_rule"]),
+        ("a" * 65, "zh", ZH["kb_name_rule"]),
+        ("", "en", EN["kb_name_needed"]),
+    ],
+)
+def test_a_bad_kb_name_is_refused_in_words_naming_the_field(
+    server: RunningServer, name: str, language: str, message: str
+) -> None:
+    with server.client(Origin=server.url) as client:
+        client.cookies.set("eagle_lang", language)
+        refused = client.post("/ui/kbs", data={"kb_name": name})
+    assert refused.status_code == 400
+    body = refused.json()
+    assert body["message"] == message and body["details"]["field"] == "kb_name"
+    assert "a-z0-9" not in message
+
+
+def test_a_chunk_with_one_box_says_box(server: RunningServer) -> None:
+    with server.client() as client:
+        assert client.post("/knowledge_bases", json={"kb_name": "boxes"}).status_code == 201
+        job = client.post(
+            "/ingest", data={"kb_name": "boxes"}, files={"file": ("m.pdf", text_pdf())}
+        ).json()
+        assert wait_for_task(client, job["job_id"])["status"] == "completed"
+        boxes = stored_boxes(server, job["document_id"], page_count=2)
+        html = client.get(f"/ui/fragments/document/{job['document_id']}").text
+    counts = sorted(len(b) for b in boxes.values())
+    assert 1 in counts and 2 in counts, counts  # the first chunk spans both pages
+    assert html.count("· 1 box<") == counts.count(1) and "1 boxes" not in html
+    assert html.count("· 2 boxes<") == counts.count(2)
