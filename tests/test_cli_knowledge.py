@@ -220,6 +220,8 @@ def test_tasks_list_finds_the_failed_ones(env: dict[str, str], tmp_path: Path) -
     assert failed.exit_code == 0, failed.output
     [line, reason] = failed.stdout.splitlines()
     assert line.startswith("notes  ") and "  failed  " in line and reason.startswith("error: ")
+    # Which file failed, not only a job id.
+    assert "  locked.pdf  failed  " in line
     for wrong, said in ((["--kb", "nope"], "not found"), (["--status", "done"], "unknown status")):
         refused = runner.invoke(app, ["tasks", "list", *wrong], env=env)
         assert refused.exit_code == 1 and said in refused.stderr

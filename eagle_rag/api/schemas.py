@@ -57,6 +57,7 @@ class TaskOut(BaseModel):
     job_id: str
     document_id: str
     kb_name: str
+    filename: str = Field(default="", description="The document's file name (or its URL).")
     status: Literal["queued", "processing", "completed", "failed"]
     phase: str
     progress: Progress
@@ -217,11 +218,12 @@ def kb_out(
     }
 
 
-def task_out(task: TaskRecord, *, with_log: bool = False) -> dict[str, Any]:
+def task_out(task: TaskRecord, *, with_log: bool = False, filename: str = "") -> dict[str, Any]:
     return {
         "job_id": task.id,
         "document_id": task.document_id,
         "kb_name": task.kb_name,
+        "filename": filename,
         "status": task.status,
         "phase": task.phase,
         "progress": {"current": task.progress_current, "total": task.progress_total},

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, get_args
 
 from eagle_rag.client import AsyncEagleClient, EagleClient, Task
-from eagle_rag.db.records import TaskStatus
+from eagle_rag.db.records import TaskRecord, TaskStatus
 from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import BackendUnavailableError, InvalidInputError, NotFoundError
 from eagle_rag.index.milvus_pool import is_lite
@@ -224,15 +224,12 @@ class LocalCatalog:
         return await asyncio.to_thread(submit)
 
     async def task(self, job_id: str) -> dict[str, Any]:
-        from eagle_rag.api.schemas import task_out
-
-        return task_out(self._app.repositories.tasks.get(job_id))
+        return self._with_filenames([self._app.repositories.tasks.get(job_id)])[0]
 
     async def list_tasks(
         self, kb: str | None, status: str | None, limit: int
     ) -> list[dict[str, Any]]:
         """The newest tasks, as ``GET /tasks`` lists them (an unknown KB or status refused)."""
-        from eagle_rag.api.schemas import task_out
 
         if status is not None and status not in get_args(TaskStatus):
             known = ", ".join(get_args(TaskStatus))
@@ -240,16 +237,21 @@ class LocalCatalog:
         repos = self._app.repositories
         if kb is not None:
             repos.knowledge_bases.get(kb)  # NotFoundError: an empty list would read "no tasks"
-        return [task_out(t) for t in repos.tasks.list(status=status, kb_name=kb, limit=limit)]
+        return self._with_filenames(repos.tasks.list(status=status, kb_name=kb, limit=limit))
 
     async def cancel_task(self, job_id: str) -> dict[str, Any]:
         """Marks the row: a worker running the task (a server's, a Celery worker's) reads it
         at its next check and stops, undoing what it wrote."""
-        from eagle_rag.api.schemas import task_out
         from eagle_rag.ingest.cancel import cancel_task
 
         tasks = self._app.repositories.tasks
-        return task_out(await asyncio.to_thread(cancel_task, tasks, job_id))
+        return self._with_filenames([await asyncio.to_thread(cancel_task, tasks, job_id)])[0]
+
+    def _with_filenames(self, tasks: list[TaskRecord]) -> list[dict[str, Any]]:
+        from eagle_rag.api.schemas import task_out
+
+        names = self._app.repositories.documents.filenames(t.document_id for t in tasks)
+        return [task_out(t, filename=names.get(t.document_id, "")) for t in tasks]
 
     async def chunk_count(self, document_id: str) -> int:
         return int(self._app.repositories.documents.get(document_id).chunk_count)
@@ -267,6 +269,7 @@ def _task_dict(task: Task) -> dict[str, Any]:
         "job_id": task.job_id,
         "document_id": task.document_id,
         "kb_name": task.kb_name,
+        "filename": task.filename,
         "status": task.status,
         "phase": task.phase,
         "progress": {"current": task.current, "total": task.total},

@@ -58,7 +58,8 @@ def _print(task: dict[str, Any], as_json: bool) -> None:
         typer.echo(json.dumps(task))
         return
     progress = task.get("progress") or {}
-    line = f"{task['job_id']}  {task['status']}  phase {task.get('phase', '-')}"
+    line = f"{task['job_id']}  {task.get('filename') or '-'}  {task['status']}"
+    line += f"  phase {task.get('phase', '-')}"
     if progress.get("total"):
         line += f"  {progress['current']}/{progress['total']}"
     typer.echo(line)

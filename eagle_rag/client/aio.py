@@ -118,7 +118,8 @@ class AsyncEagleClient:
         return await self._run(calls.get_task(job_id))
 
     async def list_tasks(self, **filters: Any) -> list[Task]:
-        """``filters``: ``kb_name``, ``status``, ``limit`` as ``GET /tasks`` takes them."""
+        """``filters``: ``kb_name``, ``status``, ``limit``, ``offset`` as ``GET /tasks`` takes
+        them."""
         return await self._run(calls.list_tasks(**filters))
 
     async def retry_task(self, job_id: str) -> Submission:

@@ -320,7 +320,8 @@ def get_task(job_id: str) -> Exchange[Task]:
 
 
 def list_tasks(**filters: Any) -> Exchange[list[Task]]:
-    """``filters``: ``kb_name``, ``status``, ``limit`` as ``GET /tasks`` takes them."""
+    """``filters``: ``kb_name``, ``status``, ``limit``, ``offset`` as ``GET /tasks`` takes
+    them."""
     return Exchange(Call("GET", "/tasks", params=filters), _each(Task.from_json))
 
 

@@ -77,6 +77,7 @@ class Task:
     log: tuple[str, ...]
     created_at: str
     updated_at: str
+    filename: str = ""  # the document's file name (or its URL)
 
     @property
     def finished(self) -> bool:
@@ -105,6 +106,7 @@ class Task:
             log=tuple(body.get("log") or ()),
             created_at=str(body.get("created_at", "")),
             updated_at=str(body.get("updated_at", "")),
+            filename=str(body.get("filename", "")),
         )
 
 

@@ -253,3 +253,23 @@ def test_listing_tasks_of_an_unknown_kb_or_status_is_refused(client: httpx.Clien
         bogus.status_code == 422 and bogus.json()["details"]["errors"][0]["field"] == "query.status"
     )
     assert client.get("/tasks", params={"status": "completed"}).status_code == 200
+
+
+def test_tasks_name_their_file_and_page(client: httpx.Client, solar: dict[str, str]) -> None:
+    """A task listed only its job and document ids, and ?offset= was silently ignored."""
+    extra = client.post(
+        "/ingest",
+        data={"kb_name": "energy"},
+        files={"file": ("wind.md", b"# Wind\n\nTurbines turn.", "text/markdown")},
+    )
+    wait_for_task(client, extra.json()["job_id"])
+    listed = client.get("/tasks", params={"kb_name": "energy"}).json()
+    assert listed[0]["filename"] == "wind.md" and "solar.md" in {t["filename"] for t in listed}
+    pages = [
+        client.get("/tasks", params={"kb_name": "energy", "limit": 1, "offset": n}).json()
+        for n in range(len(listed))
+    ]
+    assert [t["job_id"] for page in pages for t in page] == [t["job_id"] for t in listed]
+    assert client.get(f"/tasks/{listed[0]['job_id']}").json()["filename"] == "wind.md"
+    beyond = client.get("/tasks", params={"offset": 87707679727087194466156544})
+    assert beyond.status_code == 422

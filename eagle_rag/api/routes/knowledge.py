@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -26,7 +26,8 @@ from eagle_rag.api.schemas import (
     kb_out,
     task_out,
 )
-from eagle_rag.db.records import DocumentStatus, TaskStatus
+from eagle_rag.bootstrap import EagleApp
+from eagle_rag.db.records import DocumentStatus, TaskRecord, TaskStatus
 from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import EagleError, InvalidInputError, NotFoundError
 from eagle_rag.index.collections import TEXT_COLLECTION
@@ -150,6 +151,7 @@ async def list_tasks(
     kb_name: str | None = None,
     status: TaskStatus | None = None,  # another value is a 422, not an empty list
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> list[TaskOut]:
     if kb_name:
         who.check_kb(kb_name)
@@ -160,15 +162,25 @@ async def list_tasks(
         status=status,
         kb_name=kb_name,
         limit=limit,
+        offset=offset,
         kb_names=who.kb_names,
     )
-    return [TaskOut(**task_out(t)) for t in tasks]
+    return await _tasks_out(app, tasks)
+
+
+async def _tasks_out(app: EagleApp, tasks: Sequence[TaskRecord], **options: bool) -> list[TaskOut]:
+    """Each task with its document's file name: a job id alone does not say which file failed."""
+    names = await asyncio.to_thread(
+        app.repositories.documents.filenames, [t.document_id for t in tasks]
+    )
+    return [TaskOut(**task_out(t, filename=names.get(t.document_id, ""), **options)) for t in tasks]
 
 
 @router.get("/tasks/{job_id}", tags=["tasks"])
 async def get_task(job_id: str, app: App, who: Who) -> TaskOut:
     task = await asyncio.to_thread(app.repositories.tasks.get, job_id, within=who.kb_names)
-    return TaskOut(**task_out(task, with_log=True))
+    [shown] = await _tasks_out(app, [task], with_log=True)
+    return shown
 
 
 @router.get("/tasks/{job_id}/stream", tags=["tasks"], response_class=EventSourceResponse)
@@ -227,7 +239,8 @@ async def cancel_task(job_id: str, app: App, who: Who) -> TaskOut:
     a 409. Retry it to start again."""
     await asyncio.to_thread(app.repositories.tasks.get, job_id, within=who.kb_names)
     cancelled = await asyncio.to_thread(cancel.cancel_task, app.repositories.tasks, job_id)
-    return TaskOut(**task_out(cancelled, with_log=True))
+    [shown] = await _tasks_out(app, [cancelled], with_log=True)
+    return shown
 
 
 # --- documents --------------------------------------------------------------------------------

@@ -113,9 +113,11 @@ class TaskRepository(NamespacedRepository):
         status: str | None = None,
         kb_name: str | None = None,
         limit: int = 100,
+        offset: int = 0,
         kb_names: Collection[str] | None = None,
     ) -> list[TaskRecord]:
-        """The newest tasks; ``kb_names`` (an API key's KBs) filters before the limit."""
+        """The newest tasks (after skipping ``offset``); ``kb_names`` (an API key's KBs)
+        filters before the limit."""
         with self._db.session() as session:
             query = select(TaskRow).where(TaskRow.plugin_namespace == self.namespace)
             if kb_names is not None:
@@ -124,7 +126,8 @@ class TaskRepository(NamespacedRepository):
                 query = query.where(TaskRow.status == status)
             if kb_name is not None:
                 query = query.where(TaskRow.kb_name == kb_name)
-            query = query.order_by(TaskRow.created_at.desc(), TaskRow.id).limit(limit)
+            query = query.order_by(TaskRow.created_at.desc(), TaskRow.id)
+            query = query.offset(offset).limit(limit)
             return [task_record(r) for r in session.scalars(query)]
 
     def count_by_status(self) -> dict[str, int]:
