@@ -117,3 +117,25 @@ def test_eval_adds_hybrid_rerank_when_a_reranker_is_configured(
     assert [m["mode"] for m in report["modes"]] == ["dense", "sparse", "hybrid", "hybrid+rerank"]
     assert report["reranker"] == f"tei:{url}/rerank"
     assert recorded.requests  # the reranker was really called
+
+
+def test_image_hits_print_under_their_own_heading(capsys: pytest.CaptureFixture[str]) -> None:
+    """Images were printed after the passages as "[1] …" again, with no word that they were
+    pictures; and a file name with brackets lost them to Rich's markup."""
+    from eagle_rag.cli.retrieval import _print_sources
+
+    common = {"kb_name": "kb", "score": 0.5}
+    text = {"index": 1, "path": "Guide/Wiring", "filename": "guide[v2].md", "page_nums": [2]}
+    image = {"index": 1, "parent_section": "Guide", "filename": "scan.png", "page": 1}
+    result = {
+        "sources": {
+            "text": [{**common, **text, "content": "Use copper cables."}],
+            "image": [{**common, **image, "chunk_type": "tile", "content_summary": "A page."}],
+        },
+        "steps": [],
+    }
+    _print_sources(result)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("[1] Guide/Wiring  guide[v2].md · pages 2")
+    assert lines[2] == "images"
+    assert lines[3].startswith("[image 1] tile Guide  scan.png · pages 1")

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -106,21 +107,32 @@ def _remote_search(url: str, body: SearchBody, settings: Any) -> dict[str, Any]:
 
 def _print_sources(result: dict[str, Any]) -> None:
     console = Console()
-    sources = result["sources"]["text"] + result["sources"]["image"]
-    if not sources:
+    texts, images = result["sources"]["text"], result["sources"]["image"]
+    if not texts and not images:
         console.print("[yellow]no passages found[/yellow]")
-    for source in sources:
-        pages = ", ".join(map(str, source.get("page_nums") or [])) or "-"
-        text = " ".join(str(source.get("content") or source.get("content_summary", "")).split())
-        console.print(
-            f"[bold][{source['index']}][/bold] {source.get('path') or source.get('parent_section')}"
-            f"  [dim]{source['filename']} · pages {pages} · {source['kb_name']} · "
-            f"score {source['score']:.4f}[/dim]"
-        )
-        console.print(f"    {text[:SNIPPET]}{'…' if len(text) > SNIPPET else ''}", markup=False)
+    for source in texts:
+        _print_source(console, source, f"[{source['index']}]")
+    if images:
+        # Numbered on their own (from 1): under a heading, so they do not read as the passages
+        # [1], [2]... again.
+        console.print("[bold]images[/bold]")
+        for source in images:
+            _print_source(console, source, f"[image {source['index']}] {source['chunk_type']}")
     for step in result["steps"]:
         if step["status"] in ("warning", "error"):
             console.print(f"[yellow]{step['status']}[/yellow] {step['name']}: {step['detail']}")
+
+
+def _print_source(console: Console, source: dict[str, Any], label: str) -> None:
+    pages = ", ".join(map(str, source.get("page_nums") or [source.get("page") or "-"]))
+    text = " ".join(str(source.get("content") or source.get("content_summary", "")).split())
+    where = source.get("path") or source.get("parent_section") or ""
+    console.print(
+        f"[bold]{escape(label)}[/bold] {escape(where)}"
+        f"  [dim]{escape(source['filename'])} · pages {pages} · {source['kb_name']} · "
+        f"score {source['score']:.4f}[/dim]"
+    )
+    console.print(f"    {text[:SNIPPET]}{'…' if len(text) > SNIPPET else ''}", markup=False)
 
 
 @app.command("eval")
