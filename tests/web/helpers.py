@@ -6,7 +6,7 @@ from typing import Any
 
 from eagle_rag.index.collections import DENSE_FIELD, TEXT_COLLECTION, text_fields
 from eagle_rag.index.filters import eq
-from tests.api.server import RunningServer
+from tests.api.server import RunningServer, wait_for_task
 from tests.web.documents import paragraph_box
 
 
@@ -58,6 +58,15 @@ def wait_status(page: Any, name: str, status: str, timeout: float = 90_000) -> N
         arg=[name, status],
         timeout=timeout,
     )
+
+
+def kb_with_file(server: RunningServer, kb: str, filename: str, content: bytes | str) -> str:
+    """A new KB holding one ingested file, through the API; the document's id."""
+    with server.client() as client:
+        assert client.post("/knowledge_bases", json={"kb_name": kb}).status_code == 201
+        job = client.post("/ingest", data={"kb_name": kb}, files={"file": (filename, content)})
+        assert wait_for_task(client, job.json()["job_id"])["status"] == "completed"
+    return str(job.json()["document_id"])
 
 
 def document_id(server: RunningServer, kb: str, filename: str) -> str:

@@ -11,9 +11,9 @@ import pytest
 from eagle_rag.db.records import KB_NAME
 from eagle_rag.web.i18n import EN, ZH
 from eagle_rag.web.routes import POLL_LIMIT
-from tests.api.server import RunningServer, wait_for_task
+from tests.api.server import RunningServer
 from tests.web.documents import text_pdf
-from tests.web.helpers import stored_boxes
+from tests.web.helpers import kb_with_file, stored_boxes
 
 POLLER = re.compile(r'<div hidden data-poll hx-get="([^"]+)"')
 
@@ -88,14 +88,10 @@ def test_a_bad_kb_name_is_refused_in_words_naming_the_field(
 
 
 def test_a_chunk_with_one_box_says_box(server: RunningServer) -> None:
+    document = kb_with_file(server, "boxes", "m.pdf", text_pdf())
+    boxes = stored_boxes(server, document, page_count=2)
     with server.client() as client:
-        assert client.post("/knowledge_bases", json={"kb_name": "boxes"}).status_code == 201
-        job = client.post(
-            "/ingest", data={"kb_name": "boxes"}, files={"file": ("m.pdf", text_pdf())}
-        ).json()
-        assert wait_for_task(client, job["job_id"])["status"] == "completed"
-        boxes = stored_boxes(server, job["document_id"], page_count=2)
-        html = client.get(f"/ui/fragments/document/{job['document_id']}").text
+        html = client.get(f"/ui/fragments/document/{document}").text
     counts = sorted(len(b) for b in boxes.values())
     assert 1 in counts and 2 in counts, counts  # the first chunk spans both pages
     assert html.count("· 1 box<") == counts.count(1) and "1 boxes" not in html

@@ -10,9 +10,10 @@ import pytest
 
 from eagle_rag.index.collections import DENSE_FIELD, TEXT_COLLECTION, text_fields
 from eagle_rag.index.filters import eq
-from tests.api.server import RunningServer, wait_for_task
+from tests.api.server import RunningServer
 from tests.chat_fakes import openai_model, sse
 from tests.web.documents import paragraph_box, text_pdf
+from tests.web.helpers import kb_with_file
 
 pytestmark = pytest.mark.browser
 
@@ -20,13 +21,8 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def manual(server: RunningServer) -> RunningServer:
     """One KB with a two-page PDF whose first chunk spans both pages (the others one each)."""
-    with server.client() as client:
-        assert client.post("/knowledge_bases", json={"kb_name": "manual"}).status_code == 201
-        job = client.post(
-            "/ingest", data={"kb_name": "manual"}, files={"file": ("manual.pdf", text_pdf())}
-        ).json()
-        assert wait_for_task(client, job["job_id"])["status"] == "completed"
-    span_two_pages(server, job["document_id"])
+    document = kb_with_file(server, "manual", "manual.pdf", text_pdf())
+    span_two_pages(server, document)
     return server
 
 

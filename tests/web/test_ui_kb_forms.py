@@ -11,8 +11,9 @@ from eagle_rag.engines.base import EngineDocument, EngineIngestResult, EngineQue
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.errors import PluginError
 from eagle_rag.web.i18n import EN, ZH
-from tests.api.server import RunningServer, wait_for_task
+from tests.api.server import RunningServer
 from tests.web.documents import MARKDOWN
+from tests.web.helpers import kb_with_file
 
 pytestmark = pytest.mark.browser
 
@@ -110,12 +111,7 @@ def test_the_form_follows_the_schema_of_the_chosen_engine(
 
 
 def test_rebuild_and_delete_ask_first(page: Any, server: RunningServer) -> None:
-    with server.client() as client:
-        assert client.post("/knowledge_bases", json={"kb_name": "scratch"}).status_code == 201
-        job = client.post(
-            "/ingest", data={"kb_name": "scratch"}, files={"file": ("g.md", MARKDOWN)}
-        ).json()
-        assert wait_for_task(client, job["job_id"])["status"] == "completed"
+    kb_with_file(server, "scratch", "g.md", MARKDOWN)
     page.goto(server.url + "/")
     row = page.locator("#kb-list tr[data-kb='scratch']")
     row.wait_for()
@@ -148,12 +144,7 @@ def test_rebuild_and_delete_ask_first(page: Any, server: RunningServer) -> None:
 def test_documents_and_conversations_are_deleted_after_a_confirmation(
     page: Any, server: RunningServer
 ) -> None:
-    with server.client() as client:
-        assert client.post("/knowledge_bases", json={"kb_name": "trash"}).status_code == 201
-        job = client.post(
-            "/ingest", data={"kb_name": "trash"}, files={"file": ("old.md", MARKDOWN)}
-        ).json()
-        assert wait_for_task(client, job["job_id"])["status"] == "completed"
+    document = kb_with_file(server, "trash", "old.md", MARKDOWN)
     confirmations: list[str] = []
     page.on("dialog", lambda d: (confirmations.append(d.message), d.accept()))
 
@@ -177,7 +168,7 @@ def test_documents_and_conversations_are_deleted_after_a_confirmation(
     page.click("#doc-list tr[data-document] [data-delete]")
     page.wait_for_selector("#doc-list tr[data-document]", state="detached")
     with server.client() as client:
-        assert client.get(f"/documents/{job['document_id']}").status_code == 404
+        assert client.get(f"/documents/{document}").status_code == 404
     assert any("old.md" in m for m in confirmations) and len(confirmations) == 2
     assert confirmations[0] == "Delete conversation “How are solar panels cleaned?”"
 
@@ -236,12 +227,7 @@ def test_a_name_the_store_refuses_is_told_in_words_before_sending(
 def test_a_double_click_on_a_documents_delete_asks_and_deletes_once(
     page: Any, server: RunningServer
 ) -> None:
-    with server.client() as client:
-        assert client.post("/knowledge_bases", json={"kb_name": "once"}).status_code == 201
-        job = client.post(
-            "/ingest", data={"kb_name": "once"}, files={"file": ("one.md", MARKDOWN)}
-        ).json()
-        assert wait_for_task(client, job["job_id"])["status"] == "completed"
+    document = kb_with_file(server, "once", "one.md", MARKDOWN)
     confirmations: list[str] = []
     deletes: list[str] = []
     page.on("dialog", lambda d: (confirmations.append(d.message), d.accept()))
@@ -251,5 +237,5 @@ def test_a_double_click_on_a_documents_delete_asks_and_deletes_once(
     page.dblclick("#doc-list tr[data-document] [data-delete]")
     page.wait_for_selector("#doc-list tr[data-document]", state="detached")
     page.wait_for_timeout(300)
-    assert len(confirmations) == 1 and deletes == [f"{server.url}/documents/{job['document_id']}"]
+    assert len(confirmations) == 1 and deletes == [f"{server.url}/documents/{document}"]
     assert page.locator("#notice").inner_text() == ""  # no 404 from a second DELETE

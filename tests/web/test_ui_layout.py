@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from tests.api.server import RunningServer, wait_for_task
+from tests.api.server import RunningServer
 from tests.chat_fakes import openai_model, sse
 from tests.web.documents import MARKDOWN
+from tests.web.helpers import kb_with_file
 from tests.web.test_ui_flow import shot
 
 pytestmark = pytest.mark.browser
@@ -16,12 +17,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def filled(server: RunningServer) -> RunningServer:
-    with server.client() as client:
-        assert client.post("/knowledge_bases", json={"kb_name": "guide"}).status_code == 201
-        submitted = client.post(
-            "/ingest", data={"kb_name": "guide"}, files={"file": ("guide.md", MARKDOWN)}
-        ).json()
-        assert wait_for_task(client, submitted["job_id"])["status"] == "completed"
+    kb_with_file(server, "guide", "guide.md", MARKDOWN)
     return server
 
 
