@@ -78,6 +78,61 @@ def test_body_text_in_one_font_gets_no_invented_headings() -> None:
     assert len([s for s in parsed.sections if s.content]) == 6  # paragraphs split by their gaps
 
 
+def _guide(sections: list[tuple[str, str]]) -> bytes:
+    """A title in 18 pt bold, then each section's bold 14 pt heading and 11 pt text."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 18)
+    pdf.cell(0, 10, "Heat Pump HP-12 Service Guide", new_x="LMARGIN", new_y="NEXT")
+    for heading, text in sections:
+        pdf.set_font("helvetica", "B", 14)
+        pdf.cell(0, 10, heading, new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("helvetica", "", 11)
+        pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def test_a_short_guide_keeps_its_headings() -> None:
+    """Four heading lines over three short paragraphs were "too common" to be headings (more
+    than 3 and than 30 % of the lines): the guide became one section, its headings glued into
+    the text. They are a small share of its text."""
+    parsed = _parse(
+        _guide(
+            [
+                ("1 Refrigerant", "The HP-12 uses R32 refrigerant. The factory charge is 1.45 kg."),
+                ("2 Maintenance", "Clean the outdoor coil every spring and the filter quarterly."),
+                ("3 Fault codes", "Fault F7 is a low-pressure trip. Fault F9 is an open sensor."),
+            ]
+        )
+    )
+    assert [(s.heading, s.level) for s in parsed.sections if s.heading] == [
+        ("Heat Pump HP-12 Service Guide", 1),
+        ("1 Refrigerant", 2),
+        ("2 Maintenance", 2),
+        ("3 Fault codes", 2),
+    ]
+
+
+def test_a_form_of_bold_labels_gets_no_headings_at_body_size() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    for label, value in [
+        ("Applicant", "Jane Doe"),
+        ("Department", "Finance"),
+        ("Start", "May"),
+    ] * 3:
+        pdf.set_font("helvetica", "B", 11)
+        pdf.cell(0, 6, label, new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("helvetica", "", 11)
+        pdf.cell(0, 6, value, new_x="LMARGIN", new_y="NEXT")
+    parsed = _parse(bytes(pdf.output()))
+    assert not [s for s in parsed.sections if s.heading]
+
+
 def test_text_layer_boxes_cover_each_line_and_reach_chunks_on_every_page() -> None:
     parsed = _parse(_paper())
     assert parsed.metadata["ocr_pages"] == []

@@ -4,8 +4,9 @@ A heading is a short line set apart by its font: clearly larger than the body te
 body size on a line of its own, or numbered ("2.3 Results", "第二章", "Chapter 4") and larger or
 bold. Levels follow numbering depth where there is one, else font size (largest = 1). A
 document where such lines are not rare has no typographic headings (a slide deck in one big
-font, a form): then only clearly larger lines count. Running heads, feet and page numbers are
-dropped first (``pdf_margins``).
+font, a form): then only clearly larger lines count. Rare is by lines or by characters: a short
+guide has nearly as many heading lines as body lines, but little heading text. Running heads,
+feet and page numbers are dropped first (``pdf_margins``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ MAX_HEADING_CHARS = 100
 MAX_HEADING_WORDS = 14
 LARGER = 1.2  # a heading's font is at least this much larger than the body's ...
 MUCH_LARGER = 1.4  # ... or this much, where headings by weight or numbering are too common
-MAX_HEADING_SHARE = 0.3
+MAX_HEADING_SHARE = 0.3  # of the lines, or of the characters
 MAX_LEVEL = 4
 PARAGRAPH_GAP = 0.8  # a vertical gap over this many line heights starts a paragraph
 _NUMBERED = re.compile(
@@ -127,7 +128,7 @@ def _has_letters(text: str) -> bool:
 
 
 def _headings(pages: Sequence[PageLines], body: float) -> dict[tuple[int, int], TextLine]:
-    total = sum(len(p.lines) for p in pages)
+    lines = [line for page in pages for line in page.lines]
     for strict in (False, True):
         marks = {
             (page.page, index): line
@@ -135,9 +136,19 @@ def _headings(pages: Sequence[PageLines], body: float) -> dict[tuple[int, int], 
             for index, line in enumerate(page.lines)
             if _candidate(line, body, _alone(page.lines, index, body), strict)
         }
-        if len(marks) <= max(3, MAX_HEADING_SHARE * total):
+        if _rare(list(marks.values()), lines):
             return marks
     return {}
+
+
+def _rare(marks: Sequence[TextLine], lines: Sequence[TextLine]) -> bool:
+    """Few enough to be headings: at most a share of the lines, or of the text. A short guide
+    (a title and three numbered headings over one paragraph each) has more heading lines than
+    that share, but far less heading text; a form of bold labels has both."""
+    if len(marks) <= max(3, MAX_HEADING_SHARE * len(lines)):
+        return True
+    text = sum(len(line.text) for line in lines)
+    return sum(len(line.text) for line in marks) <= MAX_HEADING_SHARE * text
 
 
 def _alone(lines: Sequence[TextLine], index: int, body: float) -> bool:
