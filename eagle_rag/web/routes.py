@@ -27,7 +27,7 @@ from eagle_rag.api.schemas import document_out
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.db.records import KB_NAME
 from eagle_rag.errors import InvalidInputError
-from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.index.filters import eq
 from eagle_rag.web.csrf import check_same_origin
 from eagle_rag.web.forms import form_fields, parse_form
@@ -254,12 +254,19 @@ async def document_detail(request: Request, app: App, who: Who, document_id: str
     )
     rows.sort(key=lambda r: ((r.get("metadata") or {}).get("start_offset") or 0, r["type"]))
     sections = list((document.structure or {}).get("sections") or [])
+    # The chunk count includes the figures, tables and page tiles, which the list below (text
+    # chunks) does not show: a scan read "Chunks 2" over a list of one.
+    visuals = 0
+    if VISUAL_COLLECTION in document.collections_used:
+        where = eq("document_id", document.id)
+        visuals = await asyncio.to_thread(app.vectors.count, VISUAL_COLLECTION, where)
     return _render(
         request,
         "fragments/document.html",
         document=document_out(document),
         sections=sections,
         chunks=rows,
+        visuals=visuals,
         paged=is_paged(document.mime_type) and bool(document.object_key),
     )
 

@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from eagle_rag.db.records import KB_NAME
+from eagle_rag.index.collections import VISUAL_COLLECTION
+from eagle_rag.index.filters import eq
 from eagle_rag.web.i18n import EN, ZH
 from eagle_rag.web.routes import POLL_LIMIT
 from tests.api.server import RunningServer
+from tests.ingest.visual_docs import report_pdf
 from tests.web.documents import text_pdf
 from tests.web.helpers import kb_with_file, stored_boxes
 
@@ -96,3 +99,17 @@ def test_a_chunk_with_one_box_says_box(server: RunningServer) -> None:
     assert 1 in counts and 2 in counts, counts  # the first chunk spans both pages
     assert html.count("· 1 box<") == counts.count(1) and "1 boxes" not in html
     assert html.count("· 2 boxes<") == counts.count(2)
+
+
+def test_a_documents_chunk_count_says_how_many_are_pictures(server: RunningServer) -> None:
+    """A report with a chart read "Chunks 3" over a list of two text chunks: the count has its
+    visual chunks too, which the list does not show."""
+    document = kb_with_file(server, "charts", "report.pdf", report_pdf())
+    with server.client() as client:
+        html = client.get(f"/ui/fragments/document/{document}").text
+        total = client.get(f"/documents/{document}").json()["chunk_count"]
+    visuals = server.eagle.vectors.count(VISUAL_COLLECTION, eq("document_id", document))
+    listed = html.count("<li data-chunk=")
+    assert visuals > 0 and listed == total - visuals
+    assert f"({listed} text, {visuals} figures, tables or page tiles)" in html
+    assert f'Text chunks <span class="muted small">{listed}</span>' in html
