@@ -92,6 +92,19 @@ _UNCLEAR = {
 }
 
 
+def _problem(error: Mapping[str, Any]) -> dict[str, str]:
+    """One validation error as ``{field, reason}``. A body that is not JSON at all names no
+    field: its loc is the character position, which read as a field called "0"."""
+    if error.get("type") == "json_invalid":
+        detail = (error.get("ctx") or {}).get("error", "")
+        position = error["loc"][-1] if error.get("loc") else "?"
+        return {"field": "", "reason": f"the body is not valid JSON ({detail} at {position})"}
+    return {
+        "field": ".".join(str(p) for p in error["loc"] if p != "body"),
+        "reason": _reason(error),
+    }
+
+
 def _reason(error: Mapping[str, Any]) -> str:
     """A validation error's reason; a text field sent where a file belongs gets a plain one
     (FastAPI says "Value error, Expected UploadFile, received: <class 'str'>")."""
@@ -108,10 +121,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [
-            {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "reason": _reason(e)}
-            for e in exc.errors()
-        ]
+        problems = [_problem(e) for e in exc.errors()]
         first = problems[0] if problems else {"field": "", "reason": "invalid request"}
         message = f"{first['field'] or 'request'}: {first['reason']}"
         body = {"code": "invalid_request", "message": message, "details": {"errors": problems}}

@@ -137,6 +137,23 @@ def test_bad_page_searches_are_refused(server: RunningServer, document_id: str) 
     assert strange.status_code == 200 and isinstance(strange.json()["pages"], list)
 
 
+def test_a_document_without_pages_is_told_not_searched(server: RunningServer) -> None:
+    """An HTML page's page search answered `pages: []`, which reads as "no page answers"."""
+    with server.client() as http:
+        job = http.post(
+            "/ingest",
+            data={"kb_name": "reports"},
+            files={"file": ("faq.html", b"<h1>FAQ</h1><p>Cranes need a permit.</p>", "text/html")},
+        ).json()
+        assert wait_for_task(http, job["job_id"])["status"] == "completed"
+        refused = http.post(
+            f"/documents/{job['document_id']}/pages/search", json={"query": "crane"}
+        )
+    assert refused.status_code == 400
+    assert "'faq.html' has no pages (a text/html document)" in refused.json()["message"]
+    assert "/search" in refused.json()["message"]
+
+
 def _passage(rank: int, pages: tuple[int, ...], boxes: list[dict[str, object]]) -> Passage:
     return Passage(
         rank, f"c{rank}", "text", "doc", pages, "d", "f.pdf", "kb", "eagle_text", "text",

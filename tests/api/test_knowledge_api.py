@@ -255,6 +255,16 @@ def test_listing_tasks_of_an_unknown_kb_or_status_is_refused(client: httpx.Clien
     assert client.get("/tasks", params={"status": "completed"}).status_code == 200
 
 
+def test_a_body_that_is_not_json_is_told_so(client: httpx.Client) -> None:
+    """It read 'field "0": JSON decode error', naming a field "0" (the character position)."""
+    headers = {"content-type": "application/json"}
+    response = client.post("/search", content=b"{query: inverter", headers=headers)
+    assert response.status_code == 422
+    body = response.json()
+    assert body["message"].startswith("request: the body is not valid JSON (")
+    assert body["details"]["errors"][0]["field"] == ""
+
+
 def test_tasks_name_their_file_and_page(client: httpx.Client, solar: dict[str, str]) -> None:
     """A task listed only its job and document ids, and ?offset= was silently ignored."""
     extra = client.post(

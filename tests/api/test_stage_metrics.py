@@ -51,6 +51,12 @@ def test_each_ingest_phase_and_the_whole_ingest_are_timed(server: RunningServer)
 
 
 def test_model_calls_are_timed_and_their_errors_counted(server: RunningServer) -> None:
+    with server.client() as client:  # on its own too: the KB the test above fills
+        if client.get("/knowledge_bases/boiler").status_code == 404:
+            client.post("/knowledge_bases", json={"kb_name": "boiler"})
+            files = {"file": ("b.md", DOC, "text/markdown")}
+            job = client.post("/ingest", data={"kb_name": "boiler"}, files=files).json()
+            assert wait_for_task(client, job["job_id"])["status"] == "completed"
     embedder = 'eagle_model_call_seconds_count{model="embedder",outcome="ok"}'
     reranker_ok = 'eagle_model_call_seconds_count{model="reranker",outcome="ok"}'
     reranker_failed = 'eagle_model_call_seconds_count{model="reranker",outcome="error"}'

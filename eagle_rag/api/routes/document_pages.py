@@ -13,6 +13,7 @@ from eagle_rag.api.deps import App, Who
 from eagle_rag.api.schemas import ERRORS, QueryText
 from eagle_rag.api.security import Caller
 from eagle_rag.bootstrap import EagleApp
+from eagle_rag.errors import InvalidInputError
 from eagle_rag.retrieval.pages import PAGE_SEARCH_DEPTH, best_pages
 from eagle_rag.retrieval.wire import steps_list
 
@@ -47,6 +48,13 @@ async def document_pages(
     document = await asyncio.to_thread(
         app.repositories.documents.get, document_id, within=who.kb_names
     )
+    if document.status == "completed" and not document.pages:
+        # An empty list would read as "nothing on any page answers this".
+        raise InvalidInputError(
+            f"{document.filename!r} has no pages (a {document.mime_type} document): search its "
+            "passages with /search (MCP: core_retrieve_text) and its document_id",
+            document_id=document_id,
+        )
     pages, pack = await best_pages(
         app.retrieval,
         query=body.query,
