@@ -29,6 +29,7 @@ def test_doctor_is_healthy_on_the_embedded_default(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "healthy" in result.stdout
     assert "CLASSIFY_QUERY" in result.stdout
+    assert "MCP tools of plugins: -" in result.stdout and "Core's MCP tools" in result.stdout
     assert (tmp_path / "data").is_dir()
     # A new data dir is fine on a new machine, but a mistyped path must not pass unnoticed.
     said = " ".join(result.stdout.split())

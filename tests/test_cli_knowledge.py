@@ -62,6 +62,9 @@ def test_kb_lifecycle_and_ingest(env: dict[str, str], corpus: Path) -> None:
     again = runner.invoke(app, ["ingest", str(corpus / "guide.md"), "--kb", "handbook"], env=env)
     assert again.exit_code == 0, again.output
     assert "unchanged" in again.stdout and "Ingest summary" in again.stdout
+    # Not "1 of 1 documents ingested" under an empty 0/0 progress bar: nothing was ingested.
+    assert "0 of 1 documents ingested, 1 already there unchanged" in again.stdout
+    assert "0/0" not in again.stdout
 
     shown = json.loads(runner.invoke(app, ["kb", "show", "handbook", "--json"], env=env).stdout)
     assert shown["documents"] == 2 and shown["collections_used"] == ["eagle_text"]

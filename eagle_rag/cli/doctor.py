@@ -270,7 +270,10 @@ def _print_plugins(console: Console, plugins: dict[str, Any]) -> None:
         )
     console.print(table)
     console.print(f"default namespace: [bold]{plugins['default_namespace']}[/bold]")
-    console.print(f"MCP tools: {', '.join(plugins['mcp_tools']) or '-'}")
+    # Core's own tools (core_*) are registered by the MCP server as it starts, which doctor does
+    # not run: "MCP tools: -" read as if /mcp served none.
+    console.print(f"MCP tools of plugins: {', '.join(plugins['mcp_tools']) or '-'}")
+    console.print("Core's MCP tools (core_*) are served at /mcp beside them (docs/mcp.md)")
 
 
 @plugins_app.command("list")

@@ -212,7 +212,8 @@ async def _ingest_all(
         else:
             jobs[submission["job_id"]] = outcome
         outcomes.append(outcome)
-    await _follow(catalog, jobs, quiet=quiet)
+    if jobs:  # nothing to follow (every file unchanged or refused): no empty 0/0 bar
+        await _follow(catalog, jobs, quiet=quiet)
     for outcome in outcomes:
         if outcome.document_id and outcome.status in ("completed", "unchanged"):
             outcome.chunks = await catalog.chunk_count(outcome.document_id)
@@ -284,6 +285,9 @@ def _print_summary(outcomes: list[_Outcome]) -> None:
         )
     console = Console()
     console.print(table)
-    done = sum(o.status in ("completed", "unchanged") for o in outcomes)
+    done = sum(o.status == "completed" for o in outcomes)
+    unchanged = sum(o.status == "unchanged" for o in outcomes)
     chunks = sum(o.chunks for o in outcomes)
-    console.print(f"{done} of {len(outcomes)} documents ingested, {chunks} chunks")
+    # An unchanged file was already in the KB: it was not ingested again.
+    kept = f", {unchanged} already there unchanged" if unchanged else ""
+    console.print(f"{done} of {len(outcomes)} documents ingested{kept}, {chunks} chunks")
