@@ -113,3 +113,14 @@ def test_a_documents_chunk_count_says_how_many_are_pictures(server: RunningServe
     assert visuals > 0 and listed == total - visuals
     assert f"({listed} text, {visuals} figures, tables or page tiles)" in html
     assert f'Text chunks <span class="muted small">{listed}</span>' in html
+
+
+def test_a_conversations_time_says_its_zone(server: RunningServer) -> None:
+    """The list showed "2026-12-04 16:02" with no zone: a reader east or west of UTC read it
+    as their own time."""
+    kb_with_file(server, "talk", "t.md", "# Boilers\n\nBleed the radiator in autumn.")
+    with server.client() as client:
+        assert client.post("/query", json={"query": "radiator", "kb_name": "talk"}).is_success
+        html = client.get("/ui/fragments/sessions").text
+    stamp = re.search(r'<time datetime="([^"]+)">(\d{4}-\d\d-\d\d \d\d:\d\d) UTC</time>', html)
+    assert stamp and stamp.group(1).endswith("+00:00")
