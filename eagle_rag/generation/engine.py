@@ -208,6 +208,8 @@ class AnswerEngine:
             out_of_range=list(report.out_of_range),
             status="warning" if warnings else "ok",
         )
+        if warnings:  # on the step too: a trace read alone (the UI's) says why it warned
+            step["detail"] = "; ".join(warnings)
         return step, warnings
 
     # --- parts ---------------------------------------------------------------------------------

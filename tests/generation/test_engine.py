@@ -122,6 +122,7 @@ async def test_out_of_range_citations_are_reported(app: EagleApp, corpus: Corpus
     assert done["warnings"] == ["the answer cites sources that were not sent: [9]"]
     assert done["steps"][-1]["out_of_range"] == [9]
     assert done["steps"][-1]["status"] == "warning"
+    assert done["steps"][-1]["detail"] == done["warnings"][0]
 
 
 async def test_a_failing_model_ends_the_stream_with_an_error_event(
