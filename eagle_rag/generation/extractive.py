@@ -41,6 +41,11 @@ MAX_BRACKETED = 200  # characters; a bracket left open longer than that is a typ
 _ASKS = re.compile(rf"[?？]{_CLOSERS}\s*$")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _WORDS = re.compile(r"\w+")
+# A code: letters and digits in one token, maybe joined by a hyphen ("F9", "SX-5000", "R32",
+# "COVID-19", "5G"), not a plain number or word.
+_CODE = re.compile(
+    r"(?<![A-Za-z0-9])(?:[A-Za-z]+-?\d+[A-Za-z0-9]*|\d+[A-Za-z]+[A-Za-z0-9]*)(?![A-Za-z0-9])"
+)
 _ENDS = re.compile(rf"[.!?。！？]{_CLOSERS}$")  # a line that ends as a sentence does
 # "1." or "b." alone is the marker of a list item, not a sentence: the item starts with it.
 _LIST_MARKER = re.compile(r"\s*(\d{1,3}|[a-zA-Z])[.)]\s*$")
@@ -114,6 +119,7 @@ def compose(
         return f"{_NO_MATCH[language]}{joiner}{joiner.join(first)} [{top.index}]"
     most = max(len(s.hits) for s in scored)
     enough = [s for s in scored if len(s.hits) >= most * MIN_SHARE_OF_BEST]
+    enough = _from_sources_naming_the_codes(enough, question)
     best = _adding_something(sorted(enough, key=lambda s: -s.score))[:MAX_SENTENCES]
     best.sort(key=lambda s: (s.rank, s.position))  # read in document order
     return joiner.join(f"{s.sentence} [{s.reference.index}]" for s in best)
@@ -129,6 +135,25 @@ class _Scored:
     hits: frozenset[str]  # the question's words it has
     about: frozenset[str]  # those and the earlier question's (a follow-up's topic)
     echo: bool  # a line that only repeats the question (_Asked.echoed_by)
+
+
+def _from_sources_naming_the_codes(candidates: list[_Scored], question: str) -> list[_Scored]:
+    """When the question names a code (a model, a fault, a part: "F9", "SX-5000", "E-34") and
+    some source names it too, only those sources' sentences. "What does fault F9 mean?" also
+    quoted the inverter manual's "Fault code E-34 means…": it shares "fault" and "mean", as many
+    as the F9 sentence does. The test is on the whole source, not the sentence: "It weighs
+    17 kg" answers for the SX-5000 its manual is about."""
+    codes = [frozenset(tokenize(code)) for code in _CODE.findall(question)]
+    codes = [code for code in codes if code]
+    if not codes:
+        return candidates
+    naming: dict[int, bool] = {}
+    for candidate in candidates:
+        ref = candidate.reference
+        if ref.index not in naming:
+            words = set(tokenize(f"{ref.path} {ref.text}"))
+            naming[ref.index] = any(code <= words for code in codes)
+    return [c for c in candidates if naming[c.reference.index]] or candidates
 
 
 def _adding_something(ranked: Sequence[_Scored]) -> list[_Scored]:

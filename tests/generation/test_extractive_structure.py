@@ -179,3 +179,21 @@ def test_a_sentence_two_sources_share_is_quoted_once() -> None:
     answer = compose("How do I restore factory settings?", refs, "en")
     assert answer.count("press and hold the RESET button") == 1
     assert "[3]" not in answer
+
+
+def test_a_question_naming_a_code_is_answered_from_the_sources_that_name_it() -> None:
+    """ "What does fault F9 mean?" quoted the inverter manual's E-34 sentence beside the heat
+    pump's F9 one: both share "fault" and "mean" with the question."""
+    pump = "Fault F9 means the condensate drain is blocked; clear the drain and restart."
+    inverter = "Fault code E-34 means the grid voltage is out of range."
+    refs = [Reference(1, "HP-12/Fault codes", pump), Reference(2, "SX-5000/Faults", inverter)]
+    assert compose("What does fault F9 mean?", refs, "en") == f"{pump} [1]"
+    assert compose("What does fault E-34 mean?", refs, "en").startswith("Fault code E-34")
+    # The code may be the source's subject, not the sentence's: its path names it.
+    weight = Reference(1, "SX-5000 Manual/Specifications", "It weighs 17 kg and mounts on a wall.")
+    kettle = Reference(2, "K200 Kettle/Specifications", "The kettle weighs 1.2 kg when empty.")
+    assert compose("How much does the SX-5000 weigh?", [kettle, weight], "en") == (
+        "It weighs 17 kg and mounts on a wall. [1]"
+    )
+    # No source names it: the sentences stay as they were.
+    assert "E-34" in compose("What does fault Z7 mean?", refs, "en")
