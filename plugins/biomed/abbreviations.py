@@ -13,6 +13,7 @@ that drift is harmless.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugins.biomed.corpus_file import CorpusCounts, CorpusFile, Stamp
+
+log = logging.getLogger(__name__)
 
 _PAREN = re.compile(r"\(([^()]{2,10})\)")
 _WORD = re.compile(r"\S+")
@@ -106,6 +109,7 @@ class AbbreviationBook:
         self._fresh: list[tuple[str, str]] = []  # best forms a reload changed, not yet taken
         self.version = 0  # grows whenever a best long form changes (for caches of mentions)
         self._saved_at = self._checked_at = time.monotonic()
+        self._deferred: threading.Timer | None = None  # the save a burst of documents left due
         if self._file is not None:
             self._reload(self._file)
             self._fresh.clear()  # the finder indexes items() when it is built
@@ -168,9 +172,36 @@ class AbbreviationBook:
 
     def save_if_due(self, interval_s: float = SAVE_INTERVAL_S) -> None:
         """Save at most every ``interval_s`` seconds: writing per document would cost ingest
-        time in proportion to the book's size (the last changes are saved on unload)."""
-        if time.monotonic() - self._saved_at >= interval_s:
+        time in proportion to the book's size. What is not due yet is saved when it is, by a
+        timer: the last documents of a burst were otherwise saved only by the next ingest or on
+        unload, so the other processes (the API beside Celery workers) never saw their short
+        forms, and a crash lost them."""
+        wait = interval_s - (time.monotonic() - self._saved_at)
+        if wait <= 0:
             self.save()
+            return
+        with self._lock:
+            if self._deferred is not None or not self._pending or self._file is None:
+                return
+            self._deferred = threading.Timer(wait, self._deferred_save)
+            self._deferred.daemon = True
+            self._deferred.start()
+
+    def _deferred_save(self) -> None:
+        with self._lock:
+            self._deferred = None
+        try:
+            self.save()
+        except OSError as exc:  # kept for the next save (save() puts the delta back)
+            log.warning("biomed corpus file not saved: %s", exc)
+
+    def close(self) -> None:
+        """Save what is left and stop the deferred save (on unload)."""
+        with self._lock:
+            deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            deferred.cancel()
+        self.save()
 
     def save(self) -> None:
         """Add what this process counted since its last save to the file (see corpus_file.py)

@@ -25,6 +25,7 @@ from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import PluginContext
 from eagle_rag.plugins.contract import DOMAIN_PRIORITY, PluginManifest
 from eagle_rag.plugins.hookbus import HookBus
+from eagle_rag.retrieval.background import dense_background
 from eagle_rag.settings import EmbeddingSettings, RerankSettings
 from plugins.biomed.abbreviations import AbbreviationBook
 from plugins.biomed.collection import check_encoder_dims, collection_spec
@@ -145,7 +146,9 @@ class BiomedPlugin:
             )
 
     def register_mcp_tools(self, ctx: PluginContext) -> None:
-        tools = BiomedTools(self._require(), Gatekeeper(ctx.settings), ctx.host)
+        runtime = self._require()
+        background = dense_background(ctx.settings.retrieval, runtime.encoders)
+        tools = BiomedTools(runtime, Gatekeeper(ctx.settings), ctx.host, background)
         ctx.register_mcp_tool(
             "query_entities",
             tools.query_entities,
@@ -165,7 +168,7 @@ class BiomedPlugin:
 
     def on_unload(self) -> None:
         if self._runtime is not None:
-            self._runtime.finder.book.save()
+            self._runtime.finder.book.close()
             if self._runtime.reranker is not None:
                 self._runtime.reranker.close()
         self._runtime = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from eagle_rag.api.security import Gatekeeper
@@ -11,6 +12,7 @@ from eagle_rag.errors import InvalidInputError
 from eagle_rag.index.filters import all_of, in_
 from eagle_rag.mcp.caller import mcp_caller
 from eagle_rag.plugins.payloads import RetrievedHit
+from eagle_rag.retrieval.background import DenseBackground
 from eagle_rag.retrieval.fusion import RankedList, normalized_fuse
 from eagle_rag.retrieval.hits import to_hit
 from eagle_rag.retrieval.relevance import relevance
@@ -27,10 +29,20 @@ MAX_TOP_K = 50
 class BiomedTools:
     """Handlers registered as ``biomed_query_entities`` and ``biomed_retrieve_compounds``."""
 
-    def __init__(self, runtime: BiomedRuntime, gate: Gatekeeper, host: Any = None) -> None:
+    def __init__(
+        self,
+        runtime: BiomedRuntime,
+        gate: Gatekeeper,
+        host: Any = None,
+        background: DenseBackground | None = None,
+    ) -> None:
         self._rt = runtime
         self._gate = gate  # admits each caller as Core's tools do (API key, its KBs)
         self._host = host  # HostServices: the catalog (unknown KBs, unfinished documents)
+        # A compound's evidence is a short list (only chunks naming it): its last hit is
+        # evidence, not the background, so relevance counts from probe texts (background.py),
+        # as Core's search does. Without it one passage scored 0.5 whatever it said.
+        self._background = background
 
     async def query_entities(self, text: str) -> dict[str, Any]:
         """Entities a text names (lexicon ids, names, synonyms, mentions), its abbreviations
@@ -117,13 +129,31 @@ class BiomedTools:
                 rt.vectors.search_sparse, rt.collection, [text], top_k=depth, where=where
             ),
         )
+        found = [to_hit(rt.collection, h, stage="dense") for h in dense[0]]
+        level = await self._short_list_background(vector, found)
         lists = [
-            RankedList("dense", [to_hit(rt.collection, h, stage="dense") for h in dense[0]]),
+            RankedList("dense", found, background=level),
             RankedList(
                 "sparse", [to_hit(rt.collection, h, stage="sparse") for h in sparse[0]], zero=0.0
             ),
         ]
         return normalized_fuse(lists, head=rt.candidates)
+
+    async def _short_list_background(
+        self, vector: list[float], found: list[RetrievedHit]
+    ) -> float | None:
+        rt = self._rt
+        if self._background is None or not found or len(found) >= rt.candidates:
+            return None
+        passages = rt.encoders.get(rt.passage_encoder)
+
+        async def embed(texts: Sequence[str]) -> Sequence[Sequence[float]]:
+            vectors: Sequence[Sequence[float]] = await asyncio.to_thread(
+                passages.embed_passages, list(texts)
+            )
+            return vectors
+
+        return await self._background.level(rt.passage_encoder, vector, embed)
 
 
 def _passage(hit: RetrievedHit, ids: list[str]) -> dict[str, Any]:

@@ -22,6 +22,8 @@ Aspirin (acetylsalicylic acid) reduced recurrent stroke in patients with atrial 
 Warfarin and aspirin both lowered the risk; aspirin caused less bleeding.
 """
 
+METFORMIN = "Metformin lowered fasting glucose in adults with type 2 diabetes over 24 weeks.\n"
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
@@ -36,6 +38,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
                 "/ingest",
                 data={"kb_name": "med"},
                 files={"file": ("aspirin.md", ARTICLE.encode(), "text/markdown")},
+            ).json()
+            assert wait_for_task(http, job["job_id"])["status"] == "completed"
+            assert http.post("/knowledge_bases", json={"kb_name": "diabetes"}).status_code == 201
+            job = http.post(
+                "/ingest",
+                data={"kb_name": "diabetes"},
+                files={"file": ("metformin.md", METFORMIN.encode(), "text/markdown")},
             ).json()
             assert wait_for_task(http, job["job_id"])["status"] == "completed"
         yield running
@@ -80,6 +89,18 @@ async def test_query_entities_returns_ids_synonyms_mentions_and_intent(
     )
     assert result["abbreviations"] == [{"short": "T2DM", "long": "type 2 diabetes mellitus"}]
     assert "treatment" in result["intents"]
+
+
+async def test_a_compounds_only_passage_is_not_scored_a_flat_half(server: RunningServer) -> None:
+    """The only passage naming metformin scored exactly 0.5 whatever it said: its dense list
+    was that one hit, and the hit counted as its own background (0), beside BM25's best (1).
+    The tool now measures a short list from probe texts, as Core's search does."""
+    async with client(server) as mcp:
+        arguments = {"compound": "metformin", "kb_name": "diabetes"}
+        result: dict[str, Any] = (await mcp.call_tool("biomed_retrieve_compounds", arguments)).data
+    [passage] = result["passages"]
+    assert "Metformin lowered fasting glucose" in passage["text"]
+    assert passage["score"] > 0.5
 
 
 async def test_retrieve_compounds_returns_evidence_naming_the_compound(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -110,6 +111,25 @@ def test_a_book_sees_what_another_process_saved_once_the_file_changed(tmp_path: 
     assert api.refresh() == [("FBP", "foo binding protein")]
     assert api.long_form("FBP") == "foo binding protein" and api.chunks == 1
     assert api.refresh() == []  # unchanged file: nothing new
+
+
+def test_what_a_burst_learned_is_saved_when_due_without_another_ingest(tmp_path: Path) -> None:
+    """The last documents of a burst were saved only by the next ingest or on shutdown: the
+    API beside idle workers never learned their short forms (the README promised ~12 s)."""
+    path = tmp_path / "corpus.json"
+    worker = AbbreviationBook(path)
+    worker.save_if_due(interval_s=0.2)  # nothing learned: no timer, nothing written
+    worker.learn([("T2DM", "type 2 diabetes mellitus")])
+    worker.save_if_due(interval_s=0.2)  # not due yet: deferred, not dropped
+    assert AbbreviationBook(path).long_form("T2DM") is None
+    deadline = time.monotonic() + 10
+    while AbbreviationBook(path).long_form("T2DM") is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert AbbreviationBook(path).long_form("T2DM") == "type 2 diabetes mellitus"
+    worker.learn([("MI", "myocardial infarction")])
+    worker.save_if_due(interval_s=60)  # deferred a minute; closing saves it now
+    worker.close()
+    assert AbbreviationBook(path).long_form("MI") == "myocardial infarction"
 
 
 def test_saves_merge_with_the_file_and_count_each_observation_once(tmp_path: Path) -> None:
