@@ -98,8 +98,22 @@ def test_errors_are_openai_errors(server: RunningServer, corpus: dict[str, str])
     with pytest.raises(openai.NotFoundError) as unknown:
         client.chat.completions.create(model="gpt-4o", messages=question)
     assert unknown.value.code == "model_not_found"
-    with pytest.raises(openai.NotFoundError, match="nope"):
+    with pytest.raises(openai.NotFoundError, match="nope") as no_kb:
         client.chat.completions.create(model="eagle:nope", messages=question)
+    assert no_kb.value.code == "model_not_found"  # was "not_found": clients check this code
+    # Options that would change the answer's form are refused, not silently ignored.
+    for option in (
+        {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
+        {"response_format": {"type": "json_object"}},
+    ):
+        with pytest.raises(openai.BadRequestError, match="is not supported") as refused:
+            client.chat.completions.create(model="eagle:energy", messages=question, **option)
+        assert refused.value.param == next(iter(option))
+    plain = {"type": "text"}
+    answered = client.chat.completions.create(
+        model="eagle:energy", messages=question, response_format=plain, tool_choice="none"
+    )
+    assert answered.choices[0].message.content
     with pytest.raises(openai.BadRequestError, match="last message"):
         client.chat.completions.create(
             model="eagle:energy",

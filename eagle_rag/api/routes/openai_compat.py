@@ -108,11 +108,20 @@ async def chat_completions(request: Request) -> Any:
     try:
         who = await caller(request)
         body = read_body(ChatCompletionBody, await request.body())
+        refuse_unsupported(body)
         app: EagleApp = request.app.state.eagle
         names = kb_names_of(body.model)
         who.check_kbs(names)
         answer = await asyncio.to_thread(_answer_request, app, body, names)
-        await asyncio.to_thread(app.answers.validate, answer, allowed_kbs=who.kb_names)
+        try:
+            await asyncio.to_thread(app.answers.validate, answer, allowed_kbs=who.kb_names)
+        except NotFoundError as exc:
+            if "kb_name" not in exc.fields:
+                raise
+            # The model names that KB: clients check for model_not_found, not not_found.
+            raise NotFoundError(
+                f"the model {body.model!r} does not exist: {exc.message}", model=body.model
+            ) from None
     except EagleError as exc:
         return _error(exc)
     completion = Completion(app, body.model, answer, who)
@@ -124,6 +133,28 @@ async def chat_completions(request: Request) -> Any:
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
     return await completion.whole()
+
+
+# Options that change what the answer is: taken silently, a client asking for JSON or a tool
+# call got prose and broke on it.
+_UNSUPPORTED = ("tools", "tool_choice", "functions", "function_call")
+
+
+def refuse_unsupported(body: ChatCompletionBody) -> None:
+    extra = body.model_extra or {}
+    for name in _UNSUPPORTED:
+        if extra.get(name) not in (None, [], "none"):
+            raise InvalidInputError(
+                f"{name} is not supported: Eagle-RAG answers from documents, with citations",
+                field=name,
+            )
+    response_format = extra.get("response_format")
+    if response_format not in (None, {"type": "text"}):
+        raise InvalidInputError(
+            "response_format is not supported: the answer is text with [n] citations (only "
+            '{"type": "text"})',
+            field="response_format",
+        )
 
 
 def kb_names_of(model: str) -> tuple[str, ...]:
