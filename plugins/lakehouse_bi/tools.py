@@ -171,10 +171,15 @@ class LakehouseTools:
         terms = self._terms(text)
         exact = await asyncio.to_thread(named_hits, self._vectors, terms, where, result.hits)
         named = {h.dedupe_key for h in exact if h.metadata[EXACT_KEY][0] < GRAIN_MATCH}
-        return [
-            replace(h, score=1.0 if h.dedupe_key in named else relevance(h.scores, h.metadata))
-            for h in exact_first(result.hits, exact)[:top_k]
-        ]
+        ranked = exact_first(result.hits, exact)[:top_k]
+        # Capped as REST caps a list (retrieval/wire.py): never rising down it, so that a
+        # threshold keeps a prefix (0.5191 above 0.5964 was shown as it came).
+        cap = 1.0
+        shown = []
+        for hit in ranked:
+            cap = min(cap, 1.0 if hit.dedupe_key in named else relevance(hit.scores, hit.metadata))
+            shown.append(replace(hit, score=cap))
+        return shown
 
     def _unfinished(self, kbs: Sequence[str]) -> Filter | None:
         """The filter that leaves out documents not completed yet (retrieval/scope.py)."""

@@ -232,6 +232,10 @@ async def test_tools_read_completed_documents_only_and_score_in_unit_range(
     assert all(0.0 <= o["score"] <= 1.0 for o in before["objects"])
     analyses = await history("weekly revenue", kb_names=["warehouse"], top_k=5)
     assert analyses["analyses"] and all(0.0 <= a["score"] <= 1.0 for a in analyses["analyses"])
+    # Never rising down a list, as REST shows scores (0.5191 was listed above 0.5964).
+    for listed in (before["objects"], analyses["analyses"]):
+        scores = [item["score"] for item in listed]
+        assert scores == sorted(scores, reverse=True), scores
 
     document_id = named["source"]["document_id"]
     repos = lakehouse_app.repositories
