@@ -136,7 +136,7 @@ def test_tasks_show_and_cancel_over_http(
 
         cancelled = runner.invoke(app, ["tasks", "cancel", job_id], env=env)
         assert cancelled.exit_code == 0, cancelled.output
-        assert f"{job_id}  failed" in cancelled.stdout
+        assert f"{job_id}  long.pdf  failed" in cancelled.stdout
         assert "cancelled by request" in cancelled.stdout
         task = http.get(f"/tasks/{job_id}").json()
         assert task["status"] == "failed" and "cancelled by request" in task["error"]

@@ -157,7 +157,9 @@ async def test_ingest_search_answer_and_resources(keyed: RunningServer) -> None:
             await scoped.read_resource(f"eagle://documents/{hidden}/structure")
         assert "energy" not in str(unread.value)
         own = {"document_id": garden["document_id"], "query": "tomatoes", "top_k": 3}
-        assert (await call(scoped, "core_best_pages", own))["document_id"] == garden["document_id"]
+        # Its own document is reached: a Markdown file is told it has no pages, not "not found".
+        pageless = await scoped.call_tool("core_best_pages", own)
+        assert pageless.is_error and "'garden.md' has no pages" in str(pageless.content[0])
         too_many = await scoped.call_tool("core_best_pages", {**own, "top_k": 500})
         assert too_many.is_error and "top_k" in str(too_many.content[0])
 
