@@ -118,6 +118,8 @@ def read_ddl(statements: list[exp.Expression], filename: str) -> FileCatalog:
     for name in order:
         table = tables[name]
         columns: list[dict[str, str]] = table["columns"]  # type: ignore[assignment]
+        # A primary key is the table's grain, as LookML's primary_key is a view's.
+        keys = [c["name"] for c in columns if "primary_key" in c["constraints"].split(",")]
         objects.append(
             SemanticObject(
                 TABLE,
@@ -126,6 +128,7 @@ def read_ddl(statements: list[exp.Expression], filename: str) -> FileCatalog:
                 "ddl",
                 description=str(table["comment"]),
                 upstream=tuple(table["upstream"]),  # type: ignore[arg-type]
+                grain=f"one row per {', '.join(keys)}" if keys else "",
                 details=(("Kind", str(table["kind"])),),
             )
         )
@@ -145,6 +148,18 @@ def read_ddl(statements: list[exp.Expression], filename: str) -> FileCatalog:
     if not objects:
         raise InvalidInputError("the SQL file defines no table or view", filename=filename)
     return FileCatalog("ddl", tuple(objects))
+
+
+def _constraint_name(kind: exp.ColumnConstraintKind | exp.Reference) -> str:
+    """A column constraint named as dbt's tests are: ``relationships(raw.orders.order_id)`` for
+    a foreign key (it read ``references_raw.orders_(order_id)``), ``primary_key``,
+    ``not_null``."""
+    if isinstance(kind, exp.Reference) and isinstance(kind.this, exp.Schema):
+        target = kind.this.this
+        columns = [c.name for c in kind.this.expressions]
+        if isinstance(target, exp.Table) and len(columns) == 1:
+            return f"relationships({_relation(target)}.{columns[0]})"
+    return str(kind.sql().lower().replace(" ", "_"))
 
 
 def _relation(table: exp.Table) -> str:
@@ -168,7 +183,7 @@ def _create(statement: exp.Create, tables: dict[str, dict[str, object]], order: 
             if isinstance(kind, exp.CommentColumnConstraint):
                 comment = clean(kind.this.name if isinstance(kind.this, exp.Literal) else kind.this)
             else:
-                constraints.append(kind.sql().lower().replace(" ", "_"))
+                constraints.append(_constraint_name(kind))
         columns.append(
             {
                 "name": column.name,

@@ -112,6 +112,22 @@ def test_ddl_tables_views_and_comments() -> None:
     assert comments[("s.t",)].description == "tbl" and comments[("s.t", "b")].description == "the b"
 
 
+def test_ddl_keys_read_as_dbt_tests_and_the_primary_key_is_the_grain() -> None:
+    """A foreign key read `references_raw.orders_(order_id)` beside dbt's
+    `relationships(stg_orders.customer_id)`, and a primary key gave no grain."""
+    found = objects(
+        "ddl.sql",
+        "CREATE TABLE raw.payments (\n  payment_id INTEGER PRIMARY KEY,\n"
+        "  order_id INTEGER NOT NULL REFERENCES raw.orders(order_id),\n  amount NUMERIC(12,2)\n);",
+    )
+    assert found[("raw.payments",)].grain == "one row per payment_id"
+    assert found[("raw.payments", "payment_id")].tests == ("primary_key",)
+    assert found[("raw.payments", "order_id")].tests == (
+        "not_null",
+        "relationships(raw.orders.order_id)",
+    )
+
+
 def test_lookml_views_fields_and_explores() -> None:
     view = objects("v.lkml", (PROJECT / "lookml/order_facts.view.lkml").read_text())
     assert view[("order_facts",)].grain == "one row per order_id"
