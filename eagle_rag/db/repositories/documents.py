@@ -19,7 +19,7 @@ from eagle_rag.db.records import (
     validate_kb_name,
     validate_tag,
 )
-from eagle_rag.db.repositories.base import NamespacedRepository, new_id
+from eagle_rag.db.repositories.base import NamespacedRepository, new_id, within_kbs
 from eagle_rag.db.tables import DocumentRow, DocumentTagRow, KnowledgeBaseRow, TaskRow, utcnow
 from eagle_rag.errors import InvalidInputError, NotFoundError
 
@@ -190,8 +190,7 @@ class DocumentRepository(NamespacedRepository):
             query = self._scoped(kb_name, status, tag, filename).order_by(
                 DocumentRow.created_at, DocumentRow.id
             )
-            if kb_names is not None:
-                query = query.where(DocumentRow.kb_name.in_(sorted(kb_names)))
+            query = within_kbs(query, DocumentRow.kb_name, kb_names)
             rows = list(session.scalars(query.limit(limit).offset(offset)))
             tags = self._tags(session, [r.id for r in rows])
             return [document_record(r, tags.get(r.id, [])) for r in rows]
@@ -338,9 +337,7 @@ class DocumentRepository(NamespacedRepository):
         query = select(DocumentRow).where(
             DocumentRow.plugin_namespace == self.namespace, DocumentRow.id == document_id
         )
-        if within is not None:
-            query = query.where(DocumentRow.kb_name.in_(sorted(within)))
-        row = session.scalars(query).first()
+        row = session.scalars(within_kbs(query, DocumentRow.kb_name, within)).first()
         if row is None:
             # Another namespace's id is indistinguishable from a missing one: no existence leak.
             raise NotFoundError(

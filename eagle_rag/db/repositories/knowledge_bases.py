@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from eagle_rag.db.records import KnowledgeBaseRecord, as_utc, validate_kb_name
-from eagle_rag.db.repositories.base import NamespacedRepository, new_id
+from eagle_rag.db.repositories.base import NamespacedRepository, new_id, within_kbs
 from eagle_rag.db.tables import KnowledgeBaseRow
 from eagle_rag.errors import ConflictError, NotFoundError
 
@@ -91,8 +91,7 @@ class KnowledgeBaseRepository(NamespacedRepository):
                 .where(KnowledgeBaseRow.plugin_namespace == self.namespace)
                 .order_by(KnowledgeBaseRow.name)
             )
-            if names is not None:
-                query = query.where(KnowledgeBaseRow.name.in_(sorted(names)))
+            query = within_kbs(query, KnowledgeBaseRow.name, names)
             rows = session.scalars(query.limit(limit).offset(offset))
             return [kb_record(r) for r in rows]
 

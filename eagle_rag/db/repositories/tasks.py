@@ -11,7 +11,7 @@ from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from eagle_rag.db.records import TASK_STATUSES, TaskRecord, as_utc
-from eagle_rag.db.repositories.base import NamespacedRepository, new_id
+from eagle_rag.db.repositories.base import NamespacedRepository, new_id, within_kbs
 from eagle_rag.db.tables import DocumentRow, TaskRow, utcnow
 from eagle_rag.errors import InvalidInputError, NotFoundError
 
@@ -120,8 +120,7 @@ class TaskRepository(NamespacedRepository):
         filters before the limit."""
         with self._db.session() as session:
             query = select(TaskRow).where(TaskRow.plugin_namespace == self.namespace)
-            if kb_names is not None:
-                query = query.where(TaskRow.kb_name.in_(sorted(kb_names)))
+            query = within_kbs(query, TaskRow.kb_name, kb_names)
             if status is not None:
                 query = query.where(TaskRow.status == status)
             if kb_name is not None:
@@ -390,9 +389,7 @@ class TaskRepository(NamespacedRepository):
         query = select(TaskRow).where(
             TaskRow.plugin_namespace == self.namespace, TaskRow.id == task_id
         )
-        if within is not None:
-            query = query.where(TaskRow.kb_name.in_(sorted(within)))
-        row = session.scalars(query).first()
+        row = session.scalars(within_kbs(query, TaskRow.kb_name, within)).first()
         if row is None:
             raise NotFoundError("task not found", job_id=task_id, namespace=self.namespace)
         return row
