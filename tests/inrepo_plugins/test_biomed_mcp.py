@@ -33,20 +33,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     }
     with running_server(tmp_path_factory.mktemp("biomed-mcp"), plugins=plugins) as running:
         with running.client() as http:
-            assert http.post("/knowledge_bases", json={"kb_name": "med"}).status_code == 201
-            job = http.post(
-                "/ingest",
-                data={"kb_name": "med"},
-                files={"file": ("aspirin.md", ARTICLE.encode(), "text/markdown")},
-            ).json()
-            assert wait_for_task(http, job["job_id"])["status"] == "completed"
-            assert http.post("/knowledge_bases", json={"kb_name": "diabetes"}).status_code == 201
-            job = http.post(
-                "/ingest",
-                data={"kb_name": "diabetes"},
-                files={"file": ("metformin.md", METFORMIN.encode(), "text/markdown")},
-            ).json()
-            assert wait_for_task(http, job["job_id"])["status"] == "completed"
+            for kb, name, text in (
+                ("med", "aspirin.md", ARTICLE),
+                ("diabetes", "metformin.md", METFORMIN),
+            ):
+                assert http.post("/knowledge_bases", json={"kb_name": kb}).status_code == 201
+                file = (name, text.encode(), "text/markdown")
+                job = http.post("/ingest", data={"kb_name": kb}, files={"file": file}).json()
+                assert wait_for_task(http, job["job_id"])["status"] == "completed"
         yield running
 
 
