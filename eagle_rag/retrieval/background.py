@@ -86,6 +86,21 @@ class DenseBackground:
         """The encoder to embed the probes with for ``collection``; None: it has no text rows."""
         return self._encoders.passage_encoder_for(collection)
 
+    async def for_short_list(
+        self,
+        encoder: str,
+        query: Sequence[float],
+        hits: int,
+        head: int,
+        embed: EmbedPassages,
+    ) -> float | None:
+        """The background of a dense list of ``hits`` rows when it is shorter than its ``head``
+        (it ran out of rows: its last hit is evidence, no background); None for a full or
+        empty list, which keeps its own."""
+        if not 0 < hits < head:
+            return None
+        return await self.level(encoder, query, embed)
+
     async def level(
         self, encoder: str, query: Sequence[float], embed: EmbedPassages
     ) -> float | None:

@@ -220,7 +220,7 @@ class RetrieverOrchestrator:
         ctx: HookContext,
     ) -> float | None:
         """The background a dense list shorter than the head lacks (background.py)."""
-        if self._background is None or not found or len(found) >= self._head:
+        if self._background is None:
             return None
         encoder = self._background.passage_encoder(plan.collection)
         if encoder is None:
@@ -233,7 +233,7 @@ class RetrieverOrchestrator:
                 raise EagleError(f"no subscriber embedded passages with {encoder!r}")
             return batch.vectors
 
-        return await self._background.level(encoder, vector, embed)
+        return await self._background.for_short_list(encoder, vector, len(found), self._head, embed)
 
     async def _dense(
         self,

@@ -143,7 +143,7 @@ class BiomedTools:
         self, vector: list[float], found: list[RetrievedHit]
     ) -> float | None:
         rt = self._rt
-        if self._background is None or not found or len(found) >= rt.candidates:
+        if self._background is None:
             return None
         passages = rt.encoders.get(rt.passage_encoder)
 
@@ -153,7 +153,9 @@ class BiomedTools:
             )
             return vectors
 
-        return await self._background.level(rt.passage_encoder, vector, embed)
+        return await self._background.for_short_list(
+            rt.passage_encoder, vector, len(found), rt.candidates, embed
+        )
 
 
 def _passage(hit: RetrievedHit, ids: list[str]) -> dict[str, Any]:
