@@ -158,17 +158,18 @@ async def kb_rows(
 ) -> HTMLResponse:
     """One page of the KB list with counts (documents, chunks, by status)."""
 
-    def load() -> tuple[list[Any], dict[str, Any], int]:
+    def load() -> tuple[list[Any], dict[str, Any], int, int]:
         kbs = [
             kb
             for kb in app.repositories.knowledge_bases.list()
             if who.kb_names is None or kb.name in who.kb_names
         ]
-        shown = kbs[(page - 1) * KB_PAGE : page * KB_PAGE]
+        at = _last_page_at_most(page, len(kbs), KB_PAGE)
+        shown = kbs[(at - 1) * KB_PAGE : at * KB_PAGE]
         counts = kb_counts(app.database, app.namespace, [kb.name for kb in shown])
-        return shown, counts, len(kbs)
+        return shown, counts, len(kbs), at
 
-    shown, counts, total = await asyncio.to_thread(load)
+    shown, counts, total, page = await asyncio.to_thread(load)
     busy = any(BUSY & counts[kb.name].statuses.keys() for kb in shown)
     return _render(
         request,
@@ -176,9 +177,11 @@ async def kb_rows(
         kbs=shown,
         counts=counts,
         page=page,
-        pages=max(1, math.ceil(total / KB_PAGE)),
+        pages=_pages(total, KB_PAGE),
         total=total,
         poll_url=_poll_url("/ui/fragments/kbs", busy, polls, page=page),
+        refresh_url=_page_url("/ui/fragments/kbs", page=page),
+        refresh_on="kbs-changed",
     )
 
 
@@ -215,13 +218,15 @@ async def document_rows(
     """One page of a KB's documents (never the whole KB: a KB may hold many thousands)."""
     who.check_kb(kb_name)
 
-    def load() -> tuple[list[dict[str, Any]], int]:
+    def load() -> tuple[list[dict[str, Any]], int, int]:
         repo = app.repositories.documents
         app.repositories.knowledge_bases.get(kb_name)  # 404 for an unknown KB
-        rows = repo.list(kb_name=kb_name, limit=DOC_PAGE, offset=(page - 1) * DOC_PAGE)
-        return [document_out(d) for d in rows], repo.count(kb_name=kb_name)
+        total = repo.count(kb_name=kb_name)
+        at = _last_page_at_most(page, total, DOC_PAGE)
+        rows = repo.list(kb_name=kb_name, limit=DOC_PAGE, offset=(at - 1) * DOC_PAGE)
+        return [document_out(d) for d in rows], total, at
 
-    documents, total = await asyncio.to_thread(load)
+    documents, total, page = await asyncio.to_thread(load)
     busy = any(d["status"] in BUSY for d in documents)
     return _render(
         request,
@@ -229,10 +234,26 @@ async def document_rows(
         kb_name=kb_name,
         documents=documents,
         page=page,
-        pages=max(1, math.ceil(total / DOC_PAGE)),
+        pages=_pages(total, DOC_PAGE),
         total=total,
         poll_url=_poll_url("/ui/fragments/documents", busy, polls, kb_name=kb_name, page=page),
+        refresh_url=_page_url("/ui/fragments/documents", kb_name=kb_name, page=page),
+        refresh_on="docs-changed",
     )
+
+
+def _pages(total: int, per_page: int) -> int:
+    return max(1, math.ceil(total / per_page))
+
+
+def _last_page_at_most(page: int, total: int, per_page: int) -> int:
+    """The page asked for, or the last one there is: after a delete empties the last page (or
+    from a stale link) the list shows the rows before it, not "no documents" under a count."""
+    return min(page, _pages(total, per_page))
+
+
+def _page_url(path: str, **query: Any) -> str:
+    return path + "?" + urlencode(query)
 
 
 def _poll_url(path: str, busy: bool, polls: int, **query: Any) -> str | None:
@@ -240,7 +261,7 @@ def _poll_url(path: str, busy: bool, polls: int, **query: Any) -> str | None:
     it shows is still being ingested; None once nothing is, or after POLL_LIMIT refreshes."""
     if not busy or polls >= POLL_LIMIT:
         return None
-    return path + "?" + urlencode({**query, "polls": polls + 1})
+    return _page_url(path, **query, polls=polls + 1)
 
 
 @router.get("/ui/fragments/document/{document_id}", response_class=HTMLResponse)

@@ -12,13 +12,14 @@ from eagle_rag.db.records import KB_NAME
 from eagle_rag.index.collections import VISUAL_COLLECTION
 from eagle_rag.index.filters import eq
 from eagle_rag.web.i18n import EN, ZH
-from eagle_rag.web.routes import POLL_LIMIT
+from eagle_rag.web.routes import DOC_PAGE, POLL_LIMIT
 from tests.api.server import RunningServer
 from tests.ingest.visual_docs import report_pdf
 from tests.web.documents import text_pdf
 from tests.web.helpers import kb_with_file, stored_boxes
 
 POLLER = re.compile(r'<div hidden data-poll hx-get="([^"]+)"')
+REFRESHER = re.compile(r'<div hidden data-refresh hx-get="([^"]+)" hx-trigger="([\w-]+) from:body"')
 
 
 def add_document(server: RunningServer, kb: str, name: str) -> str:
@@ -58,6 +59,36 @@ def test_lists_refresh_themselves_only_while_something_is_ingesting(
         done = client.get("/ui/fragments/documents", params={"kb_name": "busy"}).text
         assert "completed" in done and poll_url(done) is None
         assert poll_url(client.get("/ui/fragments/kbs").text) is None
+
+
+def test_a_page_past_the_end_shows_the_last_page_and_refreshes_where_it_is(
+    server: RunningServer,
+) -> None:
+    """After a delete empties the last page the list shows the page before it (not "no
+    documents" under a count); uploads and deletes refresh the page the reader is on."""
+    server.eagle.repositories.knowledge_bases.create("paged", engine="eagle")
+    for n in range(DOC_PAGE + 1):
+        add_document(server, "paged", f"doc{n:02d}.txt")
+    with server.client() as client:
+        gone_past = client.get("/ui/fragments/documents", params={"kb_name": "paged", "page": 3})
+        assert gone_past.status_code == 200
+        assert EN["no_documents"] not in gone_past.text
+        assert gone_past.text.count("<tr data-document") == 1  # the last page: page 2's one row
+        assert EN["page_of"].format(page=2, pages=2) in gone_past.text
+        assert refresh_url(gone_past.text) == (
+            "/ui/fragments/documents?kb_name=paged&page=2",
+            "docs-changed",
+        )
+        kbs = client.get("/ui/fragments/kbs", params={"page": 9}).text
+        assert 'data-kb="paged"' in kbs and refresh_url(kbs) == (
+            "/ui/fragments/kbs?page=1",
+            "kbs-changed",
+        )
+
+
+def refresh_url(html: str) -> tuple[str, str] | None:
+    found = REFRESHER.search(html)
+    return (found.group(1).replace("&amp;", "&"), found.group(2)) if found else None
 
 
 def test_the_name_input_checks_the_stores_rule() -> None:
