@@ -49,7 +49,7 @@ def test_kb_lifecycle_and_ingest(env: dict[str, str], corpus: Path) -> None:
     )
     assert created.exit_code == 0, created.output
     duplicate = runner.invoke(app, ["kb", "create", "handbook"], env=env)
-    assert duplicate.exit_code == 1 and "already exists" in duplicate.stderr
+    assert duplicate.exit_code == 2 and "already exists" in duplicate.stderr
 
     result = runner.invoke(app, ["ingest", str(corpus), "--kb", "handbook", "--json"], env=env)
     assert result.exit_code == 1, result.output  # one file is refused
@@ -83,13 +83,13 @@ def test_ingest_can_create_the_kb_and_reports_a_missing_one(
     env: dict[str, str], corpus: Path
 ) -> None:
     missing = runner.invoke(app, ["ingest", str(corpus), "--kb", "nope"], env=env)
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2
     # Said once, before any file is read, with the way out; no summary row per file.
     assert missing.stderr.count("knowledge base 'nope' not found") == 1
     assert "--create" in missing.stderr
     assert "Ingest summary" not in missing.stdout and "guide.md" not in missing.stdout
     as_json = runner.invoke(app, ["ingest", str(corpus), "--kb", "nope", "--json"], env=env)
-    assert as_json.exit_code == 1 and as_json.stdout == ""
+    assert as_json.exit_code == 2 and as_json.stdout == ""
     listed = json.loads(runner.invoke(app, ["kb", "list", "--json"], env=env).stdout)
     assert listed == []  # nothing was created on the way
     made = runner.invoke(
@@ -133,7 +133,7 @@ def test_kb_show_never_cuts_a_document_id(env: dict[str, str], corpus: Path) -> 
 
 def test_kb_show_of_a_missing_kb(env: dict[str, str]) -> None:
     result = runner.invoke(app, ["kb", "show", "ghost"], env=env)
-    assert result.exit_code == 1 and "not found" in result.stderr
+    assert result.exit_code == 2 and "not found" in result.stderr
 
 
 def test_the_summary_shows_file_names_and_wraps_reasons(
@@ -207,7 +207,7 @@ def test_tasks_show_and_cancel_on_the_embedded_store(env: dict[str, str], tmp_pa
     assert refused.exit_code == 1
     assert "the task is completed; there is nothing to cancel" in refused.stderr
     unknown = runner.invoke(app, ["tasks", "cancel", "no-such-task"], env=env)
-    assert unknown.exit_code == 1 and "not found" in unknown.stderr
+    assert unknown.exit_code == 2 and "not found" in unknown.stderr
 
 
 def test_tasks_list_finds_the_failed_ones(env: dict[str, str], tmp_path: Path) -> None:
@@ -227,7 +227,7 @@ def test_tasks_list_finds_the_failed_ones(env: dict[str, str], tmp_path: Path) -
     assert "  locked.pdf  failed  " in line
     for wrong, said in ((["--kb", "nope"], "not found"), (["--status", "done"], "unknown status")):
         refused = runner.invoke(app, ["tasks", "list", *wrong], env=env)
-        assert refused.exit_code == 1 and said in refused.stderr
+        assert refused.exit_code == 2 and said in refused.stderr
 
 
 async def _only_task(env: dict[str, str]) -> str:
@@ -247,7 +247,7 @@ def test_brackets_in_errors_names_and_descriptions_are_printed_as_written(
 ) -> None:
     """Rich read them as markup: the kb_name rule printed as "must match ^{0,63}$"."""
     refused = runner.invoke(app, ["kb", "create", "Bad Name"], env=env)
-    assert refused.exit_code == 1
+    assert refused.exit_code == 2
     assert "^[a-z0-9][a-z0-9_-]{0,63}$" in " ".join(refused.output.split())
 
     description = "drafts [red] and [bold]finals[/bold]"

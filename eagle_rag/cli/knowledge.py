@@ -37,8 +37,14 @@ T = TypeVar("T")
 
 
 def on_catalog(
-    server: str | None, action: Callable[[Catalog], Awaitable[T]], *, workers: bool = False
+    server: str | None,
+    action: Callable[[Catalog], Awaitable[T]],
+    *,
+    workers: bool = False,
+    outcome: tuple[type[EagleError], ...] = (),
 ) -> T:
+    """Run ``action`` on the catalog; an error exits 2, one of ``outcome`` (the command's own
+    "no", like a cancel of a finished task) exits 1."""
     settings = settings_from_env()
 
     async def run() -> T:
@@ -48,7 +54,7 @@ def on_catalog(
     try:
         return asyncio.run(run())
     except EagleError as exc:
-        fail(exc, code=1)
+        fail(exc, code=1 if isinstance(exc, outcome) else 2)
 
 
 @kb_app.command("create")

@@ -167,12 +167,12 @@ def ask(
             console.print(data["delta"], end="", markup=False, highlight=False)
         elif name == "error":
             console.print()
-            fail(f"{data.get('code')}: {data.get('message')}", code=1)
+            fail(f"{data.get('code')}: {data.get('message')}")
         elif name == "done":
             done = data
     console.print()
     if done is None:
-        fail("the answer stream ended without a result", code=1)
+        fail("the answer stream ended without a result")
     for source in done["sources"]["text"]:
         pages = ",".join(map(str, source["page_nums"])) or "-"
         console.print(

@@ -16,6 +16,7 @@ import typer
 
 from eagle_rag.cli.common import JsonOption, app
 from eagle_rag.cli.knowledge import ServerOption, on_catalog
+from eagle_rag.errors import ConflictError
 
 tasks_app = typer.Typer(help="List, show or cancel ingest tasks.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
@@ -50,7 +51,10 @@ def task_show(job_id: str, as_json: JsonOption = False, server: ServerOption = N
 @tasks_app.command("cancel")
 def task_cancel(job_id: str, as_json: JsonOption = False, server: ServerOption = None) -> None:
     """Cancel a queued or running ingest task (exit 1 if it already finished)."""
-    _print(on_catalog(server, lambda catalog: catalog.cancel_task(job_id)), as_json)
+    cancel = on_catalog(
+        server, lambda catalog: catalog.cancel_task(job_id), outcome=(ConflictError,)
+    )
+    _print(cancel, as_json)
 
 
 def _print(task: dict[str, Any], as_json: bool) -> None:

@@ -44,7 +44,7 @@ def test_kb_and_ingest_over_http(env: dict[str, str], tmp_path: Path) -> None:
     created = runner.invoke(app, ["kb", "create", "remote-kb", "--chunk-size", "64"], env=env)
     assert created.exit_code == 0, created.output
     duplicate = runner.invoke(app, ["kb", "create", "remote-kb"], env=env)
-    assert duplicate.exit_code == 1 and "already exists" in duplicate.output
+    assert duplicate.exit_code == 2 and "already exists" in duplicate.output
 
     result = runner.invoke(
         app,
@@ -82,11 +82,11 @@ def test_kb_and_ingest_over_http(env: dict[str, str], tmp_path: Path) -> None:
 
 def test_remote_errors_are_reported(env: dict[str, str]) -> None:
     missing = runner.invoke(app, ["kb", "show", "nope"], env=env)
-    assert missing.exit_code == 1 and "not found" in missing.output
+    assert missing.exit_code == 2 and "not found" in missing.output
     wrong_key = runner.invoke(app, ["kb", "list"], env={**env, "EAGLE_API_KEY": "bad"})
-    assert wrong_key.exit_code == 1 and "unknown API key" in wrong_key.output
+    assert wrong_key.exit_code == 2 and "unknown API key" in wrong_key.output
     asked = runner.invoke(app, ["ask", "x", "--kb", "nope"], env=env)
-    assert asked.exit_code == 1 and "not found" in asked.output
+    assert asked.exit_code == 2 and "not found" in asked.output
     found = runner.invoke(app, ["search", "x", "--kb", "nope"], env=env)
     assert found.exit_code == 2 and "not found" in found.output
 
@@ -144,7 +144,7 @@ def test_tasks_show_and_cancel_over_http(
         again = runner.invoke(app, ["tasks", "cancel", job_id], env=env)
         assert again.exit_code == 1 and "nothing to cancel" in again.output
         unknown = runner.invoke(app, ["tasks", "show", "no-such-task"], env=env)
-        assert unknown.exit_code == 1 and "not found" in unknown.output
+        assert unknown.exit_code == 2 and "not found" in unknown.output
         listed = runner.invoke(app, ["tasks", "list", "--kb", "scans", "--json"], env=env)
         assert listed.exit_code == 0, listed.output
         assert [t["job_id"] for t in json.loads(listed.stdout)] == [job_id]
