@@ -189,7 +189,12 @@ class AttachmentIn(_Body):
 
 
 class QueryBody(SearchBody):
-    top_k: int = Field(default=10, ge=1, le=100)
+    top_k: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description="Passages recalled and reranked; unset: the server's generation.top_k.",
+    )
     session_id: str | None = Field(default=None, max_length=64)
     language: Literal["zh", "en"] | None = None
     top_n: int | None = Field(default=None, ge=1, le=20)

@@ -179,8 +179,11 @@ class AsyncEagleClient:
     async def document_structure(self, document_id: str) -> dict[str, Any]:
         return await self._run(calls.document_structure(document_id))
 
-    async def document_chunks(self, document_id: str, *, limit: int = 1000) -> list[dict[str, Any]]:
-        return await self._run(calls.document_chunks(document_id, limit))
+    async def document_chunks(
+        self, document_id: str, *, limit: int = 1000, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """``limit`` chunks in reading order from ``offset`` (a long document: in pages)."""
+        return await self._run(calls.document_chunks(document_id, limit, offset))
 
     async def delete_document(self, document_id: str) -> bool:
         return await self._run(calls.delete_document(document_id))

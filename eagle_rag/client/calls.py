@@ -353,8 +353,9 @@ def document_structure(document_id: str) -> Exchange[dict[str, Any]]:
     return Exchange(call, lambda body: dict(body["structure"]))
 
 
-def document_chunks(document_id: str, limit: int) -> Exchange[list[dict[str, Any]]]:
-    call = Call("GET", f"/documents/{document_id}/chunks", params={"limit": limit})
+def document_chunks(document_id: str, limit: int, offset: int) -> Exchange[list[dict[str, Any]]]:
+    params = {"limit": limit, "offset": offset}
+    call = Call("GET", f"/documents/{document_id}/chunks", params=params)
     return Exchange(call, lambda body: list(body["chunks"]))
 
 

@@ -179,8 +179,11 @@ class EagleClient:
     def document_structure(self, document_id: str) -> dict[str, Any]:
         return self._run(calls.document_structure(document_id))
 
-    def document_chunks(self, document_id: str, *, limit: int = 1000) -> list[dict[str, Any]]:
-        return self._run(calls.document_chunks(document_id, limit))
+    def document_chunks(
+        self, document_id: str, *, limit: int = 1000, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """``limit`` chunks in reading order from ``offset`` (a long document: in pages)."""
+        return self._run(calls.document_chunks(document_id, limit, offset))
 
     def delete_document(self, document_id: str) -> bool:
         return self._run(calls.delete_document(document_id))

@@ -90,7 +90,7 @@ def hookspec(mode: HookMode, policy: FailurePolicy) -> Callable[[Callable[..., R
 
 @hookspec(HookMode.FIRST, FailurePolicy.FAIL_FAST)
 def ingest_route_selectors(source: DocumentSource, ctx: HookContext) -> str | None:
-    """Choose the ingest pipeline for a document (Core: pixelrag for PDFs/images, else knowhere)."""
+    """Choose the ingest pipeline for a document (Core: pixelrag for PDFs/images/DOCX/PPTX)."""
     raise NotImplementedError
 
 

@@ -73,8 +73,18 @@ def test_ingest_then_documents(client: httpx.Client, solar: dict[str, str]) -> N
     structure = client.get(f"/documents/{document_id}/structure").json()["structure"]
     assert "Solar Guide/Installation/Wiring" in json.dumps(structure)
     chunks = client.get(f"/documents/{document_id}/chunks").json()
-    assert chunks["count"] == document["chunk_count"]
+    assert chunks["count"] == chunks["total"] == document["chunk_count"]
     assert any(c["path"] == "Solar Guide/Installation/Wiring" for c in chunks["chunks"])
+    in_order = [c["chunk_id"] for c in chunks["chunks"]]
+    assert [c["chunk_index"] for c in chunks["chunks"]] == list(range(len(in_order)))
+    # A long document is read in pages of its reading order, not an arbitrary `limit` of it.
+    paged = [
+        client.get(f"/documents/{document_id}/chunks", params={"limit": 2, "offset": at}).json()
+        for at in range(0, len(in_order), 2)
+    ]
+    assert [c["chunk_id"] for page in paged for c in page["chunks"]] == in_order
+    assert {page["total"] for page in paged} == {len(in_order)}
+    assert [page["offset"] for page in paged] == list(range(0, len(in_order), 2))
     original = client.get(f"/documents/{document_id}/file")
     assert original.content == SOLAR.encode()
     assert "solar.md" in original.headers["content-disposition"]
@@ -171,7 +181,10 @@ def test_task_stream_reports_progress_until_done(
     assert names[0] == "progress" and names[-1] == "done"
     final = json.loads(events[-1][1])
     assert final["status"] == "completed" and final["progress"]["current"] > 0
+    assert {json.loads(data)["filename"] for _, data in events} == {"garden.md"}  # as GET says
     assert client.post(f"/tasks/{submission['job_id']}/retry").status_code == 409
+    retry = client.get("/openapi.json").json()["paths"]["/tasks/{job_id}/retry"]["post"]
+    assert "409" in retry["responses"]
 
 
 def test_delete_document_then_it_is_gone_everywhere(client: httpx.Client) -> None:

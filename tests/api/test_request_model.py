@@ -3,11 +3,17 @@ for every surface; plain arguments (MCP, CLI) get clear errors naming the field.
 
 from __future__ import annotations
 
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 
+from eagle_rag.api.routes.search import _answer_request
 from eagle_rag.api.schemas import QueryBody, RetrievalOptions, SearchBody
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.plugins.payloads import QueryRequest
+from eagle_rag.settings import load_settings
 
 
 def test_every_option_reaches_the_query_request() -> None:
@@ -47,6 +53,18 @@ def test_search_and_answer_bodies_share_the_options() -> None:
     options = set(RetrievalOptions.model_fields)
     assert options <= set(SearchBody.model_fields) and options <= set(QueryBody.model_fields)
     assert QueryBody(query="q").top_k == 10 and SearchBody(query="q").top_k == 5
+
+
+def test_an_answer_recalls_the_configured_depth_unless_the_body_names_one() -> None:
+    """``generation.top_k`` was read by MCP and the CLI but not by /query, which recalled 10."""
+    app = SimpleNamespace(settings=load_settings({}, overrides={"generation": {"top_k": 3}}))
+
+    def recall_depth(**body: Any) -> int:
+        request = asyncio.run(_answer_request(app, QueryBody(query="q", **body)))  # type: ignore[arg-type]
+        return request.recall.top_k
+
+    assert recall_depth() == 3
+    assert recall_depth(top_k=10) == 10 and recall_depth(top_k=25) == 25
 
 
 @pytest.mark.parametrize(

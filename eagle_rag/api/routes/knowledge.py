@@ -31,7 +31,7 @@ from eagle_rag.db.records import DocumentStatus, TaskRecord, TaskStatus
 from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import EagleError, InvalidInputError, NotFoundError
 from eagle_rag.index.collections import TEXT_COLLECTION
-from eagle_rag.index.filters import eq
+from eagle_rag.index.filters import between, eq
 from eagle_rag.ingest import cancel
 from eagle_rag.ingest.deletion import remove_document
 
@@ -187,7 +187,9 @@ async def get_task(job_id: str, app: App, who: Who) -> TaskOut:
 async def stream_task(job_id: str, app: App, who: Who) -> EventSourceResponse:
     """SSE ``progress`` events whenever the task changes, then ``done`` -- or ``error`` when the
     task is deleted or cannot be read for a while. Every stream ends."""
-    await asyncio.to_thread(app.repositories.tasks.get, job_id, within=who.kb_names)
+    first = await asyncio.to_thread(app.repositories.tasks.get, job_id, within=who.kb_names)
+    names = await asyncio.to_thread(app.repositories.documents.filenames, [first.document_id])
+    filename = names.get(first.document_id, "")  # every event says which file, as GET does
 
     async def events() -> AsyncIterator[dict[str, str]]:
         last, misses = None, 0
@@ -205,7 +207,7 @@ async def stream_task(job_id: str, app: App, who: Who) -> EventSourceResponse:
                 await asyncio.sleep(POLL_S)
                 continue
             misses = 0
-            data = task_out(task)
+            data = task_out(task, filename=filename)
             state = (data["status"], data["phase"], data["progress"]["current"])
             if state != last:
                 last = state
@@ -218,7 +220,12 @@ async def stream_task(job_id: str, app: App, who: Who) -> EventSourceResponse:
     return EventSourceResponse(events(), ping=15)
 
 
-@router.post("/tasks/{job_id}/retry", status_code=202, tags=["tasks"])
+@router.post(
+    "/tasks/{job_id}/retry",
+    status_code=202,
+    tags=["tasks"],
+    responses={409: {"model": ErrorOut, "description": "Completed, or a live worker holds it"}},
+)
 async def retry_task(job_id: str, app: App, who: Who) -> SubmissionOut:
     """Queue a failed task again, or a stranded one (queued or processing, but its worker is
     gone); a completed task, or one a live worker holds, is a 409."""
@@ -295,15 +302,20 @@ async def get_chunks(
     app: App,
     who: Who,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> dict[str, Any]:
-    """The document's chunks in reading order (section summaries included, typed)."""
+    """The document's chunks in reading order (section summaries included, typed), ``limit``
+    of them from ``offset``; ``total`` counts them all, so a long document is read in pages."""
     document = await asyncio.to_thread(
         app.repositories.documents.get, document_id, within=who.kb_names
     )
-    rows = await asyncio.to_thread(
-        app.vectors.query, TEXT_COLLECTION, eq("document_id", document.id), limit=limit
-    )
-    rows.sort(key=lambda r: ((r.get("metadata") or {}).get("start_offset") or 0, r["type"]))
+    of_document = eq("document_id", document.id)
+    # chunk_index is the document-wide reading order without gaps: a page is a range of it
+    # (a plain query limit would return an arbitrary subset of a longer document).
+    page = of_document & between("chunk_index", ge=offset, le=offset + limit - 1)
+    rows = await asyncio.to_thread(app.vectors.query, TEXT_COLLECTION, page, limit=limit)
+    total = await asyncio.to_thread(app.vectors.count, TEXT_COLLECTION, of_document)
+    rows.sort(key=lambda r: r["chunk_index"])
     chunks = [
         {
             "chunk_id": r["id"],
@@ -318,7 +330,13 @@ async def get_chunks(
         }
         for r in rows
     ]
-    return {"document_id": document.id, "count": len(chunks), "chunks": chunks}
+    return {
+        "document_id": document.id,
+        "count": len(chunks),
+        "total": total,
+        "offset": offset,
+        "chunks": chunks,
+    }
 
 
 @router.get("/documents/{document_id}/file", tags=["documents"])

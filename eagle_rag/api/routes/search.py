@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter
@@ -60,8 +61,11 @@ async def _answer_request(app: EagleApp, body: QueryBody) -> AnswerRequest:
         )
         for a in body.attachments
     ]
+    recall = body.query_request()
+    if "top_k" not in body.model_fields_set:  # as on MCP and the CLI: the configured depth
+        recall = replace(recall, top_k=app.settings.generation.top_k)
     return AnswerRequest(
-        body.query_request(),
+        recall,
         top_n=body.top_n,
         language=body.language,
         session_id=body.session_id,
