@@ -7,11 +7,13 @@ AST and the model is kept without its output columns, with a note saying why.
 
 from __future__ import annotations
 
+import bisect
 from pathlib import PurePosixPath
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokenizer_core import TokenType
 
 from eagle_rag.errors import InvalidInputError
 from plugins.lakehouse_bi.jinja import render_sql, template_calls
@@ -34,16 +36,32 @@ def is_templated(text: str) -> bool:
     return "{{" in text or "{%" in text
 
 
+# The words that start a column constraint, so end the column's type in its definition.
+_CONSTRAINT_WORDS = frozenset(
+    {
+        *("NOT", "NULL", "PRIMARY", "UNIQUE", "DEFAULT", "COMMENT", "REFERENCES", "CHECK"),
+        *("CONSTRAINT", "GENERATED", "COLLATE", "AUTO_INCREMENT", "AUTOINCREMENT", "IDENTITY"),
+        *("ENCODE", "OPTIONS", "MASKING", "AS"),
+    }
+)
+
+
 def read_sql(text: str, filename: str) -> FileCatalog:
     if is_templated(text):
         return read_dbt_model(text, filename)
-    statements = _parse(text)
-    if statements is not None and any(isinstance(s, exp.Create | exp.Comment) for s in statements):
-        return read_ddl(statements, filename)
+    parsed = _parse_with_dialect(text)
+    if parsed is not None and any(isinstance(s, exp.Create | exp.Comment) for s in parsed[1]):
+        dialect, statements = parsed
+        return read_ddl(statements, filename, TypeSpelling(text, dialect))
     return read_dbt_model(text, filename)
 
 
 def _parse(sql: str) -> list[exp.Expression] | None:
+    parsed = _parse_with_dialect(sql)
+    return parsed[1] if parsed else None
+
+
+def _parse_with_dialect(sql: str) -> tuple[str | None, list[exp.Expression]] | None:
     for dialect in DIALECTS:
         try:
             parsed = sqlglot.parse(sql, read=dialect)
@@ -51,8 +69,34 @@ def _parse(sql: str) -> list[exp.Expression] | None:
             continue
         statements = [s for s in parsed if isinstance(s, exp.Expression)]
         if statements:
-            return statements
+            return dialect, statements
     return None
+
+
+class TypeSpelling:
+    """Column types as the file writes them (``NUMERIC(12,2)``, ``float8``): sqlglot's rendering
+    normalises them (``DECIMAL(12, 2)``, ``DOUBLE``), which is not what the warehouse calls
+    them, nor always valid in its dialect."""
+
+    def __init__(self, sql: str, dialect: str | None) -> None:
+        self._sql = sql
+        self._tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+        self._starts = [token.start for token in self._tokens]
+
+    def of(self, column: exp.ColumnDef) -> str | None:
+        """The text between the column's name and its first constraint; None if unknown."""
+        name_end = column.this.meta.get("end") if isinstance(column.this, exp.Identifier) else None
+        if name_end is None:
+            return None
+        depth, first, last = 0, None, None
+        for token in self._tokens[bisect.bisect_right(self._starts, name_end) :]:
+            word = token.text.split()[0].upper() if token.text.strip() else ""
+            closes = token.token_type in (TokenType.COMMA, TokenType.R_PAREN)
+            if depth == 0 and (closes or word in _CONSTRAINT_WORDS):
+                break
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+            first, last = first or token, token
+        return self._sql[first.start : last.end + 1] if first and last else None
 
 
 def read_dbt_model(text: str, filename: str) -> FileCatalog:
@@ -106,12 +150,14 @@ def _output_columns(statement: exp.Expression) -> list[str]:
     return [n for n in dict.fromkeys(names) if n and n != "*"]
 
 
-def read_ddl(statements: list[exp.Expression], filename: str) -> FileCatalog:
+def read_ddl(
+    statements: list[exp.Expression], filename: str, spelling: TypeSpelling | None = None
+) -> FileCatalog:
     tables: dict[str, dict[str, object]] = {}
     order: list[str] = []
     for statement in statements:
         if isinstance(statement, exp.Create):
-            _create(statement, tables, order)
+            _create(statement, tables, order, spelling)
         elif isinstance(statement, exp.Comment):
             _comment(statement, tables)
     objects: list[SemanticObject] = []
@@ -162,11 +208,22 @@ def _constraint_name(kind: exp.ColumnConstraintKind | exp.Reference) -> str:
     return str(kind.sql().lower().replace(" ", "_"))
 
 
+def _type(column: exp.ColumnDef, spelling: TypeSpelling | None) -> str:
+    if column.kind is None:
+        return ""
+    return (spelling.of(column) if spelling else None) or column.kind.sql()
+
+
 def _relation(table: exp.Table) -> str:
     return ".".join(p for p in (table.db, table.name) if p)
 
 
-def _create(statement: exp.Create, tables: dict[str, dict[str, object]], order: list[str]) -> None:
+def _create(
+    statement: exp.Create,
+    tables: dict[str, dict[str, object]],
+    order: list[str],
+    spelling: TypeSpelling | None,
+) -> None:
     target = statement.this
     schema = target if isinstance(target, exp.Schema) else None
     table = target.this if schema is not None else target
@@ -187,7 +244,7 @@ def _create(statement: exp.Create, tables: dict[str, dict[str, object]], order: 
         columns.append(
             {
                 "name": column.name,
-                "type": column.kind.sql() if column.kind else "",
+                "type": _type(column, spelling),
                 "comment": comment,
                 "constraints": ",".join(constraints),
             }

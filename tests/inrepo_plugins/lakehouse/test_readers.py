@@ -112,6 +112,26 @@ def test_ddl_tables_views_and_comments() -> None:
     assert comments[("s.t",)].description == "tbl" and comments[("s.t", "b")].description == "the b"
 
 
+def test_ddl_column_types_are_the_files_own_words() -> None:
+    """sqlglot renders `float8` as `DOUBLE` (not a PostgreSQL type) and `text` per dialect."""
+    found = objects(
+        "t.sql",
+        "create table s.t (\n  a float8 not null,\n  b double precision comment 'x',\n"
+        "  c timestamp with time zone default now(),\n  d character varying(20) references o(id)"
+        ",\n  e numeric(5, 1)\n, f text);",
+    )
+    written = {key[1]: found[key].data_type for key in found if len(key) == 2}
+    assert written == {
+        "a": "float8",
+        "b": "double precision",
+        "c": "timestamp with time zone",
+        "d": "character varying(20)",
+        "e": "numeric(5, 1)",
+        "f": "text",
+    }
+    assert found[("s.t", "a")].tests == ("not_null",)
+
+
 def test_ddl_keys_read_as_dbt_tests_and_the_primary_key_is_the_grain() -> None:
     """A foreign key read `references_raw.orders_(order_id)` beside dbt's
     `relationships(stg_orders.customer_id)`, and a primary key gave no grain."""
@@ -120,6 +140,8 @@ def test_ddl_keys_read_as_dbt_tests_and_the_primary_key_is_the_grain() -> None:
         "CREATE TABLE raw.payments (\n  payment_id INTEGER PRIMARY KEY,\n"
         "  order_id INTEGER NOT NULL REFERENCES raw.orders(order_id),\n  amount NUMERIC(12,2)\n);",
     )
+    # Types as the file writes them: sqlglot's rendering said DECIMAL(12, 2).
+    assert found[("raw.payments", "amount")].data_type == "NUMERIC(12,2)"
     assert found[("raw.payments",)].grain == "one row per payment_id"
     assert found[("raw.payments", "payment_id")].tests == ("primary_key",)
     assert found[("raw.payments", "order_id")].tests == (
