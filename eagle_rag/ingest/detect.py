@@ -16,6 +16,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import IO
 
 from eagle_rag.errors import InvalidInputError, UnsupportedMediaTypeError
 
@@ -123,8 +124,11 @@ def claimed_type(filename: str, declared: str | None = None) -> str | None:
     return EXTENSIONS.get(PurePosixPath(filename.lower()).suffix)
 
 
-def sniff(data: bytes) -> str:
-    """The type family the bytes show: a binary MIME type, or ``text/plain`` for decodable text."""
+def sniff(data: bytes, *, whole: bool = True) -> str:
+    """The type family the bytes show: a binary MIME type, or ``text/plain`` for decodable text.
+    ``whole=False``: ``data`` is the head of a larger file, so an image's structure (a PNG's
+    chunks, a TIFF's directory at its end) cannot be checked here: the caller checks the whole
+    file with :func:`check_image`."""
     if not data:
         raise InvalidInputError("the file is empty")
     if data.startswith(b"%PDF-"):
@@ -133,7 +137,8 @@ def sniff(data: bytes) -> str:
         return _office_type(data)
     image = _image_type(data)
     if image is not None:
-        _check_image(data, image)
+        if whole:
+            check_image(io.BytesIO(data), image)
         return image
     for signature, kind in _OTHER_SIGNATURES.items():
         if data.startswith(signature):
@@ -160,17 +165,21 @@ def _image_type(data: bytes) -> str | None:
     return None
 
 
-def _check_image(data: bytes, kind: str) -> None:
+def check_image(source: IO[bytes], kind: str) -> None:
     """Read the header (no pixels): a file that is not really an image is refused at upload."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as image:
+            with Image.open(source) as image:
                 if kind == PNG:
                     image.verify()  # walks the chunks and their checksums, decodes nothing
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+    except UnidentifiedImageError as exc:  # its message names a BytesIO object
+        raise InvalidInputError(
+            f"the image is corrupt: not a readable {kind} file", detected=kind
+        ) from exc
+    except (OSError, ValueError, SyntaxError) as exc:
         raise InvalidInputError(f"the image is corrupt: {exc}", detected=kind) from exc
     except Image.DecompressionBombError:
         return  # too large to parse: the parser refuses it with the limit spelled out
@@ -253,9 +262,12 @@ def _latin_in_disguise(text: str) -> bool:
     return lone >= 0.8 * wide
 
 
-def detect(data: bytes, filename: str, declared: str | None = None) -> Detected:
-    """The MIME type to parse ``data`` as; InvalidInputError if empty, unknown or mislabeled."""
-    family = sniff(data)
+def detect(
+    data: bytes, filename: str, declared: str | None = None, *, whole: bool = True
+) -> Detected:
+    """The MIME type to parse ``data`` as; InvalidInputError if empty, unknown or mislabeled.
+    ``whole=False``: ``data`` is a larger file's head (see :func:`sniff`)."""
+    family = sniff(data, whole=whole)
     claimed = claimed_type(filename, declared)
     if family in BINARY_TYPES:
         # A photo saved as .jpg that is really a PNG is common and harmless: images are one

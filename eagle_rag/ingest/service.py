@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import tempfile
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from eagle_rag.db.records import TaskRecord, validate_kb_name
 from eagle_rag.db.repositories.base import new_id
 from eagle_rag.db.tables import utcnow
 from eagle_rag.errors import ConflictError, InvalidInputError, PayloadTooLargeError
-from eagle_rag.ingest.detect import Detected, detect
+from eagle_rag.ingest.detect import IMAGE_TYPES, Detected, check_image, detect
 from eagle_rag.ingest.fetch import UrlFetcher
 from eagle_rag.ingest.leases import stranded
 from eagle_rag.ingest.safety import ArchiveLimits, check_archive
@@ -219,9 +220,19 @@ class IngestService:
         self, key: str, head: bytes, size: int, name: str, declared: str | None
     ) -> Detected:
         """Detect the type from the head; a zip container (DOCX, PPTX, XLSX) is read back whole,
-        since its directory sits at its end, and checked for bombs."""
+        since its directory sits at its end, and checked for bombs; an image larger than the
+        head is checked whole too (a PNG's chunks run to its end, a TIFF's directory may sit
+        there), from a spooled copy."""
         if not head.startswith(ZIP_MAGIC):
-            return detect(text_sample(head, whole=size <= len(head)), name, declared)
+            whole = size <= len(head)
+            detected = detect(text_sample(head, whole=whole), name, declared, whole=whole)
+            if not whole and detected.mime_type in IMAGE_TYPES:
+                with tempfile.SpooledTemporaryFile(max_size=HEAD_BYTES) as copy:
+                    for chunk in self._app.objects.open(key):
+                        copy.write(chunk)
+                    copy.seek(0)
+                    check_image(copy, detected.mime_type)
+            return detected
         data = b"".join(self._app.objects.open(key))
         detected = detect(data, name, declared)
         check_archive(data, ArchiveLimits.from_settings(self._app.settings.ingest))

@@ -4,6 +4,7 @@ ends inside a multi-byte character is still text, and an over-limit upload leave
 from __future__ import annotations
 
 import io
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 import pytest_asyncio
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
-from eagle_rag.errors import PayloadTooLargeError
+from eagle_rag.errors import InvalidInputError, PayloadTooLargeError
 from eagle_rag.ingest.service import HEAD_BYTES, IngestService, text_sample
 from eagle_rag.settings import load_settings
 
@@ -83,3 +84,58 @@ async def test_an_over_limit_upload_stores_nothing(app: EagleApp) -> None:
         )
     assert app.objects.list(f"{app.namespace}/") == before
     assert app.repositories.documents.count(kb_name="docs") <= 1
+
+
+def _noise_image(fmt: str, frames: int = 1, **options: object) -> bytes:
+    """An image that compresses badly: larger than the head detection reads."""
+    from PIL import Image
+
+    rng = random.Random(7)
+    pages = [Image.frombytes("L", (1400, 1000), rng.randbytes(1400 * 1000)) for _ in range(frames)]
+    out = io.BytesIO()
+    pages[0].save(out, format=fmt, save_all=frames > 1, append_images=pages[1:], **options)
+    return out.getvalue()
+
+
+@in_loop
+@pytest.mark.parametrize(
+    ("filename", "data"),
+    [
+        ("scan.png", _noise_image("PNG")),
+        # LZW: the frames' directory is written after their pixels, past the head.
+        ("scan.tiff", _noise_image("TIFF", compression="tiff_lzw")),
+    ],
+)
+async def test_an_image_larger_than_the_head_is_checked_whole(
+    app: EagleApp, filename: str, data: bytes
+) -> None:
+    """Every PNG over 1 MiB was refused as "corrupt: Truncated File Read", and an LZW TIFF as
+    "cannot identify image file <_io.BytesIO object ...>": they were checked from the head."""
+    assert len(data) > HEAD_BYTES
+    parked = _Parked()
+    submission = IngestService(app, parked).submit_file(
+        kb_name="docs", filename=filename, stream=io.BytesIO(data)
+    )
+    assert parked.ids == [submission.job_id]
+    assert app.repositories.documents.get(submission.document_id).size == len(data)
+
+
+@in_loop
+async def test_a_large_image_corrupt_past_the_head_is_refused_and_leaves_nothing(
+    app: EagleApp,
+) -> None:
+    data = bytearray(_noise_image("PNG"))
+    data[-HEAD_BYTES // 2] ^= 0xFF  # a chunk's checksum no longer matches, far past the head
+    before = app.objects.list(f"{app.namespace}/")
+    with pytest.raises(InvalidInputError, match="the image is corrupt"):
+        app.ingest.submit_file(kb_name="docs", filename="bad.png", stream=io.BytesIO(bytes(data)))
+    assert app.objects.list(f"{app.namespace}/") == before
+    tiff = _noise_image("TIFF", compression="tiff_lzw")
+    without_its_directory = tiff[: int.from_bytes(tiff[4:8], "little")]  # cut where it starts
+    assert len(without_its_directory) > HEAD_BYTES
+    with pytest.raises(InvalidInputError) as refused:
+        app.ingest.submit_file(
+            kb_name="docs", filename="cut.tiff", stream=io.BytesIO(without_its_directory)
+        )
+    assert refused.value.message == "the image is corrupt: not a readable image/tiff file"
+    assert app.objects.list(f"{app.namespace}/") == before
