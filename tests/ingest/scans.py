@@ -64,6 +64,35 @@ def sparse_page() -> Image.Image:
     return render(bytes(pdf.output()))[0]
 
 
+LETTER_TITLE = "Vendor Complaint Letter"
+LETTER_BODY = (
+    "We received 14 damaged crates of ceramic insulators from Pellworth Logistics on "
+    "2 February. The crates had been stacked five high despite the marking on the lids. "
+    "We request a credit of 6,200 euros."
+)
+
+
+@cache
+def speckled_letter() -> Image.Image:
+    """A short letter (a title and three lines) scanned with noise and speckles: fed upside
+    down, the orientation model calls it turned 270 degrees, not 180."""
+    import numpy as np
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("times", "B", size=22)
+    pdf.cell(0, 12, LETTER_TITLE, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(4)
+    pdf.set_font("times", size=15)
+    pdf.multi_cell(0, 7, LETTER_BODY)
+    page = render(bytes(pdf.output()))[0].convert("L").rotate(0.3, fillcolor=255)
+    rng = np.random.default_rng(0)
+    pixels = np.asarray(page).astype(np.float32) + rng.normal(0, 18, (page.height, page.width))
+    pixels[rng.random(pixels.shape) < 0.0015] = 40
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).convert("RGB")
+
+
 def _fonts(pdf: object, chinese: bool) -> tuple[tuple[str, str], tuple[str, str]]:
     if not chinese:
         return ("helvetica", ""), ("helvetica", "B")

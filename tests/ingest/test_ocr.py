@@ -143,6 +143,16 @@ def test_a_sparse_page_fed_the_wrong_way_is_read_upright(ocr: OcrEngine, turn: i
     assert (turn + page.rotation) % 360 == 0  # turned back exactly, so boxes map to the page
 
 
+def test_a_sparse_page_the_model_turns_the_wrong_way_is_read_upright(ocr: OcrEngine) -> None:
+    """The sparse-page check ran only when the model said "upright": a speckled letter fed
+    upside down, called turned 270 degrees, was indexed as "We e d es ress o reo e i ee os"."""
+    page = ocr.read(scans.speckled_letter().rotate(180, expand=True))
+    assert page.rotation == 180
+    assert page.lines[0].text == scans.LETTER_TITLE
+    body = " ".join(line.text for line in page.lines[1:])
+    assert scans.squash(body) == scans.squash(scans.LETTER_BODY)
+
+
 def test_the_line_classifier_is_off_unless_asked_for(ocr: OcrEngine) -> None:
     """The page is turned upright first; rapidocr's per-line 180-degree classifier then only
     flips upright lines of speckled scans into garbage (issue 16's CER on scanned-dev)."""

@@ -148,8 +148,11 @@ class OcrEngine:
         with self._cores_held():
             rotation = _rotation(models, image) if models.orientation is not None else 0
             page = _read_turned(models, image, rotation)
-            if rotation == 0 and _doubtful(page):
-                for turn in (90, 270) if _standing(page) else (180,):
+            if _doubtful(page):
+                # The model's turn is questioned whatever it was: on a sparse page it may be
+                # wrong (a letter upside down was called 270: its lines then stood).
+                quarter = (90, 270) if _standing(page) else (180,)
+                for turn in ((rotation + q) % 360 for q in quarter):
                     turned = _read_turned(models, image, turn)
                     if _quality(turned) >= _quality(page) + TURN_MARGIN:
                         page = turned
