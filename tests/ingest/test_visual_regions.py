@@ -85,6 +85,16 @@ def test_a_chart_drawn_in_pieces_is_found_by_the_layout_model() -> None:
     assert Image.open(io.BytesIO(chart.image)).width > 200
 
 
+@pytest.mark.parametrize("table_intro", [True, False])
+def test_a_table_gets_its_own_caption_not_the_figures_above_it(table_intro: bool) -> None:
+    """The band above a table was read top-down, so a figure's caption printed above the
+    table's own ("Table 1: ...") captioned the table."""
+    data = vd.figure_and_table_pdf(table_intro=table_intro)
+    found = {v.kind: v for v in pdf_visuals(data, frozenset(), PdfVisualOptions())}
+    assert found["table"].caption == vd.TABLE_CAPTION
+    assert found["image"].caption == vd.FIGURE_CAPTION
+
+
 def test_the_layout_pass_on_text_pages_stops_at_its_budget() -> None:
     import time
 

@@ -142,9 +142,10 @@ def vector_chart_pdf() -> bytes:
     return bytes(pdf.output())
 
 
-def figure_and_table_pdf() -> bytes:
+def figure_and_table_pdf(*, table_intro: bool = True) -> bytes:
     """One text-born A4 page: heading, paragraph, chart + caption, table caption + ruled table
-    (scanned by the tests to give a page whose figure and table are only pixels)."""
+    (scanned by the tests to give a page whose figure and table are only pixels). Without
+    ``table_intro`` the table's caption follows the figure's at once."""
     from fpdf import FPDF
 
     pdf = FPDF(format="A4")
@@ -157,9 +158,10 @@ def figure_and_table_pdf() -> bytes:
     pdf.image(io.BytesIO(chart_png()), x=40, w=130)
     pdf.set_font("helvetica", "I", 10)
     pdf.multi_cell(0, 6, FIGURE_CAPTION, new_x="LMARGIN", new_y="NEXT")
-    pdf.ln(6)
-    pdf.set_font("helvetica", "", 11)
-    pdf.multi_cell(0, 6, TABLE_INTRO, new_x="LMARGIN", new_y="NEXT")
+    if table_intro:
+        pdf.ln(6)
+        pdf.set_font("helvetica", "", 11)
+        pdf.multi_cell(0, 6, TABLE_INTRO, new_x="LMARGIN", new_y="NEXT")
     pdf.ln(2)
     pdf.set_font("helvetica", "I", 10)
     pdf.multi_cell(0, 6, TABLE_CAPTION, new_x="LMARGIN", new_y="NEXT")

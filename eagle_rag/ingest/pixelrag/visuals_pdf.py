@@ -13,6 +13,7 @@ PDFium's lines (visuals_tables), on pages whose lines can form a grid (ruled_gri
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -271,7 +272,7 @@ def _tables(
     width, height = page.get_size()
     text_page = page.get_textpage()
     try:
-        captions = [_caption(text_page, box, width, height) for box, _ in found]
+        captions = [_caption(text_page, box, width, height, table=True) for box, _ in found]
     finally:
         text_page.close()
     return [
@@ -300,17 +301,30 @@ def _text_in(text_page: pdfium.PdfTextPage, box: BBox, width: float, height: flo
     return " ".join(text.split())
 
 
-def _caption(text_page: pdfium.PdfTextPage, box: BBox, width: float, height: float) -> str:
-    """A line starting "Figure 3", "Table 2", "图 1"... just below or above the region; else,
-    for an unlabelled chart, its title (``_title_above``)."""
+def _caption(
+    text_page: pdfium.PdfTextPage, box: BBox, width: float, height: float, *, table: bool = False
+) -> str:
+    """The nearest line starting "Figure 3", "Table 2", "图 1"... just below or above the region
+    (for a table, a table's label before a figure's: the caption of the figure above a table
+    is often within reach too); else, for an unlabelled chart, its title (``_title_above``)."""
     # The whole width: a caption is often set flush left under a centred figure.
     below = (0.0, box[3], 1.0, min(1.0, box[3] + CAPTION_BAND))
     above = (0.0, max(0.0, box[1] - CAPTION_BAND), 1.0, box[1])
-    for band in (below, above):
-        for line in _lines_in(text_page, band, width, height):
-            if CAPTION.match(line):
-                return " ".join(line.split())
+    # Nearest first: down from the region's foot, then up from its head.
+    lines = [
+        *_lines_in(text_page, below, width, height),
+        *reversed(_lines_in(text_page, above, width, height)),
+    ]
+    labelled = [match for match in map(CAPTION.match, lines) if match]
+    if table:
+        labelled.sort(key=lambda match: not _names_a_table(match))  # stable: nearest first
+    if labelled:
+        return " ".join(labelled[0].string.split())
     return _title_above(text_page, box, width, height)
+
+
+def _names_a_table(label: re.Match[str]) -> bool:
+    return label.group(1).lower() in ("table", "表")
 
 
 def _title_above(text_page: pdfium.PdfTextPage, box: BBox, width: float, height: float) -> str:
