@@ -2,8 +2,9 @@
 
 Each passage votes for the pages its text is on (its ``page_nums``, page-true since chunks
 and section summaries name where their words are printed) with the reciprocal of its rank,
-shared among its pages by how much of it each holds: the best passage's main page leads
-unless several lower passages agree on another page. A page
+shared among its pages by how much of it each holds, and weighed by how near its relevance is
+to the best passage's: the best passage's main page leads unless several lower passages, nearly
+as relevant, agree on another page. A page
 keeps the passages that voted for it and their boxes on that page, so a viewer can open the
 page and highlight the evidence.
 
@@ -28,7 +29,7 @@ from eagle_rag.plugins.payloads import QueryRequest, RetrievalMode
 from eagle_rag.retrieval.pack import ContextPack, Passage
 from eagle_rag.retrieval.page_labels import LABEL_VOTE, captioned_pages, named_labels
 from eagle_rag.retrieval.visual import is_visual_collection
-from eagle_rag.retrieval.wire import boxes
+from eagle_rag.retrieval.wire import boxes, shown_relevance
 
 # Passages searched to rank a document's pages: enough that pages with corroborating passages
 # outrank a page named by one stray hit.
@@ -106,16 +107,31 @@ def rank_pages(
     if visual_weight < 0:
         raise ValueError("visual_weight must not be negative")
     pages: dict[int, PageEvidence] = {}
-    for weight, ranked in ((1.0, passages), (visual_weight, visuals)):
-        for rank, passage in enumerate(ranked, start=1):
+    # Visual hits keep their plain rank votes: a figure's relevance (its caption and the text
+    # around it against the question) is on another scale than a passage's.
+    lists = ((1.0, passages, _nearness(passages)), (visual_weight, visuals, [1.0] * len(visuals)))
+    for weight, ranked, nearness in lists:
+        for rank, (passage, near) in enumerate(zip(ranked, nearness, strict=True), start=1):
             for number, share in page_shares(passage).items():
                 entry = pages.setdefault(number, PageEvidence(number))
-                entry.score += weight * share / rank
+                entry.score += weight * near * share / rank
                 entry.passages.append(passage)
     for number in captioned_pages([*passages, *visuals], labels):
         pages[number].score += LABEL_VOTE
     ordered = sorted(pages.values(), key=lambda e: (-e.score, e.page))
     return ordered[:limit]
+
+
+def _nearness(ranked: Sequence[Passage]) -> list[float]:
+    """How near each passage's relevance is to the best one's, squared: a passage that merely
+    filled the search's depth (a short document has few, all of them "found") barely votes,
+    so a page of many such passages no longer outranks the one page with the answer, while
+    passages that really corroborate (near the best) keep nearly their full vote."""
+    shown = shown_relevance(ranked)
+    best = shown[0] if shown else 0.0
+    if best <= 0.0:
+        return [1.0] * len(shown)
+    return [(score / best) ** 2 for score in shown]
 
 
 def visual_weight_for(query: str) -> float:

@@ -287,3 +287,21 @@ def test_a_passage_votes_mostly_for_the_page_most_of_it_is_on() -> None:
     assert [p.page for p in ranked] == [9, 5]
     with pytest.raises(ValueError):
         rank_pages([], limit=0)
+
+
+def _found(rank: int, page: int, relevance: float) -> Passage:
+    return Passage(
+        rank, f"r{rank}", "text", "doc", (page,), "d", "f.pdf", "kb", "eagle_text", "text",
+        relevance, scores={"relevance": relevance},
+    )  # fmt: skip
+
+
+def test_passages_that_only_fill_the_depth_do_not_outvote_the_answer() -> None:
+    """A two-page scan searched 30 deep: every chunk is "found", so page 1's five unrelated
+    chunks (ranks 2-6) outvoted the one page holding the answer by reciprocal rank alone."""
+    filler = [_found(rank, 1, 0.35) for rank in range(2, 7)]
+    ranked = rank_pages([_found(1, 2, 0.8), *filler], limit=2)
+    assert [p.page for p in ranked] == [2, 1]
+    # Passages near the best one still corroborate: three of them outrank it.
+    agreeing = [_found(rank, 1, 0.78) for rank in range(2, 5)]
+    assert [p.page for p in rank_pages([_found(1, 2, 0.8), *agreeing], limit=2)] == [1, 2]

@@ -76,7 +76,9 @@ async def test_a_text_pdf_gives_a_figure_and_a_table_with_their_anchors(
 
 
 async def test_a_scan_gives_page_tiles_found_by_their_ocr_text(app: EagleApp, kb: str) -> None:
-    data = scans.scanned_pdf([scans.en_page()])
+    """...and none for a blank page: its empty tile surfaced in unrelated searches."""
+    blank = Image.new("RGB", scans.en_page().size, "white")
+    data = scans.scanned_pdf([scans.en_page(), blank])
     submission = await _ingest(app, kb, data, "scan.pdf")
     document = app.repositories.documents.get(submission.document_id)
     assert document.status == "completed", document.error

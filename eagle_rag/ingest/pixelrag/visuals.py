@@ -92,9 +92,13 @@ def extract_visuals(
         return []
     texts = _page_texts(parsed)
     # A scanned page has no text layer: its tile's text is what OCR read there.
-    return [
+    filled = [
         v if v.text or v.kind != "tile" else _with_text(v, texts.get(v.page, "")) for v in found
     ]
+    # A blank page (no words, no figure or table) has nothing a tile could be found by: its
+    # empty summary embedded as noise and surfaced in unrelated searches.
+    pictured = {v.page for v in filled if v.kind != "tile"}
+    return [v for v in filled if v.kind != "tile" or v.text.strip() or v.page in pictured]
 
 
 def store_visuals(
