@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from eagle_rag import __version__
+from eagle_rag.api.cross_site import CrossSiteGuard
 from eagle_rag.api.errors import install_error_handlers
 from eagle_rag.api.hosts import OpenHostGuard
 from eagle_rag.api.links import install_links
@@ -99,6 +100,7 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "X-Eagle-Namespace"],
         )
+    api.add_middleware(CrossSiteGuard, allowed_origins=tuple(server.cors_origins))
     api.add_middleware(OpenHostGuard, gate=gate, server=server)
     api.add_middleware(
         BodyLimit,

@@ -183,6 +183,42 @@ def test_an_open_api_answers_only_its_own_host_names(
             assert running.client(Host=host).get("/knowledge_bases/mine").status_code == 200
 
 
+def test_another_sites_page_cannot_change_anything(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """CSRF: a form on any site could upload into the open API (a multipart POST needs no
+    preflight) or queue a rebuild (a POST with no body); the Host check let both through."""
+    with running_server(tmp_path_factory.mktemp("csrf")) as running:
+        port = running.settings.server.port
+        plain = running.client()
+        assert plain.post("/knowledge_bases", json={"kb_name": "mine"}).status_code == 201
+        forged = running.client(Origin="https://evil.example")
+        upload = {"file": ("planted.md", b"# Planted\n\nThe password is swordfish.", "text/md")}
+        for method, path, options in [
+            ("POST", "/ingest", {"data": {"kb_name": "mine"}, "files": upload}),
+            ("POST", "/knowledge_bases/mine/rebuild", {}),
+            ("DELETE", "/knowledge_bases/mine", {}),
+            ("POST", "/knowledge_bases", {"json": {"kb_name": "theirs"}}),
+        ]:
+            refused = forged.request(method, path, **options)
+            assert refused.status_code == 403, path
+            assert refused.json()["details"] == {"origin": "https://evil.example"}
+        sandboxed = running.client(Origin="null").post("/knowledge_bases/mine/rebuild")
+        assert sandboxed.status_code == 403
+        assert plain.get("/documents", params={"kb_name": "mine"}).json() == []
+        assert forged.get("/knowledge_bases/mine").status_code == 200  # reading is not forged
+        # The UI's own requests carry this server's origin; other clients carry none.
+        own = running.client(Origin=f"http://127.0.0.1:{port}")
+        assert own.post("/knowledge_bases", json={"kb_name": "ours"}).status_code == 201
+
+
+def test_an_allowed_cors_origin_may_post(secured: RunningServer) -> None:
+    app = secured.client(Origin="https://app.example.com", Authorization=f"Bearer {ADMIN}")
+    assert app.post("/search", json={"query": "x"}).status_code == 200
+    evil = secured.client(Origin="https://evil.example", Authorization=f"Bearer {ADMIN}")
+    assert evil.post("/search", json={"query": "x"}).status_code == 403
+
+
 def test_with_keys_or_on_every_interface_host_names_are_not_checked(
     secured: RunningServer,
 ) -> None:
