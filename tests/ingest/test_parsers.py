@@ -217,6 +217,29 @@ def test_html_keeps_main_content_and_drops_chrome() -> None:
     assert result.metadata["title"] == "Eagle Docs"
 
 
+def test_html_text_outside_paragraph_tags_is_kept_in_reading_order() -> None:
+    """Only p, li, h1... were read: a div's or section's own text was dropped at any depth,
+    and a page written in divs alone was refused as having no readable content."""
+    page = (
+        "<html><body><article><h1>Release notes</h1>"
+        "<div>The firmware <b>2.1</b> fixes the over<i>heating</i> fault.<br>Install it before"
+        " June.<!-- not text --></div><section>Section text without p tags."
+        "<p>Only this is in a p tag.</p>And text after it.</section>"
+        "<ul><li>An item <p>with a paragraph</p></li></ul></article></body></html>"
+    )
+    result = _parse(HtmlParser(), page.encode(), "r.html", d.HTML)
+    assert [(s.heading, s.content) for s in result.sections] == [
+        ("Release notes", ""),
+        (None, "The firmware 2.1 fixes the overheating fault. Install it before June."),
+        (None, "Section text without p tags."),
+        (None, "Only this is in a p tag."),
+        (None, "And text after it."),
+        (None, "- An item with a paragraph"),
+    ]
+    deep = "<html><body>" + "<div>" * 3000 + "deep text" + "</div>" * 3000 + "</body></html>"
+    assert _parse(HtmlParser(), deep.encode(), "deep.html", d.HTML).text == "deep text"
+
+
 def test_json_keys_become_sections_and_records_a_table() -> None:
     result = _parse(JsonParser(), docs.JSON_DOC.encode(), "d.json", d.JSON)
     assert [h for h, _, _ in _headings(result)] == ["product", "features"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import HTML, decode_text
@@ -11,6 +11,14 @@ from eagle_rag.plugins.payloads import ParseResult, TextSection
 
 _CHROME = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form", "template")
 _BLOCKS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "table", "blockquote", "dd", "dt")
+# Elements inside a line of text: their words belong to the paragraph around them.
+_INLINE = frozenset(
+    {
+        *("a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "del", "dfn", "em", "font"),
+        *("i", "ins", "kbd", "label", "mark", "q", "s", "samp", "small", "span", "strong"),
+        *("sub", "sup", "time", "u", "var", "wbr", "br", "img"),
+    }
+)
 
 
 class HtmlParser:
@@ -29,7 +37,7 @@ class HtmlParser:
             tag.decompose()
         found = soup.find("main") or soup.find("article") or soup.body
         root = found if isinstance(found, Tag) else soup
-        sections = [s for s in (_section(el) for el in _blocks(root)) if s is not None]
+        sections = _sections(root)
         if not any(s.content.strip() for s in sections):
             raise InvalidInputError(
                 "the HTML page has no readable content", filename=context.filename
@@ -37,13 +45,64 @@ class HtmlParser:
         return result(sections, title=title) if title else result(sections)
 
 
-def _blocks(root: Tag) -> list[Tag]:
-    """Outermost block elements in document order (a <p> inside a <li> is read with the <li>)."""
-    found = []
-    for element in root.find_all(_BLOCKS):
-        if element.find_parent(_BLOCKS) is None:
-            found.append(element)
-    return found
+def _sections(root: Tag) -> list[TextSection]:
+    """The outermost block elements in document order (a <p> inside a <li> is read with the
+    <li>), and between them the text no block holds: a ``<div>``'s or ``<section>``'s own text
+    was dropped, at any depth, and a page written that way read as "no readable content".
+    Loose text is one paragraph per container (what inline elements and ``<br>`` hold
+    belongs to their container's); the walk is flat, so no nesting depth can overflow it."""
+    sections: list[TextSection] = []
+    loose: list[str] = []
+    owner: Tag | None = None
+
+    def flush() -> None:
+        text = " ".join("".join(loose).split())
+        loose.clear()
+        if text:
+            sections.append(TextSection(text))
+
+    skip_to: PageElement | None = None  # the last node of a block already read whole
+    for node in root.descendants:
+        if skip_to is not None:
+            if node is skip_to:
+                skip_to = None
+            continue
+        if isinstance(node, Tag):
+            if node.name in _BLOCKS:
+                flush()
+                owner = None
+                section = _section(node)
+                if section is not None:
+                    sections.append(section)
+                skip_to = _last_descendant(node)
+            elif node.name == "br":
+                loose.append("\n")
+            continue
+        if type(node) is not NavigableString:  # comments, CDATA, doctypes
+            continue
+        home = _container(node)
+        if home is not owner:
+            flush()
+            owner = home
+        loose.append(str(node))
+    flush()
+    return sections
+
+
+def _last_descendant(tag: Tag) -> PageElement | None:
+    last: PageElement | None = None
+    node: PageElement = tag
+    while isinstance(node, Tag) and node.contents:
+        node = last = node.contents[-1]
+    return last
+
+
+def _container(node: PageElement) -> Tag | None:
+    """The nearest ancestor that is not an inline element: the paragraph the text is part of."""
+    parent = node.parent
+    while parent is not None and parent.name in _INLINE:
+        parent = parent.parent
+    return parent
 
 
 def _section(element: Tag) -> TextSection | None:
