@@ -283,12 +283,13 @@ class AnswerEngine:
         self, request: AnswerRequest, allowed_kbs: tuple[str, ...] | None
     ) -> tuple[str, list[Turn]]:
         sessions = self._app.repositories.sessions
+        # The KBs the search may read: a limited caller who named none searches its own,
+        # and the session must stay out of reach of callers limited to other KBs.
+        kb_names = request.recall.kb_names or allowed_kbs or ()
         if request.session_id is None:
-            # The KBs the search may read: a limited caller who named none searches its own,
-            # and the session must stay out of reach of callers limited to other KBs.
-            kb_names = request.recall.kb_names or allowed_kbs or ()
             record = sessions.create(title=request.query[:80], kb_names=kb_names)
             return record.id, []
+        sessions.widen(request.session_id, kb_names)
         messages = sessions.messages(request.session_id, last=self._config.history_turns)
         history = [
             Turn("user" if m.role == "user" else "assistant", m.content)

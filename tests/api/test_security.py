@@ -87,6 +87,26 @@ def test_a_conversation_stays_within_the_scope_it_was_held_in(secured: RunningSe
     assert len(agent.get(f"/sessions/{session_id}/messages").json()["messages"]) == 2
 
 
+def test_a_conversation_continued_over_another_kb_leaves_a_narrower_keys_reach(
+    secured: RunningServer,
+) -> None:
+    """A wide key continuing a narrow key's session over another KB stored that KB's answer
+    where the narrow key could read it (the session still said alpha only)."""
+    admin = secured.client(Authorization=f"Bearer {ADMIN}")
+    agent = secured.client(Authorization=f"Bearer {SCOPED}")
+    session_id = agent.post("/query", json={"query": "plan"}).json()["session_id"]
+    assert agent.get(f"/sessions/{session_id}/messages").status_code == 200
+    carry_on = {"query": "and beta's secret?", "kb_name": "beta", "session_id": session_id}
+    assert admin.post("/query", json=carry_on).status_code == 200
+    assert agent.get(f"/sessions/{session_id}/messages").status_code == 404
+    assert session_id not in {s["session_id"] for s in agent.get("/sessions").json()}
+    listed = {s["session_id"]: s for s in admin.get("/sessions").json()}
+    assert listed[session_id]["kb_names"] == ["alpha", "beta"]
+    # Over every KB (no KB named by an unlimited key): for unlimited keys only from then on.
+    admin.post("/query", json={"query": "all?", "session_id": session_id})
+    assert {s["session_id"]: s for s in admin.get("/sessions").json()}[session_id]["kb_names"] == []
+
+
 def test_a_conversation_over_every_kb_is_for_unlimited_keys_only(secured: RunningServer) -> None:
     admin = secured.client(Authorization=f"Bearer {ADMIN}")
     agent = secured.client(Authorization=f"Bearer {SCOPED}")

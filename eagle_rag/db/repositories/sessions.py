@@ -103,6 +103,20 @@ class SessionRepository(NamespacedRepository):
             )
             return [_session_record(r) for r in session.scalars(query)]
 
+    def widen(self, session_id: str, kb_names: Iterable[str]) -> None:
+        """Add the KBs a later turn searches (none named: every KB) to the session's. What the
+        session holds then came from them too, so a caller limited to fewer KBs may no longer
+        read it: a wider key continuing a narrow key's session over another KB put that KB's
+        answers where the narrow key could read them."""
+        with self._db.session() as session:
+            row = self._existing(session, session_id, lock=True)
+            held, turn = list(row.kb_names), list(kb_names)
+            if not held:  # held over every KB already
+                return
+            widened = list(dict.fromkeys([*held, *turn])) if turn else []
+            if widened != held:
+                row.kb_names = widened
+
     def delete(self, session_id: str) -> None:
         with self._db.session() as session:
             row = self._existing(session, session_id)
