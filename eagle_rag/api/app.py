@@ -100,7 +100,8 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "X-Eagle-Namespace"],
         )
-    api.add_middleware(CrossSiteGuard, allowed_origins=tuple(server.cors_origins))
+    allowed = (*server.cors_origins, *server.mcp_allowed_origins)
+    api.add_middleware(CrossSiteGuard, allowed_origins=allowed)
     api.add_middleware(OpenHostGuard, gate=gate, server=server)
     api.add_middleware(
         BodyLimit,

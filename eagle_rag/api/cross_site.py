@@ -5,9 +5,11 @@ request, with no preflight: a multipart form upload, or a POST with no body. Wit
 (the embedded default) that request is trusted: a page could ingest a file into a KB, which
 then answers questions, or queue a rebuild. The browser says where such a request comes from in
 ``Origin``; a request that changes something (any method but GET, HEAD and OPTIONS) from an
-origin other than this server's own, or than ``server.cors_origins``, is refused before a
-route runs. Clients that are not browsers (curl, the SDKs, agents) send no ``Origin`` and are
-not affected; the UI's own requests carry this server's origin.
+origin other than this server's own, a page served from this machine (``localhost``,
+``127.0.0.1``, ``[::1]`` on any port: a local tool such as the MCP Inspector; an open API
+trusts this machine anyway), ``server.cors_origins`` or ``server.mcp_allowed_origins`` is
+refused before a route runs. Clients that are not browsers (curl, the SDKs, agents) send no
+``Origin`` and are not affected; the UI's own requests carry this server's origin.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 class CrossSiteGuard:
@@ -50,9 +53,12 @@ class CrossSiteGuard:
             return None
         if origin.rstrip("/").lower() in self.allowed:
             return None
-        if origin != "null" and urlsplit(origin).netloc.lower() == headers.get(b"host", "").lower():
+        if origin == "null":  # a sandboxed frame, a file: page
+            return origin
+        parts = urlsplit(origin)
+        if parts.netloc.lower() == headers.get(b"host", "").lower():
             return None
-        return origin
+        return None if (parts.hostname or "") in LOOPBACK_NAMES else origin
 
 
 async def _forbidden(send: Send, origin: str) -> None:

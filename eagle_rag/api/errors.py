@@ -7,6 +7,7 @@ Every 503 carries ``Retry-After``.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -72,7 +73,18 @@ def error_response(error: EagleError) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
     if status in RETRY_AFTER_S or "retry_after" in error.fields:  # e.g. a 409 that ends soon
         headers["Retry-After"] = str(error.fields.get("retry_after", RETRY_AFTER_S.get(status)))
-    return JSONResponse(error.to_dict(), status_code=status, headers=headers)
+    return ErrorJSONResponse(error.to_dict(), status_code=status, headers=headers)
+
+
+class ErrorJSONResponse(JSONResponse):
+    """An error body that quotes the caller's text (a tag, a filter value) can hold a lone
+    surrogate, which UTF-8 cannot encode: escaped then (``\\ud800``), not a 500."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
 
 
 def outage_in(body: Mapping[str, Any] | None) -> BackendUnavailableError | None:
@@ -125,12 +137,12 @@ def install_error_handlers(app: FastAPI) -> None:
         first = problems[0] if problems else {"field": "", "reason": "invalid request"}
         message = f"{first['field'] or 'request'}: {first['reason']}"
         body = {"code": "invalid_request", "message": message, "details": {"errors": problems}}
-        return JSONResponse(body, status_code=422)
+        return ErrorJSONResponse(body, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return JSONResponse(
+        return ErrorJSONResponse(
             {"code": code, "message": _UNCLEAR.get(str(exc.detail), str(exc.detail))},
             status_code=exc.status_code,
             headers=getattr(exc, "headers", None),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,18 @@ def validate_kb_name(name: str) -> str:
             kb_name=str(name)[:80],
         )
     return name
+
+
+def validate_json_text(value: Any, field: str) -> None:
+    """Every string in ``value`` (keys too) must be valid Unicode: a lone surrogate (JSON's
+    ``"\\ud800"``) stored in a document's metadata failed it at the vector store and then broke
+    every listing of its KB; in a KB's settings it failed the request with a 500."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            f"{field} holds text that is not valid Unicode (a lone surrogate)", field=field
+        ) from None
 
 
 def validate_tag(tag: str) -> str:

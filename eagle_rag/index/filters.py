@@ -60,10 +60,20 @@ def literal(value: Scalar) -> str:
     if isinstance(value, str):
         if len(value) > MAX_STRING:
             raise InvalidInputError(f"filter string is longer than {MAX_STRING} characters")
+        if not _valid_unicode(value):  # the store refuses it: every search list would fail
+            raise InvalidInputError("filter string is not valid Unicode (a lone surrogate)")
         return '"' + "".join(_ESCAPES.get(ch, ch) for ch in value) + '"'
     raise InvalidInputError(
         f"filter values must be str, int, float or bool, not {type(value).__name__}"
     )
+
+
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _values(values: Iterable[Scalar]) -> list[Scalar]:

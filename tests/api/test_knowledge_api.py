@@ -90,6 +90,38 @@ def test_ingest_then_documents(client: httpx.Client, solar: dict[str, str]) -> N
     assert "solar.md" in original.headers["content-disposition"]
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("metadata", '{"note": "\\ud800"}', "metadata holds text that is not valid Unicode"),
+        ("metadata", '{"n": ' + "9" * 5000 + "}", "metadata is not JSON"),
+        ("metadata", '{"n": NaN}', "metadata is not JSON: NaN is not a JSON number"),
+        ("tags", '["\\ud800"]', "tag must be"),
+    ],
+)
+def test_form_fields_that_no_store_can_keep_are_refused(
+    client: httpx.Client, solar: dict[str, str], field: str, value: str, said: str
+) -> None:
+    """A lone surrogate in metadata was accepted, failed at the vector store and then made
+    every listing of the KB a 500; a surrogate tag, a huge integer were 500s; NaN was null."""
+    before = client.get("/documents", params={"kb_name": "energy"}).json()
+    refused = client.post(
+        "/ingest",
+        data={"kb_name": "energy", field: value},
+        files={"file": ("odd.md", b"# Odd\n\nA fresh text about kites.", "text/markdown")},
+    )
+    assert refused.status_code == 400, refused.text
+    assert said in refused.json()["message"]
+    assert client.get("/documents", params={"kb_name": "energy"}).json() == before
+    as_json = {"Content-Type": "application/json"}  # JSON's "\ud800" escape, as a client sends
+    odd_settings = {"kb_name": "odd", "creation_settings": {"\ud800": 1}}
+    made = client.post("/knowledge_bases", content=json.dumps(odd_settings), headers=as_json)
+    assert made.status_code in (400, 422), made.text
+    odd_filter = {"query": "kites", "filters": {"metadata": {"note": "\ud800"}}}
+    found = client.post("/search", content=json.dumps(odd_filter), headers=as_json)
+    assert found.status_code == 400 and "not valid Unicode" in found.json()["message"]
+
+
 def test_same_bytes_again_is_a_dedup_hit(client: httpx.Client, solar: dict[str, str]) -> None:
     again = client.post(
         "/ingest",

@@ -230,6 +230,8 @@ def test_another_sites_page_cannot_change_anything(
         # The UI's own requests carry this server's origin; other clients carry none.
         own = running.client(Origin=f"http://127.0.0.1:{port}")
         assert own.post("/knowledge_bases", json={"kb_name": "ours"}).status_code == 201
+        local_tool = running.client(Origin="http://localhost:3000")  # e.g. the MCP Inspector
+        assert local_tool.post("/knowledge_bases", json={"kb_name": "tools"}).status_code == 201
 
 
 def test_an_allowed_cors_origin_may_post(secured: RunningServer) -> None:

@@ -371,12 +371,7 @@ def _tags(raw: str | None) -> list[str]:
     if not raw:
         return []
     if raw.lstrip().startswith("["):
-        try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"tags is not a JSON list: {exc.msg}", field="tags") from exc
-        except RecursionError:  # json's own guard against deep nesting: the caller's mistake
-            raise InvalidInputError("tags is nested too deeply", field="tags") from None
+        parsed = _form_json(raw, "tags", "a JSON list")
         if not isinstance(parsed, list) or not all(isinstance(t, str) for t in parsed):
             raise InvalidInputError("tags must be a list of strings", field="tags")
         return parsed
@@ -386,14 +381,27 @@ def _tags(raw: str | None) -> list[str]:
 def _metadata(raw: str | None) -> dict[str, Any]:
     if not raw:
         return {}
-    try:
-        parsed = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"metadata is not JSON: {exc.msg}", field="metadata") from exc
-    except RecursionError:  # json's own guard against deep nesting: the caller's mistake
-        raise InvalidInputError("metadata is nested too deeply", field="metadata") from None
+    parsed = _form_json(raw, "metadata", "JSON")
     if not isinstance(parsed, dict):
         raise InvalidInputError("metadata must be a JSON object", field="metadata")
+    return parsed
+
+
+def _form_json(raw: str, field: str, shape: str) -> Any:
+    """A form field's JSON, every way it can be wrong a 400 naming the field (a 5,000-digit
+    number was a 500; NaN and Infinity were stored as null)."""
+
+    def not_a_number(name: str) -> Any:
+        raise InvalidInputError(f"{field} is not {shape}: {name} is not a JSON number", field=field)
+
+    try:
+        parsed = json.loads(raw, parse_constant=not_a_number)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{field} is not {shape}: {exc.msg}", field=field) from exc
+    except RecursionError:  # json's own guard against deep nesting: the caller's mistake
+        raise InvalidInputError(f"{field} is nested too deeply", field=field) from None
+    except ValueError as exc:  # Python's limit on the digits of an integer
+        raise InvalidInputError(f"{field} is not {shape}: {exc}", field=field) from None
     return parsed
 
 

@@ -16,6 +16,7 @@ from eagle_rag.db.records import (
     DOCUMENT_STATUSES,
     DocumentRecord,
     as_utc,
+    validate_json_text,
     validate_kb_name,
     validate_tag,
 )
@@ -123,6 +124,7 @@ class DocumentRepository(NamespacedRepository):
     ) -> tuple[DocumentRecord, bool]:
         """Insert a pending document; on a dedup hit return the existing one and ``False``."""
         validate_kb_name(kb_name)
+        validate_json_text(dict(extra or {}), "metadata")
         tag_list = sorted({validate_tag(t) for t in tags})
         row = DocumentRow(
             id=document_id or new_id(),

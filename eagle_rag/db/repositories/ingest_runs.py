@@ -37,6 +37,7 @@ from eagle_rag.db.records import (
     KnowledgeBaseRecord,
     TaskRecord,
     as_utc,
+    validate_json_text,
     validate_kb_name,
     validate_tag,
 )
@@ -227,6 +228,7 @@ class IngestRunRepository(NamespacedRepository):
     ) -> Accepted:
         """Insert the pending document, its tags and a queued task; a dedup hit inserts nothing."""
         validate_kb_name(kb_name)
+        validate_json_text(extra or {}, "metadata")
         tag_list = sorted({validate_tag(t) for t in tags})
         now = utcnow()
         document = {

@@ -10,7 +10,12 @@ from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from eagle_rag.db.records import KnowledgeBaseRecord, as_utc, validate_kb_name
+from eagle_rag.db.records import (
+    KnowledgeBaseRecord,
+    as_utc,
+    validate_json_text,
+    validate_kb_name,
+)
 from eagle_rag.db.repositories.base import NamespacedRepository, new_id, within_kbs
 from eagle_rag.db.tables import KnowledgeBaseRow
 from eagle_rag.errors import ConflictError, NotFoundError
@@ -44,6 +49,8 @@ class KnowledgeBaseRepository(NamespacedRepository):
         retrieval_settings: Mapping[str, Any] | None = None,
     ) -> KnowledgeBaseRecord:
         validate_kb_name(name)
+        validate_json_text(dict(creation_settings or {}), "creation_settings")
+        validate_json_text(dict(retrieval_settings or {}), "retrieval_settings")
         row = KnowledgeBaseRow(
             id=new_id(),
             plugin_namespace=self.namespace,
