@@ -11,11 +11,15 @@ import httpx
 
 from eagle_rag.engines.bridge_guard import BridgeGuard, BridgePolicy
 from eagle_rag.engines.schema import SchemaItem
-from eagle_rag.errors import BackendUnavailableError, UpstreamError
+from eagle_rag.errors import BackendUnavailableError, PayloadTooLargeError, UpstreamError
+from eagle_rag.http_bodies import ACCEPT_ENCODING, aread_capped
 from eagle_rag.net_addresses import CONNECT_FAILURES, Route
 from eagle_rag.plugins.payloads import RetrievedHit
 
 ECHO_MAX_CHARS = 200  # of a refusing answer's body, in the error: enough for an operator
+MAX_ANSWER_BYTES = 32 * 1024 * 1024  # a retrieval answer is kilobytes; a bomb is gigabytes
+# Headers of the body as sent, which no longer describe it once it is decoded.
+_RE_ENCODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 class BridgeClient:
@@ -65,26 +69,38 @@ class BridgeClient:
         return self._body(response)
 
     async def _send(self, route: Route, method: str, **request: Any) -> httpx.Response:
-        """The request along ``route``: each checked address in turn until one connects."""
+        """The request along ``route``: each checked address in turn until one connects; the
+        answer read under ``MAX_ANSWER_BYTES`` after decompression (http_bodies)."""
         transport = self._transport or httpx.AsyncHTTPTransport(proxy=route.proxy)
         async with httpx.AsyncClient(
             timeout=self._timeout,
-            headers=self._headers,
+            headers={**self._headers, **ACCEPT_ENCODING},
             transport=transport,
             follow_redirects=False,
         ) as client:
-            for url in route.urls[:-1]:
+            sent = [
+                client.build_request(
+                    method, url, headers=route.headers, extensions=route.extensions, **request
+                )
+                for url in route.urls
+            ]
+            for attempt in sent[:-1]:
                 with contextlib.suppress(*CONNECT_FAILURES):
-                    return await client.request(
-                        method, url, headers=route.headers, extensions=route.extensions, **request
-                    )
-            return await client.request(
-                method,
-                route.urls[-1],
-                headers=route.headers,
-                extensions=route.extensions,
-                **request,
-            )
+                    return await self._read(client, attempt)
+            return await self._read(client, sent[-1])
+
+    async def _read(self, client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+        response = await client.send(request, stream=True)
+        try:
+            content = await aread_capped(response, MAX_ANSWER_BYTES, f"{self.service}'s answer")
+        except PayloadTooLargeError as exc:  # the service's fault, not the caller's: a 502
+            raise UpstreamError(exc.message, service=self.service) from exc
+        finally:
+            await response.aclose()
+        decoded = [
+            (k, v) for k, v in response.headers.multi_items() if k.lower() not in _RE_ENCODED
+        ]
+        return httpx.Response(response.status_code, headers=decoded, content=content)
 
     def _body(self, response: httpx.Response) -> Any:
         if response.status_code in (401, 403):

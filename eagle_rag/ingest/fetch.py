@@ -21,7 +21,8 @@ from urllib.parse import unquote, urljoin
 
 import httpx
 
-from eagle_rag.errors import InvalidInputError, PayloadTooLargeError, UpstreamError
+from eagle_rag.errors import InvalidInputError, UpstreamError
+from eagle_rag.http_bodies import ACCEPT_ENCODING, read_capped
 from eagle_rag.net_addresses import (
     CONNECT_FAILURES,
     Resolver,
@@ -33,7 +34,7 @@ from eagle_rag.net_addresses import (
 )
 from eagle_rag.settings import IngestSettings
 
-_ACCEPT = {"Accept": "*/*"}
+_ACCEPT = {"Accept": "*/*", **ACCEPT_ENCODING}
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,20 +136,11 @@ class UrlFetcher:
             )
 
     def _read_capped(self, response: httpx.Response, url: str, deadline: float) -> bytes:
+        """The body under ``max_file_bytes`` after decompression (http_bodies)."""
         limit = self._settings.max_file_bytes
-        declared = response.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > limit:
-            raise PayloadTooLargeError(f"the download is larger than {limit} bytes", url=url[:200])
-        chunks, total = [], 0
-        for chunk in response.iter_bytes():
-            self._check_deadline(url, deadline)
-            total += len(chunk)
-            if total > limit:
-                raise PayloadTooLargeError(
-                    f"the download is larger than {limit} bytes", url=url[:200]
-                )
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_capped(
+            response, limit, "the download", on_read=lambda: self._check_deadline(url, deadline)
+        )
 
 
 def _open(client: httpx.Client, route: Route) -> httpx.Response:

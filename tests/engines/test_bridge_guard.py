@@ -8,6 +8,7 @@ resolve to a chosen address go through a hosts-style resolver handed to the real
 from __future__ import annotations
 
 import datetime
+import gzip
 import ssl
 import threading
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from cryptography.x509.oid import NameOID
 from eagle_rag.engines.base import EngineQuery
 from eagle_rag.engines.bridge_guard import BridgeGuard, BridgePolicy, address_refusal
 from eagle_rag.engines.dify import DifyEngine
-from eagle_rag.engines.http_bridge import ECHO_MAX_CHARS, BridgeClient, echo
+from eagle_rag.engines.http_bridge import ECHO_MAX_CHARS, MAX_ANSWER_BYTES, BridgeClient, echo
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.settings import EngineSettings
 from tests.api.server import RunningServer, running_server, wait_for_task
@@ -471,3 +472,19 @@ def test_bridge_hosts_match_host_and_port(
     for url in refused:
         with pytest.raises(InvalidInputError, match=r"not in engines\.bridge_hosts"):
             policy.check_url(url)
+
+
+def test_a_compressed_answer_is_capped_after_it_is_inflated(server: RunningServer) -> None:
+    """A "Dify" answering 49 KB of zstd (1.5 GB inflated) took the server to 5 GB: the answer
+    was read whole, and every search naming no KB asked every bridged KB again."""
+    bomb = gzip.compress(bytes(MAX_ANSWER_BYTES + 1))
+    packed = {"content-type": "application/json", "content-encoding": "gzip"}
+    with serve(lambda *_: (200, packed, bomb)) as (url, recorded):
+        answer = create(server.client(), "bomb", url)
+    assert answer.status_code == 502, answer.text
+    assert "Dify's answer is larger than" in answer.json()["message"]
+    assert recorded.requests[0][2]["accept-encoding"] == "gzip, deflate"
+    unasked = {"content-type": "application/json", "content-encoding": "zstd"}
+    with serve(lambda *_: (200, unasked, b"\x28\xb5\x2f\xfd{}")) as (url, _):
+        answer = create(server.client(), "zstd", url)
+    assert answer.status_code == 502 and "'zstd'-compressed" in answer.json()["message"]

@@ -4,7 +4,9 @@ this machine; the loopback cases use a real local HTTP server."""
 
 from __future__ import annotations
 
+import gzip
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,7 +15,7 @@ import httpx
 import pytest
 
 from eagle_rag.api.errors import status_for
-from eagle_rag.errors import InvalidInputError, UpstreamError
+from eagle_rag.errors import InvalidInputError, PayloadTooLargeError, UpstreamError
 from eagle_rag.ingest.fetch import UrlFetcher, check_address
 from eagle_rag.settings import IngestSettings
 from tests.http_fakes import forward_proxy
@@ -199,11 +201,17 @@ def test_a_site_that_does_not_answer_is_an_upstream_error_not_our_outage(
 
 
 @contextmanager
-def _local_site(body: bytes) -> Iterator[str]:
+def _local_site(
+    body: bytes, encoding: str | None = None, asked: list[str] | None = None
+) -> Iterator[str]:
     class Page(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if asked is not None:
+                asked.append(self.headers.get("accept-encoding", ""))
             self.send_response(200)
             self.send_header("content-type", "text/plain")
+            if encoding:
+                self.send_header("content-encoding", encoding)
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -226,6 +234,25 @@ def test_loopback_is_refused_by_default_and_allowed_only_by_setting() -> None:
             UrlFetcher(IngestSettings()).fetch(url)
         fetched = UrlFetcher(IngestSettings(url_allow_private=True)).fetch(url)
     assert (fetched.data, fetched.filename) == (b"internal admin page", "notes.txt")
+
+
+def test_a_compressed_download_is_capped_after_it_is_inflated() -> None:
+    """httpx inflated each read whole before it was counted: 25 KB of zstd grew memory by
+    800 MB before the cap refused it. Only gzip and deflate are asked for, and inflated here
+    no further than the cap."""
+    fetcher = UrlFetcher(IngestSettings(url_allow_private=True, max_file_bytes=1024 * 1024))
+    text = b"Kites fly in the spring wind. " * 1000
+    asked: list[str] = []
+    for encoding, packed in (("gzip", gzip.compress(text)), ("deflate", zlib.compress(text))):
+        with _local_site(packed, encoding, asked) as url:
+            assert fetcher.fetch(url).data == text
+    assert asked == ["gzip, deflate", "gzip, deflate"]
+    bomb = gzip.compress(bytes(200 * 1024 * 1024))  # 200 KB on the wire, 200 MiB inflated
+    with _local_site(bomb, "gzip") as url, pytest.raises(PayloadTooLargeError):
+        fetcher.fetch(url)
+    unasked = b"\x28\xb5\x2f\xfd" + text  # sent as zstd, which was not asked for
+    with _local_site(unasked, "zstd") as url, pytest.raises(UpstreamError, match="'zstd'"):
+        fetcher.fetch(url)
 
 
 def test_the_checked_addresses_are_tried_in_the_resolvers_order() -> None:
