@@ -178,7 +178,7 @@ def _import(
     summary: dict[str, int] = {}
     with open_target(str(manifest["namespace"])) as target:
         specs = [CollectionSpec(**_spec(s)) for s in manifest.get("collections", [])]
-        # Present collections too: see copier.copy_vectors.
+        # Present collections too: see copier.copy_namespace.
         target.vectors.ensure(specs)
         for member in members:
             handle = tar.extractfile(member) if member.isfile() else None

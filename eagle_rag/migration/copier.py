@@ -81,6 +81,10 @@ def copy_namespace(
         )
     _refuse_the_same_stores(source, target)
     _refuse_knowledge_base_clashes(source, target)
+    # Before anything is written: each collection, present ones too, takes the source's
+    # encoder record or refuses the copy when it holds another encoder's vectors. Checked
+    # after the metadata, the refusal left "completed" documents on the target without vectors.
+    target.vectors.ensure([source.vectors.spec(n) for n in source.vectors.collections()])
     report = CopyReport()
     copy_metadata(source, target, report, progress)
     copy_vectors(source, target, report, progress)
@@ -132,10 +136,7 @@ def copy_metadata(source: Stores, target: Stores, report: CopyReport, progress: 
 
 
 def copy_vectors(source: Stores, target: Stores, report: CopyReport, progress: Progress) -> None:
-    names = source.vectors.collections()
-    # Present collections too: each takes the source's encoder record, or refuses the copy
-    # when it holds another encoder's vectors.
-    target.vectors.ensure([source.vectors.spec(n) for n in names])
+    names = source.vectors.collections()  # the target has them (copy_namespace)
     for name in names:
         total = source.vectors.count(name)
         done = copied = 0

@@ -186,6 +186,37 @@ def test_migrate_store_copies_everything_and_a_second_run_copies_nothing(
     assert all(found for found in results)
 
 
+def test_a_target_of_another_encoder_is_refused_before_anything_is_written(
+    source: dict[str, Any], target: dict[str, Any]
+) -> None:
+    """The encoder was checked only when the vectors were copied, after the metadata: the
+    refusal left the source's KBs and "completed" documents on the target without vectors."""
+    minilm = {"models": {"embedding": {"provider": "minilm", "encoder_mode": "require_native"}}}
+    on_target = load_settings(source["env"], overrides={**target["overlay"], **minilm})
+
+    async def catalog(fill: bool) -> tuple[list[str], int]:
+        app = await bootstrap(on_target)
+        try:
+            if fill:
+                app.repositories.knowledge_bases.create("theirs")
+                body = io.BytesIO(b"# Delta\n\nThe delta pump is serviced in spring.\n")
+                app.ingest.submit_file(kb_name="theirs", filename="d.md", stream=body)
+                await app.queue.join()  # type: ignore[attr-defined]
+            kbs = sorted(k.name for k in app.repositories.knowledge_bases.list())
+            return kbs, app.repositories.documents.count()
+        finally:
+            await app.stop()
+
+    before = asyncio.run(catalog(fill=True))
+    assert before == (["theirs"], 1)
+    refused = CliRunner().invoke(
+        cli, ["migrate-store", "--to", str(target["file"])], env=source["env"]
+    )
+    assert refused.exit_code == 2, refused.output
+    assert "holds vectors of the encoder" in " ".join(refused.output.split())
+    assert asyncio.run(catalog(fill=False)) == before  # nothing of the source's was written
+
+
 def _recorded_encoder(uri: str) -> str:
     """The encoder the copy's eagle_text records (read before any app starts on it)."""
     client = MilvusClient(uri=uri, db_name=milvus_database_for("core"))
