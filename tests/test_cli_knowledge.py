@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 
@@ -230,6 +231,19 @@ def test_tasks_list_finds_the_failed_ones(env: dict[str, str], tmp_path: Path) -
         assert refused.exit_code == 2 and said in refused.stderr
 
 
+async def _upload(env: dict[str, str], kb: str, filename: str, data: bytes) -> None:
+    """An upload as a REST client names it (a file on disk cannot hold a "/")."""
+    from eagle_rag.bootstrap import bootstrap
+    from eagle_rag.settings import load_settings
+
+    application = await bootstrap(load_settings(env))
+    try:
+        application.ingest.submit_file(kb_name=kb, filename=filename, stream=io.BytesIO(data))
+        await application.queue.join()  # type: ignore[attr-defined]
+    finally:
+        await application.stop()
+
+
 async def _only_task(env: dict[str, str]) -> str:
     from eagle_rag.bootstrap import bootstrap
     from eagle_rag.settings import load_settings
@@ -263,3 +277,9 @@ def test_brackets_in_errors_names_and_descriptions_are_printed_as_written(
     assert description in shown.stdout and "notes[v2].md" in shown.stdout
     listed = runner.invoke(app, ["kb", "list"], env=env)
     assert "drafts [red] and" in listed.stdout
+    # An answer's sources too: an upload named "turbine[/dim].md" crashed `ask` after the
+    # answer was printed.
+    asyncio.run(_upload(env, "brackets", "turbine[/dim].md", b"# Turbine\n\nBlades: 6 months.\n"))
+    asked = runner.invoke(app, ["ask", "How often are turbine blades inspected?"], env=env)
+    assert asked.exit_code == 0, asked.output
+    assert "turbine[/dim].md" in asked.stdout and "session " in asked.stdout

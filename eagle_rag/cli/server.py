@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from eagle_rag.cli.catalog import api_key, server_url
 from eagle_rag.cli.common import app, fail, running_app, settings_from_env
@@ -175,12 +176,13 @@ def ask(
         fail("the answer stream ended without a result")
     for source in done["sources"]["text"]:
         pages = ",".join(map(str, source["page_nums"])) or "-"
+        # Escaped: a file named "turbine[/dim].md" crashed the command after the answer.
         console.print(
-            f"[bold][{source['index']}][/bold] {source['path']}  "
-            f"[dim]{source['filename']} · pages {pages} · {source['kb_name']}[/dim]"
+            f"[bold]\\[{source['index']}][/bold] {escape(source['path'])}  "
+            f"[dim]{escape(source['filename'])} · pages {pages} · {source['kb_name']}[/dim]"
         )
     for warning in done.get("warnings", []):
-        console.print(f"[yellow]warning[/yellow] {warning}")
+        console.print(f"[yellow]warning[/yellow] {escape(warning)}")
     console.print(f"[dim]session {done['session_id']}[/dim]")
 
 
