@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import math
 import tempfile
 import unicodedata
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from eagle_rag.runtime import Runtime
 
 READ_CHUNK = 1024 * 1024
+logger = logging.getLogger(__name__)
+
 HEAD_BYTES = 1024 * 1024  # what type detection sees of a large file
 ZIP_MAGIC = b"PK\x03\x04"
 
@@ -196,14 +199,22 @@ class IngestService:
         """Run every stored document of a KB through the pipeline again, as new tasks.
 
         Its vectors go first, so chunks a changed chunking or model would no longer produce
-        cannot linger; until its task completes a document is not retrievable.
+        cannot linger; until its task completes a document is not retrievable. A document
+        whose original is not stored (never kept, or lost) is left as it is: it cannot be
+        parsed again, and deleting its vectors first destroyed a searchable document.
         """
         self._require_kb(kb_name)
         repos = self._app.repositories
         submissions = []
         for document_id in repos.documents.ids_in_kb(kb_name):
             document = repos.documents.get(document_id)
-            if not document.object_key:
+            if not document.object_key or not self._app.objects.exists(document.object_key):
+                logger.warning(
+                    "rebuild of %s leaves document %s (%s) as it is: its original is not stored",
+                    kb_name,
+                    document_id,
+                    document.filename,
+                )
                 continue
             self._app.vectors.delete_documents([document_id])
             repos.documents.set_fields(document_id, status="pending", error=None)

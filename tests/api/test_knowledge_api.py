@@ -245,6 +245,36 @@ def test_rebuild_runs_every_document_again(client: httpx.Client, solar: dict[str
     assert after["status"] == "completed" and after["chunk_count"] == before
 
 
+def test_rebuild_leaves_a_document_whose_original_is_lost_searchable(
+    server: RunningServer, client: httpx.Client
+) -> None:
+    """Its vectors were deleted before its task failed ("object not found"): a rebuild
+    destroyed a document that could still be searched."""
+    client.post("/knowledge_bases", json={"kb_name": "lost"})
+    kept, lost = (
+        client.post(
+            "/ingest",
+            data={"kb_name": "lost"},
+            files={"file": (name, text.encode(), "text/markdown")},
+        ).json()
+        for name, text in (
+            ("kept.md", "# Kept\n\nThe heron nests by the weir."),
+            ("lost.md", "# Lost\n\nThe axolotl filter is rinsed weekly."),
+        )
+    )
+    for job in (kept, lost):
+        wait_for_task(client, job["job_id"])
+    key = server.eagle.repositories.documents.get(lost["document_id"]).object_key
+    assert key is not None
+    server.eagle.objects.delete(key)
+    jobs = client.post("/knowledge_bases/lost/rebuild").json()
+    assert [j["document_id"] for j in jobs] == [kept["document_id"]]
+    wait_for_task(client, jobs[0]["job_id"])
+    assert client.get(f"/documents/{lost['document_id']}").json()["status"] == "completed"
+    found = client.post("/search", json={"query": "axolotl filter", "kb_name": "lost"}).json()
+    assert [s["document_id"] for s in found["sources"]["text"]][:1] == [lost["document_id"]]
+
+
 def test_unknown_ids_are_404(client: httpx.Client) -> None:
     for path in (
         "/documents/nope",
