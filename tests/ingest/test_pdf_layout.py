@@ -380,3 +380,26 @@ def test_a_numbered_heading_in_the_foot_band_of_two_pages_is_kept() -> None:
     assert headings == ["1 Plant 1", "1.2 Water use", "2 Plant 2", "2.2 Water use"]
     text = " ".join(s.content for s in parsed.sections)
     assert "Northwind" not in text and "Page 3 of 4" not in text
+
+
+def test_chapter_headings_numbered_like_their_pages_are_kept() -> None:
+    """"Chapter 1", "Chapter 2", "Chapter 3" opening pages 1-3 changed only where the page
+    number did, so they were dropped as a running head and every chunk lost its chapter."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    for chapter in (1, 2, 3):
+        pdf.add_page()
+        pdf.set_font("helvetica", "B", 16)
+        pdf.multi_cell(0, 10, f"Chapter {chapter}", new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("helvetica", "", 11)
+        pdf.multi_cell(0, 6, f"{_WORK[chapter - 1]} " * 12)
+    parsed = _parse(bytes(pdf.output()))
+    assert [s.heading for s in parsed.sections if s.heading] == [
+        "Chapter 1",
+        "Chapter 2",
+        "Chapter 3",
+    ]
+
+
+_WORK = ("The pumps are drained.", "The seals are replaced.", "The motors are tested.")
