@@ -82,6 +82,26 @@ def test_a_running_head_repeated_on_every_page_is_dropped() -> None:
     assert _text(pages) == ["Body text of page 1.", "Body text of page 2.", "Body text of page 3."]
 
 
+def test_running_heads_and_page_numbers_the_layout_model_did_not_label_are_dropped() -> None:
+    """The layout model called the head "header" on page 1 only and found no footer: the head
+    stayed on page 2, and the page numbers were read into the text ("Left column | 2 | ...")."""
+    pages = [
+        _page(
+            [
+                ("CITY ENGINEERING DEPT", (0.35, 0.03, 0.65, 0.05)),
+                (f"Body text of page {n}.", (0.10, 0.20, 0.80, 0.22)),
+                (str(n), (0.49, 0.95, 0.51, 0.97)),
+            ],
+            *([Region("header", (0.34, 0.02, 0.66, 0.06), 0.8)] if n == 1 else []),
+        )
+        for n in (1, 2)
+    ]
+    assert _text(pages) == ["Body text of page 1.", "Body text of page 2."]
+    # A one-off line in the band is text, as a one-off header is.
+    alone = _page([("Memo 4471", (0.10, 0.03, 0.30, 0.05)), ("The body.", (0.1, 0.2, 0.8, 0.22))])
+    assert _text([alone]) == ["Memo 4471", "The body."]
+
+
 @pytest.mark.parametrize("text", ["12", "Page 3", "- 4 -", "3 / 10", "iv", "p. 7", "第3页"])
 def test_page_numbers_are_recognised(text: str) -> None:
     assert is_page_number(text)

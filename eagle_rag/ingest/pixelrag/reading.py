@@ -4,7 +4,8 @@ Lines are assigned to the layout region that holds their centre; lines outside e
 form blocks of their own by vertical proximity. Reading order follows columns: between two
 full-width blocks, the left column is read top to bottom before the right one. Header and
 footer regions become margin blocks; :func:`to_sections` drops those that are running heads or
-page numbers across the document (see ``margins``) and keeps the rest as text.
+page numbers across the document (see ``margins``) and keeps the rest as text; so do text blocks
+wholly in the top or bottom band of a page, which the layout model does not always label.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from eagle_rag.ingest.pixelrag.margins import MARGIN, is_running, running_margin
 from eagle_rag.plugins.payloads import PageBox, SectionKind, TextSection
 
 MARGIN_REGIONS = frozenset({"header", "footer"})
+# The share of the page height at its top and at its bottom where running heads are set (as
+# for a text layer's, parsers/pdf_margins).
+MARGIN_BAND = 0.09
 # A title region holding more than this is a misread paragraph, not a heading.
 MAX_HEADING_CHARS = 80
 # Blocks wider than this share of the page span both columns.
@@ -60,10 +64,27 @@ def page_blocks(page: OcrPage, number: int) -> list[PageBlock]:
     for index, members in groups.items():
         blocks.append(_block(page.regions[index].kind, members))
     blocks.extend(_block("text", members) for members in _stray_groups(stray))
+    band = MARGIN_BAND * min(1.0, PAD_ASPECT * page.width / page.height) if page.height else 0.0
+    blocks = [_as_margin(b) if _in_margin_band(b, band) else b for b in blocks]
     ordered = reading_order([b for b in blocks if b.text.strip()])
     if page.rotation:
         ordered = [_unrotated(b, page.rotation) for b in ordered]
     return ordered
+
+
+def _in_margin_band(block: PageBlock, band: float) -> bool:
+    """A short text block wholly in the top or bottom ``band``, where running heads, feet and
+    page numbers are set: the layout model often labels them only on some pages ("header" on
+    page 1, "text" on page 2), or not at all. Such a block is kept as text unless it runs. On
+    a page much taller than paper the band is what it would be on paper (a 12-screen scroll's
+    9% is a screen of body text)."""
+    top, bottom = block.bbox[1], block.bbox[3]
+    short = len(block.text) <= MAX_HEADING_CHARS
+    return block.kind == "text" and short and (bottom <= band or top >= 1 - band)
+
+
+def _as_margin(block: PageBlock) -> PageBlock:
+    return PageBlock(MARGIN, block.text, block.boxes, block.line_height, block.bbox)
 
 
 def _pads(width: int, height: int) -> tuple[float, float]:
