@@ -241,6 +241,8 @@ def test_html_text_outside_paragraph_tags_is_kept_in_reading_order() -> None:
 
 
 def test_json_keys_become_sections_and_records_a_table() -> None:
+    for empty in (b"{}", b"[]", b"null", b'""'):  # "[]" was indexed as a code chunk "[]"
+        assert _parse(JsonParser(), empty, "e.json", d.JSON).sections == ()
     result = _parse(JsonParser(), docs.JSON_DOC.encode(), "d.json", d.JSON)
     assert [h for h, _, _ in _headings(result)] == ["product", "features"]
     [table] = [s for s in result.sections if s.kind == "table"]

@@ -146,6 +146,8 @@ class JsonParser:
                 sections.append(TextSection("", heading=str(key), level=1))
                 sections.append(_json_block(item))
             return result(sections)
+        if value is None or value == [] or value == "":  # nothing to index, as `{}` has
+            return result([])
         return result([_json_block(value)])
 
 
