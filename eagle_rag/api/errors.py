@@ -101,6 +101,9 @@ _UNCLEAR = {
     # characters) or a malformed body; Starlette says only this.
     "Invalid multipart data.": "the multipart body could not be read: it is malformed, or a "
     "part's header is over 4 KiB (a file name that long?)",
+    # FastAPI's answer to a JSON body it cannot decode (nested past Python's recursion limit).
+    "There was an error parsing the body": "the request body could not be parsed: it is not "
+    "JSON, or it is nested too deeply",
 }
 
 
@@ -141,7 +144,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        codes = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
+        code = codes.get(exc.status_code, "http_error")
         return ErrorJSONResponse(
             {"code": code, "message": _UNCLEAR.get(str(exc.detail), str(exc.detail))},
             status_code=exc.status_code,
