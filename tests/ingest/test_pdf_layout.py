@@ -220,6 +220,30 @@ def test_encrypted_and_hopeless_pdfs_are_still_refused() -> None:
         _parse(docs.encrypted_pdf_bytes())
     with pytest.raises(InvalidInputError, match=r"corrupt or unreadable.*second reader"):
         _parse(docs.pdf_bytes()[:400])
+    # A page tree whose only kid is itself: "plugin 'core' failed in hook PARSE_DOCUMENT:
+    # Failed to load page." read as Eagle-RAG's failure, not the file's.
+    with pytest.raises(InvalidInputError, match="the PDF is corrupt: page 1 cannot be read"):
+        _parse(_pdf_of([
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [2 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+        ]))  # fmt: skip
+
+
+def _pdf_of(objects: list[bytes]) -> bytes:
+    """A PDF of these objects (numbered from 1) with a correct cross-reference table."""
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % at for at in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
 
 
 @pytest.mark.parametrize("rotation", [0, 90, 180, 270])
@@ -383,7 +407,7 @@ def test_a_numbered_heading_in_the_foot_band_of_two_pages_is_kept() -> None:
 
 
 def test_chapter_headings_numbered_like_their_pages_are_kept() -> None:
-    """"Chapter 1", "Chapter 2", "Chapter 3" opening pages 1-3 changed only where the page
+    """ "Chapter 1", "Chapter 2", "Chapter 3" opening pages 1-3 changed only where the page
     number did, so they were dropped as a running head and every chunk lost its chapter."""
     from fpdf import FPDF
 

@@ -127,7 +127,12 @@ def _read_page(
 ) -> tuple[tuple[TextLine, ...], Image.Image | None]:
     """Page ``number``'s text-layer lines, or (when it has no usable text layer and the
     pipeline OCRs) its rendering, to be OCR'd once PDFium is free."""
-    page = document[number - 1]
+    try:
+        page = document[number - 1]
+    except pdfium.PdfiumError as exc:  # a page tree that loops, a page object that is gone
+        raise InvalidInputError(
+            f"the PDF is corrupt: page {number} cannot be read ({exc})", page=number
+        ) from exc
     try:
         layer = read_text_layer(page)
         width, height = page.get_size()
