@@ -1,4 +1,4 @@
-"""MCP over streamable HTTP: the API-key check in front of ``/mcp``.
+"""MCP over streamable HTTP: the namespace and API-key checks in front of ``/mcp``.
 
 With API keys configured, a request without a known ``Authorization: Bearer <key>`` is answered
 401 before any MCP message is read, so an unauthenticated client cannot even list the tools;
@@ -14,8 +14,8 @@ from typing import Any
 
 from starlette.middleware import Middleware
 
-from eagle_rag.api.security import Gatekeeper
-from eagle_rag.errors import AuthenticationError, EagleError, RateLimitedError
+from eagle_rag.api.security import NAMESPACE_HEADER, Gatekeeper
+from eagle_rag.errors import AuthenticationError, EagleError, NamespaceError, RateLimitedError
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -30,10 +30,18 @@ class ApiKeyGuard:
         self.gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.gate.open or scope.get("method") == "OPTIONS":
+        if scope["type"] != "http" or scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:  # as on REST: a session opened for another namespace is refused, not each call
+            self.gate.check_namespace(headers.get(NAMESPACE_HEADER))
+        except NamespaceError as exc:
+            await _refuse(send, 403, exc, [])
+            return
+        if self.gate.open:
+            await self.app(scope, receive, send)
+            return
         client = scope.get("client")
         try:
             self.gate.authenticate(

@@ -172,6 +172,15 @@ async def test_http_tool_schemas_declare_their_bounds(server: RunningServer) -> 
     assert (top_n["minimum"], top_n["maximum"]) == (1, 20)
 
 
+def test_an_mcp_session_for_another_namespace_is_refused(server: RunningServer) -> None:
+    """It opened (200) and only each tool call failed; REST refuses such a request whole."""
+    other = {**MCP_HEADERS, "X-Eagle-Namespace": "biomed"}
+    refused = server.client().post("/mcp", json=INITIALIZE, headers=other)
+    assert refused.status_code == 403 and refused.json()["code"] == "namespace_forbidden"
+    own = {**MCP_HEADERS, "X-Eagle-Namespace": "core"}
+    assert server.client().post("/mcp", json=INITIALIZE, headers=own).status_code == 200
+
+
 async def test_http_tools_need_a_key_when_keys_are_set(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
