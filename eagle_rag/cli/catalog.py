@@ -55,7 +55,9 @@ def server_url(settings: Settings, explicit: str | None = None) -> str | None:
         return chosen.rstrip("/")
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
-        with EagleClient(url, timeout_s=PROBE_TIMEOUT_S, max_retries=0) as probe:
+        # With the key: behind keys, /health tells only a keyed caller which data dir it serves.
+        key = api_key(settings)
+        with EagleClient(url, api_key=key, timeout_s=PROBE_TIMEOUT_S, max_retries=0) as probe:
             health = probe.health()
     except BackendUnavailableError:
         return None

@@ -44,7 +44,16 @@ def test_missing_or_unknown_keys_are_401(secured: RunningServer, header: str | N
 
 
 def test_health_stays_open_for_probes(secured: RunningServer) -> None:
-    assert secured.client().get("/health").status_code == 200
+    """...without telling an anonymous caller where the backends are (database host, user
+    and name, Milvus URI, the data dir)."""
+    anonymous = secured.client().get("/health")
+    assert anonymous.status_code == 200
+    checks = anonymous.json()["checks"]
+    assert checks and all("target" not in c and "status" in c for c in checks.values())
+    wrong = secured.client(Authorization="Bearer nope").get("/health").json()["checks"]
+    assert all("target" not in c for c in wrong.values())
+    admin = secured.client(Authorization=f"Bearer {ADMIN}").get("/health").json()["checks"]
+    assert admin["data_dir"]["target"]
 
 
 def test_a_scoped_key_sees_only_its_kbs(secured: RunningServer) -> None:

@@ -10,27 +10,47 @@ from fastapi.responses import JSONResponse, Response
 
 from eagle_rag import __version__
 from eagle_rag.api.deps import App, Who
+from eagle_rag.errors import EagleError
 from eagle_rag.probes import overall_status, probe_running
 
 router = APIRouter()
 
 
 @router.get("/health", tags=["system"])
-async def health(app: App) -> JSONResponse:
+async def health(request: Request, app: App) -> JSONResponse:
     """Liveness plus every backend: ``ok``, ``degraded`` (a non-critical one is down) or
     ``down`` (the metadata database or Milvus does not answer; HTTP 503); ``visuals`` says
-    whether visual chunks are made, and ``warnings`` why not (``visuals off: <reason>``)."""
+    whether visual chunks are made, and ``warnings`` why not (``visuals off: <reason>``).
+    Open to probes; behind API keys a caller without a valid key is not told where the
+    backends are (each check's ``target``: database host, user and name, URIs, the data dir)."""
     results = await asyncio.to_thread(probe_running, app)
     status = overall_status(results)
+    checks = {r.name: r.to_dict() for r in results}
+    if not _may_see_targets(request):
+        checks = {name: {k: v for k, v in c.items() if k != "target"} for name, c in checks.items()}
     body = {
         "status": status,
         "version": __version__,
         "namespace": app.settings.plugins.default_namespace,
-        "checks": {r.name: r.to_dict() for r in results},
+        "checks": checks,
         "visuals": "off" if app.visuals_off else "on",
         "warnings": [w for w in (app.visuals_warning,) if w],
     }
     return JSONResponse(body, status_code=503 if status == "down" else 200)
+
+
+def _may_see_targets(request: Request) -> bool:
+    gate = request.app.state.gate
+    if gate.open:
+        return True
+    if not request.headers.get("authorization"):  # a probe: no key, no rate-limit cost
+        return False
+    client = request.client.host if request.client else None
+    try:
+        gate.authenticate(request.headers.get("authorization"), client=client)
+    except EagleError:  # no key, a wrong one, or too many wrong ones: still a health answer
+        return False
+    return True
 
 
 @router.get("/health/plugins", tags=["system"])
