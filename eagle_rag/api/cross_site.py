@@ -14,14 +14,10 @@ refused before a route runs. Clients that are not browsers (curl, the SDKs, agen
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+from eagle_rag.api.asgi import Receive, Scope, Send, send_json
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -62,14 +58,10 @@ class CrossSiteGuard:
 
 
 async def _forbidden(send: Send, origin: str) -> None:
-    body = json.dumps(
-        {
-            "code": "forbidden",
-            "message": "a request from another site's page is refused: its Origin is neither "
-            "this server nor one of server.cors_origins",
-            "details": {"origin": origin[:200]},
-        }
-    ).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": 403, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    body = {
+        "code": "forbidden",
+        "message": "a request from another site's page is refused: its Origin is neither "
+        "this server, a page of this machine, nor one of server.cors_origins",
+        "details": {"origin": origin[:200]},
+    }
+    await send_json(send, 403, body)

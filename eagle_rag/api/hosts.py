@@ -11,17 +11,12 @@ and bound to every interface (0.0.0.0) the names are unknown, so no check is mad
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
+from eagle_rag.api.asgi import Receive, Scope, Send, send_json
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.settings import ServerSettings
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 EVERY_INTERFACE = ("0.0.0.0", "::", "")
@@ -76,14 +71,10 @@ def _header(scope: Scope, name: bytes) -> str:
 
 
 async def _forbidden(send: Send, host: str) -> None:
-    body = json.dumps(
-        {
-            "code": "forbidden",
-            "message": f"this server is not reached as {host[:100]!r}: with no API keys it "
-            "answers only localhost names, its bind address and server.mcp_allowed_hosts",
-            "details": {"host": host[:200]},
-        }
-    ).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": 403, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    body = {
+        "code": "forbidden",
+        "message": f"this server is not reached as {host[:100]!r}: with no API keys it "
+        "answers only localhost names, its bind address and server.mcp_allowed_hosts",
+        "details": {"host": host[:200]},
+    }
+    await send_json(send, 403, body)

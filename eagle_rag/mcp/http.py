@@ -8,18 +8,13 @@ Origin checks stay with fastmcp's ``host_origin_protection``.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from starlette.middleware import Middleware
 
+from eagle_rag.api.asgi import Receive, Scope, Send, send_json
 from eagle_rag.api.security import NAMESPACE_HEADER, Gatekeeper
 from eagle_rag.errors import AuthenticationError, EagleError, NamespaceError, RateLimitedError
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 class ApiKeyGuard:
@@ -65,16 +60,4 @@ def mcp_middleware(gate: Gatekeeper) -> list[Middleware]:
 async def _refuse(
     send: Send, status: int, error: EagleError, extra: list[tuple[bytes, bytes]]
 ) -> None:
-    body = json.dumps(error.to_dict()).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *extra,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, status, error.to_dict(), extra)
