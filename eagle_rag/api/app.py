@@ -93,6 +93,15 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
     install_links(api)  # OpenAPI links: create → get/delete, for clients and stateful tests
     mount_web(api)  # the built-in UI at / and /ui/... (before the MCP catch-all mount)
     api.middleware("http")(metrics.middleware)
+    _install_guards(api, settings, gate)
+    api.mount("/", mcp_app)  # after the routes: /mcp and nothing else falls through to it
+    return api
+
+
+def _install_guards(api: FastAPI, settings: Settings, gate: Gatekeeper) -> None:
+    """The middlewares in front of every route, the last added running first: body size,
+    the open API's host names, other sites' pages, then CORS."""
+    server = settings.server
     if server.cors_origins:
         api.add_middleware(
             CORSMiddleware,
@@ -108,8 +117,6 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
         json_limit=server.max_body_bytes,
         upload_limit=settings.ingest.max_file_bytes + MULTIPART_OVERHEAD,
     )
-    api.mount("/", mcp_app)  # after the routes: /mcp and nothing else falls through to it
-    return api
 
 
 Scope = MutableMapping[str, Any]

@@ -217,13 +217,15 @@ async def test_visual_extraction_of_a_multi_page_tiff_reports_and_stops_per_fram
     from eagle_rag.ingest.cancel import IngestCancelledError
     from eagle_rag.ingest.detect import TIFF
     from eagle_rag.ingest.visual_steps import extract_and_store
-    from eagle_rag.plugins.payloads import DocumentSource, ParseResult
+    from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextSection
 
     data = _tiff(4)
     source = DocumentSource("doc-tiff", "kb", "fax.tif", TIFF, len(data), "0" * 64, "key", {})
     seen: list[tuple[int, int]] = []
+    # What OCR read on each frame (a frame with no words gets no tile).
+    read = ParseResult("", tuple(TextSection(f"Frame {n} text.", page=n) for n in range(1, 5)))
     stored = await extract_and_store(
-        app.objects, app.namespace, source, data, ParseResult(""), (), app.settings.ingest,
+        app.objects, app.namespace, source, data, read, (), app.settings.ingest,
         on_page=lambda done, total: seen.append((done, total)),
     )  # fmt: skip
     assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
