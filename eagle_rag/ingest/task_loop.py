@@ -6,11 +6,16 @@ read, the embedder call, the completion) then starts a fresh thread, once per do
 measurable share of a short document's time on a small machine, paid again by each worker.
 The pipeline keeps no loop-bound state between tasks, so one loop per process is safe; it is
 made lazily, in the process that runs the task (a prefork pool's child, after the fork).
+
+Each task runs in a copy of the caller's context, taken when it starts: a Runner otherwise runs
+every task in the one context it copied on first use, so the task id that Celery's
+``task_prerun`` signal sets (logs.py) stayed the first task's on every later task's log lines.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -27,13 +32,14 @@ class TaskLoop:
         self._running = 0
 
     def run(self, task: Coroutine[Any, Any, T]) -> T:
+        """Run ``task`` to completion, in a copy of the calling thread's current context."""
         with self._lock:
             if self._runner is None:
                 self._runner = asyncio.Runner()
             runner = self._runner
             self._running += 1
         try:
-            return runner.run(task)
+            return runner.run(task, context=contextvars.copy_context())
         finally:
             with self._lock:
                 self._running -= 1
