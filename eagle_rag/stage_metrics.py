@@ -110,7 +110,7 @@ class StageMetrics:
     # --- a timing observer of the app's Tracing -------------------------------------------------
 
     def observe(self, timing: Timing) -> None:
-        outcome = "error" if timing.failed else "ok"
+        outcome = timing.outcome  # ok, error; a whole ingest also skipped or stopped
         if timing.hook:
             self.hook_calls.labels(timing.plugin, timing.hook, outcome).inc()
         if timing.ingest:

@@ -5,6 +5,8 @@ subscriber call (the plugin, KB and document as attributes), a few services deco
 methods with :func:`traced`, the API middleware opens one per request. Whether or not spans are
 exported, each finished stage is handed to the observers as a :class:`Timing` (the Prometheus
 metrics are one), so phase durations and model-call latency need no second set of timers.
+A stage that raised ended in ``error``; one that returned says how it ended when that is not
+``ok`` (a whole ingest returns its failure, or that it was skipped or stopped, without raising).
 
 Off by default: with ``telemetry.tracing.enabled: false`` no tracer exists and a span costs a
 clock read. The provider is the app's own (never the process-global one), so two apps in one
@@ -68,19 +70,31 @@ MODEL_STAGES = {"embed": "embedder", "rerank": "reranker", "generate": "chat"}
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """One finished stage: what it was, how long it took, whether it raised, and for what."""
+    """One finished stage: what it was, how long it took, how it ended, and for what."""
 
     stage: str
     seconds: float
-    failed: bool
+    outcome: str  # "ok", "error" (it raised, or returned a failure), or the stage's own word
     ingest: bool  # part of a document's ingest (a phase), not of a query
     plugin: str = ""
     hook: str = ""  # the hook whose subscriber this was, for hook-bus stages
 
     @property
+    def failed(self) -> bool:
+        return self.outcome == "error"
+
+    @property
     def model(self) -> str | None:
         """The model kind this stage called (embedder, reranker, chat), if any."""
         return MODEL_STAGES.get(self.stage)
+
+
+@dataclass(slots=True)
+class Stage:
+    """A stage in progress: its span, and how it ended if it returns (``ok`` unless told)."""
+
+    span: trace.Span = trace.INVALID_SPAN
+    outcome: str = "ok"
 
 
 class TimingObserver(Protocol):
@@ -127,22 +141,41 @@ class Tracing:
         **attributes: AttributeValue | None,
     ) -> Iterator[trace.Span]:
         """Time the block as stage ``name`` (observers get a Timing); a span when tracing."""
+        with self.stage(
+            name, ingest=ingest, plugin=plugin, hook=hook, parent=parent, **attributes
+        ) as stage:
+            yield stage.span
+
+    @contextmanager
+    def stage(
+        self,
+        name: str,
+        *,
+        ingest: bool = False,
+        plugin: str = "",
+        hook: str = "",
+        parent: otel_context.Context | None = None,
+        **attributes: AttributeValue | None,
+    ) -> Iterator[Stage]:
+        """As :meth:`span`, yielding the stage: the block may set how it ended (``outcome``)."""
         started = time.perf_counter()
-        failed = True
+        stage = Stage()
+        outcome = "error"  # unless the block returns
         try:
             if self._tracer is None:
-                yield trace.INVALID_SPAN
+                yield stage
             else:
                 attrs = _attributes(plugin=plugin or None, hook=hook or None, **attributes)
                 with self._tracer.start_as_current_span(
                     name, context=parent, attributes=attrs
-                ) as span:
-                    yield span
-            failed = False
+                ) as stage.span:
+                    yield stage
+                    _describe_outcome(stage)
+            outcome = stage.outcome
         finally:
             if self._observers:
                 seconds = time.perf_counter() - started
-                timing = Timing(name, seconds, failed, ingest, plugin, hook)
+                timing = Timing(name, seconds, outcome, ingest, plugin, hook)
                 for observer in self._observers:
                     observer.observe(timing)
 
@@ -168,7 +201,8 @@ class Tracing:
             raise
         finally:
             span.end()
-            timing = Timing(name, time.perf_counter() - started, failed, False)
+            outcome = "error" if failed else "ok"
+            timing = Timing(name, time.perf_counter() - started, outcome, False)
             for observer in self._observers:
                 observer.observe(timing)
 
@@ -192,20 +226,24 @@ class HasTracing(Protocol):
 
 
 def traced(
-    name: str, *, ingest: bool = False
+    name: str, *, ingest: bool = False, outcome: Callable[[Any], str] | None = None
 ) -> Callable[
     [Callable[Concatenate[S, P], Coroutine[Any, Any, T]]],
     Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
 ]:
     """Run an async method of an object with a ``tracing`` attribute as stage ``name``
-    (the method keeps its signature, so callers and protocols still type-check)."""
+    (the method keeps its signature, so callers and protocols still type-check). ``outcome``
+    names how a call that returned ended, from what it returned (else ``ok``)."""
 
     def decorate(
         method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
     ) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
         async def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
-            with self.tracing.span(name, ingest=ingest):
-                return await method(self, *args, **kwargs)
+            with self.tracing.stage(name, ingest=ingest) as stage:
+                result = await method(self, *args, **kwargs)
+                if outcome is not None:
+                    stage.outcome = outcome(result)
+                return result
 
         functools.update_wrapper(run, method)  # its name and docstring, not its type
         return run
@@ -218,6 +256,14 @@ def annotate(**attributes: AttributeValue | None) -> None:
     span = trace.get_current_span()
     if span.is_recording():
         span.set_attributes(_attributes(**attributes))
+
+
+def _describe_outcome(stage: Stage) -> None:
+    """A stage that returned a failure is an error span too; any other end but ok is noted."""
+    if stage.outcome == "error":
+        stage.span.set_status(trace.StatusCode.ERROR, "the stage returned a failure")
+    if stage.outcome != "ok":
+        stage.span.set_attribute("eagle.outcome", stage.outcome)
 
 
 def _attributes(**values: AttributeValue | None) -> Mapping[str, AttributeValue]:

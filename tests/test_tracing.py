@@ -107,6 +107,20 @@ def test_a_failing_stage_marks_its_span_as_an_error(traced_server: RunningServer
     assert [e.name for e in span.events] == ["exception"]
 
 
+def test_an_ingest_that_fails_without_raising_is_an_error_span(
+    traced_server: RunningServer,
+) -> None:
+    with traced_server.client() as client:
+        client.post("/knowledge_bases", json={"kb_name": "empty"})
+        files = {"file": ("empty.json", b"{}", "application/json")}
+        job = client.post("/ingest", data={"kb_name": "empty"}, files=files).json()
+        task = wait_for_task(client, job["job_id"])
+    assert task["status"] == "failed", task  # nothing to index: returned, not raised
+    spans = spans_of(traced_server)
+    [root] = [s for s in spans if s.name == "ingest" and _attr(s, "task") == job["job_id"]]
+    assert not root.status.is_ok and _attr(root, "outcome") == "error"
+
+
 def test_spans_are_exported_over_otlp_http_to_a_receiver(tmp_path: Path) -> None:
     def receiver(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
         return 200, {"content-type": "application/x-protobuf"}, b""

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle_rag.db.records import DocumentRecord, KnowledgeBaseRecord
@@ -67,10 +68,21 @@ class _Ingested:
 
 @dataclass(frozen=True, slots=True)
 class PipelineResult:
+    """How one run of a task ended (``status``: completed, failed, queued again, skipped)."""
+
     document_id: str
     status: str
     chunks: int = 0
     error: str | None = None
+    stopped: bool = False  # a cancel, a retry or a take-over stopped it (status: failed)
+
+    @property
+    def outcome(self) -> str:
+        """The ``outcome`` of the ``ingest`` phase metric: ok, error, skipped or stopped (a
+        failed attempt that will be retried is an error too)."""
+        if self.stopped:
+            return "stopped"
+        return {"completed": "ok", "skipped": "skipped"}.get(self.status, "error")
 
 
 class IngestPipeline:
@@ -84,7 +96,7 @@ class IngestPipeline:
         self._orchestrator = IngestOrchestrator(app.bus, app.encoders)
         self.tracing = app.bus.tracing
 
-    @traced("ingest", ingest=True)
+    @traced("ingest", ingest=True, outcome=attrgetter("outcome"))
     async def run(self, task_id: str, owner: str | None = None) -> PipelineResult:
         """Claim the task under a lease for ``owner`` and run it to a terminal state (or back to
         ``queued`` for another attempt after a transient failure)."""
@@ -496,7 +508,7 @@ class IngestPipeline:
             pass
         except Exception:  # the lease then runs out by itself, and a retry waits until it has
             logger.exception("could not note that task %s stopped", task_id)
-        return PipelineResult(document.id, "failed", error=reason)
+        return PipelineResult(document.id, "failed", error=reason, stopped=True)
 
 
 def _answered(value: T | None, hook: HookSpec[Any], what: str, **fields: Any) -> T:

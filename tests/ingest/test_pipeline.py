@@ -510,3 +510,41 @@ async def test_a_cancel_the_throttled_check_never_read_still_wins_over_completio
     document = app.repositories.documents.get(submission.document_id)
     assert (document.status, document.error) == ("failed", CANCELLED)
     assert _vectors(app, document.id) == 0  # the attempt's writes were undone
+
+
+def _ingests(app: EagleApp, outcome: str) -> float:
+    """How many whole ingests this app's metrics counted with ``outcome``."""
+    labels = {"phase": "ingest", "outcome": outcome}
+    return sum(
+        sample.value
+        for family in app.stage_metrics.phases.collect()
+        for sample in family.samples
+        if sample.name == "eagle_ingest_phase_seconds_count" and sample.labels == labels
+    )
+
+
+async def test_the_ingest_phase_metric_counts_each_end_under_its_own_outcome(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eagle_rag.ingest.cancel import cancel_task
+
+    outcomes = ("ok", "error", "skipped", "stopped")
+    before = {outcome: _ingests(app, outcome) for outcome in outcomes}
+    done = await _ingest(app, kb, b"plain words to index", "fine.txt")
+    failed = await _ingest(app, kb, b"{}", "empty.json")  # fails without raising out of run()
+    assert app.repositories.tasks.get(failed.job_id).status == "failed"
+    assert (await app.pipeline.run(done.job_id)).status == "skipped"  # a duplicate delivery
+
+    def cancel_running(chunks: tuple[TextChunk, ...]) -> tuple[TextChunk, ...]:
+        for task in app.repositories.tasks.list(status="processing"):
+            cancel_task(app.repositories.tasks, task.id)
+        return chunks
+
+    monkeypatch.setattr(app.settings.ingest, "progress_interval_s", 60.0)
+    app.bus.subscribe(hooks.chunk, cancel_running, plugin="canceller", priority=100)
+    try:
+        await _ingest(app, kb, docs.MARKDOWN.encode(), "stopped.md")
+    finally:
+        app.bus.unsubscribe_plugin("canceller")
+    counted = {outcome: _ingests(app, outcome) - before[outcome] for outcome in outcomes}
+    assert counted == {"ok": 1, "error": 1, "skipped": 1, "stopped": 1}
