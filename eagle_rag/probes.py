@@ -161,13 +161,24 @@ def probe_redis(settings: Settings) -> ProbeResult:
     return _redis_ping("redis", url)
 
 
+def probe_broker(settings: Settings) -> ProbeResult:
+    """The Celery broker answers PING (only with the Celery ingest queue): uploads are only
+    recorded while it is down, and no worker gets them."""
+    url = settings.queue.broker_url
+    if settings.queue.backend != "celery":
+        return ProbeResult("broker", "disabled", mask_url_password(url), "the in-process queue")
+    return _redis_ping("broker", url)
+
+
 def probe_all(settings: Settings) -> list[ProbeResult]:
-    """Every backend the settings configure, in a stable order."""
+    """Every backend the settings configure, in a stable order (those of /health, which
+    probe_running checks through a running app's own connections)."""
     return [
         probe_data_dir(settings),
         probe_database(settings),
         probe_milvus(settings),
         probe_object_store(settings),
+        probe_broker(settings),
         probe_redis(settings),
         *probe_models(settings),
     ]
@@ -187,7 +198,7 @@ def probe_running(app: EagleApp) -> list[ProbeResult]:
         results.append(_timed("ingest_queue", settings.queue.backend, health))
     results += probe_models(settings)
     if settings.queue.backend == "celery":
-        results.append(_redis_ping("broker", settings.queue.broker_url))
+        results.append(probe_broker(settings))
     if settings.telemetry.plugin_audit_redis_enabled:
         results.append(_redis_ping("redis", settings.telemetry.redis_url))
     return results

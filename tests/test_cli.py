@@ -48,6 +48,7 @@ def test_doctor_json_reports_backends_plugins_and_masked_settings(tmp_path: Path
         "metadata_db": "ok",
         "milvus": "ok",
         "object_store": "ok",
+        "broker": "disabled",  # the in-process queue
         "redis": "disabled",
     }
     [milvus] = [b for b in report["backends"] if b["name"] == "milvus"]
@@ -108,6 +109,25 @@ def test_doctor_checks_redis_when_the_profile_uses_it(tmp_path: Path) -> None:
     assert redis["status"] == "ok" and redis["version"].startswith("redis ")
 
 
+def test_doctor_checks_the_celery_broker_and_exits_1_when_it_is_down(tmp_path: Path) -> None:
+    # /health reported a dead broker; doctor did not look and said "healthy" (exit 0).
+    dead = _env(
+        tmp_path, EAGLE_RAG_QUEUE__BACKEND="celery", EAGLE_BROKER_URL="redis://127.0.0.1:1/12"
+    )
+    result = runner.invoke(app, ["doctor", "--json"], env=dead)
+    assert result.exit_code == 1, result.output
+    [broker] = [b for b in json.loads(result.stdout)["backends"] if b["name"] == "broker"]
+    assert broker["status"] == "down" and broker["target"] == "redis://127.0.0.1:1/12"
+    assert broker["detail"]
+    table = runner.invoke(app, ["doctor"], env=dead)
+    assert table.exit_code == 1 and "broker" in table.stdout
+    live = {**dead, "EAGLE_BROKER_URL": "redis://127.0.0.1:6379/12"}
+    result = runner.invoke(app, ["doctor", "--json"], env=live)
+    assert result.exit_code == 0, result.output
+    [broker] = [b for b in json.loads(result.stdout)["backends"] if b["name"] == "broker"]
+    assert broker["status"] == "ok" and broker["version"].startswith("redis ")
+
+
 def test_bad_settings_are_reported_with_exit_2(tmp_path: Path) -> None:
     result = runner.invoke(app, ["doctor"], env=_env(tmp_path, EAGLE_RAG_PROFILE="nope"))
     assert result.exit_code == 2
@@ -153,6 +173,7 @@ def test_doctor_reports_production_backends(
     assert backends["metadata_db"]["version"].startswith("postgresql 15")
     assert backends["object_store"]["version"] == "s3 bucket doctor-bucket exists"
     assert backends["redis"]["version"].startswith("redis ")
+    assert backends["broker"]["version"].startswith("redis ")  # the production queue: Celery
     assert "secret-key-value" not in result.stdout
 
 
