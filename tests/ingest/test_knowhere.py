@@ -250,3 +250,32 @@ def test_no_chunk_outgrows_the_stored_text_field(section: TextSection) -> None:
     words = [i for i, ch in enumerate(tree.text) if not ch.isspace()]
     body = tree.sections[-1].blocks
     assert all(i in covered for i in words if any(b.start <= i < b.end for b in body))
+
+
+def test_a_table_too_wide_for_a_chunk_is_split_by_columns() -> None:
+    """A CSV of 4000 columns made a chunk of 77 KB (header and row): Milvus refused it after
+    the whole document had been embedded. Each piece is now some columns, with their names."""
+    from eagle_rag.ingest.detect import CSV
+    from eagle_rag.ingest.parsers.sheets import CsvParser
+
+    columns = 4000
+    lines = [",".join(f"column_{i}" for i in range(columns))]
+    lines += [",".join(f"value {r}-{i}" for i in range(columns)) for r in range(2)]
+    parsed = CsvParser().parse(ParseContext("\n".join(lines).encode(), "wide.csv", CSV))
+    tree, chunks = _chunks(parsed, size=400, overlap=8)
+    tables = [c for c in chunks if c.type == "table"]
+    seen: dict[str, list[str]] = {}
+    for chunk in tables:
+        assert len(chunk.text.encode("utf-8")) <= MAX_TEXT
+        assert COUNT(chunk.text) <= 400
+        names, rule, *rows = chunk.text.splitlines()
+        heads = names.strip("| ").split(" | ")
+        assert rule == "|" + "---|" * len(heads)
+        for row in rows:  # every value sits under its own column's name
+            values = row.strip("| ").split(" | ")
+            assert [v.split("-")[1] for v in values] == [h.split("_")[1] for h in heads]
+            seen.setdefault(values[0].split("-")[0], []).extend(values)
+        row_span = tree.text[chunk.start_offset : chunk.end_offset]
+        assert all(v in row_span for row in rows for v in row.strip("| ").split(" | "))
+    # every cell of both rows once, in order
+    assert seen == {f"value {r}": [f"value {r}-{i}" for i in range(columns)] for r in range(2)}

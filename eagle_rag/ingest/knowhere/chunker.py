@@ -341,7 +341,8 @@ def _same_page(units: list[_Unit], first: int, index: int) -> bool:
 def _table_chunks(
     block: Block, options: ChunkingOptions, count: TokenCounter
 ) -> Iterator[tuple[str, int, int]]:
-    """Whole if it fits; else by rows, each piece led by the header (offsets cover the rows)."""
+    """Whole if it fits; else by rows, each piece led by the header (offsets cover the rows); a
+    row too wide for a chunk beside the header is split by columns (see :func:`_wide_row`)."""
     if _fits(block.text) and count(block.text) <= options.chunk_size:
         yield block.text, block.start, block.end
         return
@@ -360,8 +361,94 @@ def _table_chunks(
             text = "\n".join(rows)
             yield f"{header}\n{text}", rows_start, rows_start + len(text)
             rows, rows_start = [], offset
-        rows.append(line)
+        if not rows and (
+            not _fits(f"{header}\n{line}") or header_tokens + count(line) > options.chunk_size
+        ):
+            yield from _wide_row(header, line, offset, options.chunk_size, count)
+            rows_start = offset + len(line) + 1
+        else:
+            rows.append(line)
         offset += len(line) + 1
     if rows:
         text = "\n".join(rows)
         yield f"{header}\n{text}", rows_start, rows_start + len(text)
+
+
+# A cell boundary of a Markdown pipe row (cells escape their own pipes as "\|").
+_CELL_BOUNDARY = re.compile(r"(?<!\\) \| ")
+
+
+def _cells(line: str) -> list[str] | None:
+    """The cells of a Markdown pipe row, or None for a line that is not one."""
+    if len(line) < 4 or not (line.startswith("| ") and line.endswith(" |")):
+        return None
+    return _CELL_BOUNDARY.split(line[2:-2])
+
+
+def _wide_row(
+    header: str, line: str, start: int, budget: int, count: TokenCounter
+) -> Iterator[tuple[str, int, int]]:
+    """A row that does not fit a chunk beside the header (thousands of columns; the header
+    alone may not fit): split by columns, each piece a table of those columns, their header
+    and their cells; offsets cover the row. A single column too big for a chunk, or a row that
+    is not a pipe row, is cut like an over-long sentence."""
+    names, cells = _cells(header.split("\n")[0]), _cells(line)
+    if names is None or cells is None:
+        for unit in _hard_split(line, start, budget, count, None):
+            yield unit.text, start, start + len(line)
+        return
+    width = max(len(names), len(cells))
+    heads = names + [""] * (width - len(names))
+    values = cells + [""] * (width - len(cells))
+    rule = "\n" in header
+
+    def columns(first: int, last: int) -> str:
+        head = "| " + " | ".join(heads[first:last]) + " |"
+        ruled = f"{head}\n|{'---|' * (last - first)}" if rule else head
+        return f"{ruled}\n| " + " | ".join(values[first:last]) + " |"
+
+    first, guess = 0, 8
+    while first < width:
+
+        def fits(last: int, first: int = first) -> bool:
+            text = columns(first, last)
+            return _fits(text) and count(text) <= budget
+
+        last = _last_fitting(first + 1, width, fits, first + guess)
+        if last == first + 1 and not fits(last):
+            for unit in _hard_split(columns(first, last), start, budget, count, None):
+                yield unit.text, start, start + len(line)
+        else:
+            yield columns(first, last), start, start + len(line)
+        first, guess = last, last - first
+
+
+def _last_fitting(low: int, high: int, fits: Callable[[int], bool], guess: int) -> int:
+    """The largest ``k`` in ``low..high`` with ``fits(k)``, or ``low`` when none does (the
+    caller's floor). Gallops from ``guess`` and then bisects: when consecutive pieces are alike
+    (a guess from the last one) it takes a few calls, not one per candidate; with ``fits``
+    monotone it finds what trying every candidate in turn would."""
+    probe, step = min(max(guess, low), high), 1
+    if probe == low or fits(probe):
+        low = probe
+        while low < high:
+            probe = min(low + step, high)
+            if not fits(probe):
+                high = probe - 1
+                break
+            low, step = probe, step * 2
+    else:
+        high = probe - 1
+        while high > low:
+            probe = max(high + 1 - step, low)
+            if probe == low or fits(probe):
+                low = probe
+                break
+            high, step = probe - 1, step * 2
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
