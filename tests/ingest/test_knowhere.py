@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import base64
+import random
+import unicodedata
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -279,3 +283,45 @@ def test_a_table_too_wide_for_a_chunk_is_split_by_columns() -> None:
         assert all(v in row_span for row in rows for v in row.strip("| ").split(" | "))
     # every cell of both rows once, in order
     assert seen == {f"value {r}": [f"value {r}-{i}" for i in range(columns)] for r in range(2)}
+
+
+def _run_without_spaces(kind: str) -> str:
+    rng = random.Random(7)
+    blob = base64.b64encode(rng.randbytes(225_000)).decode()  # 300,000 characters
+    if kind == "cjk":
+        return "".join(chr(rng.randrange(0x4E00, 0x9FA5)) for _ in range(300_000))
+    if kind == "combining":  # no cut may part a letter from its accent
+        return "e\u0301" * 150_000
+    return f"see {blob} here" if kind == "one long word" else blob
+
+
+@pytest.mark.parametrize("kind", ["base64", "cjk", "combining", "one long word"])
+def test_a_long_run_without_spaces_is_cut_in_a_few_counts_per_chunk(kind: str) -> None:
+    """A run without spaces was cut character by character, counting tokens after each one:
+    20,000 characters took 9.6 s, 3 MB 25 minutes. The tokenizer now answers a few calls per
+    chunk; one per 50 characters is far more than enough (cutting by characters needs one per
+    character), and the chunks still keep to the budget, the stored size and the text."""
+    text = _run_without_spaces(kind)
+    calls = [0]
+
+    def count(piece: str) -> int:
+        calls[0] += 1
+        assert calls[0] <= len(text) // 50, "one tokenizer call per few characters"
+        return COUNT(piece)
+
+    tree = build_tree(ParseResult("", (TextSection(text),)), title="blob")
+    chunks = chunk_tree(
+        tree, document_id="d1", kb_name="kb", options=ChunkingOptions(400, 40), count_tokens=count
+    )
+    own = [c for c in chunks if c.type != "section_summary"]
+    [block] = tree.sections[-1].blocks
+    assert block.text == text and len(own) > 1
+    position = block.start
+    for chunk in own:  # in order, exact, within limits, only spaces between
+        assert tree.text[chunk.start_offset : chunk.end_offset] == chunk.text
+        assert COUNT(chunk.text) <= 400 and len(chunk.text.encode("utf-8")) <= MAX_TEXT
+        assert not tree.text[position : chunk.start_offset].strip()
+        assert position < chunk.end_offset
+        assert not unicodedata.combining(chunk.text[0])
+        position = chunk.end_offset
+    assert position == block.end
