@@ -325,3 +325,18 @@ def test_a_long_run_without_spaces_is_cut_in_a_few_counts_per_chunk(kind: str) -
         assert not unicodedata.combining(chunk.text[0])
         position = chunk.end_offset
     assert position == block.end
+
+
+def test_a_cell_too_big_for_a_chunk_is_cut_under_its_column_name() -> None:
+    """A cell of 40,000 CJK characters (120 KB) is over the budget and the stored size even in
+    a column of its own: its pieces each keep to both, under the column's name."""
+    cell = "中文" * 20_000
+    table = markdown_table([["name", "notes"], ["a", cell], ["b", "short"]])
+    _tree, chunks = _chunks(ParseResult("", (TextSection(table, kind="table"),)), size=400)
+    tables = [c for c in chunks if c.type == "table"]
+    pieces = [c.text for c in tables if c.text.startswith("| notes |")]
+    for chunk in tables:
+        assert len(chunk.text.encode("utf-8")) <= MAX_TEXT and COUNT(chunk.text) <= 400
+    assert all(p.startswith("| notes |\n|---|\n| ") and p.endswith(" |") for p in pieces)
+    assert "".join(p.splitlines()[2][2:-2] for p in pieces) == cell
+    assert tables[-1].text == "| name | notes |\n|---|---|\n| b | short |"

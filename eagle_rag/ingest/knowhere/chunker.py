@@ -451,11 +451,25 @@ def _wide_row(
 
         last = _last_fitting(first + 1, width, fits, first + guess)
         if last == first + 1 and not fits(last):
-            for unit in _hard_split(columns(first, last), start, budget, count, None):
-                yield unit.text, start, start + len(line)
+            for text in _long_cell(columns(first, last), values[first], budget, count):
+                yield text, start, start + len(line)
         else:
             yield columns(first, last), start, start + len(line)
         first, guess = last, last - first
+
+
+def _long_cell(column: str, value: str, budget: int, count: TokenCounter) -> Iterator[str]:
+    """A cell too big for a chunk even in a ``column`` of its own: cut like an over-long
+    sentence, each piece under the column's name (the whole column is cut where the name
+    leaves less than half the budget)."""
+    head = column[: column.rindex("\n")]
+    room = budget - count(head)
+    if room < budget // 2:
+        yield from (unit.text for unit in _hard_split(column, 0, budget, count, None))
+        return
+    for unit in _hard_split(value, 0, room, count, None):
+        text = f"{head}\n| {unit.text} |"
+        yield text if _fits(text) and count(text) <= budget else unit.text
 
 
 def _last_fitting(low: int, high: int, fits: Callable[[int], bool], guess: int) -> int:
