@@ -1,29 +1,28 @@
 """Cut a structure tree into chunks sized in the embedder's tokens.
 
 Rules: a chunk never crosses a section; sentences (and list or code lines) are never cut unless
-one alone exceeds the budget; tables stay whole when they fit, otherwise they are split by rows
-with the header repeated; consecutive text chunks overlap by whole sentences up to
-``overlap`` tokens. A section with subsections or more than one chunk also gets a
-``section_summary`` chunk, the entry point of parent-document retrieval.
+one alone exceeds the budget (``cuts``); tables stay whole when they fit, otherwise they are split
+by rows with the header repeated, and a row too wide by columns (``tables``); consecutive text
+chunks overlap by whole sentences up to ``overlap`` tokens. A section with subsections or more
+than one chunk also gets a ``section_summary`` chunk, the entry point of parent-document
+retrieval.
 """
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import re
-import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from eagle_rag.errors import InvalidInputError
-from eagle_rag.index.collections import MAX_TEXT
 from eagle_rag.ingest.knowhere.boxes import chunk_boxes, section_boxes
+from eagle_rag.ingest.knowhere.cuts import MAX_CHUNK_BYTES, Unit, fits_stored, hard_split
+from eagle_rag.ingest.knowhere.cuts import TokenCounter as TokenCounter
 from eagle_rag.ingest.knowhere.pages import page_at, pages_of
+from eagle_rag.ingest.knowhere.tables import table_chunks
 from eagle_rag.ingest.knowhere.tree import Block, Section, StructureTree
 from eagle_rag.plugins.payloads import TextChunk
-
-TokenCounter = Callable[[str], int]
 
 # A sentence ends at . ! ? (followed by space) or at CJK 。！？ (no space needed).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
@@ -32,9 +31,6 @@ SUMMARY_CHARS = 400
 # No subword tokenizer in use averages more characters per token than this; longer text is
 # never tried as a single chunk.
 MAX_CHARS_PER_TOKEN = 8
-# A chunk's text is stored in a VARCHAR of MAX_TEXT UTF-8 bytes. Few tokens can still be longer
-# than that: whitespace (indentation, layout runs of spaces) costs a tokenizer nothing.
-MAX_CHUNK_BYTES = MAX_TEXT
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,15 +43,6 @@ class ChunkingOptions:
             raise InvalidInputError("chunk_size must be at least 16 tokens")
         if not 0 <= self.chunk_overlap < self.chunk_size // 2:
             raise InvalidInputError("chunk_overlap must be >= 0 and < half of chunk_size")
-
-
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    text: str
-    start: int
-    end: int
-    tokens: int
-    page: int | None
 
 
 def chunk_id(document_id: str, path: str, ordinal: str) -> str:
@@ -145,7 +132,7 @@ def _group_chunks(
     if group[0].kind == "table":
         block = group[0]
         pages: tuple[int, ...] = (block.page,) if block.page is not None else ()
-        for text, start, end in _table_chunks(block, options, count):
+        for text, start, end in table_chunks(block, options.chunk_size, count):
             yield text, start, end, "table", pages
         return
     kinds = {b.kind for b in group}
@@ -176,7 +163,7 @@ def _whole_group(
     if end - start > options.chunk_size * MAX_CHARS_PER_TOKEN:
         return None
     text = tree.text[start:end]
-    if not text.strip() or not _fits(text) or count(text) > options.chunk_size:
+    if not text.strip() or not fits_stored(text) or count(text) > options.chunk_size:
         return None
     return text, start, end
 
@@ -251,7 +238,7 @@ def _clip(text: str, limit: int) -> str:
 # --- blocks -> units -> chunks ------------------------------------------------------------------
 
 
-def _units(block: Block, options: ChunkingOptions, count: TokenCounter) -> Iterator[_Unit]:
+def _units(block: Block, options: ChunkingOptions, count: TokenCounter) -> Iterator[Unit]:
     """Sentences (text) or lines (lists, code), each with its offsets, split further if huge."""
     splitter = _SENTENCE_END if block.kind == "text" else re.compile(r"\n")
     position = 0
@@ -261,80 +248,23 @@ def _units(block: Block, options: ChunkingOptions, count: TokenCounter) -> Itera
         start = block.start + local
         tokens = count(piece)
         page = page_at(block, local)
-        if tokens <= options.chunk_size and _fits(piece):
-            yield _Unit(piece, start, start + len(piece), tokens, page)
+        if tokens <= options.chunk_size and fits_stored(piece):
+            yield Unit(piece, start, start + len(piece), tokens, page)
         else:
-            yield from _hard_split(piece, start, options.chunk_size, count, page)
+            yield from hard_split(piece, start, options.chunk_size, count, page)
 
 
 def _split_keep_offsets(text: str, splitter: re.Pattern[str]) -> list[str]:
     return [p for p in (s.strip() for s in splitter.split(text)) if p]
 
 
-def _hard_split(
-    text: str, start: int, budget: int, count: TokenCounter, page: int | None
-) -> Iterator[_Unit]:
-    """A single sentence over budget: cut at word boundaries, or between characters in a run
-    without spaces (CJK, a minified blob) and in a word too long for a chunk by itself.
-
-    Each cut is searched for (:func:`_last_fitting`), so a long run costs a few token counts
-    per piece; counting every prefix character by character took 25 minutes for 3 MB.
-    """
-    spaced = " " in text.strip()
-    ends = [m.end() for m in _WORD.finditer(text)] if spaced else range(1, len(text) + 1)
-    position, width = 0, budget
-    while position < len(text):
-
-        def fits(end: int, begin: int = position) -> bool:
-            piece = text[begin:end]
-            return _fits(piece) and count(piece) <= budget
-
-        first = bisect.bisect_right(ends, position)
-        last = _last_fitting(first, len(ends) - 1, lambda k: fits(ends[k]), first + width - 1)
-        end = ends[last]
-        if last == first and spaced and end - position > 1 and not fits(end):
-            # One word too long for a chunk: cut it between characters.
-            end = _last_fitting(position + 1, end, fits, position + budget)
-        end = _character_boundary(text, position, end)
-        piece = text[position:end].rstrip()
-        if piece.strip():
-            at = start + position
-            yield _Unit(piece, at, at + len(piece), count(piece), page)
-        width, position = max(1, last - first + 1), end
-
-
-_WORD = re.compile(r"\S+\s*")
-
-
-def _character_boundary(text: str, position: int, end: int) -> int:
-    """``end``, moved back before any combining marks, variation selectors or joiners that go
-    with the character before it (never to ``position``)."""
-    while end < len(text) and end - 1 > position and _joins(text[end], text[end - 1]):
-        end -= 1
-    return end
-
-
-def _joins(char: str, previous: str) -> bool:
-    return (
-        unicodedata.combining(char) != 0
-        or "\ufe00" <= char <= "\ufe0f"
-        or "\u200d" in (char, previous)
-    )
-
-
-def _fits(text: str) -> bool:
-    """Whether ``text`` fits the stored text field (no character is over 4 UTF-8 bytes, so
-    most text is judged by its length alone)."""
-    return len(text) * 4 <= MAX_CHUNK_BYTES or len(text.encode("utf-8")) <= MAX_CHUNK_BYTES
-
-
-def _span_fits(text: str, start: int, end: int) -> bool:
-    return (end - start) * 4 <= MAX_CHUNK_BYTES or _fits(text[start:end])
+def _spanfits_stored(text: str, start: int, end: int) -> bool:
+    return (end - start) * 4 <= MAX_CHUNK_BYTES or fits_stored(text[start:end])
 
 
 def _pack(
-    units: list[_Unit], options: ChunkingOptions, text: str
-) -> Iterator[tuple[int, int, list[_Unit]]]:
+    units: list[Unit], options: ChunkingOptions, text: str
+) -> Iterator[tuple[int, int, list[Unit]]]:
     """Greedy packing up to the budget, the stored size or a page break, then step back over
     whole units for the overlap (never back over a page break)."""
     i = 0
@@ -345,7 +275,7 @@ def _pack(
             or (
                 total + units[j].tokens <= options.chunk_size
                 and _same_page(units, i, j)
-                and _span_fits(text, units[i].start, units[j].end)
+                and _spanfits_stored(text, units[i].start, units[j].end)
             )
         ):
             total += units[j].tokens
@@ -364,140 +294,10 @@ def _pack(
         i = back
 
 
-def _same_page(units: list[_Unit], first: int, index: int) -> bool:
+def _same_page(units: list[Unit], first: int, index: int) -> bool:
     """Unit ``index`` may join the chunk that starts at ``first``: it is on the same page, or
     it ends a sentence the page break cut (the rest of "... before the" / "pump starts.")."""
     unit, previous = units[index], units[index - 1]
     if unit.page == units[first].page:
         return True
     return previous.page == units[first].page and not _ENDS_SENTENCE.search(previous.text)
-
-
-def _table_chunks(
-    block: Block, options: ChunkingOptions, count: TokenCounter
-) -> Iterator[tuple[str, int, int]]:
-    """Whole if it fits; else by rows, each piece led by the header (offsets cover the rows); a
-    row too wide for a chunk beside the header is split by columns (see :func:`_wide_row`)."""
-    if _fits(block.text) and count(block.text) <= options.chunk_size:
-        yield block.text, block.start, block.end
-        return
-    lines = block.text.split("\n")
-    header = "\n".join(lines[:2]) if len(lines) > 1 and set(lines[1]) <= set("|-: ") else lines[0]
-    body = lines[2:] if header.count("\n") else lines[1:]
-    header_tokens = count(header)
-    offset = block.start + len(header) + 1
-    rows: list[str] = []
-    rows_start = offset
-    for line in body:
-        piece = "\n".join([*rows, line])
-        if rows and (
-            not _fits(f"{header}\n{piece}") or header_tokens + count(piece) > options.chunk_size
-        ):
-            text = "\n".join(rows)
-            yield f"{header}\n{text}", rows_start, rows_start + len(text)
-            rows, rows_start = [], offset
-        if not rows and (
-            not _fits(f"{header}\n{line}") or header_tokens + count(line) > options.chunk_size
-        ):
-            yield from _wide_row(header, line, offset, options.chunk_size, count)
-            rows_start = offset + len(line) + 1
-        else:
-            rows.append(line)
-        offset += len(line) + 1
-    if rows:
-        text = "\n".join(rows)
-        yield f"{header}\n{text}", rows_start, rows_start + len(text)
-
-
-# A cell boundary of a Markdown pipe row (cells escape their own pipes as "\|").
-_CELL_BOUNDARY = re.compile(r"(?<!\\) \| ")
-
-
-def _cells(line: str) -> list[str] | None:
-    """The cells of a Markdown pipe row, or None for a line that is not one."""
-    if len(line) < 4 or not (line.startswith("| ") and line.endswith(" |")):
-        return None
-    return _CELL_BOUNDARY.split(line[2:-2])
-
-
-def _wide_row(
-    header: str, line: str, start: int, budget: int, count: TokenCounter
-) -> Iterator[tuple[str, int, int]]:
-    """A row that does not fit a chunk beside the header (thousands of columns; the header
-    alone may not fit): split by columns, each piece a table of those columns, their header
-    and their cells; offsets cover the row. A single column too big for a chunk, or a row that
-    is not a pipe row, is cut like an over-long sentence."""
-    names, cells = _cells(header.split("\n")[0]), _cells(line)
-    if names is None or cells is None:
-        for unit in _hard_split(line, start, budget, count, None):
-            yield unit.text, start, start + len(line)
-        return
-    width = max(len(names), len(cells))
-    heads = names + [""] * (width - len(names))
-    values = cells + [""] * (width - len(cells))
-    rule = "\n" in header
-
-    def columns(first: int, last: int) -> str:
-        head = "| " + " | ".join(heads[first:last]) + " |"
-        ruled = f"{head}\n|{'---|' * (last - first)}" if rule else head
-        return f"{ruled}\n| " + " | ".join(values[first:last]) + " |"
-
-    first, guess = 0, 8
-    while first < width:
-
-        def fits(last: int, first: int = first) -> bool:
-            text = columns(first, last)
-            return _fits(text) and count(text) <= budget
-
-        last = _last_fitting(first + 1, width, fits, first + guess)
-        if last == first + 1 and not fits(last):
-            for text in _long_cell(columns(first, last), values[first], budget, count):
-                yield text, start, start + len(line)
-        else:
-            yield columns(first, last), start, start + len(line)
-        first, guess = last, last - first
-
-
-def _long_cell(column: str, value: str, budget: int, count: TokenCounter) -> Iterator[str]:
-    """A cell too big for a chunk even in a ``column`` of its own: cut like an over-long
-    sentence, each piece under the column's name (the whole column is cut where the name
-    leaves less than half the budget)."""
-    head = column[: column.rindex("\n")]
-    room = budget - count(head)
-    if room < budget // 2:
-        yield from (unit.text for unit in _hard_split(column, 0, budget, count, None))
-        return
-    for unit in _hard_split(value, 0, room, count, None):
-        text = f"{head}\n| {unit.text} |"
-        yield text if _fits(text) and count(text) <= budget else unit.text
-
-
-def _last_fitting(low: int, high: int, fits: Callable[[int], bool], guess: int) -> int:
-    """The largest ``k`` in ``low..high`` with ``fits(k)``, or ``low`` when none does (the
-    caller's floor). Gallops from ``guess`` and then bisects: when consecutive pieces are alike
-    (a guess from the last one) it takes a few calls, not one per candidate; with ``fits``
-    monotone it finds what trying every candidate in turn would."""
-    probe, step = min(max(guess, low), high), 1
-    if probe == low or fits(probe):
-        low = probe
-        while low < high:
-            probe = min(low + step, high)
-            if not fits(probe):
-                high = probe - 1
-                break
-            low, step = probe, step * 2
-    else:
-        high = probe - 1
-        while high > low:
-            probe = max(high + 1 - step, low)
-            if probe == low or fits(probe):
-                low = probe
-                break
-            high, step = probe - 1, step * 2
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
