@@ -48,6 +48,8 @@ CALLER_MISTAKES = (
 )
 # LogRecord's own attributes: everything else on a record came from ``extra=``.
 _RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+# Extras that are another rendering of the message: uvicorn's ANSI-coloured copy of it.
+_NOT_FIELDS = _RESERVED | {"color_message"}
 
 
 @contextmanager
@@ -141,7 +143,7 @@ class JsonFormatter(logging.Formatter):
             if value:
                 entry[name] = value
         for key, value in vars(record).items():
-            if key not in _RESERVED and key not in entry:
+            if key not in _NOT_FIELDS and key not in entry:
                 entry[key] = value if _jsonable(value) else repr(value)
         if record.exc_text:
             entry["exception"] = record.exc_text
