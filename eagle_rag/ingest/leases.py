@@ -40,6 +40,22 @@ def process_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+class ProcessOwner:
+    """This process's lease owner id, made anew in a forked child. A prefork pool's children
+    inherited the id their parent made at import: they all held leases as one owner, so a
+    child killed mid-task looked alive (its owner named the parent) and one child could take
+    a sibling's task for its own."""
+
+    def __init__(self) -> None:
+        self._pid: int | None = None
+        self._owner = ""
+
+    def __call__(self) -> str:
+        if self._pid != os.getpid():
+            self._pid, self._owner = os.getpid(), process_owner()
+        return self._owner
+
+
 def host_prefix() -> str:
     return f"{socket.gethostname()}:"
 

@@ -32,7 +32,7 @@ from celery.signals import (
 from eagle_rag.db.tables import utcnow
 from eagle_rag.errors import SettingsError
 from eagle_rag.ingest.celery_app import TASK_NAME, CeleryQueue, make_celery
-from eagle_rag.ingest.leases import Leases, heartbeat, process_owner
+from eagle_rag.ingest.leases import Leases, ProcessOwner, heartbeat
 from eagle_rag.ingest.parsers.registry import warm_in_background
 from eagle_rag.ingest.task_loop import TaskLoop
 from eagle_rag.ingest.worker_metrics import WorkerMetrics
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 settings = load_settings(os.environ)
 install_celery_logging(settings)  # JSON lines with task ids, secrets redacted (telemetry.*)
 celery = make_celery(settings.queue.broker_url)
-OWNER = process_owner()
+owner = ProcessOwner()  # per process: a prefork child gets its own
 _app: EagleApp | None = None
 _stop = threading.Event()
 _metrics: WorkerMetrics | None = None  # worker.metrics_port: set in the main process at start
@@ -55,7 +55,7 @@ task_loop = TaskLoop()  # one event loop per process for all its tasks (task_loo
 
 
 def _leases(repos: Any) -> Leases:
-    return Leases(repos.tasks, repos.ingest_runs, OWNER, settings.ingest.lease_s)
+    return Leases(repos.tasks, repos.ingest_runs, owner(), settings.ingest.lease_s)
 
 
 class CoalescedFlush:
@@ -115,7 +115,7 @@ async def _run(task_id: str) -> str:
         if settings.ingest.ocr_warm:  # this process reads scans from now on: load OCR now
             warm_in_background([r.component for r in _app.registries.parsers])
     async with heartbeat(_leases(_app.repositories), task_id):
-        result = await _app.pipeline.run(task_id, owner=OWNER)
+        result = await _app.pipeline.run(task_id, owner=owner())
         await asyncio.to_thread(flusher.task_done, _app)
     return str(result.status)
 

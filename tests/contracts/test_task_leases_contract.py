@@ -3,6 +3,7 @@ migration that gives tasks of an older schema an expired lease."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -27,7 +28,13 @@ from eagle_rag.db.repositories.ingest_runs import AttemptSupersededError
 from eagle_rag.db.tables import utcnow
 from eagle_rag.errors import NotFoundError
 from eagle_rag.ingest.cancel import CANCELLED, SUPERSEDED, attempt_status
-from eagle_rag.ingest.leases import Leases, host_prefix, owner_gone, process_owner
+from eagle_rag.ingest.leases import (
+    Leases,
+    ProcessOwner,
+    host_prefix,
+    owner_gone,
+    process_owner,
+)
 
 STAMP = "2026-01-01 00:00:00.000000"  # as SQLAlchemy writes SQLite timestamps
 
@@ -172,6 +179,25 @@ def test_recovery_takes_over_expired_and_dead_owners_leases_once(
     assert tasks.get(brokered.task.id).lease_owner is None
     other = Leases(tasks, runs, process_owner(), lease_s=30)
     assert other.recover(hold=False) == []  # me holds them now, and me is alive
+
+
+def test_a_forked_child_holds_leases_as_an_owner_of_its_own() -> None:
+    """A prefork pool's children inherited the owner their parent made at import: a child
+    killed mid-task looked alive (its owner named the parent), and siblings were one owner."""
+    owner = ProcessOwner()
+    parent = owner()
+    assert owner() == parent
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its owner and leave at once
+        os.write(write, owner().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 200).decode()
+    os.close(read)
+    os.close(write)
+    assert child != parent and child.split(":")[1] == str(pid)
+    assert owner_gone(child) and not owner_gone(parent)  # its leases are recoverable at once
 
 
 def test_a_clean_release_makes_the_tasks_recoverable_at_once(
