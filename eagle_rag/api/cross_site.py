@@ -60,8 +60,8 @@ class CrossSiteGuard:
 async def _forbidden(send: Send, origin: str) -> None:
     body = {
         "code": "forbidden",
-        "message": "a request from another site's page is refused: its Origin is neither "
-        "this server, a page of this machine, nor one of server.cors_origins",
+        "message": "a cross-site request is refused: its Origin is neither this server, a "
+        "page of this machine, nor one of server.cors_origins",
         "details": {"origin": origin[:200]},
     }
     await send_json(send, 403, body)

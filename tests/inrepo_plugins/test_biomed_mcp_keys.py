@@ -10,6 +10,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 from eagle_rag.api.security import NAMESPACE_HEADER
 from tests.api.server import RunningServer, running_server, wait_for_task
@@ -42,6 +43,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
         yield running
 
 
+INITIALIZE = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "test", "version": "1"},
+}
+
+
 def client(server: RunningServer, key: str, **headers: str) -> Client[Any]:
     headers = {"Authorization": f"Bearer {key}", **headers}
     return Client(StreamableHttpTransport(server.url + "/mcp", headers=headers))
@@ -71,9 +79,16 @@ async def test_a_restricted_key_gets_evidence_from_its_own_kbs_only(server: Runn
 async def test_both_tools_refuse_a_caller_of_another_namespace(
     server: RunningServer, tool: str, arguments: dict[str, Any]
 ) -> None:
-    async with client(server, "med-key", **{NAMESPACE_HEADER: "legal"}) as mcp:
-        with pytest.raises(ToolError, match="namespace"):
+    # Refused before any MCP message, as REST refuses it (not tool by tool).
+    with pytest.raises(MCPError, match="error response"):
+        async with client(server, "med-key", **{NAMESPACE_HEADER: "legal"}) as mcp:
             await mcp.call_tool(tool, arguments)
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE}
+    accept = {"Accept": "application/json, text/event-stream"}
+    refused = server.client(Authorization="Bearer med-key").post(
+        "/mcp", json=initialize, headers={**accept, NAMESPACE_HEADER: "legal"}
+    )
+    assert refused.status_code == 403 and refused.json()["code"] == "namespace_forbidden"
     async with client(server, "med-key", **{NAMESPACE_HEADER: "biomed"}) as mcp:
         assert (await mcp.call_tool(tool, arguments)).data  # its own namespace is admitted
 

@@ -33,9 +33,9 @@ BROKER = "redis://127.0.0.1:6379/12"
 DOCUMENTS = 6
 
 
-def _worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _worker(env: dict[str, str], log: Path, *pool: str) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "celery", "-A", "eagle_rag.ingest.worker", "worker"]
-    command += ["--pool=solo", "--queues=eagle_rag_ingest", "--loglevel=INFO"]
+    command += [*(pool or ("--pool=solo",)), "--queues=eagle_rag_ingest", "--loglevel=INFO"]
     command += ["--without-heartbeat", "--without-gossip", "--without-mingle"]
     with log.open("ab") as out:
         return subprocess.Popen(
@@ -128,5 +128,62 @@ async def test_a_killed_worker_s_task_is_taken_over_and_everything_completes(
                     process.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     process.kill()
+        await app.stop()
+        redis.Redis.from_url(BROKER).flushdb()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+async def test_a_killed_prefork_child_s_task_is_re_queued_by_its_own_worker(
+    tmp_path: Path, own_stores: tuple[str, str]
+) -> None:
+    """Every pool child held leases under the owner its parent made at import: a killed
+    child's task looked held by a live process (the parent), and siblings were one owner."""
+    postgres_url, milvus_uri = own_stores
+    redis.Redis.from_url(BROKER).flushdb()
+    env = {
+        "EAGLE_DATA_DIR": str(tmp_path / "data"),
+        "EAGLE_DATABASE_URL": postgres_url,
+        "MILVUS_URI": milvus_uri,
+        "EAGLE_RAG_QUEUE__BACKEND": "celery",
+        "EAGLE_BROKER_URL": BROKER,
+        "EAGLE_ENCODER_MODE": "deterministic",
+        "PLUGIN_NAMESPACE": "crashns",
+        "EAGLE_RAG_INGEST__LEASE_S": "6",  # the worker's recovery looks every third of it
+    }
+    app = await bootstrap(load_settings(env))
+    log = tmp_path / "worker.log"
+    worker = _worker(env, log, "--pool=prefork", "--concurrency=1")
+    try:
+        app.repositories.knowledge_bases.create("prefork-crash")
+        text = document_text(marker(random.Random(5)), 0, 400, random.Random(5))
+        job = app.ingest.submit_file(
+            kb_name="prefork-crash", filename="long.md", stream=io.BytesIO(text.encode())
+        ).job_id
+        seen = await _wait(app, [job], "any-processing", 90)
+        assert "processing" in seen.values(), (seen, log.read_text()[-3000:])
+        [child] = _children(worker.pid)
+        holder = app.repositories.tasks.get(job).lease_owner or ""
+        assert holder.split(":")[1] == str(child)  # the child's own, not its parent's
+        os.kill(child, signal.SIGKILL)
+        final = await _wait(app, [job], "all-settled", 180)  # the same worker, a new child
+        assert final == {job: "completed"}, (final, log.read_text()[-3000:])
+    finally:
+        if worker.poll() is None:
+            worker.terminate()
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                worker.kill()
         await app.stop()
         redis.Redis.from_url(BROKER).flushdb()
