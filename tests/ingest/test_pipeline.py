@@ -487,14 +487,15 @@ async def test_a_failed_store_write_leaves_no_document_behind(
     assert app.repositories.documents.get(retried.document_id).status == "completed"
 
 
-async def test_a_cancel_the_throttled_check_never_read_still_wins_over_completion(
-    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from eagle_rag.ingest.cancel import CANCELLED, cancel_task
+async def _ingest_cancelled_after_chunking(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch, name: str
+) -> Any:
+    """Ingest a Markdown file that the API's cancel stops between the chunk step and the
+    writes: no later check reads it (a 60 s interval), so only the conditional completion
+    can see it."""
+    from eagle_rag.ingest.cancel import cancel_task
 
     def cancel_running(chunks: tuple[TextChunk, ...]) -> tuple[TextChunk, ...]:
-        # The API's cancel, between the chunk step and the writes: no later check reads it
-        # (a 60 s interval), so only the conditional completion can see it.
         for task in app.repositories.tasks.list(status="processing"):
             cancel_task(app.repositories.tasks, task.id)
         return chunks
@@ -502,9 +503,17 @@ async def test_a_cancel_the_throttled_check_never_read_still_wins_over_completio
     monkeypatch.setattr(app.settings.ingest, "progress_interval_s", 60.0)
     app.bus.subscribe(hooks.chunk, cancel_running, plugin="canceller", priority=100)
     try:
-        submission = await _ingest(app, kb, docs.MARKDOWN.encode(), "cancelled.md")
+        return await _ingest(app, kb, docs.MARKDOWN.encode(), name)
     finally:
         app.bus.unsubscribe_plugin("canceller")
+
+
+async def test_a_cancel_the_throttled_check_never_read_still_wins_over_completion(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eagle_rag.ingest.cancel import CANCELLED
+
+    submission = await _ingest_cancelled_after_chunking(app, kb, monkeypatch, "cancelled.md")
     task = app.repositories.tasks.get(submission.job_id)
     assert (task.status, task.phase, task.error) == ("failed", "failed", CANCELLED)
     document = app.repositories.documents.get(submission.document_id)
@@ -526,8 +535,6 @@ def _ingests(app: EagleApp, outcome: str) -> float:
 async def test_the_ingest_phase_metric_counts_each_end_under_its_own_outcome(
     app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eagle_rag.ingest.cancel import cancel_task
-
     outcomes = ("ok", "error", "skipped", "stopped")
     before = {outcome: _ingests(app, outcome) for outcome in outcomes}
     done = await _ingest(app, kb, b"plain words to index", "fine.txt")
@@ -535,16 +542,6 @@ async def test_the_ingest_phase_metric_counts_each_end_under_its_own_outcome(
     assert app.repositories.tasks.get(failed.job_id).status == "failed"
     assert (await app.pipeline.run(done.job_id)).status == "skipped"  # a duplicate delivery
 
-    def cancel_running(chunks: tuple[TextChunk, ...]) -> tuple[TextChunk, ...]:
-        for task in app.repositories.tasks.list(status="processing"):
-            cancel_task(app.repositories.tasks, task.id)
-        return chunks
-
-    monkeypatch.setattr(app.settings.ingest, "progress_interval_s", 60.0)
-    app.bus.subscribe(hooks.chunk, cancel_running, plugin="canceller", priority=100)
-    try:
-        await _ingest(app, kb, docs.MARKDOWN.encode(), "stopped.md")
-    finally:
-        app.bus.unsubscribe_plugin("canceller")
+    await _ingest_cancelled_after_chunking(app, kb, monkeypatch, "stopped.md")
     counted = {outcome: _ingests(app, outcome) - before[outcome] for outcome in outcomes}
     assert counted == {"ok": 1, "error": 1, "skipped": 1, "stopped": 1}

@@ -43,6 +43,22 @@ def _worker(env: dict[str, str], log: Path, *pool: str) -> subprocess.Popen[byte
         )
 
 
+def _env(tmp_path: Path, stores: tuple[str, str], **extra: str) -> dict[str, str]:
+    """A Celery deployment on the test's own stores, its broker db emptied first."""
+    postgres_url, milvus_uri = stores
+    redis.Redis.from_url(BROKER).flushdb()
+    return {
+        "EAGLE_DATA_DIR": str(tmp_path / "data"),
+        "EAGLE_DATABASE_URL": postgres_url,
+        "MILVUS_URI": milvus_uri,
+        "EAGLE_RAG_QUEUE__BACKEND": "celery",
+        "EAGLE_BROKER_URL": BROKER,
+        "EAGLE_ENCODER_MODE": "deterministic",
+        "PLUGIN_NAMESPACE": "crashns",
+        **extra,
+    }
+
+
 async def _wait(app: EagleApp, ids: list[str], want: str, limit_s: float) -> dict[str, str]:
     deadline = time.monotonic() + limit_s
     statuses: dict[str, str] = {}
@@ -67,17 +83,7 @@ def own_stores(tmp_path: Path) -> Iterator[tuple[str, str]]:
 async def test_a_killed_worker_s_task_is_taken_over_and_everything_completes(
     tmp_path: Path, own_stores: tuple[str, str]
 ) -> None:
-    postgres_url, milvus_uri = own_stores
-    redis.Redis.from_url(BROKER).flushdb()
-    env = {
-        "EAGLE_DATA_DIR": str(tmp_path / "data"),
-        "EAGLE_DATABASE_URL": postgres_url,
-        "MILVUS_URI": milvus_uri,
-        "EAGLE_RAG_QUEUE__BACKEND": "celery",
-        "EAGLE_BROKER_URL": BROKER,
-        "EAGLE_ENCODER_MODE": "deterministic",
-        "PLUGIN_NAMESPACE": "crashns",
-    }
+    env = _env(tmp_path, own_stores)
     app = await bootstrap(load_settings(env))
     log = tmp_path / "worker.log"
     first = _worker(env, log)
@@ -149,18 +155,8 @@ async def test_a_killed_prefork_child_s_task_is_re_queued_by_its_own_worker(
 ) -> None:
     """Every pool child held leases under the owner its parent made at import: a killed
     child's task looked held by a live process (the parent), and siblings were one owner."""
-    postgres_url, milvus_uri = own_stores
-    redis.Redis.from_url(BROKER).flushdb()
-    env = {
-        "EAGLE_DATA_DIR": str(tmp_path / "data"),
-        "EAGLE_DATABASE_URL": postgres_url,
-        "MILVUS_URI": milvus_uri,
-        "EAGLE_RAG_QUEUE__BACKEND": "celery",
-        "EAGLE_BROKER_URL": BROKER,
-        "EAGLE_ENCODER_MODE": "deterministic",
-        "PLUGIN_NAMESPACE": "crashns",
-        "EAGLE_RAG_INGEST__LEASE_S": "6",  # the worker's recovery looks every third of it
-    }
+    # The worker's recovery looks every third of a lease.
+    env = _env(tmp_path, own_stores, EAGLE_RAG_INGEST__LEASE_S="6")
     app = await bootstrap(load_settings(env))
     log = tmp_path / "worker.log"
     worker = _worker(env, log, "--pool=prefork", "--concurrency=1")
