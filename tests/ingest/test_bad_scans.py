@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageChops, ImageStat
 from pypdf import PdfReader, PdfWriter
 
 from eagle_rag.errors import InvalidInputError
@@ -15,6 +15,9 @@ from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.ingest.parsers.image import ImageParser
 from eagle_rag.ingest.parsers.pdf import PdfParser
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from eagle_rag.ingest.pixelrag.visuals import extract_visuals
+from eagle_rag.ingest.pixelrag.visuals_pdf import PdfVisualOptions
+from eagle_rag.plugins.payloads import DocumentSource
 from tests.ingest import scans
 
 
@@ -43,6 +46,40 @@ def test_a_turned_scanned_page_is_read_upright(ocr: OcrEngine, make: object) -> 
     assert scans.squash(scans.EN_BODY) in scans.squash(parsed.text)
     boxes = [b.bbox for s in parsed.sections for b in s.boxes]
     assert boxes and all(0 <= v <= 1 for box in boxes for v in box)
+
+
+def _stored_tile(ocr: OcrEngine, data: bytes, mime: str, filename: str) -> Image.Image:
+    parser = PdfParser(ocr) if mime == d.PDF else ImageParser(ocr)
+    parsed = parser.parse(ParseContext(data, filename, mime))
+    source = DocumentSource("doc", "kb", filename, mime, len(data), "0" * 64, "key", {})
+    found = extract_visuals(source, data, parsed, PdfVisualOptions())
+    return Image.open(io.BytesIO(next(v.image for v in found if v.kind == "tile")))
+
+
+def _difference(a: Image.Image, b: Image.Image) -> float:
+    """Mean grey-level difference of two pictures brought to one size (0 = the same page)."""
+    size = (120, 160)
+    grey_a, grey_b = a.convert("L").resize(size), b.convert("L").resize(size)
+    return float(ImageStat.Stat(ImageChops.difference(grey_a, grey_b)).mean[0])
+
+
+@pytest.mark.parametrize(
+    ("make", "mime"),
+    [
+        (lambda: scans.scanned_pdf([scans.en_page().rotate(90, expand=True)]), d.PDF),
+        (lambda: _turned(scans.scanned_pdf([scans.en_page()]), 270), d.PDF),
+        (lambda: _turned(scans.scanned_pdf([scans.en_page()]), 180), d.PDF),
+        (lambda: scans.encode(scans.en_page().rotate(90, expand=True), "PNG"), d.PNG),
+    ],
+    ids=["sideways-scan", "rotate-270", "rotate-180", "sideways-png"],
+)
+def test_a_turned_pages_tile_is_stored_upright(ocr: OcrEngine, make: object, mime: str) -> None:
+    """The tile of a page OCR read turned was stored as scanned: an image model (visual
+    search) and a chat model (an answer's attachment) were shown the page sideways."""
+    upright = _stored_tile(ocr, scans.scanned_pdf([scans.en_page()]), d.PDF, "upright.pdf")
+    turned = _stored_tile(ocr, make(), mime, "turned.pdf" if mime == d.PDF else "turned.png")  # type: ignore[operator]
+    assert _difference(upright, turned) < 2.0
+    assert _difference(upright, turned.rotate(180)) > 5.0  # the measure tells pages apart
 
 
 def test_a_phone_photo_turned_by_exif_is_read(ocr: OcrEngine) -> None:

@@ -14,7 +14,7 @@ from eagle_rag.ingest.parsers.base import ParseContext, result
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.pixelrag import images
 from eagle_rag.ingest.pixelrag.reading import PageBlock, to_sections, with_content
-from eagle_rag.ingest.pixelrag.visuals_regions import METADATA_KEY, RegionVisual
+from eagle_rag.ingest.pixelrag.visuals_regions import METADATA_KEY, TURNS_KEY, RegionVisual
 from eagle_rag.plugins.payloads import ParseResult
 
 
@@ -31,13 +31,16 @@ class ImageParser(OcrReader):
             )
         read: list[tuple[int, list[PageBlock]]] = []
         regions: list[RegionVisual] = []
+        turns: list[list[int]] = []
         total = images.page_count(context.data, context.filename)
         for number, page in enumerate(
             images.pages(context.data, context.filename, max_pages=context.max_pages), start=1
         ):
-            blocks, found = self.read_page(page, number)
-            read.append((number, blocks))
-            regions.extend(found)
+            reading = self.read_page(page, number)
+            read.append((number, reading.blocks))
+            regions.extend(reading.regions)
+            if reading.turn:
+                turns.append([number, reading.turn])
             context.page_done(number, total)
         sections = with_content(to_sections(read))
         if not any(s.content.strip() for s in sections):
@@ -49,5 +52,5 @@ class ImageParser(OcrReader):
             sections,
             pages=len(read),
             ocr_pages=[n for n, _ in read],
-            **{METADATA_KEY: [region.to_dict() for region in regions]},
+            **{METADATA_KEY: [region.to_dict() for region in regions], TURNS_KEY: turns},
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from PIL import Image
 
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
@@ -10,6 +12,12 @@ from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, ocr_region_v
 
 # Figure/table regions recorded per page for visual extraction (which applies its own bounds).
 MAX_RECORDED_REGIONS = 20
+
+
+class PageReading(NamedTuple):
+    blocks: list[PageBlock]
+    regions: list[RegionVisual]  # figure and table regions, as boxes on the page as stored
+    turn: int  # degrees counter-clockwise that made the page upright (0 for most pages)
 
 
 class OcrReader:
@@ -30,11 +38,9 @@ class OcrReader:
         """Load the OCR models now (a worker at start), not on the first scanned page."""
         self.ocr.warm()
 
-    def read_page(
-        self, image: Image.Image, number: int
-    ) -> tuple[list[PageBlock], list[RegionVisual]]:
-        """One page read once: its text blocks, and its figure and table regions (cropped
-        later by visual extraction, so a scan's figures and tables become visual chunks)."""
+    def read_page(self, image: Image.Image, number: int) -> PageReading:
+        """One page read once: its text blocks, its figure and table regions (cropped later by
+        visual extraction, so a scan's figures and tables become visual chunks) and its turn."""
         page = self.ocr.read(image)
         regions = ocr_region_visuals(page, number, max_regions=MAX_RECORDED_REGIONS)
-        return page_blocks(page, number), regions
+        return PageReading(page_blocks(page, number), regions, page.rotation)

@@ -32,7 +32,7 @@ from eagle_rag.ingest.pixelrag.geometry import area
 from eagle_rag.ingest.pixelrag.pdf_objects import page_objects
 from eagle_rag.ingest.pixelrag.probe import chars_outside_margins, probe
 from eagle_rag.ingest.pixelrag.reading import PageBlock, to_sections, with_content
-from eagle_rag.ingest.pixelrag.visuals_regions import METADATA_KEY, RegionVisual
+from eagle_rag.ingest.pixelrag.visuals_regions import METADATA_KEY, TURNS_KEY, RegionVisual
 from eagle_rag.plugins.payloads import ParseResult, TextSection
 
 logger = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class _Read:
     title: str
     pages: int
     regions: list[RegionVisual]
+    turns: list[list[int]]  # [page, degrees] of OCR'd pages read turned upright
 
 
 class PdfParser(OcrReader):
@@ -80,6 +81,7 @@ class PdfParser(OcrReader):
             "pages": read.pages,
             "ocr_pages": [number for number, _ in read.ocr_pages],
             METADATA_KEY: [region.to_dict() for region in read.regions],
+            TURNS_KEY: read.turns,
         }
         if read.title:
             metadata["title"] = read.title
@@ -104,13 +106,16 @@ class PdfParser(OcrReader):
             text_pages: list[PageLines] = []
             ocr_pages: list[tuple[int, list[PageBlock]]] = []
             regions: list[RegionVisual] = []
+            turns: list[list[int]] = []
             for number in range(1, count + 1):
                 with PDFIUM:
                     lines, scan = _read_page(document, number, ocr=context.ocr)
                 if scan is not None:
-                    blocks, found = self.read_page(scan, number)
-                    ocr_pages.append((number, blocks))
-                    regions.extend(found)
+                    reading = self.read_page(scan, number)
+                    ocr_pages.append((number, reading.blocks))
+                    regions.extend(reading.regions)
+                    if reading.turn:
+                        turns.append([number, reading.turn])
                 else:  # a sparse text layer with nothing to OCR is still the page's text
                     text_pages.append(PageLines(number, lines))
                 context.page_done(number, count)
@@ -119,7 +124,7 @@ class PdfParser(OcrReader):
         finally:
             with PDFIUM:
                 document.close()
-        return _Read(text_pages, ocr_pages, bookmarks, title, count, regions)
+        return _Read(text_pages, ocr_pages, bookmarks, title, count, regions, turns)
 
 
 def _read_page(

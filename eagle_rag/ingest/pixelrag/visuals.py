@@ -25,7 +25,7 @@ from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual
 from eagle_rag.ingest.pixelrag.visuals_image import image_visuals
 from eagle_rag.ingest.pixelrag.visuals_office import docx_visuals, pptx_visuals
 from eagle_rag.ingest.pixelrag.visuals_pdf import LayoutModel, PdfVisualOptions, pdf_visuals
-from eagle_rag.ingest.pixelrag.visuals_regions import from_metadata
+from eagle_rag.ingest.pixelrag.visuals_regions import from_metadata, turns_from_metadata
 from eagle_rag.ingest.progress import PageCallback
 from eagle_rag.plugins.payloads import DocumentSource, ParseResult, TextChunk, VisualChunk
 from eagle_rag.storage.keys import object_key, validate_prefix
@@ -63,10 +63,11 @@ def extract_visuals(
     done, and may raise to stop; a Word file has no pages to report."""
     ocr_pages = frozenset(int(p) for p in parsed.metadata.get("ocr_pages", ()) or ())
     regions = from_metadata(parsed.metadata)  # figures and tables of OCR'd pages
+    turns = turns_from_metadata(parsed.metadata)  # OCR'd pages read turned upright
     seconds = PDF_PICTURE_OCR_BUDGET_S if source.mime_type == PDF else PICTURE_OCR_BUDGET_S
     pictures = PictureOcr(ocr, known_texts(parsed.metadata), CpuBudget(seconds))  # per document
     if source.mime_type == PDF:
-        found = pdf_visuals(data, ocr_pages, options, regions, layout, on_page, pictures)
+        found = pdf_visuals(data, ocr_pages, options, regions, layout, on_page, pictures, turns)
     elif source.mime_type == PPTX:
         found = pptx_visuals(
             data,
@@ -87,6 +88,7 @@ def extract_visuals(
             min_side=options.min_side,
             max_per_page=options.max_per_page,
             on_page=on_page,
+            turns=turns,
         )
     else:
         return []

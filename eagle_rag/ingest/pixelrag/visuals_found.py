@@ -40,9 +40,14 @@ class FoundVisual:
     near: str = ""  # text next to it, for sources without pages (a Word file's paragraph)
 
 
-def encode(image: Image.Image, kind: VisualKind) -> tuple[bytes, str, int, int]:
-    """PNG for figures and tables (sharp lines, small), JPEG for page tiles (photos of pages)."""
+def encode(image: Image.Image, kind: VisualKind, turn: int = 0) -> tuple[bytes, str, int, int]:
+    """PNG for figures and tables (sharp lines, small), JPEG for page tiles (photos of pages).
+
+    ``turn``: degrees counter-clockwise that make the picture upright (a scan read turned), so
+    it is stored as it reads; its box stays on the page as stored."""
     picture = image.convert("RGB")
+    if turn:
+        picture = picture.rotate(turn, expand=True)
     if max(picture.size) > MAX_SIDE:
         picture.thumbnail((MAX_SIDE, MAX_SIDE))
     buffer = io.BytesIO()

@@ -91,9 +91,11 @@ def pdf_visuals(
     layout: LayoutModel | None = None,
     on_page: PageCallback | None = None,
     pictures: PictureOcr | None = None,
+    turns: Mapping[int, int] | None = None,
 ) -> list[FoundVisual]:
     """Every visual of the PDF, page by page in reading order. ``regions``: the figure and
-    table regions the parser's layout pass found on OCR'd pages; ``layout``: the layout model
+    table regions the parser's layout pass found on OCR'd pages; ``turns``: the OCR'd pages
+    read turned upright (their tiles and crops are stored upright); ``layout``: the layout model
     for text-born pages whose drawn charts are not one object (None: no such pass);
     ``pictures``: reads raster figures with no text layer over them (None: not read).
 
@@ -103,14 +105,14 @@ def pdf_visuals(
     with PDFIUM:  # PDFium is not thread-safe (pdfium_lock.py)
         layout_pass = LayoutPass(layout) if layout is not None else None
         models = _Models(layout_pass, pictures)
-        return _pdf_visuals(data, ocr_pages, options, regions or {}, models, on_page)
+        scans = _Scans(ocr_pages, regions or {}, turns or {})
+        return _pdf_visuals(data, scans, options, models, on_page)
 
 
 def _pdf_visuals(
     data: bytes,
-    ocr_pages: frozenset[int],
+    scans: _Scans,
     options: PdfVisualOptions,
-    regions: Mapping[int, Sequence[RegionVisual]],
     models: _Models,
     on_page: PageCallback | None,
 ) -> list[FoundVisual]:
@@ -124,9 +126,15 @@ def _pdf_visuals(
         for number in range(1, pages + 1):
             page = document[number - 1]
             try:
-                scanned = number in ocr_pages
+                scanned = number in scans.pages
                 paths = 0 if scanned else _path_count(page)
-                hints = _PageHints(scanned, regions.get(number, ()), paths, models)
+                hints = _PageHints(
+                    scanned,
+                    scans.regions.get(number, ()),
+                    scans.turns.get(number, 0),
+                    paths,
+                    models,
+                )
                 found.extend(_page_visuals(page, number, hints, options))
                 if options.tables and _table_sized(paths):  # the grid check: ruled_tables
                     tables.extend(_tables(page, number, options, table_budget))
@@ -141,6 +149,15 @@ def _pdf_visuals(
 
 
 @dataclass(frozen=True, slots=True)
+class _Scans:
+    """What the parser's OCR pass recorded of the document's scanned pages."""
+
+    pages: frozenset[int]
+    regions: Mapping[int, Sequence[RegionVisual]]  # figure and table regions by page
+    turns: Mapping[int, int]  # degrees that turn a page upright, by page
+
+
+@dataclass(frozen=True, slots=True)
 class _Models:
     """The document's optional model passes, each with its own CPU budget."""
 
@@ -152,6 +169,7 @@ class _Models:
 class _PageHints:
     scanned: bool
     regions: Sequence[RegionVisual]  # the parser's layout regions (OCR'd pages)
+    turn: int  # degrees that turn an OCR'd page upright
     paths: int  # drawn path objects (text-born pages)
     models: _Models
 
@@ -206,12 +224,15 @@ def _page_visuals(
             for box, raster in figures[: options.max_per_page]
         ]
         found += [
-            _visual(r.kind, number, r.bbox, rendered, r.text, r.caption or title(r.bbox))
+            _visual(
+                r.kind, number, r.bbox, rendered, r.text, r.caption or title(r.bbox), hints.turn
+            )
             for r in regions[: options.max_per_page - len(found)]
         ]
         if tile:
             page_text = _text_in(text_page, (0.0, 0.0, 1.0, 1.0), width, height)
-            found.append(_visual("tile", number, (0.0, 0.0, 1.0, 1.0), rendered, page_text))
+            whole = (0.0, 0.0, 1.0, 1.0)
+            found.append(_visual("tile", number, whole, rendered, page_text, turn=hints.turn))
         return found
     finally:
         text_page.close()
@@ -282,10 +303,16 @@ def _tables(
 
 
 def _visual(
-    kind: VisualKind, number: int, box: BBox, rendered: Image.Image, text: str, caption: str = ""
+    kind: VisualKind,
+    number: int,
+    box: BBox,
+    rendered: Image.Image,
+    text: str,
+    caption: str = "",
+    turn: int = 0,
 ) -> FoundVisual:
     picture = rendered if kind == "tile" else crop(rendered, box)
-    image, media, width, height = encode(picture, kind)
+    image, media, width, height = encode(picture, kind, turn)
     return FoundVisual(kind, number, box, image, media, width, height, text.strip(), caption)
 
 

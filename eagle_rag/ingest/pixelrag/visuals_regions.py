@@ -39,6 +39,10 @@ PAGE_SIZED = 0.8
 CAPTION_GAP = 0.06
 TEXT_CHARS = 1200  # what a summary can use; the region's full text is in the text chunks
 METADATA_KEY = "layout_regions"
+# Parse metadata: [[page, degrees], ...] for each OCR'd page that was read turned upright, so
+# its tile and crops are stored upright too (an image model, a chat model or a reader shown a
+# sideways page reads it as badly as OCR would have).
+TURNS_KEY = "ocr_turns"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +134,19 @@ def from_metadata(metadata: Mapping[str, Any]) -> dict[int, list[RegionVisual]]:
             continue
         by_page.setdefault(visual.page, []).append(visual)
     return by_page
+
+
+def turns_from_metadata(metadata: Mapping[str, Any]) -> dict[int, int]:
+    """The parser's recorded page turns (a malformed entry is skipped, not fatal)."""
+    turns: dict[int, int] = {}
+    for item in metadata.get(TURNS_KEY) or ():
+        try:
+            page, degrees = int(item[0]), int(item[1])
+        except (IndexError, KeyError, TypeError, ValueError):
+            continue
+        if degrees % 90 == 0 and degrees % 360:
+            turns[page] = degrees % 360
+    return turns
 
 
 def _same_place(a: BBox, b: BBox) -> bool:
