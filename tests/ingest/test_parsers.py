@@ -47,6 +47,50 @@ def test_pdf_chinese_text_and_outline() -> None:
     assert any(s.content == docs.ZH_PAGE2 and s.page == 2 for s in result.sections)
 
 
+def _pdf_with_sections_mid_page() -> bytes:
+    """A preface, then two bookmarked sections that start part-way down a page; the second
+    section begins on page 2 under the first one's last paragraph."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+
+    def heading(title: str) -> None:
+        pdf.start_section(title)
+        pdf.set_font("helvetica", style="B", size=16)
+        pdf.multi_cell(0, 10, title, new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(4)
+        pdf.set_font("helvetica", size=12)
+
+    pdf.set_font("helvetica", size=12)
+    pdf.add_page()
+    pdf.multi_cell(0, 8, "Preface before any section PREFACEFACT.", new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(20)
+    heading("1 Introduction")
+    pdf.multi_cell(0, 8, "Introduction opens INTROFACT.", new_x="LMARGIN", new_y="NEXT")
+    pdf.add_page()
+    pdf.multi_cell(0, 8, "Introduction ends here INTROTAIL.", new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(30)
+    heading("2 Results")
+    pdf.multi_cell(0, 8, "Results paragraph RESULTSFACT.", new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def test_a_bookmark_opens_its_section_where_it_points_on_the_page() -> None:
+    """Every bookmark was put before all of its page's text: the preface and the end of the
+    introduction were filed under the section that starts below them."""
+    result = _parse(PdfParser(), _pdf_with_sections_mid_page(), "report.pdf", d.PDF)
+    order = [s.heading or s.content for s in result.sections]
+    assert order == [
+        "Preface before any section PREFACEFACT.",
+        "1 Introduction",
+        "Introduction opens INTROFACT.",
+        "Introduction ends here INTROTAIL.",
+        "2 Results",
+        "Results paragraph RESULTSFACT.",
+    ]
+    assert _headings(result) == [("1 Introduction", 1, 1), ("2 Results", 1, 2)]
+
+
 @pytest.mark.parametrize(
     ("data", "match"),
     [
@@ -247,6 +291,15 @@ def test_json_keys_become_sections_and_records_a_table() -> None:
     assert [h for h, _, _ in _headings(result)] == ["product", "features"]
     [table] = [s for s in result.sections if s.kind == "table"]
     assert "| hybrid | 中文 |" in table.content
+
+
+def test_json_literals_read_as_the_file_wrote_them() -> None:
+    data = b'{"flag": false, "missing": null, "on": true, '
+    data += b'"rows": [{"a": null, "b": true}, {"a": 1.5}]}'
+    result = _parse(JsonParser(), data, "d.json", d.JSON)
+    texts = [s.content for s in result.sections if s.content]
+    assert texts[:3] == ["false", "null", "true"]  # were Python's "False", "None", "True"
+    assert "| null | true |" in texts[3] and "| 1.5 |  |" in texts[3]
 
 
 def test_plain_text_paragraphs() -> None:

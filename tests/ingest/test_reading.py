@@ -141,3 +141,37 @@ def test_on_a_page_twelve_screens_tall_a_title_region_does_not_take_the_next_lin
             "completed on schedule.",
         ),
     ]
+
+
+def _sized_page(title: str, region: str = "text") -> OcrPage:
+    """A title set twice the body's size, which the layout model called ``region``."""
+    lines = [
+        (title, (0.10, 0.10, 0.60, 0.13)),
+        ("The plant recorded no lost time injuries this quarter.", (0.10, 0.16, 0.90, 0.175)),
+        ("Forklift inspections were completed on schedule and the", (0.10, 0.18, 0.90, 0.195)),
+        ("audit found every valve, pump and seal in order.", (0.10, 0.20, 0.80, 0.215)),
+    ]
+    regions = (
+        Region(region, (0.09, 0.09, 0.61, 0.14), 0.9),
+        Region("text", (0.09, 0.155, 0.91, 0.22), 0.9),
+    )
+    return OcrPage(1240, 1754, 0, tuple(OcrLine(t, b, 0.99) for t, b in lines), regions)
+
+
+def test_a_heading_the_layout_model_called_text_is_a_heading_by_its_size() -> None:
+    blocks = page_blocks(_sized_page("Quarterly Safety Report"), 1)
+    assert [b.kind for b in blocks] == ["heading", "text"]
+    assert blocks[0].text == "Quarterly Safety Report"
+
+
+@pytest.mark.parametrize(
+    ("title", "region"),
+    [
+        ("The plant is closed.", "text"),  # a large sentence (a pull quote) is no heading
+        ("Quarterly Safety Report", "figure"),  # a chart's big label stays the chart's text
+        ("2024", "text"),  # a number alone names nothing
+    ],
+)
+def test_large_text_that_is_no_heading_stays_text(title: str, region: str) -> None:
+    blocks = page_blocks(_sized_page(title, region), 1)
+    assert [b.kind for b in blocks] == ["text", "text"]

@@ -23,6 +23,7 @@ from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import PDF
 from eagle_rag.ingest.parsers.base import ParseContext, result
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
+from eagle_rag.ingest.parsers.pdf_outline import Bookmark, interleave, read_outline
 from eagle_rag.ingest.parsers.pdf_render import render
 from eagle_rag.ingest.parsers.pdf_repair import open_pdf, read_title, readable
 from eagle_rag.ingest.parsers.pdf_structure import PageLines, sections
@@ -41,19 +42,12 @@ OCR_DPI = 150
 
 
 @dataclass(frozen=True, slots=True)
-class _Bookmark:
-    title: str
-    level: int
-    page: int  # 1-based
-
-
-@dataclass(frozen=True, slots=True)
 class _Read:
     """What was read from the document before it was closed."""
 
     text_pages: list[PageLines]
     ocr_pages: list[tuple[int, list[PageBlock]]]
-    bookmarks: list[_Bookmark]
+    bookmarks: list[Bookmark]
     title: str
     pages: int
     regions: list[RegionVisual]
@@ -102,7 +96,7 @@ class PdfParser(OcrReader):
                         f"the PDF has {count} pages (limit {context.max_pages})",
                         filename=context.filename,
                     )
-                bookmarks = _outline(document)
+                bookmarks = read_outline(document)
             text_pages: list[PageLines] = []
             ocr_pages: list[tuple[int, list[PageBlock]]] = []
             regions: list[RegionVisual] = []
@@ -165,7 +159,8 @@ def _render_for_ocr(page: pdfium.PdfPage) -> Image.Image:
 
 
 def _merge(read: _Read) -> list[TextSection]:
-    """All pages in order; outline titles open their page (and replace OCR'd titles)."""
+    """All pages in order; outline titles open their sections where they point (and replace
+    OCR'd titles)."""
     outline = bool(read.bookmarks)
     by_page: dict[int, list[TextSection]] = {}
     for section in sections(read.text_pages, detect_headings=not outline):
@@ -179,10 +174,9 @@ def _merge(read: _Read) -> list[TextSection]:
     for number in sorted(set(by_page) | {b.page for b in read.bookmarks}):
         marks = [b for b in read.bookmarks if b.page == number]
         titles = {_key(b.title) for b in marks}
-        for mark in marks:
-            ordered.append(TextSection("", heading=mark.title, level=mark.level, page=number))
         # The bookmarked heading's own line is already the section's name.
-        ordered.extend(s for s in by_page.get(number, []) if _key(s.content) not in titles)
+        blocks = [s for s in by_page.get(number, []) if _key(s.content) not in titles]
+        ordered.extend(interleave(marks, blocks))
     return ordered
 
 
@@ -195,17 +189,3 @@ def _images(page: pdfium.PdfPage) -> tuple[int, float]:
     cut into strips covers it as a whole one does)."""
     boxes = [box for _, box in page_objects(page, (pdfium_c.FPDF_PAGEOBJ_IMAGE,))]
     return len(boxes), min(1.0, sum(area(box) for box in boxes))
-
-
-def _outline(document: pdfium.PdfDocument) -> list[_Bookmark]:
-    marks = []
-    try:
-        for item in document.get_toc(max_depth=6):
-            title = (item.get_title() or "").strip()
-            dest = item.get_dest()
-            index = dest.get_index() if dest is not None else None
-            if title and index is not None:
-                marks.append(_Bookmark(title, item.level + 1, index + 1))
-    except Exception:  # a broken outline costs headings, not the document
-        return []
-    return marks

@@ -156,8 +156,14 @@ def _json_block(value: Any) -> TextSection:
         keys = list(dict.fromkeys(k for row in value for k in row))
         flat = all(not isinstance(row.get(k), dict | list) for row in value for k in keys)
         if flat:
-            rows = [keys] + [[row.get(k, "") for k in keys] for row in value]
+            rows = [keys] + [[_scalar(row[k]) if k in row else "" for k in keys] for row in value]
             return TextSection(markdown_table(rows), kind="table")
     if isinstance(value, str | int | float | bool) or value is None:
-        return TextSection(str(value))
+        return TextSection(_scalar(value))
     return TextSection(json.dumps(value, ensure_ascii=False, indent=2), kind="code")
+
+
+def _scalar(value: Any) -> str:
+    """A value as the file wrote it: ``null``, ``true``, ``false`` (not Python's None, True,
+    False); a string without its quotes."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

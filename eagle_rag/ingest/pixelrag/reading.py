@@ -26,6 +26,12 @@ MARGIN_REGIONS = frozenset({"header", "footer"})
 MARGIN_BAND = 0.09
 # A title region holding more than this is a misread paragraph, not a heading.
 MAX_HEADING_CHARS = 80
+# A body-text block whose lines are this much taller than the page's median body line is a
+# heading the layout model missed (headings are set 1.4-2x body size; a bold lead-in or a
+# skewed line's box is within ~1.15x); judged only on a page with this many body lines.
+HEADING_SIZE = 1.3
+MIN_BODY_LINES = 3
+SENTENCE_ENDS = (".", ",", ";", ":", "。", "，", "；")
 # Blocks wider than this share of the page span both columns.
 FULL_WIDTH = 0.55
 # A line belongs to a region its centre is within this share of the page of. On a page much
@@ -60,16 +66,50 @@ def page_blocks(page: OcrPage, number: int) -> list[PageBlock]:
             stray.append(line)
         else:
             groups.setdefault(index, []).append(line)
-    blocks = []
-    for index, members in groups.items():
-        blocks.append(_block(page.regions[index].kind, members))
-    blocks.extend(_block("text", members) for members in _stray_groups(stray))
+    built = [(page.regions[i].kind, _block(page.regions[i].kind, m)) for i, m in groups.items()]
+    built += [("text", _block("text", members)) for members in _stray_groups(stray)]
+    blocks = _headings_by_size(built)
     band = MARGIN_BAND * min(1.0, PAD_ASPECT * page.width / page.height) if page.height else 0.0
     blocks = [_as_margin(b) if _in_margin_band(b, band) else b for b in blocks]
     ordered = reading_order([b for b in blocks if b.text.strip()])
     if page.rotation:
         ordered = [_unrotated(b, page.rotation) for b in ordered]
     return ordered
+
+
+def _headings_by_size(built: list[tuple[str, PageBlock]]) -> list[PageBlock]:
+    """The layout model often calls a plain scan's headings text. A block of body text (a
+    ``text`` region's, or lines no region claimed) that is one or two short lines, set clearly
+    larger than the page's body text and not ending like a sentence, is a heading."""
+    body = sorted(
+        block.line_height
+        for region, block in built
+        if region == "text" and block.kind == "text"
+        for _ in block.boxes
+    )
+    if len(body) < MIN_BODY_LINES:
+        return [block for _, block in built]
+    size = HEADING_SIZE * body[len(body) // 2]
+    return [
+        _as_heading(block) if region == "text" and _looks_like_heading(block, size) else block
+        for region, block in built
+    ]
+
+
+def _looks_like_heading(block: PageBlock, size: float) -> bool:
+    text = block.text.strip()
+    return (
+        block.kind == "text"
+        and block.line_height >= size
+        and len(block.boxes) <= 2
+        and len(text) <= MAX_HEADING_CHARS
+        and not text.endswith(SENTENCE_ENDS)
+        and any(c.isalpha() for c in text)
+    )
+
+
+def _as_heading(block: PageBlock) -> PageBlock:
+    return PageBlock("heading", block.text, block.boxes, block.line_height, block.bbox)
 
 
 def _in_margin_band(block: PageBlock, band: float) -> bool:
