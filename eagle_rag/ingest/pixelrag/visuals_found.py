@@ -16,6 +16,7 @@ VisualKind = Literal["tile", "image", "table"]
 # enough for a chat model's image budget and the object store.
 MAX_SIDE = 1600
 JPEG_QUALITY = 85
+WHOLE_PAGE = (0.0, 0.0, 1.0, 1.0)  # a page tile's box
 # A caption line: "Figure 3", "Fig. 2", "Table 1", "Table IV", "Figure S2", "图 1"... — a label
 # and its number, so "Table of Contents" (the link atop every page of a filing) is no caption.
 CAPTION = re.compile(

@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from eagle_rag.ingest.pixelrag import images
-from eagle_rag.ingest.pixelrag.visuals_found import FoundVisual, crop, encode
+from eagle_rag.ingest.pixelrag.visuals_found import WHOLE_PAGE, FoundVisual, crop, encode
 from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual
 from eagle_rag.ingest.progress import PageCallback
-
-WHOLE_PAGE = (0.0, 0.0, 1.0, 1.0)
 
 
 def image_visuals(

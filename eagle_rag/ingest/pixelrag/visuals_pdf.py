@@ -31,7 +31,14 @@ from eagle_rag.ingest.pixelrag.geometry import BBox, area, overlap
 from eagle_rag.ingest.pixelrag.pdf_objects import page_objects
 from eagle_rag.ingest.pixelrag.picture_ocr import PictureOcr
 from eagle_rag.ingest.pixelrag.ruled_grid import may_hold_ruled_table
-from eagle_rag.ingest.pixelrag.visuals_found import CAPTION, FoundVisual, VisualKind, crop, encode
+from eagle_rag.ingest.pixelrag.visuals_found import (
+    CAPTION,
+    WHOLE_PAGE,
+    FoundVisual,
+    VisualKind,
+    crop,
+    encode,
+)
 from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, region_visuals
 from eagle_rag.ingest.pixelrag.visuals_tables import ruled_tables
 from eagle_rag.ingest.pixelrag.visuals_vector import vector_figure_boxes
@@ -190,8 +197,7 @@ def _page_visuals(
     text_page = page.get_textpage()
 
     def title(box: BBox) -> str:
-        """A text page's layout region without a caption region: its labelled caption or
-        title from the text layer (a scan has none: its regions keep their own)."""
+        """A text page region's caption or title, from the text layer (a scan's keep theirs)."""
         return "" if hints.scanned else _caption(text_page, box, width, height)
 
     def figure_text(box: BBox, raster: bool) -> str:
@@ -230,9 +236,8 @@ def _page_visuals(
             for r in regions[: options.max_per_page - len(found)]
         ]
         if tile:
-            page_text = _text_in(text_page, (0.0, 0.0, 1.0, 1.0), width, height)
-            whole = (0.0, 0.0, 1.0, 1.0)
-            found.append(_visual("tile", number, whole, rendered, page_text, turn=hints.turn))
+            page_text = _text_in(text_page, WHOLE_PAGE, width, height)
+            found.append(_visual("tile", number, WHOLE_PAGE, rendered, page_text, turn=hints.turn))
         return found
     finally:
         text_page.close()
