@@ -96,6 +96,19 @@ def test_single_top_heading_becomes_the_title() -> None:
     assert [s.path for s in tree.sections] == ["Guide"]
 
 
+def test_a_front_matter_title_stays_the_root_above_the_only_top_heading() -> None:
+    """The heading replaced the front matter's title, which was then nowhere in the index."""
+    text = "---\ntitle: Field Guide\n---\n\n# Install\n\nRun it.\n\n## Linux\n\nUse apt.\n"
+    parsed = MarkdownParser().parse(ParseContext(text.encode(), "g.md", MARKDOWN))
+    tree, chunks = _chunks(parsed, size=200, title="Field Guide")
+    assert [s.path for s in tree.sections] == [
+        "Field Guide",
+        "Field Guide/Install",
+        "Field Guide/Install/Linux",
+    ]
+    assert any("Field Guide" in c.text or "Field Guide" in c.path for c in chunks)
+
+
 def test_duplicate_sibling_headings_get_distinct_paths_and_ids() -> None:
     parsed = ParseResult(
         "",

@@ -96,11 +96,19 @@ def build_tree(parsed: ParseResult, *, title: str) -> StructureTree:
     """Nest headings by level (a level-2 heading after a level-1 one is its child).
 
     A document that opens with its only level-1 heading is titled by it: that heading becomes the
-    root, so paths read "Guide/Install" rather than "guide.md/Guide/Install".
+    root, so paths read "Guide/Install" rather than "guide.md/Guide/Install". Not when the
+    document names itself otherwise (a front matter's or the PDF's title): the author's title
+    stays the root and the heading its first section, so neither is lost.
     """
     items = list(parsed.sections)
     top = [s for s in items if s.heading and s.level <= 1]
-    root_heading = len(top) == 1 and bool(items) and items[0] is top[0]
+    named = " ".join(str(parsed.metadata.get("title") or "").split()).casefold()
+    root_heading = (
+        len(top) == 1
+        and bool(items)
+        and items[0] is top[0]
+        and named in ("", " ".join((top[0].heading or "").split()).casefold())
+    )
     if root_heading:
         title = items[0].heading or title
     root = Section(path=_segment(title), title=title, level=0, parent=None)
