@@ -3,9 +3,10 @@ schemas (MCP 2025-06-18 ``annotations`` and ``outputSchema``).
 
 Retrieval tools are read-only and idempotent. ``core_query`` writes its conversation to a
 session (not read-only, not idempotent). ``core_ingest`` adds a document (the same bytes twice
-are one document: idempotent) and may fetch a URL (open world); ``core_create_knowledge_base``
-makes a KB unless it exists (idempotent). No Core tool deletes or
-overwrites anything, so none is destructive.
+are one document: idempotent), replaces the document of the same name when the content differs
+(destructive: a client that approves non-destructive calls unasked must ask first) and may
+fetch a URL (open world); ``core_create_knowledge_base`` makes a KB unless it exists
+(idempotent). No other Core tool deletes or overwrites anything.
 """
 
 from __future__ import annotations
@@ -181,11 +182,13 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def _hints(title: str, *, read_only: bool, idempotent: bool, open_world: bool) -> dict[str, Any]:
+def _hints(
+    title: str, *, read_only: bool, idempotent: bool, open_world: bool, destructive: bool = False
+) -> dict[str, Any]:
     return {
         "title": title,
         "readOnlyHint": read_only,
-        "destructiveHint": False,
+        "destructiveHint": destructive,
         "idempotentHint": idempotent,
         "openWorldHint": open_world,
     }
@@ -208,7 +211,9 @@ ANNOTATIONS: dict[str, dict[str, Any]] = {
         "Best pages of a document", read_only=True, idempotent=True, open_world=False
     ),
     "query": _hints("Answer with citations", read_only=False, idempotent=False, open_world=False),
-    "ingest": _hints("Add a document", read_only=False, idempotent=True, open_world=True),
+    "ingest": _hints(
+        "Add a document", read_only=False, idempotent=True, open_world=True, destructive=True
+    ),
     "create_knowledge_base": _hints(
         "Create a knowledge base", read_only=False, idempotent=True, open_world=False
     ),

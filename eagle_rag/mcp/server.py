@@ -111,7 +111,8 @@ class CoreTools:
                 "ingest",
                 self.ingest,
                 "Add a document (text or base64 file content, or an "
-                "http(s) URL) to a knowledge base; returns the ingest job.",
+                "http(s) URL) to a knowledge base; returns the ingest job. A document of the "
+                "same filename (or URL) with other content replaces the one already there.",
             ),
             (
                 "query",

@@ -69,7 +69,9 @@ async def test_tools_declare_hints_and_schemas(keyed: RunningServer) -> None:
     assert set(tools) == CORE_TOOLS
     for name, tool in tools.items():
         hints = tool.annotations
-        assert hints is not None and hints.title and hints.destructive_hint is False
+        # core_ingest replaces a same-named document's content: an auto-approving client must ask.
+        assert hints is not None and hints.title
+        assert hints.destructive_hint is (name == "core_ingest")
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
         assert hints.read_only_hint is (name in READ_ONLY | {"core_get_document"})
     assert tools["core_ingest"].annotations.idempotent_hint is True
