@@ -140,7 +140,10 @@ def install_error_handlers(app: FastAPI) -> None:
         first = problems[0] if problems else {"field": "", "reason": "invalid request"}
         message = f"{first['field'] or 'request'}: {first['reason']}"
         body = {"code": "invalid_request", "message": message, "details": {"errors": problems}}
-        return ErrorJSONResponse(body, status_code=422)
+        # A body that is not JSON at all cannot be checked against a schema: 400, as one
+        # nested too deeply to parse is; 422 is for a parsed body of the wrong shape.
+        unparsable = any(e.get("type") == "json_invalid" for e in exc.errors())
+        return ErrorJSONResponse(body, status_code=400 if unparsable else 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

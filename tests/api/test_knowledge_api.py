@@ -331,13 +331,17 @@ def test_listing_tasks_of_an_unknown_kb_or_status_is_refused(client: httpx.Clien
 
 
 def test_a_body_that_is_not_json_is_told_so(client: httpx.Client) -> None:
-    """It read 'field "0": JSON decode error', naming a field "0" (the character position)."""
+    """It read 'field "0": JSON decode error', naming a field "0" (the character position);
+    and it was a 422, where api.md promises 400 for a body that cannot be parsed."""
     headers = {"content-type": "application/json"}
-    response = client.post("/search", content=b"{query: inverter", headers=headers)
-    assert response.status_code == 422
-    body = response.json()
-    assert body["message"].startswith("request: the body is not valid JSON (")
-    assert body["details"]["errors"][0]["field"] == ""
+    for path in ("/search", "/query", "/knowledge_bases"):
+        response = client.post(path, content=b"{query: inverter", headers=headers)
+        assert response.status_code == 400, path
+        body = response.json()
+        assert body["code"] == "invalid_request"
+        assert body["message"].startswith("request: the body is not valid JSON (")
+        assert body["details"]["errors"][0]["field"] == ""
+    assert client.post("/search", json={"query": 3}).status_code == 422  # parsed, wrong shape
 
 
 def test_tasks_name_their_file_and_page(client: httpx.Client, solar: dict[str, str]) -> None:
