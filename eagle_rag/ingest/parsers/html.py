@@ -9,7 +9,10 @@ from eagle_rag.ingest.detect import HTML, decode_text
 from eagle_rag.ingest.parsers.base import ParseContext, markdown_table, result
 from eagle_rag.plugins.payloads import ParseResult, TextSection
 
-_CHROME = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form", "template")
+_CHROME = ("script", "style", "noscript", "nav", "header", "footer", "aside", "template", "search")
+# Form controls hold values and option lists, not prose. The form around them stays: ASP.NET
+# WebForms pages wrap the whole body in one <form>, and dropping it dropped the page.
+_CONTROLS = ("input", "select", "button", "textarea", "datalist")
 _BLOCKS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "table", "blockquote", "dd", "dt")
 # Elements inside a line of text: their words belong to the paragraph around them.
 _INLINE = frozenset(
@@ -33,8 +36,7 @@ class HtmlParser:
             )
         soup = BeautifulSoup(text, "html.parser")
         title = soup.title.get_text(" ", strip=True) if soup.title else ""
-        for tag in soup.find_all(_CHROME):
-            tag.decompose()
+        _drop_chrome(soup)
         found = soup.find("main") or soup.find("article") or soup.body
         root = found if isinstance(found, Tag) else soup
         sections = _sections(root)
@@ -43,6 +45,14 @@ class HtmlParser:
                 "the HTML page has no readable content", filename=context.filename
             )
         return result(sections, title=title) if title else result(sections)
+
+
+def _drop_chrome(soup: BeautifulSoup) -> None:
+    """Scripts, navigation, page furniture, form controls and search forms."""
+    for tag in soup.find_all((*_CHROME, *_CONTROLS)):
+        tag.decompose()
+    for form in soup.find_all("form", role="search"):
+        form.decompose()
 
 
 def _sections(root: Tag) -> list[TextSection]:
