@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from eagle_rag.ingest import detect as d
 from eagle_rag.ingest.parsers.base import ParseContext
 from eagle_rag.ingest.parsers.html import HtmlParser
@@ -32,3 +34,44 @@ def test_a_page_inside_a_form_is_read_without_its_controls() -> None:
         (None, "The policy allows 25 days."),
         (None, "Country"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("declaration", "codec", "words"),
+    [
+        ('<meta charset="shift_jis">', "cp932", "東京都の見出し"),
+        ("<meta charset=Shift_JIS>", "cp932", "日本語の段落です"),
+        (
+            '<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">',
+            "cp1251",
+            "Привет мир",
+        ),
+        ("<meta charset='koi8-r'/>", "koi8-r", "Заголовок страницы"),
+        ('<meta charset="euc-kr">', "cp949", "한국어 문서"),
+    ],
+)
+def test_the_charset_a_page_declares_is_honoured(declaration: str, codec: str, words: str) -> None:
+    """The declaration was ignored and detection guessed: Shift_JIS read as GB18030 and
+    Windows-1251 as Windows-1252, stored garbled."""
+    page = f"<html><head>{declaration}<title>{words}</title></head><body><p>{words}</p>"
+    result = _parse((page + "</body></html>").encode(codec))
+    assert result.text == words and result.metadata["title"] == words
+
+
+@pytest.mark.parametrize("label", ["no-such-charset", "utf-16", "base64", "rot13", "undefined"])
+def test_a_bogus_or_impossible_charset_falls_back_to_detection(label: str) -> None:
+    page = f"<html><head><meta charset='{label}'></head><body><p>Grüße, 检索</p></body></html>"
+    assert _parse(page.encode()).text == "Grüße, 检索"
+
+
+def test_a_byte_order_mark_beats_the_declared_charset() -> None:
+    page = "<html><head><meta charset='windows-1251'></head><body><p>Grüße</p></body></html>"
+    assert _parse(b"\xef\xbb\xbf" + page.encode()).text == "Grüße"
+    assert _parse(page.encode("utf-16")).text == "Grüße"
+
+
+def test_a_declaration_the_bytes_contradict_is_ignored() -> None:
+    """A page saved as UTF-8 that still says Shift_JIS: most of it cannot be Shift_JIS."""
+    words = "Grüße aus München, das ist ein längerer Satz über Äpfel und Öl. " * 3
+    page = f"<html><head><meta charset='shift_jis'></head><body><p>{words}</p></body></html>"
+    assert _parse(page.encode()).text == words.strip()

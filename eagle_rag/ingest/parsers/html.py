@@ -5,8 +5,9 @@ from __future__ import annotations
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 
 from eagle_rag.errors import InvalidInputError
-from eagle_rag.ingest.detect import HTML, decode_text
+from eagle_rag.ingest.detect import HTML
 from eagle_rag.ingest.parsers.base import ParseContext, markdown_table, result
+from eagle_rag.ingest.parsers.html_charset import decode_html
 from eagle_rag.plugins.payloads import ParseResult, TextSection
 
 _CHROME = ("script", "style", "noscript", "nav", "header", "footer", "aside", "template", "search")
@@ -29,7 +30,7 @@ class HtmlParser:
     supported_mime_types: tuple[str, ...] = (HTML,)
 
     def parse(self, context: ParseContext) -> ParseResult:
-        text = decode_text(context.data)
+        text = decode_html(context.data)
         if text is None:
             raise InvalidInputError(
                 "the HTML file is not decodable text", filename=context.filename
