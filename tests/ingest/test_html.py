@@ -75,3 +75,22 @@ def test_a_declaration_the_bytes_contradict_is_ignored() -> None:
     words = "Grüße aus München, das ist ein längerer Satz über Äpfel und Öl. " * 3
     page = f"<html><head><meta charset='shift_jis'></head><body><p>{words}</p></body></html>"
     assert _parse(page.encode()).text == words.strip()
+
+
+def test_an_articles_own_header_and_aside_are_kept_the_pages_are_not() -> None:
+    """Every <header> and <aside> was chrome: an article lost its title, byline and callouts."""
+    page = (
+        "<html><body><header><h1>Site banner</h1></header><aside>Sidebar links</aside>"
+        "<main><article><header><h1>Article title</h1><p>By Jane, 2024</p></header>"
+        "<p>Article body.</p><aside><p>Callout: never do X.</p></aside>"
+        "<footer>Share this</footer></article></main></body></html>"
+    )
+    result = _parse(page)
+    assert [(s.heading, s.content) for s in result.sections] == [
+        ("Article title", ""),
+        (None, "By Jane, 2024"),
+        (None, "Article body."),
+        (None, "Callout: never do X."),
+    ]
+    bare = "<html><body><header>Banner</header><p>Body.</p><aside>Ads</aside></body></html>"
+    assert _parse(bare).text == "Body."

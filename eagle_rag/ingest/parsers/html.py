@@ -10,7 +10,10 @@ from eagle_rag.ingest.parsers.base import ParseContext, markdown_table, result
 from eagle_rag.ingest.parsers.html_charset import decode_html
 from eagle_rag.plugins.payloads import ParseResult, TextSection
 
-_CHROME = ("script", "style", "noscript", "nav", "header", "footer", "aside", "template", "search")
+_CHROME = ("script", "style", "noscript", "nav", "footer", "template", "search")
+# The page's banner and sidebars, but inside an <article> or <main> the content's own: the
+# article's title and byline, a callout.
+_PAGE_PARTS = ("header", "aside")
 # Form controls hold values and option lists, not prose. The form around them stays: ASP.NET
 # WebForms pages wrap the whole body in one <form>, and dropping it dropped the page.
 _CONTROLS = ("input", "select", "button", "textarea", "datalist")
@@ -49,9 +52,13 @@ class HtmlParser:
 
 
 def _drop_chrome(soup: BeautifulSoup) -> None:
-    """Scripts, navigation, page furniture, form controls and search forms."""
+    """Scripts, navigation, the page's banner, sidebars and footers, form controls and search
+    forms."""
     for tag in soup.find_all((*_CHROME, *_CONTROLS)):
         tag.decompose()
+    for part in soup.find_all(_PAGE_PARTS):
+        if not part.decomposed and part.find_parent(("article", "main")) is None:
+            part.decompose()
     for form in soup.find_all("form", role="search"):
         form.decompose()
 
