@@ -94,3 +94,40 @@ def test_an_articles_own_header_and_aside_are_kept_the_pages_are_not() -> None:
     ]
     bare = "<html><body><header>Banner</header><p>Body.</p><aside>Ads</aside></body></html>"
     assert _parse(bare).text == "Body."
+
+
+def _tables(result: ParseResult) -> list[str]:
+    return [s.content for s in result.sections if s.kind == "table"]
+
+
+def test_spanning_cells_fill_the_slots_they_cover() -> None:
+    """rowspan and colspan were ignored: the cells after a spanning one moved a column left."""
+    page = (
+        "<html><body><table><caption>Quarterly sales</caption>"
+        "<thead><tr><th rowspan='2'>Name</th><th colspan='2'>2024</th></tr>"
+        "<tr><th>Q1</th><th>Q2</th></tr></thead><tbody>"
+        "<tr><td rowspan='2'>Ann</td><td>1</td><td>2</td></tr>"
+        "<tr><td>3</td><td>4</td></tr>"
+        "<tr><td colspan='2'>Bob, both</td><td>5</td></tr>"
+        "<tr><td rowspan='0'>Cy</td><td colspan='x'>6</td><td rowspan='99'>7</td></tr>"
+        "<tr><td>8</td></tr></tbody></table></body></html>"
+    )
+    result = _parse(page)
+    assert (result.sections[0].kind, result.sections[0].content) == ("text", "Quarterly sales")
+    assert _tables(result) == [
+        "| Name | 2024 | 2024 |\n|---|---|---|\n| Name | Q1 | Q2 |\n| Ann | 1 | 2 |\n"
+        "| Ann | 3 | 4 |\n| Bob, both | Bob, both | 5 |\n| Cy | 6 | 7 |\n| Cy | 8 | 7 |"
+    ]
+
+
+def test_a_table_in_a_cell_is_read_once_inside_its_cell() -> None:
+    """Every <tr> and <td> below the table was its own: an inner table's rows came again as
+    rows of the outer table, and its cells as extra columns."""
+    page = (
+        "<html><body><table><tr><th>Outer</th><th>Other</th></tr>"
+        "<tr><td>outer cell<table><tr><td>inner A</td><td>inner B</td></tr></table></td>"
+        "<td>o2</td></tr></table></body></html>"
+    )
+    result = _parse(page)
+    assert _tables(result) == ["| Outer | Other |\n|---|---|\n| outer cell inner A inner B | o2 |"]
+    assert result.text.count("inner A") == 1

@@ -6,8 +6,9 @@ from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import HTML
-from eagle_rag.ingest.parsers.base import ParseContext, markdown_table, result
+from eagle_rag.ingest.parsers.base import ParseContext, result
 from eagle_rag.ingest.parsers.html_charset import decode_html
+from eagle_rag.ingest.parsers.html_tables import table_sections
 from eagle_rag.plugins.payloads import ParseResult, TextSection
 
 _CHROME = ("script", "style", "noscript", "nav", "footer", "template", "search")
@@ -89,9 +90,12 @@ def _sections(root: Tag) -> list[TextSection]:
             if node.name in _BLOCKS:
                 flush()
                 owner = None
-                section = _section(node)
-                if section is not None:
-                    sections.append(section)
+                if node.name == "table":
+                    sections.extend(table_sections(node))
+                else:
+                    section = _section(node)
+                    if section is not None:
+                        sections.append(section)
                 skip_to = _last_descendant(node)
             elif node.name == "br":
                 loose.append("\n")
@@ -128,13 +132,6 @@ def _section(element: Tag) -> TextSection | None:
     if name and name[0] == "h" and name[1:].isdigit():
         heading = element.get_text(" ", strip=True)
         return TextSection("", heading=heading, level=int(name[1])) if heading else None
-    if name == "table":
-        rows = [
-            [cell.get_text(" ", strip=True) for cell in row.find_all(("th", "td"))]
-            for row in element.find_all("tr")
-        ]
-        rows = [r for r in rows if any(r)]
-        return TextSection(markdown_table(rows), kind="table") if rows else None
     if name == "pre":
         return TextSection(element.get_text().strip("\n"), kind="code")
     text = element.get_text(" ", strip=True)
