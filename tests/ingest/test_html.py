@@ -131,3 +131,32 @@ def test_a_table_in_a_cell_is_read_once_inside_its_cell() -> None:
     result = _parse(page)
     assert _tables(result) == ["| Outer | Other |\n|---|---|\n| outer cell inner A inner B | o2 |"]
     assert result.text.count("inner A") == 1
+
+
+def test_nested_list_items_are_lines_of_their_own_and_ordered_ones_numbered() -> None:
+    """A list item was read whole: its nested items ran into its line ("- one two three")."""
+    page = (
+        "<html><body><ul><li>Install <b>it</b><ul><li>on Linux</li>"
+        "<li>on macOS<ol start='3'><li>download</li><li><p>open</p></li></ol></li></ul>"
+        "and then run it</li><li>Configure</li></ul>"
+        "<ol><li>first</li><li value='7'>seventh</li><li>eighth</li></ol></body></html>"
+    )
+    result = _parse(page)
+    assert [(s.kind, s.content) for s in result.sections] == [
+        ("list", "- Install it and then run it"),
+        ("list", "  - on Linux"),
+        ("list", "  - on macOS"),
+        ("list", "    3. download"),
+        ("list", "    4. open"),
+        ("list", "- Configure"),
+        ("list", "1. first"),
+        ("list", "7. seventh"),
+        ("list", "8. eighth"),
+    ]
+
+
+def test_deeply_nested_lists_are_read_without_recursion() -> None:
+    page = "<html><body>" + "<ul><li>item" * 2000 + "</li></ul>" * 2000 + "</body></html>"
+    items = [s.content for s in _parse(page).sections]
+    assert len(items) == 2000
+    assert items[0] == "- item" and items[-1] == " " * 16 + "- item"
