@@ -160,3 +160,18 @@ def test_deeply_nested_lists_are_read_without_recursion() -> None:
     items = [s.content for s in _parse(page).sections]
     assert len(items) == 2000
     assert items[0] == "- item" and items[-1] == " " * 16 + "- item"
+
+
+def test_every_article_of_a_page_of_articles_is_read() -> None:
+    """Only the first <article> was read: a blog index lost every post after the first."""
+    page = (
+        "<html><body><nav>Home | About</nav>"
+        "<article><h2>First post</h2><p>Pumps were serviced FIRSTFACT.</p></article>"
+        "<article><h2>Second post</h2><p>Valves were replaced SECONDFACT.</p></article>"
+        "<footer>Copyright</footer></body></html>"
+    )
+    text = _parse(page).text
+    assert "FIRSTFACT" in text and "SECONDFACT" in text
+    assert "Home" not in text and "Copyright" not in text
+    one = "<body><p>Cookie notice.</p><article><p>Only post ONLYFACT.</p></article></body>"
+    assert _parse(one).text == "Only post ONLYFACT."  # one article is still the content

@@ -92,6 +92,16 @@ def _segment(text: str) -> str:
     return " ".join(text.replace("/", "-").split())[:200] or "untitled"
 
 
+def _titled_by_its_heading(parsed: ParseResult) -> bool:
+    """Whether the document opens with its only level-1 heading and names itself no other way."""
+    items = parsed.sections
+    top = [s for s in items if s.heading and s.level <= 1]
+    if len(top) != 1 or not items or items[0] is not top[0]:
+        return False
+    named = " ".join(str(parsed.metadata.get("title") or "").split()).casefold()
+    return named in ("", " ".join((top[0].heading or "").split()).casefold())
+
+
 def build_tree(parsed: ParseResult, *, title: str) -> StructureTree:
     """Nest headings by level (a level-2 heading after a level-1 one is its child).
 
@@ -101,14 +111,7 @@ def build_tree(parsed: ParseResult, *, title: str) -> StructureTree:
     stays the root and the heading its first section, so neither is lost.
     """
     items = list(parsed.sections)
-    top = [s for s in items if s.heading and s.level <= 1]
-    named = " ".join(str(parsed.metadata.get("title") or "").split()).casefold()
-    root_heading = (
-        len(top) == 1
-        and bool(items)
-        and items[0] is top[0]
-        and named in ("", " ".join((top[0].heading or "").split()).casefold())
-    )
+    root_heading = _titled_by_its_heading(parsed)
     if root_heading:
         title = items[0].heading or title
     root = Section(path=_segment(title), title=title, level=0, parent=None)

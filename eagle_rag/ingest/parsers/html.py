@@ -47,7 +47,10 @@ class HtmlParser:
         soup = BeautifulSoup(text, "html.parser")
         title = soup.title.get_text(" ", strip=True) if soup.title else ""
         _drop_chrome(soup)
-        found = soup.find("main") or soup.find("article") or soup.body
+        # The page's one <main> or <article>; a page of several articles (a blog's index, a
+        # news front page) is read whole, or all but its first article were lost.
+        articles = soup.find_all("article", limit=2)
+        found = soup.find("main") or (articles[0] if len(articles) == 1 else None) or soup.body
         root = found if isinstance(found, Tag) else soup
         sections = _PageReader().read(root)
         if not any(s.content.strip() for s in sections):
