@@ -122,6 +122,20 @@ def test_form_fields_that_no_store_can_keep_are_refused(
     assert found.status_code == 400 and "not valid Unicode" in found.json()["message"]
 
 
+def test_a_quote_in_an_uploaded_file_name_is_kept(
+    client: httpx.Client, solar: dict[str, str]
+) -> None:
+    """Browsers and httpx send a file name's double quote as %22: it was stored and shown so."""
+    sent = client.post(
+        "/ingest",
+        data={"kb_name": "energy"},
+        files={"file": ('the "final" plan.md', b"# Plan\n\nKites fly in May.", "text/markdown")},
+    )
+    assert sent.status_code == 202, sent.text
+    document = client.get(f"/documents/{sent.json()['document_id']}").json()
+    assert document["filename"] == 'the "final" plan.md'
+
+
 def test_same_bytes_again_is_a_dedup_hit(client: httpx.Client, solar: dict[str, str]) -> None:
     again = client.post(
         "/ingest",

@@ -131,7 +131,7 @@ async def ingest(
         submission = await asyncio.to_thread(
             app.ingest.submit_file,
             kb_name=kb_name,
-            filename=file.filename or "upload",
+            filename=multipart_filename(file.filename or "upload"),
             stream=file.file,
             content_type=file.content_type,
             tags=tag_list,
@@ -142,6 +142,18 @@ async def ingest(
             app.ingest.submit_url, kb_name=kb_name, url=str(url), tags=tag_list, metadata=meta
         )
     return JSONResponse(submission.to_dict(), status_code=200 if submission.dedup_hit else 202)
+
+
+# Browsers (the HTML standard's multipart/form-data encoding) and httpx write these three
+# characters of a file name as percent escapes; nothing else is escaped, so a name is read back
+# by undoing just these ("report \"final\".md" was stored and shown as report %22final%22.md).
+_FORM_NAME_ESCAPES = {"%22": '"', "%0D": "\r", "%0A": "\n"}
+
+
+def multipart_filename(name: str) -> str:
+    for escape, character in _FORM_NAME_ESCAPES.items():
+        name = name.replace(escape, character).replace(escape.lower(), character)
+    return name
 
 
 @router.get("/tasks", tags=["tasks"])
