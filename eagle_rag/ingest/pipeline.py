@@ -39,6 +39,7 @@ from eagle_rag.ingest.leases import process_owner, transient
 from eagle_rag.ingest.pixelrag.visuals import visuals_prefix
 from eagle_rag.ingest.progress import PAGE_CALLBACK, ProgressReporter
 from eagle_rag.ingest.summaries import write_summaries
+from eagle_rag.ingest.years import document_year
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
 from eagle_rag.plugins.hooks import HookSpec
@@ -569,20 +570,12 @@ def with_document_fields(
     }
     fields["source_type"] = SOURCE_TYPES.get(mime, mime)
     fields["filename"] = document.filename
-    year = _year(document.extra.get("year", parsed_metadata.get("year")))
+    year = document_year(document.extra.get("year", parsed_metadata.get("year")))
     if year is not None:
         fields["year"] = year
     if document.source_url:
         fields["source_url"] = document.source_url
     return tuple(replace(c, metadata={**fields, **c.metadata}) for c in chunks)
-
-
-def _year(value: Any) -> int | None:
-    try:
-        year = int(str(value)[:4]) if value is not None and not isinstance(value, bool) else None
-    except ValueError:
-        return None
-    return year if year is not None and 1000 <= year <= 9999 else None
 
 
 def _both(first: IngestOutcome, second: IngestOutcome) -> IngestOutcome:

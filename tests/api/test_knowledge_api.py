@@ -97,6 +97,9 @@ def test_ingest_then_documents(client: httpx.Client, solar: dict[str, str]) -> N
         ("metadata", '{"n": ' + "9" * 5000 + "}", "metadata is not JSON"),
         ("metadata", '{"n": NaN}', "metadata is not JSON: NaN is not a JSON number"),
         ("tags", '["\\ud800"]', "tag must be"),
+        # Accepted, shown on the document, left off its chunks: no year filter could match it.
+        ("metadata", '{"year": "abc"}', "metadata.year must be a year"),
+        ("metadata", '{"year": true}', "metadata.year must be a year"),
     ],
 )
 def test_form_fields_that_no_store_can_keep_are_refused(
