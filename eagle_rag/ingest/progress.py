@@ -21,8 +21,10 @@ class ProgressReporter:
 
     The first write waits one interval after the attempt starts, so a document that completes
     within it costs no progress writes at all (its task goes processing -> completed); a long one
-    shows its phase and batch counts with at most ``interval_s`` of lag. Completion and failure
-    are written by the pipeline, never throttled.
+    shows its batch counts with at most ``interval_s`` of lag, and a new phase at once: a phase
+    reported within the interval of the last write was dropped, and a long step after it (a
+    slow embedding batch) showed the phase before it ("visuals 0/1" for 100 s of embedding).
+    Completion and failure are written by the pipeline, never throttled.
 
     ``check``, when given, runs on every report (it throttles itself) and may raise to stop the
     task (see ``cancel.CancelWatch``).
@@ -39,15 +41,19 @@ class ProgressReporter:
         self._write = write
         self._interval = interval_s
         self._clock = clock
-        self._last = clock()
+        self._started = self._last = clock()
+        self._phase = ""  # the phase last written
         self._check = check
 
     def __call__(self, phase: str, current: int, total: int) -> None:
         self.check()
         now = self._clock()
-        if self._interval and now - self._last < self._interval:
-            return
-        self._last = now
+        if self._interval:
+            young = now - self._started < self._interval
+            recent = now - self._last < self._interval
+            if young or (recent and phase == self._phase):
+                return
+        self._last, self._phase = now, phase
         self._write(phase, current, total)
 
     def check(self) -> None:

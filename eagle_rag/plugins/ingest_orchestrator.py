@@ -102,6 +102,8 @@ class IngestOrchestrator:
     ) -> IngestOutcome:
         written: dict[str, list[str]] = {}
         done = 0
+        if on_progress is not None and planned:  # the phase shows before the first batch ends
+            on_progress(0, len(planned))
         for group in _batches(planned, batch_size):
             decision = group[0].decision
             batch = await self._embed(group, ctx, load_image)

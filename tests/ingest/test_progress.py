@@ -1,5 +1,6 @@
-"""ProgressReporter: at most one write per interval, none before the first interval ends; the
-cancel check it carries reads the task at most once per interval and stops the task."""
+"""ProgressReporter: at most one write per interval (a new phase at once), none before the first
+interval ends; the cancel check it carries reads the task at most once per interval and stops
+the task."""
 
 from __future__ import annotations
 
@@ -29,6 +30,19 @@ def test_writes_at_most_once_per_interval() -> None:
     clock.now += 0.4
     report("embed", 4, 10)
     assert writes == [("embed", 1, 10), ("embed", 4, 10)]
+
+
+def test_a_new_phase_is_written_at_once_after_the_first_interval() -> None:
+    """A phase reported within the interval of the last write was dropped: the task then showed
+    "visuals 0/1" through a 100 s embedding batch."""
+    clock, writes = Clock(), []
+    report = ProgressReporter(lambda *a: writes.append(a), 0.5, clock=clock)
+    clock.now += 0.6
+    report("visuals", 0, 1)
+    clock.now += 0.01
+    report("embed", 0, 81)  # a new phase: written although the last write was 0.01 s ago
+    report("embed", 1, 81)  # the same phase: throttled
+    assert writes == [("visuals", 0, 1), ("embed", 0, 81)]
 
 
 def test_interval_zero_writes_every_step() -> None:
