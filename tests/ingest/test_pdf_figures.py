@@ -132,6 +132,28 @@ def test_an_unlabelled_chart_is_captioned_by_its_title_not_the_running_head() ->
     assert RUNNING_HEAD not in under_head.caption and "Vireo" not in under_head.caption
 
 
+def test_a_chart_under_a_paragraph_is_not_captioned_by_its_last_sentence() -> None:
+    """The nearest lines above an unlabelled chart were its "title" even when they ended a
+    paragraph: a table under body text was captioned "Results paragraph on page two."."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.add_page()
+    pdf.set_font("helvetica", "", 11)
+    pdf.set_xy(30, 120)
+    pdf.multi_cell(150, 6, "The results were checked by the auditors in May.")
+    top = 140
+    pdf.line(30, top + 60, 180, top + 60)
+    pdf.line(30, top, 30, top + 60)
+    for i, value in enumerate((55, 45, 38, 30, 22, 15, 10)):
+        pdf.set_fill_color(200, 60, 40)
+        pdf.rect(38 + i * 20, top + 60 - value, 12, value, style="F")
+    for tick in range(5):
+        pdf.line(27, top + 60 - tick * 12, 30, top + 60 - tick * 12)
+    [chart] = pdf_visuals(bytes(pdf.output()), frozenset(), PdfVisualOptions())
+    assert chart.caption == ""
+
+
 def test_a_caption_is_a_label_with_its_number() -> None:
     from eagle_rag.ingest.pixelrag.visuals_found import CAPTION
 

@@ -57,6 +57,7 @@ CAPTION_BAND = 0.08  # of the page height, above and below a figure
 TITLE_LINES = 3
 TITLE_SLACK = 0.03
 TITLE_CHARS = 200
+PROSE_ENDS = (".", ";", "。", "；")  # a line that ends a sentence is no title (a title may ask)
 FULL_WIDTH = 0.5  # a chart this wide has no text column beside it
 # A text-born page with at least this many path objects and no figure found may hold a chart
 # drawn in pieces: the layout model looks at it, within LAYOUT_BUDGET_S CPU seconds per
@@ -363,7 +364,8 @@ def _title_above(text_page: pdfium.PdfTextPage, box: BBox, width: float, height:
     """The lines printed just above a chart, across its width: reports, slides and filings
     title their charts there without a "Figure n" label ("Views of China's growing military
     power", one title over each panel of a grid of small charts), and that title is what a
-    question about the chart names. At most TITLE_LINES lines (the nearest), TITLE_CHARS."""
+    question about the chart names. At most TITLE_LINES lines (the nearest), TITLE_CHARS; none
+    when the nearest line ends a sentence."""
     # Not from the top margin, where the running head is (pdf_margins drops it from the text).
     top = max(RUNNING_HEAD_BAND, box[1] - CAPTION_BAND)
     if top >= box[1]:
@@ -373,7 +375,11 @@ def _title_above(text_page: pdfium.PdfTextPage, box: BBox, width: float, height:
     else:
         band = (max(0.0, box[0] - TITLE_SLACK), top, min(1.0, box[2] + TITLE_SLACK), box[1])
     lines = [" ".join(line.split()) for line in _lines_in(text_page, band, width, height)]
-    title = " ".join(line for line in lines[-TITLE_LINES:] if line)
+    lines = [line for line in lines if line]
+    if lines and lines[-1].endswith(PROSE_ENDS):
+        # The end of a paragraph, not a title: a table under body text was captioned by it.
+        return ""
+    title = " ".join(lines[-TITLE_LINES:])
     return title[:TITLE_CHARS].strip()
 
 
