@@ -353,3 +353,23 @@ def test_a_cell_too_big_for_a_chunk_is_cut_under_its_column_name() -> None:
     assert all(p.startswith("| notes |\n|---|\n| ") and p.endswith(" |") for p in pieces)
     assert "".join(p.splitlines()[2][2:-2] for p in pieces) == cell
     assert tables[-1].text == "| name | notes |\n|---|---|\n| b | short |"
+
+
+def test_no_chunk_opens_on_the_rest_of_a_sentence_the_page_break_cut() -> None:
+    """The chunk before a page break takes the cut sentence's rest; the next chunk's overlap
+    began with that rest too ("sentence A197. Alpha sentence A198 ..."), half a sentence."""
+    first = " ".join(f"Alpha sentence A{n} is here." for n in range(1, 9)) + " Alpha"
+    second = "sentence A9 ends here. " + " ".join(f"Beta sentence B{n} is here." for n in range(8))
+    parsed = ParseResult(
+        "",
+        (
+            TextSection("", heading="Chapter", level=1, page=1),
+            TextSection(first, page=1),
+            TextSection(second.strip(), page=2),
+        ),
+    )
+    _, chunks = _chunks(parsed, size=30, overlap=12)
+    texts = [c.text for c in chunks if c.type != "section_summary"]
+    assert any(t.rstrip().endswith("sentence A9 ends here.") for t in texts)
+    assert not any(t.lstrip().startswith("sentence A9") for t in texts)
+    assert any(t.lstrip().startswith("Beta sentence B0") for t in texts)

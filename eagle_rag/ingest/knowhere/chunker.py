@@ -266,7 +266,8 @@ def _pack(
     units: list[Unit], options: ChunkingOptions, text: str
 ) -> Iterator[tuple[int, int, list[Unit]]]:
     """Greedy packing up to the budget, the stored size or a page break, then step back over
-    whole units for the overlap (never back over a page break)."""
+    whole units for the overlap (never back over a page break, nor onto the rest of a sentence
+    the break cut)."""
     i = 0
     while i < len(units):
         total, j = 0, i
@@ -288,10 +289,20 @@ def _pack(
             back - 1 > i
             and carried + units[back - 1].tokens <= options.chunk_overlap
             and units[back - 1].page == units[j].page
+            and not _ends_a_cut_sentence(units, back - 1)
         ):
             back -= 1
             carried += units[back].tokens
         i = back
+
+
+def _ends_a_cut_sentence(units: list[Unit], index: int) -> bool:
+    """Unit ``index`` is the rest of a sentence the page break cut: the chunk before it ends
+    with it, and an overlap that began with it would open on half a sentence."""
+    if index == 0:
+        return False
+    previous = units[index - 1]
+    return previous.page != units[index].page and not _ENDS_SENTENCE.search(previous.text)
 
 
 def _same_page(units: list[Unit], first: int, index: int) -> bool:
