@@ -18,7 +18,7 @@ from eagle_rag.client import AsyncEagleClient, EagleClient, Task
 from eagle_rag.db.records import TaskRecord, TaskStatus
 from eagle_rag.db.repositories.documents import MAX_PAGE
 from eagle_rag.errors import BackendUnavailableError, InvalidInputError, NotFoundError
-from eagle_rag.index.milvus_pool import is_lite
+from eagle_rag.index.milvus_pool import is_lite, lite_data_dir_held
 from eagle_rag.settings import Settings
 
 if TYPE_CHECKING:
@@ -49,20 +49,28 @@ class Catalog(Protocol):
 
 
 def server_url(settings: Settings, explicit: str | None = None) -> str | None:
-    """``--server``, else ``EAGLE_SERVER_URL``, else the configured address if it answers."""
+    """``--server``, else ``EAGLE_SERVER_URL``, else the configured address if an Eagle-RAG
+    server answers there that may serve this configuration.
+
+    On the embedded store only a process holding its data dir can: while none does, whatever
+    answers at the address (another instance, behind keys of its own; another service on the
+    port) is not this data dir's server, and the command opens the store itself."""
     chosen = explicit or os.environ.get("EAGLE_SERVER_URL")
     if chosen:
         return chosen.rstrip("/")
+    lite = is_lite(settings.milvus.uri)
+    if lite and not lite_data_dir_held(settings.milvus.uri):
+        return None
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
         # With the key: behind keys, /health tells only a keyed caller which data dir it serves.
         key = api_key(settings)
         with EagleClient(url, api_key=key, timeout_s=PROBE_TIMEOUT_S, max_retries=0) as probe:
             health = probe.health()
-    except BackendUnavailableError:
+    except (BackendUnavailableError, ValueError):  # nothing there, or no JSON: not Eagle-RAG
         return None
-    except ValueError:  # something answers there, if not in JSON: let the real call say what
-        return url
+    if not isinstance(health, dict) or not isinstance(health.get("checks"), dict):
+        return None  # another service's JSON
     return url if serves_this_data_dir(settings, health) else None
 
 

@@ -23,6 +23,32 @@ def is_lite(uri: str) -> bool:
     return "://" not in uri
 
 
+# Milvus Lite holds an advisory flock on this file of its data dir while a process has it open.
+LITE_LOCK_FILE = "LOCK"
+
+
+def lite_data_dir_held(uri: str) -> bool:
+    """Whether another process holds the Milvus Lite data dir ``uri`` open (a running serve,
+    an MCP server over stdio): asked of the lock itself, without opening the store."""
+    lock = Path(uri) / LITE_LOCK_FILE
+    if not lock.is_file():
+        return False
+    try:
+        import fcntl
+    except ImportError:  # no flock on this platform: assume held, as the store may be
+        return True
+    try:
+        with lock.open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    except OSError:  # unreadable: let opening the store say why
+        return False
+    return False
+
+
 class MilvusClientPool:
     """Creates clients lazily (construction does no I/O) and the database on first use."""
 

@@ -174,3 +174,31 @@ def test_a_server_of_another_data_dir_at_the_configured_address_is_not_used(
     listed = runner.invoke(app, ["kb", "list", "--json"], env=theirs)
     assert listed.exit_code == 0, listed.output
     assert "theirs" in [k["kb_name"] for k in json.loads(listed.stdout)]  # through its server
+
+
+@pytest.mark.parametrize("answer", ["keyed-instance", "other-json", "not-json"])
+def test_a_server_that_cannot_be_this_data_dirs_leaves_the_commands_on_the_store(
+    remote: RunningServer, tmp_path: Path, answer: str
+) -> None:
+    """While no process holds this data dir, whatever answers at the configured address serves
+    another: a keyed instance made every command a 401, and another service on the port (a
+    worker's metrics) a JSON-decode traceback or a 405, never the store the data dir holds."""
+
+    def other_service(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        if answer == "other-json":
+            return json_answer(200, {"status": "ok", "uptime": 3})
+        return 200, {"content-type": "text/plain"}, b"# HELP up 1\nup 1\n"
+
+    with serve(other_service) as (fake, _):
+        url = remote.url if answer == "keyed-instance" else fake
+        host, port = url.removeprefix("http://").split(":")
+        env = {  # no EAGLE_API_KEY: the keyed instance's /health says nothing to this caller
+            "EAGLE_ENCODER_MODE": "deterministic",
+            "EAGLE_DATA_DIR": str(tmp_path / "mine"),
+            "EAGLE_RAG_SERVER__HOST": host,
+            "EAGLE_RAG_SERVER__PORT": port,
+        }
+        listed = runner.invoke(app, ["kb", "list", "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
+    assert json.loads(listed.stdout) == []  # this data dir's own (empty) store
+    assert (tmp_path / "mine" / "eagle.db").exists()
