@@ -39,6 +39,7 @@ def export_archive(source: Stores, path: Path, *, progress: Progress = _quiet) -
     The archive is written beside ``path`` under a temporary name and renamed once complete:
     an export that fails or is killed leaves no truncated archive under the backup's name, and
     an earlier backup there stays whole until the new one replaces it."""
+    _refuse_empty(source)
     partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
     try:
         report = _write_archive(source, partial, progress)
@@ -48,6 +49,21 @@ def export_archive(source: Stores, path: Path, *, progress: Progress = _quiet) -
     finally:
         partial.unlink(missing_ok=True)
     return report
+
+
+def _refuse_empty(source: Stores) -> None:
+    """A namespace with no rows and no vectors (a misspelt one: "coer") made an archive of
+    zeros, exit 0, that an operator would take for a backup."""
+    rows = any(
+        metadata.count_rows(source.database, table, source.namespace)
+        for table in metadata.namespaced_tables()
+    )
+    if not rows and not source.vectors.collections():
+        raise InvalidInputError(
+            f"namespace {source.namespace!r} holds nothing to export (no knowledge base, "
+            "document or vector): check its name",
+            namespace=source.namespace,
+        )
 
 
 def _write_archive(source: Stores, path: Path, progress: Progress) -> CopyReport:

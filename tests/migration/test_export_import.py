@@ -185,6 +185,16 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return archive
 
 
+def test_export_of_a_namespace_that_holds_nothing_is_refused(exported: Path) -> None:
+    """A misspelt namespace made an archive of zeros and exited 0: a backup of nothing."""
+    source = exported.parent / "source"
+    archive = exported.parent / "coer.tar.gz"
+    result = _run(["export", "coer", str(archive)], _env(source))
+    assert result.exit_code == 2, result.output
+    assert "holds nothing to export" in result.output
+    assert not archive.exists()
+
+
 def test_import_refuses_a_truncated_export_and_writes_nothing(
     exported: Path, tmp_path: Path
 ) -> None:
