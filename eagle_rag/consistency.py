@@ -133,8 +133,13 @@ def _object_findings(
     for key in keys:
         parts = key.split("/")
         owner = parts[2] if len(parts) >= 4 and DOCUMENT_ID.match(parts[2]) else None
-        if owner is None or key in referenced:
-            continue  # not a document's original (a plugin's object), or a referenced one
+        if owner is None:
+            # Every object Core and the plugins write sits under a document id: this one was
+            # put here by hand or by another program, and would be exported and migrated.
+            findings.append(Finding("stray_object", "not under any document id", key=key))
+            continue
+        if key in referenced:
+            continue
         if owner not in documents:
             findings.append(Finding("orphan_object", "no document points at it", owner, key=key))
     present = set(keys)
@@ -156,7 +161,7 @@ def _repaired(app: Runtime, finding: Finding, documents: dict[str, DocumentRecor
         return _done(finding, "object deleted")
     if kind in ("missing_vectors", "extra_vectors"):
         return _done(finding, _rebuild(app, documents[document_id]))
-    return finding  # missing_object: nothing can bring the original back
+    return finding  # missing_object: nothing can bring the original back; stray_object: not ours
 
 
 def _rebuild(app: Runtime, document: DocumentRecord) -> str:

@@ -45,6 +45,9 @@ async def _settle(app: EagleApp) -> None:
     raise AssertionError(f"tasks did not settle: {app.repositories.tasks.count_by_status()}")
 
 
+BY_HAND = "{ns}/docs/stray-by-hand.txt"
+
+
 async def _damage(app: EagleApp) -> dict[str, str]:
     app.repositories.knowledge_bases.create("docs")
     ids = {}
@@ -65,6 +68,8 @@ async def _damage(app: EagleApp) -> dict[str, str]:
     app.objects.delete(key)
     stray = object_key(app.namespace, "docs", new_id(), "stray.txt")
     app.objects.put(stray, io.BytesIO(b"nobody's"), content_type="text/plain")
+    # Under no document id (put there by hand): it was counted, never reported, and exported.
+    app.objects.put(BY_HAND.format(ns=app.namespace), io.BytesIO(b"x"), content_type="text/plain")
     await app.flush_vectors()
     return ids
 
@@ -92,8 +97,11 @@ def test_consistency_finds_repairs_and_then_passes(tmp_path: Path) -> None:
         "missing_vectors",
         "failed_with_vectors",
         "missing_object",
+        "stray_object",
     }
     assert sum(1 for f in report["findings"] if f["kind"] == "orphan_object") == 2
+    [stray] = [f for f in report["findings"] if f["kind"] == "stray_object"]
+    assert stray["key"].endswith("/docs/stray-by-hand.txt") and stray["document_id"] is None
     assert all(f["document_id"] != ids["healthy"] for f in report["findings"])
     assert _doctor(data)[1] == report  # checking alone changes nothing
 
@@ -105,12 +113,14 @@ def test_consistency_finds_repairs_and_then_passes(tmp_path: Path) -> None:
     assert actions["failed_with_vectors"] == "vectors deleted"
     assert actions["missing_vectors"].startswith("re-ingest queued")
     assert actions["missing_object"] == ""  # nothing can bring an original back
+    assert actions["stray_object"] == ""  # not Eagle-RAG's to delete
 
     async def rebuild_and_drop_the_unrecoverable(app: EagleApp) -> None:
         await _settle(app)  # the queue took the re-ingest over at start
         await app.flush_vectors()
         assert app.repositories.documents.get(ids["unvectored"]).status == "completed"
         remove_document(app, ids["unstored"])
+        app.objects.delete(BY_HAND.format(ns=app.namespace))  # what the operator does by hand
 
     asyncio.run(_with_app(data, rebuild_and_drop_the_unrecoverable))
     code, final = _doctor(data)
