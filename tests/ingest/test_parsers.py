@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -296,3 +298,59 @@ def test_a_plugin_parser_overrides_core_for_its_type() -> None:
 def test_pptx_slide_limit() -> None:
     with pytest.raises(InvalidInputError, match="2 slides \\(limit 1\\)"):
         _parse(PptxParser(), docs.pptx_bytes(), "d.pptx", d.PPTX, max_pages=1)
+
+
+def _docx(build: Callable[[Any], None]) -> bytes:
+    import docx
+
+    document = docx.Document()
+    build(document)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def _xml(text: str) -> Any:
+    """A WordprocessingML element written without its namespace declaration."""
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    return parse_xml(f"<w:wrapper {nsdecls('w')}>{text}</w:wrapper>")[0]
+
+
+def test_docx_content_controls_and_tracked_insertions_are_text() -> None:
+    """A form's body inside a content control failed as "no text"; an inline control's value
+    and a tracked insertion were dropped (python-docx reads only plain runs and links)."""
+
+    def build(document: Any) -> None:
+        body = document.element.body
+        body.insert(
+            0,
+            _xml(
+                '<w:sdt><w:sdtContent><w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr>'
+                "<w:r><w:t>Lease terms</w:t></w:r></w:p>"
+                "<w:p><w:r><w:t>The tenant pays monthly.</w:t></w:r></w:p></w:sdtContent></w:sdt>"
+            ),
+        )
+        paragraph = document.add_paragraph("Tenant: ")
+        paragraph._p.append(
+            _xml("<w:sdt><w:sdtContent><w:r><w:t>Ada Lovelace</w:t></w:r></w:sdtContent></w:sdt>")
+        )
+        revised = document.add_paragraph("Rent is ")
+        revised._p.append(
+            _xml('<w:ins w:id="1" w:author="qa"><w:r><w:t>950 euros </w:t></w:r></w:ins>')
+        )
+        revised._p.append(
+            _xml(
+                '<w:del w:id="2" w:author="qa"><w:r><w:delText>900 euros </w:delText></w:r></w:del>'
+            )
+        )
+        revised.add_run("a month.")
+
+    result = _parse(DocxParser(), _docx(build), "lease.docx", d.DOCX)
+    assert _headings(result) == [("Lease terms", 1, None)]
+    assert [s.content for s in result.sections if s.content] == [
+        "The tenant pays monthly.",
+        "Tenant: Ada Lovelace",
+        "Rent is 950 euros a month.",
+    ]

@@ -16,6 +16,7 @@ from typing import Any
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import DOCX, PPTX
 from eagle_rag.ingest.parsers.base import ParseContext, markdown_table, result
+from eagle_rag.ingest.parsers.docx_body import PARAGRAPH, TABLE, blocks, paragraph_text
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.parsers.office_ocr import has_text, picture_sections
 from eagle_rag.ingest.pixelrag.office_pictures import docx_pictures, slide_pictures
@@ -31,8 +32,6 @@ class DocxParser(OcrReader):
 
     def parse(self, context: ParseContext) -> ParseResult:
         import docx
-        from docx.table import Table
-        from docx.text.paragraph import Paragraph
 
         try:
             document = docx.Document(io.BytesIO(context.data))
@@ -42,17 +41,12 @@ class DocxParser(OcrReader):
             ) from exc
         sections: list[TextSection] = []
         shown_title = ""  # the first Title-style paragraph: the document's name, not a section
-        for block in document.iter_inner_content():
-            section: TextSection | None = None
-            if isinstance(block, Paragraph) and not shown_title and _is_title(block):
-                shown_title = block.text.strip()
-            elif isinstance(block, Paragraph):
-                section = _paragraph(block)
-            elif isinstance(block, Table):
-                rows = [_row_texts(row) for row in block.rows]
-                section = TextSection(markdown_table(rows), kind="table") if rows else None
-            if section is not None:
-                sections.append(section)
+        for block in blocks(document.element.body):
+            paragraph = _wrapped(block, document)
+            if paragraph is not None and not shown_title and _is_title(paragraph):
+                shown_title = paragraph_text(block).strip()
+            else:
+                sections.extend(_block_sections(block, document))
         # The title readers see first; the core property is often a template's or stale.
         title = shown_title or (document.core_properties.title or "").strip()
         metadata: dict[str, object] = {"title": title} if title else {}
@@ -62,6 +56,27 @@ class DocxParser(OcrReader):
             sections.extend(found)
             metadata[PICTURE_TEXT_KEY] = texts
         return result(sections, **metadata)
+
+
+def _wrapped(block: Any, document: Any) -> Any:
+    """A ``w:p`` as a python-docx Paragraph (for its style), None for a table."""
+    from docx.text.paragraph import Paragraph
+
+    return Paragraph(block, document._body) if block.tag == PARAGRAPH else None
+
+
+def _block_sections(block: Any, document: Any) -> Iterator[TextSection]:
+    """A paragraph's or table's section."""
+    from docx.table import Table
+
+    if block.tag == TABLE:
+        rows = [_row_texts(row) for row in Table(block, document._body).rows]
+        if rows:
+            yield TextSection(markdown_table(rows), kind="table")
+        return
+    section = _paragraph(_wrapped(block, document))
+    if section is not None:
+        yield section
 
 
 def _row_texts(row: Any) -> list[str]:
@@ -77,11 +92,11 @@ def _row_texts(row: Any) -> list[str]:
 
 def _is_title(paragraph: Any) -> bool:
     style = (paragraph.style.name if paragraph.style is not None else "") or ""
-    return style.lower() == "title" and bool(paragraph.text.strip())
+    return style.lower() == "title" and bool(paragraph_text(paragraph._p).strip())
 
 
 def _paragraph(paragraph: Any) -> TextSection | None:
-    text = paragraph.text.strip()
+    text = paragraph_text(paragraph._p).strip()
     if not text:
         return None
     style = (paragraph.style.name if paragraph.style is not None else "") or ""
