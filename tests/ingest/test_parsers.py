@@ -354,3 +354,33 @@ def test_docx_content_controls_and_tracked_insertions_are_text() -> None:
         "Tenant: Ada Lovelace",
         "Rent is 950 euros a month.",
     ]
+
+
+def test_docx_text_boxes_and_tables_nested_in_a_cell_are_text() -> None:
+    """A text box (written by Word twice: drawing and VML fallback) and a table inside a cell
+    were lost; the box is read once, after the paragraph that anchors it."""
+    box = "<w:txbxContent><w:p><w:r><w:t>Call 555-0100 for help.</w:t></w:r></w:p></w:txbxContent>"
+    alternate = (
+        '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+        ' xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"'
+        ' xmlns:v="urn:schemas-microsoft-com:vml">'
+        f"<mc:Choice Requires='wps'><w:drawing><wps:txbx>{box}</wps:txbx></w:drawing></mc:Choice>"
+        f"<mc:Fallback><w:pict><v:shape><v:textbox>{box}</v:textbox></v:shape></w:pict>"
+        "</mc:Fallback></mc:AlternateContent>"
+    )
+
+    def build(document: Any) -> None:
+        anchor = document.add_paragraph("Support")
+        anchor.runs[0]._r.append(_xml(alternate))
+        table = document.add_table(rows=2, cols=2)
+        table.cell(0, 0).text, table.cell(0, 1).text = "Plan", "Prices"
+        table.cell(1, 0).text = "Pro"
+        inner = table.cell(1, 1).add_table(rows=2, cols=2)
+        for row, (term, price) in enumerate([("Monthly", "12 euros"), ("Yearly", "120 euros")]):
+            inner.cell(row, 0).text, inner.cell(row, 1).text = term, price
+
+    result = _parse(DocxParser(), _docx(build), "plans.docx", d.DOCX)
+    texts = [s.content for s in result.sections if s.kind == "text"]
+    assert texts == ["Support", "Call 555-0100 for help."]
+    [table] = [s.content for s in result.sections if s.kind == "table"]
+    assert table.splitlines()[-1] == "| Pro | Monthly; 12 euros / Yearly; 120 euros |"

@@ -76,12 +76,12 @@ def text_boxes(paragraph: Any) -> Iterator[Any]:
 
 
 def container_text(container: Any) -> str:
-    """All the text of a cell or text box, one line per paragraph; a nested table's rows are
-    lines too, their cells parted by ``; ``."""
+    """All the text of a cell or text box, one line per paragraph; a nested table is one line,
+    its rows parted by `` / `` and their cells by ``; `` (a Markdown cell holds no table)."""
     lines: list[str] = []
     for block in blocks(container):
         if block.tag == TABLE:
-            lines.extend(_table_lines(block))
+            lines.append(" / ".join(row for row in _table_lines(block) if row))
             continue
         lines.append(paragraph_text(block))
         lines.extend(container_text(box) for box in text_boxes(block))

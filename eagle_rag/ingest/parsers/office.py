@@ -16,7 +16,14 @@ from typing import Any
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import DOCX, PPTX
 from eagle_rag.ingest.parsers.base import ParseContext, markdown_table, result
-from eagle_rag.ingest.parsers.docx_body import PARAGRAPH, TABLE, blocks, paragraph_text
+from eagle_rag.ingest.parsers.docx_body import (
+    PARAGRAPH,
+    TABLE,
+    blocks,
+    container_text,
+    paragraph_text,
+    text_boxes,
+)
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.parsers.office_ocr import has_text, picture_sections
 from eagle_rag.ingest.pixelrag.office_pictures import docx_pictures, slide_pictures
@@ -66,7 +73,7 @@ def _wrapped(block: Any, document: Any) -> Any:
 
 
 def _block_sections(block: Any, document: Any) -> Iterator[TextSection]:
-    """A paragraph's or table's section."""
+    """A paragraph's or table's section; a paragraph's text boxes follow it."""
     from docx.table import Table
 
     if block.tag == TABLE:
@@ -77,15 +84,19 @@ def _block_sections(block: Any, document: Any) -> Iterator[TextSection]:
     section = _paragraph(_wrapped(block, document))
     if section is not None:
         yield section
+    for box in text_boxes(block):
+        for inner in blocks(box):
+            yield from _block_sections(inner, document)
 
 
 def _row_texts(row: Any) -> list[str]:
-    """A table row's cell texts; a cell merged across columns is listed once per column it
-    spans (python-docx), so its text is kept in the first and the rest are left empty."""
+    """A table row's cell texts (nested tables and text boxes included); a cell merged across
+    columns is listed once per column it spans (python-docx), so its text is kept in the first
+    and the rest are left empty."""
     texts: list[str] = []
     seen: set[int] = set()
     for cell in row.cells:
-        texts.append("" if id(cell._tc) in seen else cell.text)
+        texts.append("" if id(cell._tc) in seen else container_text(cell._tc))
         seen.add(id(cell._tc))
     return texts
 
