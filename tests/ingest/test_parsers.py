@@ -384,3 +384,46 @@ def test_docx_text_boxes_and_tables_nested_in_a_cell_are_text() -> None:
     assert texts == ["Support", "Call 555-0100 for help."]
     [table] = [s.content for s in result.sections if s.kind == "table"]
     assert table.splitlines()[-1] == "| Pro | Monthly; 12 euros / Yearly; 120 euros |"
+
+
+def _notes_part(document: Any, kind: str, notes: dict[str, str]) -> None:
+    """A footnotes or endnotes part as Word writes it (separators first); python-docx writes
+    neither."""
+    from docx.opc.packuri import PackURI
+    from docx.opc.part import Part
+    from docx.oxml.ns import nsdecls
+
+    body = "".join(
+        f'<w:{kind} w:id="{key}"><w:p><w:r><w:{kind}Ref/></w:r>'
+        f'<w:r><w:t xml:space="preserve"> {text}</w:t></w:r></w:p></w:{kind}>'
+        for key, text in notes.items()
+    )
+    separator = (
+        f'<w:{kind} w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:{kind}>'
+    )
+    xml = f"<w:{kind}s {nsdecls('w')}>{separator}{body}</w:{kind}s>"
+    content_type = f"application/vnd.openxmlformats-officedocument.wordprocessingml.{kind}s+xml"
+    part = Part(PackURI(f"/word/{kind}s.xml"), content_type, xml.encode(), document.part.package)
+    document.part.relate_to(
+        part, f"http://schemas.openxmlformats.org/officeDocument/2006/relationships/{kind}s"
+    )
+
+
+def test_docx_footnotes_and_endnotes_follow_the_paragraph_that_refers_to_them() -> None:
+    """Notes were never read: the source of a claim was not searchable."""
+
+    def build(document: Any) -> None:
+        _notes_part(document, "footnote", {"7": "Internal audit, 2023.", "8": "Unused note."})
+        _notes_part(document, "endnote", {"2": "Figures in euros."})
+        claim = document.add_paragraph("Costs fell by a third.")
+        claim._p.append(_xml('<w:r><w:footnoteReference w:id="7"/></w:r>'))
+        claim._p.append(_xml('<w:r><w:endnoteReference w:id="2"/></w:r>'))
+        document.add_paragraph("Staff grew.")
+
+    result = _parse(DocxParser(), _docx(build), "audit.docx", d.DOCX)
+    assert [s.content for s in result.sections] == [
+        "Costs fell by a third.",
+        "Footnote 1: Internal audit, 2023.",
+        "Endnote 1: Figures in euros.",
+        "Staff grew.",
+    ]

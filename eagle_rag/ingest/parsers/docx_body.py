@@ -23,6 +23,7 @@ _OPENED = {f"{W}sdt": f"{W}sdtContent", f"{W}customXml": None}
 _SKIPPED = frozenset(
     {f"{W}del", f"{W}moveFrom", f"{W}pPr", f"{W}rPr", f"{W}instrText", FALLBACK, TEXT_BOX}
 )
+_ELSEWHERE = frozenset({FALLBACK, TEXT_BOX, f"{W}del", f"{W}moveFrom"})
 _CHARACTERS = {f"{W}tab": "\t", f"{W}ptab": "\t", f"{W}cr": "\n", f"{W}noBreakHyphen": "-"}
 
 
@@ -65,14 +66,18 @@ def _collect(element: Any, parts: list[str]) -> None:
 def text_boxes(paragraph: Any) -> Iterator[Any]:
     """The ``w:txbxContent`` anchored in a paragraph, once each: not the VML fallback copy, nor
     a box inside another box (read with its box)."""
-    for box in paragraph.iter(TEXT_BOX):
-        outer = box.getparent()
-        while outer is not None and outer is not paragraph:
-            if outer.tag in (FALLBACK, TEXT_BOX):
-                break
-            outer = outer.getparent()
-        else:
-            yield box
+    return (box for box in paragraph.iter(TEXT_BOX) if outside(box, paragraph))
+
+
+def outside(element: Any, block: Any) -> bool:
+    """Whether an element of a paragraph or table is its own, not in one of its text boxes
+    (read as blocks of their own), a fallback copy, or a tracked deletion."""
+    outer = element.getparent()
+    while outer is not None and outer is not block:
+        if outer.tag in _ELSEWHERE:
+            return False
+        outer = outer.getparent()
+    return True
 
 
 def container_text(container: Any) -> str:

@@ -24,6 +24,7 @@ from eagle_rag.ingest.parsers.docx_body import (
     paragraph_text,
     text_boxes,
 )
+from eagle_rag.ingest.parsers.docx_notes import DocxNotes
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.parsers.office_ocr import has_text, picture_sections
 from eagle_rag.ingest.pixelrag.office_pictures import docx_pictures, slide_pictures
@@ -47,13 +48,14 @@ class DocxParser(OcrReader):
                 f"the DOCX file is corrupt: {exc}", filename=context.filename
             ) from exc
         sections: list[TextSection] = []
+        notes = DocxNotes(document.part)
         shown_title = ""  # the first Title-style paragraph: the document's name, not a section
         for block in blocks(document.element.body):
             paragraph = _wrapped(block, document)
             if paragraph is not None and not shown_title and _is_title(paragraph):
                 shown_title = paragraph_text(block).strip()
             else:
-                sections.extend(_block_sections(block, document))
+                sections.extend(_block_sections(block, document, notes))
         # The title readers see first; the core property is often a template's or stale.
         title = shown_title or (document.core_properties.title or "").strip()
         metadata: dict[str, object] = {"title": title} if title else {}
@@ -72,21 +74,24 @@ def _wrapped(block: Any, document: Any) -> Any:
     return Paragraph(block, document._body) if block.tag == PARAGRAPH else None
 
 
-def _block_sections(block: Any, document: Any) -> Iterator[TextSection]:
-    """A paragraph's or table's section; a paragraph's text boxes follow it."""
+def _block_sections(block: Any, document: Any, notes: DocxNotes) -> Iterator[TextSection]:
+    """A paragraph's or table's section, then the notes it refers to; a paragraph's text
+    boxes follow it."""
     from docx.table import Table
 
     if block.tag == TABLE:
         rows = [_row_texts(row) for row in Table(block, document._body).rows]
         if rows:
             yield TextSection(markdown_table(rows), kind="table")
+        yield from notes.after(block)
         return
     section = _paragraph(_wrapped(block, document))
     if section is not None:
         yield section
+    yield from notes.after(block)
     for box in text_boxes(block):
         for inner in blocks(box):
-            yield from _block_sections(inner, document)
+            yield from _block_sections(inner, document, notes)
 
 
 def _row_texts(row: Any) -> list[str]:
