@@ -427,3 +427,24 @@ def test_docx_footnotes_and_endnotes_follow_the_paragraph_that_refers_to_them() 
         "Endnote 1: Figures in euros.",
         "Staff grew.",
     ]
+
+
+def test_docx_headings_by_a_style_based_on_a_heading_or_by_outline_level() -> None:
+    """Corporate templates name their own heading styles (based on Heading N) or set an
+    outline level; both were body text, so the document had no sections."""
+    from docx.enum.style import WD_STYLE_TYPE
+
+    def build(document: Any) -> None:
+        corporate = document.styles.add_style("Corp Heading", WD_STYLE_TYPE.PARAGRAPH)
+        corporate.base_style = document.styles["Heading 2"]
+        chapter = document.styles.add_style("Corp Chapter", WD_STYLE_TYPE.PARAGRAPH)
+        chapter.base_style = corporate  # two steps from Heading 2
+        document.add_paragraph("Scope", style="Corp Chapter")
+        outlined = document.add_paragraph("Terms")
+        outlined._p.get_or_add_pPr().append(_xml('<w:outlineLvl w:val="0"/>'))
+        demoted = document.add_paragraph("Looks like a heading", style="Heading 1")
+        demoted._p.get_or_add_pPr().append(_xml('<w:outlineLvl w:val="9"/>'))
+
+    result = _parse(DocxParser(), _docx(build), "contract.docx", d.DOCX)
+    assert _headings(result) == [("Scope", 2, None), ("Terms", 1, None)]
+    assert [s.content for s in result.sections if s.content] == ["Looks like a heading"]

@@ -8,7 +8,6 @@ has already refused zip bombs when these run.
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -25,13 +24,12 @@ from eagle_rag.ingest.parsers.docx_body import (
     text_boxes,
 )
 from eagle_rag.ingest.parsers.docx_notes import DocxNotes
+from eagle_rag.ingest.parsers.docx_styles import heading_level
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.parsers.office_ocr import has_text, picture_sections
 from eagle_rag.ingest.pixelrag.office_pictures import docx_pictures, slide_pictures
 from eagle_rag.ingest.pixelrag.picture_ocr import PICTURE_TEXT_KEY
 from eagle_rag.plugins.payloads import ParseResult, TextSection
-
-_HEADING = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
 
 
 class DocxParser(OcrReader):
@@ -118,9 +116,9 @@ def _paragraph(paragraph: Any) -> TextSection | None:
     style = (paragraph.style.name if paragraph.style is not None else "") or ""
     if style.lower() == "title":
         return TextSection("", heading=text, level=1)
-    match = _HEADING.match(style.strip())
-    if match:
-        return TextSection("", heading=text, level=int(match.group(1)))
+    level = heading_level(paragraph)
+    if level is not None:
+        return TextSection("", heading=text, level=level)
     numbered = paragraph._p.pPr is not None and paragraph._p.pPr.numPr is not None
     if numbered or style.lower().startswith("list"):
         return TextSection(f"- {text}", kind="list")
