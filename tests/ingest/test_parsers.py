@@ -448,3 +448,37 @@ def test_docx_headings_by_a_style_based_on_a_heading_or_by_outline_level() -> No
     result = _parse(DocxParser(), _docx(build), "contract.docx", d.DOCX)
     assert _headings(result) == [("Scope", 2, None), ("Terms", 1, None)]
     assert [s.content for s in result.sections if s.content] == ["Looks like a heading"]
+
+
+def test_pptx_shapes_are_read_top_to_bottom_and_charts_are_text() -> None:
+    """Shapes came in drawing order (a box added last at the top was read last) and a chart
+    gave nothing: its title, series and categories are what a question names."""
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])  # title only
+    slide.shapes.title.text = "Results"
+    slide.shapes.add_textbox(Inches(1), Inches(6), Inches(4), Inches(1)).text = "Footnote box"
+    group = slide.shapes.add_group_shape()
+    group.shapes.add_textbox(Inches(5), Inches(2), Inches(3), Inches(1)).text = "Right"
+    group.shapes.add_textbox(Inches(1), Inches(2), Inches(3), Inches(1)).text = "Left"
+    data = CategoryChartData()
+    data.categories = ["North", "South"]
+    data.add_series("Revenue", (4.0, 5.0))
+    frame = slide.shapes.add_chart(
+        XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(3), Inches(6), Inches(2), data
+    )
+    frame.chart.has_title = True
+    frame.chart.chart_title.text_frame.text = "Sales by region"
+    out = io.BytesIO()
+    deck.save(out)
+    result = _parse(PptxParser(), out.getvalue(), "results.pptx", d.PPTX)
+    assert [s.content for s in result.sections if s.content] == [
+        "Left",
+        "Right",
+        "Chart: Sales by region\nSeries: Revenue\nCategories: North, South",
+        "Footnote box",
+    ]

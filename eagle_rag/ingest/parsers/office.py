@@ -27,6 +27,7 @@ from eagle_rag.ingest.parsers.docx_notes import DocxNotes
 from eagle_rag.ingest.parsers.docx_styles import heading_level
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.parsers.office_ocr import has_text, picture_sections
+from eagle_rag.ingest.parsers.pptx_shapes import reading_order, shape_sections
 from eagle_rag.ingest.pixelrag.office_pictures import docx_pictures, slide_pictures
 from eagle_rag.ingest.pixelrag.picture_ocr import PICTURE_TEXT_KEY
 from eagle_rag.plugins.payloads import ParseResult, TextSection
@@ -126,7 +127,8 @@ def _paragraph(paragraph: Any) -> TextSection | None:
 
 
 class PptxParser(OcrReader):
-    """One section per slide: its title is the heading, the page is the slide number."""
+    """One section per slide: its title is the heading, the page is the slide number, its
+    shapes' text follows in reading order (``pptx_shapes``)."""
 
     name = "pptx"
     supported_mime_types: tuple[str, ...] = (PPTX,)
@@ -153,10 +155,10 @@ class PptxParser(OcrReader):
             title = title_shape.text_frame.text.strip() if title_shape is not None else ""
             heading = title or f"Slide {number}"
             sections.append(TextSection("", heading=heading, level=1, page=number))
-            for shape in slide.shapes:
+            for shape in reading_order(slide.shapes):
                 if title_shape is not None and shape.shape_id == title_shape.shape_id:
                     continue
-                sections.extend(_shape_sections(shape, number))
+                sections.extend(shape_sections(shape, number))
             notes.extend(_speaker_notes(slide, number))
         metadata: dict[str, object] = {"pages": len(slides)}
         if context.ocr and not has_text(sections):
@@ -185,17 +187,3 @@ def _speaker_notes(slide: Any, page: int) -> Iterator[TextSection]:
     lines = [p.text.strip() for p in frame.paragraphs if p.text.strip()] if frame else []
     if lines:
         yield TextSection("Speaker notes: " + "\n".join(lines), page=page)
-
-
-def _shape_sections(shape: Any, page: int) -> Iterator[TextSection]:
-    if getattr(shape, "has_table", False) and shape.has_table:
-        rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
-        if rows:
-            yield TextSection(markdown_table(rows), page=page, kind="table")
-    elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
-        lines = [p.text.strip() for p in shape.text_frame.paragraphs if p.text.strip()]
-        if lines:
-            yield TextSection("\n".join(lines), page=page)
-    elif shape.shape_type is not None and hasattr(shape, "shapes"):  # a group
-        for inner in shape.shapes:
-            yield from _shape_sections(inner, page)
