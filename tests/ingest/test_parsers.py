@@ -482,3 +482,57 @@ def test_pptx_shapes_are_read_top_to_bottom_and_charts_are_text() -> None:
         "Chart: Sales by region\nSeries: Revenue\nCategories: North, South",
         "Footnote box",
     ]
+
+
+def test_docx_list_items_keep_their_numbers_and_nesting() -> None:
+    """Every item was "- item": the steps of a procedure lost their numbers and sub-items
+    their place under an item."""
+
+    def build(document: Any) -> None:
+        numbering = document.part.numbering_part.element
+        levels = "".join(
+            f'<w:lvl w:ilvl="{level}"><w:start w:val="1"/><w:numFmt w:val="{fmt}"/>'
+            f'<w:lvlText w:val="{text}"/></w:lvl>'
+            for level, fmt, text in [(0, "decimal", "%1."), (1, "lowerLetter", "%2)")]
+        )
+        numbering.insert(0, _xml(f'<w:abstractNum w:abstractNumId="90">{levels}</w:abstractNum>'))
+        numbering.append(_xml('<w:num w:numId="90"><w:abstractNumId w:val="90"/></w:num>'))
+        for level, text in [(0, "Unplug"), (1, "Wait"), (1, "Check"), (0, "Open"), (1, "Lift")]:
+            item = document.add_paragraph(text)
+            item._p.get_or_add_pPr().append(
+                _xml(f'<w:numPr><w:ilvl w:val="{level}"/><w:numId w:val="90"/></w:numPr>')
+            )
+        document.add_paragraph("Report", style="List Number")
+        document.add_paragraph("by mail", style="List Bullet 2")
+        document.add_paragraph("Close", style="List Number")
+
+    result = _parse(DocxParser(), _docx(build), "steps.docx", d.DOCX)
+    assert [s.content for s in result.sections if s.kind == "list"] == [
+        "1. Unplug",
+        "  a) Wait",
+        "  b) Check",
+        "2. Open",
+        "  a) Lift",
+        "1. Report",
+        "  - by mail",
+        "2. Close",
+    ]
+
+
+def test_pptx_bullet_levels_are_indented() -> None:
+    """Sub-bullets were flattened to the level of the points they belong to."""
+    from pptx import Presentation
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Plan"
+    frame = slide.placeholders[1].text_frame
+    frame.text = "Hire"
+    for text, level in [("two engineers", 1), ("in Lyon", 2), ("Train", 0)]:
+        paragraph = frame.add_paragraph()
+        paragraph.text, paragraph.level = text, level
+    out = io.BytesIO()
+    deck.save(out)
+    result = _parse(PptxParser(), out.getvalue(), "plan.pptx", d.PPTX)
+    [body] = [s.content for s in result.sections if s.content]
+    assert body == "Hire\n  two engineers\n    in Lyon\nTrain"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from eagle_rag.errors import InvalidInputError
@@ -23,6 +23,7 @@ from eagle_rag.ingest.parsers.docx_body import (
     paragraph_text,
     text_boxes,
 )
+from eagle_rag.ingest.parsers.docx_lists import DocxLists
 from eagle_rag.ingest.parsers.docx_notes import DocxNotes
 from eagle_rag.ingest.parsers.docx_styles import heading_level
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
@@ -47,14 +48,14 @@ class DocxParser(OcrReader):
                 f"the DOCX file is corrupt: {exc}", filename=context.filename
             ) from exc
         sections: list[TextSection] = []
-        notes = DocxNotes(document.part)
+        story = _Story(document._body, DocxNotes(document.part), DocxLists(document.part))
         shown_title = ""  # the first Title-style paragraph: the document's name, not a section
         for block in blocks(document.element.body):
-            paragraph = _wrapped(block, document)
+            paragraph = _wrapped(block, story)
             if paragraph is not None and not shown_title and _is_title(paragraph):
                 shown_title = paragraph_text(block).strip()
             else:
-                sections.extend(_block_sections(block, document, notes))
+                sections.extend(_block_sections(block, story))
         # The title readers see first; the core property is often a template's or stale.
         title = shown_title or (document.core_properties.title or "").strip()
         metadata: dict[str, object] = {"title": title} if title else {}
@@ -66,31 +67,41 @@ class DocxParser(OcrReader):
         return result(sections, **metadata)
 
 
-def _wrapped(block: Any, document: Any) -> Any:
+@dataclass(frozen=True, slots=True)
+class _Story:
+    """What reading a document's blocks needs: its body (python-docx's parent of paragraphs
+    and tables), its notes and its list numbering, counted as the blocks are read."""
+
+    body: Any
+    notes: DocxNotes
+    lists: DocxLists
+
+
+def _wrapped(block: Any, story: _Story) -> Any:
     """A ``w:p`` as a python-docx Paragraph (for its style), None for a table."""
     from docx.text.paragraph import Paragraph
 
-    return Paragraph(block, document._body) if block.tag == PARAGRAPH else None
+    return Paragraph(block, story.body) if block.tag == PARAGRAPH else None
 
 
-def _block_sections(block: Any, document: Any, notes: DocxNotes) -> Iterator[TextSection]:
+def _block_sections(block: Any, story: _Story) -> Iterator[TextSection]:
     """A paragraph's or table's section, then the notes it refers to; a paragraph's text
     boxes follow it."""
     from docx.table import Table
 
     if block.tag == TABLE:
-        rows = [_row_texts(row) for row in Table(block, document._body).rows]
+        rows = [_row_texts(row) for row in Table(block, story.body).rows]
         if rows:
             yield TextSection(markdown_table(rows), kind="table")
-        yield from notes.after(block)
+        yield from story.notes.after(block)
         return
-    section = _paragraph(_wrapped(block, document))
+    section = _paragraph(_wrapped(block, story), story.lists)
     if section is not None:
         yield section
-    yield from notes.after(block)
+    yield from story.notes.after(block)
     for box in text_boxes(block):
         for inner in blocks(box):
-            yield from _block_sections(inner, document, notes)
+            yield from _block_sections(inner, story)
 
 
 def _row_texts(row: Any) -> list[str]:
@@ -110,7 +121,7 @@ def _is_title(paragraph: Any) -> bool:
     return style.lower() == "title" and bool(paragraph_text(paragraph._p).strip())
 
 
-def _paragraph(paragraph: Any) -> TextSection | None:
+def _paragraph(paragraph: Any, lists: DocxLists) -> TextSection | None:
     text = paragraph_text(paragraph._p).strip()
     if not text:
         return None
@@ -120,10 +131,8 @@ def _paragraph(paragraph: Any) -> TextSection | None:
     level = heading_level(paragraph)
     if level is not None:
         return TextSection("", heading=text, level=level)
-    numbered = paragraph._p.pPr is not None and paragraph._p.pPr.numPr is not None
-    if numbered or style.lower().startswith("list"):
-        return TextSection(f"- {text}", kind="list")
-    return TextSection(text)
+    mark = lists.mark(paragraph)
+    return TextSection(text) if mark is None else TextSection(mark + text, kind="list")
 
 
 class PptxParser(OcrReader):

@@ -33,7 +33,9 @@ def shape_sections(shape: Any, page: int) -> Iterator[TextSection]:
         if lines:
             yield TextSection("\n".join(lines), page=page)
     elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
-        lines = [p.text.strip() for p in shape.text_frame.paragraphs if p.text.strip()]
+        # A bullet's level (the Tab key in PowerPoint) is its indent: sub-points under theirs.
+        paragraphs = [p for p in shape.text_frame.paragraphs if p.text.strip()]
+        lines = ["  " * (p.level or 0) + p.text.strip() for p in paragraphs]
         if lines:
             yield TextSection("\n".join(lines), page=page)
     elif shape.shape_type is not None and hasattr(shape, "shapes"):  # a group
