@@ -536,3 +536,39 @@ def test_pptx_bullet_levels_are_indented() -> None:
     result = _parse(PptxParser(), out.getvalue(), "plan.pptx", d.PPTX)
     [body] = [s.content for s in result.sections if s.content]
     assert body == "Hire\n  two engineers\n    in Lyon\nTrain"
+
+
+def test_xlsx_cells_show_their_format_and_a_merged_title_names_the_table() -> None:
+    """A title merged over the table was its header (the real header became a data row), and
+    cells showed stored values: 0.05 for 5%, 1234.5 for $1,234.50, dates at midnight."""
+    import datetime as dt
+
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.title = "Q1"
+    sheet["A1"] = "Quarterly  report"
+    sheet.merge_cells("A1:C1")
+    sheet.append([])
+    sheet.append(["Metric", "Value", "Date"])
+    sheet.append(["Growth", 0.05, dt.date(2024, 3, 31)])
+    sheet.append(["Price", 1234.5, dt.datetime(2024, 4, 1, 13, 45)])
+    sheet.append(["Ratio", 1.5e-7, None])
+    sheet["B4"].number_format = "0%"
+    sheet["C4"].number_format = "yyyy-mm-dd"
+    sheet["B5"].number_format = "$#,##0.00"
+    sheet["C5"].number_format = "yyyy-mm-dd h:mm"
+    sheet["B6"].number_format = "0.00E+00"  # scientific: not shown as formatted
+    out = io.BytesIO()
+    workbook.save(out)
+    result = _parse(XlsxParser(), out.getvalue(), "report.xlsx", d.XLSX)
+    assert _headings(result) == [("Q1", 1, None), ("Quarterly report", 2, None)]
+    [table] = [s.content for s in result.sections if s.kind == "table"]
+    assert table.splitlines() == [
+        "| Metric | Value | Date |",
+        "|---|---|---|",
+        "| Growth | 5% | 2024-03-31 |",
+        "| Price | $1,234.50 | 2024-04-01 13:45 |",
+        "| Ratio | 1.5e-07 |  |",
+    ]
