@@ -1,5 +1,9 @@
 """Office Open XML: DOCX (heading styles, lists, tables) and PPTX (slide titles, bodies, notes).
 
+A Word body is read from its XML (``docx_body``: content controls, tracked insertions, text
+boxes and nested tables, which python-docx's text skips), its headings by ``docx_styles``, its
+list marks by ``docx_lists``, its notes by ``docx_notes``; a slide's shapes by ``pptx_shapes``.
+
 A file with no text of its own (a scan pasted into Word, a deck of screenshots) is read from its
 pictures by OCR where the pipeline OCRs (``office_ocr``). The archive guard (ingest/safety.py)
 has already refused zip bombs when these run.
