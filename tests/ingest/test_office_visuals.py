@@ -116,3 +116,30 @@ def test_picture_ocr_stops_at_its_budget_and_keeps_text_it_has() -> None:
     known = PictureOcr(read, known={"k": "read by the parser"})
     assert known.text(picture, key="k") == "read by the parser" and reads == []
     assert PictureOcr(read).text(picture, own="Q1") == "Q1" and reads == [(100, 100)]
+
+
+@ASYNC
+async def test_a_word_picture_below_a_heading_is_in_its_section_with_its_caption(
+    app: EagleApp, kb: str
+) -> None:
+    """The picture's neighbour was the heading above it, whose words no chunk holds: it had no
+    source chunk, the file name for its section, and the caption below it was not its caption."""
+    import docx
+    from docx.shared import Inches
+
+    document = docx.Document()
+    document.add_heading("Overview", level=1)
+    document.add_paragraph("The fleet grew this year.")
+    document.add_heading("Revenue", level=1)
+    document.add_picture(io.BytesIO(vd.chart_png()), width=Inches(4))
+    document.add_paragraph("Figure 2: Revenue by region", style="Caption")
+    document.add_paragraph("The north led the growth.")
+    out = io.BytesIO()
+    document.save(out)
+    document_id = await vd.ingest_completed(app, kb, out.getvalue(), "revenue.docx")
+    [picture] = _visuals(app, document_id)
+    texts = app.vectors.query(TEXT_COLLECTION, f.eq("document_id", document_id))
+    source = next(t for t in texts if t["id"] == picture["source_chunk_id"])
+    assert "Figure 2: Revenue by region" in source["text"]
+    assert picture["parent_section"].endswith("Revenue")
+    assert picture["content_summary"].startswith("Figure 2: Revenue by region")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -349,3 +351,277 @@ def test_a_plugin_parser_overrides_core_for_its_type() -> None:
 def test_pptx_slide_limit() -> None:
     with pytest.raises(InvalidInputError, match="2 slides \\(limit 1\\)"):
         _parse(PptxParser(), docs.pptx_bytes(), "d.pptx", d.PPTX, max_pages=1)
+
+
+def _docx(build: Callable[[Any], None]) -> bytes:
+    import docx
+
+    document = docx.Document()
+    build(document)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def _xml(text: str) -> Any:
+    """A WordprocessingML element written without its namespace declaration."""
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    return parse_xml(f"<w:wrapper {nsdecls('w')}>{text}</w:wrapper>")[0]
+
+
+def test_docx_content_controls_and_tracked_insertions_are_text() -> None:
+    """A form's body inside a content control failed as "no text"; an inline control's value
+    and a tracked insertion were dropped (python-docx reads only plain runs and links)."""
+
+    def build(document: Any) -> None:
+        body = document.element.body
+        body.insert(
+            0,
+            _xml(
+                '<w:sdt><w:sdtContent><w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr>'
+                "<w:r><w:t>Lease terms</w:t></w:r></w:p>"
+                "<w:p><w:r><w:t>The tenant pays monthly.</w:t></w:r></w:p></w:sdtContent></w:sdt>"
+            ),
+        )
+        paragraph = document.add_paragraph("Tenant: ")
+        paragraph._p.append(
+            _xml("<w:sdt><w:sdtContent><w:r><w:t>Ada Lovelace</w:t></w:r></w:sdtContent></w:sdt>")
+        )
+        revised = document.add_paragraph("Rent is ")
+        revised._p.append(
+            _xml('<w:ins w:id="1" w:author="qa"><w:r><w:t>950 euros </w:t></w:r></w:ins>')
+        )
+        revised._p.append(
+            _xml(
+                '<w:del w:id="2" w:author="qa"><w:r><w:delText>900 euros </w:delText></w:r></w:del>'
+            )
+        )
+        revised.add_run("a month.")
+
+    result = _parse(DocxParser(), _docx(build), "lease.docx", d.DOCX)
+    assert _headings(result) == [("Lease terms", 1, None)]
+    assert [s.content for s in result.sections if s.content] == [
+        "The tenant pays monthly.",
+        "Tenant: Ada Lovelace",
+        "Rent is 950 euros a month.",
+    ]
+
+
+def test_docx_text_boxes_and_tables_nested_in_a_cell_are_text() -> None:
+    """A text box (written by Word twice: drawing and VML fallback) and a table inside a cell
+    were lost; the box is read once, after the paragraph that anchors it."""
+    box = "<w:txbxContent><w:p><w:r><w:t>Call 555-0100 for help.</w:t></w:r></w:p></w:txbxContent>"
+    alternate = (
+        '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+        ' xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"'
+        ' xmlns:v="urn:schemas-microsoft-com:vml">'
+        f"<mc:Choice Requires='wps'><w:drawing><wps:txbx>{box}</wps:txbx></w:drawing></mc:Choice>"
+        f"<mc:Fallback><w:pict><v:shape><v:textbox>{box}</v:textbox></v:shape></w:pict>"
+        "</mc:Fallback></mc:AlternateContent>"
+    )
+
+    def build(document: Any) -> None:
+        anchor = document.add_paragraph("Support")
+        anchor.runs[0]._r.append(_xml(alternate))
+        table = document.add_table(rows=2, cols=2)
+        table.cell(0, 0).text, table.cell(0, 1).text = "Plan", "Prices"
+        table.cell(1, 0).text = "Pro"
+        inner = table.cell(1, 1).add_table(rows=2, cols=2)
+        for row, (term, price) in enumerate([("Monthly", "12 euros"), ("Yearly", "120 euros")]):
+            inner.cell(row, 0).text, inner.cell(row, 1).text = term, price
+
+    result = _parse(DocxParser(), _docx(build), "plans.docx", d.DOCX)
+    texts = [s.content for s in result.sections if s.kind == "text"]
+    assert texts == ["Support", "Call 555-0100 for help."]
+    [table] = [s.content for s in result.sections if s.kind == "table"]
+    assert table.splitlines()[-1] == "| Pro | Monthly; 12 euros / Yearly; 120 euros |"
+
+
+def _notes_part(document: Any, kind: str, notes: dict[str, str]) -> None:
+    """A footnotes or endnotes part as Word writes it (separators first); python-docx writes
+    neither."""
+    from docx.opc.packuri import PackURI
+    from docx.opc.part import Part
+    from docx.oxml.ns import nsdecls
+
+    body = "".join(
+        f'<w:{kind} w:id="{key}"><w:p><w:r><w:{kind}Ref/></w:r>'
+        f'<w:r><w:t xml:space="preserve"> {text}</w:t></w:r></w:p></w:{kind}>'
+        for key, text in notes.items()
+    )
+    separator = (
+        f'<w:{kind} w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:{kind}>'
+    )
+    xml = f"<w:{kind}s {nsdecls('w')}>{separator}{body}</w:{kind}s>"
+    content_type = f"application/vnd.openxmlformats-officedocument.wordprocessingml.{kind}s+xml"
+    part = Part(PackURI(f"/word/{kind}s.xml"), content_type, xml.encode(), document.part.package)
+    document.part.relate_to(
+        part, f"http://schemas.openxmlformats.org/officeDocument/2006/relationships/{kind}s"
+    )
+
+
+def test_docx_footnotes_and_endnotes_follow_the_paragraph_that_refers_to_them() -> None:
+    """Notes were never read: the source of a claim was not searchable."""
+
+    def build(document: Any) -> None:
+        _notes_part(document, "footnote", {"7": "Internal audit, 2023.", "8": "Unused note."})
+        _notes_part(document, "endnote", {"2": "Figures in euros."})
+        claim = document.add_paragraph("Costs fell by a third.")
+        claim._p.append(_xml('<w:r><w:footnoteReference w:id="7"/></w:r>'))
+        claim._p.append(_xml('<w:r><w:endnoteReference w:id="2"/></w:r>'))
+        document.add_paragraph("Staff grew.")
+
+    result = _parse(DocxParser(), _docx(build), "audit.docx", d.DOCX)
+    assert [s.content for s in result.sections] == [
+        "Costs fell by a third.",
+        "Footnote 1: Internal audit, 2023.",
+        "Endnote 1: Figures in euros.",
+        "Staff grew.",
+    ]
+
+
+def test_docx_headings_by_a_style_based_on_a_heading_or_by_outline_level() -> None:
+    """Corporate templates name their own heading styles (based on Heading N) or set an
+    outline level; both were body text, so the document had no sections."""
+    from docx.enum.style import WD_STYLE_TYPE
+
+    def build(document: Any) -> None:
+        corporate = document.styles.add_style("Corp Heading", WD_STYLE_TYPE.PARAGRAPH)
+        corporate.base_style = document.styles["Heading 2"]
+        chapter = document.styles.add_style("Corp Chapter", WD_STYLE_TYPE.PARAGRAPH)
+        chapter.base_style = corporate  # two steps from Heading 2
+        document.add_paragraph("Scope", style="Corp Chapter")
+        outlined = document.add_paragraph("Terms")
+        outlined._p.get_or_add_pPr().append(_xml('<w:outlineLvl w:val="0"/>'))
+        demoted = document.add_paragraph("Looks like a heading", style="Heading 1")
+        demoted._p.get_or_add_pPr().append(_xml('<w:outlineLvl w:val="9"/>'))
+
+    result = _parse(DocxParser(), _docx(build), "contract.docx", d.DOCX)
+    assert _headings(result) == [("Scope", 2, None), ("Terms", 1, None)]
+    assert [s.content for s in result.sections if s.content] == ["Looks like a heading"]
+
+
+def test_pptx_shapes_are_read_top_to_bottom_and_charts_are_text() -> None:
+    """Shapes came in drawing order (a box added last at the top was read last) and a chart
+    gave nothing: its title, series and categories are what a question names."""
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])  # title only
+    slide.shapes.title.text = "Results"
+    slide.shapes.add_textbox(Inches(1), Inches(6), Inches(4), Inches(1)).text = "Footnote box"
+    group = slide.shapes.add_group_shape()
+    group.shapes.add_textbox(Inches(5), Inches(2), Inches(3), Inches(1)).text = "Right"
+    group.shapes.add_textbox(Inches(1), Inches(2), Inches(3), Inches(1)).text = "Left"
+    data = CategoryChartData()
+    data.categories = ["North", "South"]
+    data.add_series("Revenue", (4.0, 5.0))
+    frame = slide.shapes.add_chart(
+        XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(3), Inches(6), Inches(2), data
+    )
+    frame.chart.has_title = True
+    frame.chart.chart_title.text_frame.text = "Sales by region"
+    out = io.BytesIO()
+    deck.save(out)
+    result = _parse(PptxParser(), out.getvalue(), "results.pptx", d.PPTX)
+    assert [s.content for s in result.sections if s.content] == [
+        "Left",
+        "Right",
+        "Chart: Sales by region\nSeries: Revenue\nCategories: North, South",
+        "Footnote box",
+    ]
+
+
+def test_docx_list_items_keep_their_numbers_and_nesting() -> None:
+    """Every item was "- item": the steps of a procedure lost their numbers and sub-items
+    their place under an item."""
+
+    def build(document: Any) -> None:
+        numbering = document.part.numbering_part.element
+        levels = "".join(
+            f'<w:lvl w:ilvl="{level}"><w:start w:val="1"/><w:numFmt w:val="{fmt}"/>'
+            f'<w:lvlText w:val="{text}"/></w:lvl>'
+            for level, fmt, text in [(0, "decimal", "%1."), (1, "lowerLetter", "%2)")]
+        )
+        numbering.insert(0, _xml(f'<w:abstractNum w:abstractNumId="90">{levels}</w:abstractNum>'))
+        numbering.append(_xml('<w:num w:numId="90"><w:abstractNumId w:val="90"/></w:num>'))
+        for level, text in [(0, "Unplug"), (1, "Wait"), (1, "Check"), (0, "Open"), (1, "Lift")]:
+            item = document.add_paragraph(text)
+            item._p.get_or_add_pPr().append(
+                _xml(f'<w:numPr><w:ilvl w:val="{level}"/><w:numId w:val="90"/></w:numPr>')
+            )
+        document.add_paragraph("Report", style="List Number")
+        document.add_paragraph("by mail", style="List Bullet 2")
+        document.add_paragraph("Close", style="List Number")
+
+    result = _parse(DocxParser(), _docx(build), "steps.docx", d.DOCX)
+    assert [s.content for s in result.sections if s.kind == "list"] == [
+        "1. Unplug",
+        "  a) Wait",
+        "  b) Check",
+        "2. Open",
+        "  a) Lift",
+        "1. Report",
+        "  - by mail",
+        "2. Close",
+    ]
+
+
+def test_pptx_bullet_levels_are_indented() -> None:
+    """Sub-bullets were flattened to the level of the points they belong to."""
+    from pptx import Presentation
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Plan"
+    frame = slide.placeholders[1].text_frame
+    frame.text = "Hire"
+    for text, level in [("two engineers", 1), ("in Lyon", 2), ("Train", 0)]:
+        paragraph = frame.add_paragraph()
+        paragraph.text, paragraph.level = text, level
+    out = io.BytesIO()
+    deck.save(out)
+    result = _parse(PptxParser(), out.getvalue(), "plan.pptx", d.PPTX)
+    [body] = [s.content for s in result.sections if s.content]
+    assert body == "Hire\n  two engineers\n    in Lyon\nTrain"
+
+
+def test_xlsx_cells_show_their_format_and_a_merged_title_names_the_table() -> None:
+    """A title merged over the table was its header (the real header became a data row), and
+    cells showed stored values: 0.05 for 5%, 1234.5 for $1,234.50, dates at midnight."""
+    import datetime as dt
+
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.title = "Q1"
+    sheet["A1"] = "Quarterly  report"
+    sheet.merge_cells("A1:C1")
+    sheet.append([])
+    sheet.append(["Metric", "Value", "Date"])
+    sheet.append(["Growth", 0.05, dt.date(2024, 3, 31)])
+    sheet.append(["Price", 1234.5, dt.datetime(2024, 4, 1, 13, 45)])
+    sheet.append(["Ratio", 1.5e-7, None])
+    sheet["B4"].number_format = "0%"
+    sheet["C4"].number_format = "yyyy-mm-dd"
+    sheet["B5"].number_format = "$#,##0.00"
+    sheet["C5"].number_format = "yyyy-mm-dd h:mm"
+    sheet["B6"].number_format = "0.00E+00"  # scientific: not shown as formatted
+    out = io.BytesIO()
+    workbook.save(out)
+    result = _parse(XlsxParser(), out.getvalue(), "report.xlsx", d.XLSX)
+    assert _headings(result) == [("Q1", 1, None), ("Quarterly report", 2, None)]
+    [table] = [s.content for s in result.sections if s.kind == "table"]
+    assert table.splitlines() == [
+        "| Metric | Value | Date |",
+        "|---|---|---|",
+        "| Growth | 5% | 2024-03-31 |",
+        "| Price | $1,234.50 | 2024-04-01 13:45 |",
+        "| Ratio | 1.5e-07 |  |",
+    ]

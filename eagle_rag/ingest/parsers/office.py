@@ -1,5 +1,9 @@
 """Office Open XML: DOCX (heading styles, lists, tables) and PPTX (slide titles, bodies, notes).
 
+A Word body is read from its XML (``docx_body``: content controls, tracked insertions, text
+boxes and nested tables, which python-docx's text skips), its headings by ``docx_styles``, its
+list marks by ``docx_lists``, its notes by ``docx_notes``; a slide's shapes by ``pptx_shapes``.
+
 A file with no text of its own (a scan pasted into Word, a deck of screenshots) is read from its
 pictures by OCR where the pipeline OCRs (``office_ocr``). The archive guard (ingest/safety.py)
 has already refused zip bombs when these run.
@@ -8,21 +12,30 @@ has already refused zip bombs when these run.
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import DOCX, PPTX
 from eagle_rag.ingest.parsers.base import ParseContext, markdown_table, result
+from eagle_rag.ingest.parsers.docx_body import (
+    PARAGRAPH,
+    TABLE,
+    blocks,
+    container_text,
+    paragraph_text,
+    text_boxes,
+)
+from eagle_rag.ingest.parsers.docx_lists import DocxLists
+from eagle_rag.ingest.parsers.docx_notes import DocxNotes
+from eagle_rag.ingest.parsers.docx_styles import heading_level
 from eagle_rag.ingest.parsers.ocr_reader import OcrReader
 from eagle_rag.ingest.parsers.office_ocr import has_text, picture_sections
+from eagle_rag.ingest.parsers.pptx_shapes import reading_order, shape_sections
 from eagle_rag.ingest.pixelrag.office_pictures import docx_pictures, slide_pictures
 from eagle_rag.ingest.pixelrag.picture_ocr import PICTURE_TEXT_KEY
 from eagle_rag.plugins.payloads import ParseResult, TextSection
-
-_HEADING = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
 
 
 class DocxParser(OcrReader):
@@ -31,8 +44,6 @@ class DocxParser(OcrReader):
 
     def parse(self, context: ParseContext) -> ParseResult:
         import docx
-        from docx.table import Table
-        from docx.text.paragraph import Paragraph
 
         try:
             document = docx.Document(io.BytesIO(context.data))
@@ -41,18 +52,14 @@ class DocxParser(OcrReader):
                 f"the DOCX file is corrupt: {exc}", filename=context.filename
             ) from exc
         sections: list[TextSection] = []
+        story = _Story(document._body, DocxNotes(document.part), DocxLists(document.part))
         shown_title = ""  # the first Title-style paragraph: the document's name, not a section
-        for block in document.iter_inner_content():
-            section: TextSection | None = None
-            if isinstance(block, Paragraph) and not shown_title and _is_title(block):
-                shown_title = block.text.strip()
-            elif isinstance(block, Paragraph):
-                section = _paragraph(block)
-            elif isinstance(block, Table):
-                rows = [_row_texts(row) for row in block.rows]
-                section = TextSection(markdown_table(rows), kind="table") if rows else None
-            if section is not None:
-                sections.append(section)
+        for block in blocks(document.element.body):
+            paragraph = _wrapped(block, story)
+            if paragraph is not None and not shown_title and _is_title(paragraph):
+                shown_title = paragraph_text(block).strip()
+            else:
+                sections.extend(_block_sections(block, story))
         # The title readers see first; the core property is often a template's or stale.
         title = shown_title or (document.core_properties.title or "").strip()
         metadata: dict[str, object] = {"title": title} if title else {}
@@ -64,40 +71,77 @@ class DocxParser(OcrReader):
         return result(sections, **metadata)
 
 
+@dataclass(frozen=True, slots=True)
+class _Story:
+    """What reading a document's blocks needs: its body (python-docx's parent of paragraphs
+    and tables), its notes and its list numbering, counted as the blocks are read."""
+
+    body: Any
+    notes: DocxNotes
+    lists: DocxLists
+
+
+def _wrapped(block: Any, story: _Story) -> Any:
+    """A ``w:p`` as a python-docx Paragraph (for its style), None for a table."""
+    from docx.text.paragraph import Paragraph
+
+    return Paragraph(block, story.body) if block.tag == PARAGRAPH else None
+
+
+def _block_sections(block: Any, story: _Story) -> Iterator[TextSection]:
+    """A paragraph's or table's section, then the notes it refers to; a paragraph's text
+    boxes follow it."""
+    from docx.table import Table
+
+    if block.tag == TABLE:
+        rows = [_row_texts(row) for row in Table(block, story.body).rows]
+        if rows:
+            yield TextSection(markdown_table(rows), kind="table")
+        yield from story.notes.after(block)
+        return
+    section = _paragraph(_wrapped(block, story), story.lists)
+    if section is not None:
+        yield section
+    yield from story.notes.after(block)
+    for box in text_boxes(block):
+        for inner in blocks(box):
+            yield from _block_sections(inner, story)
+
+
 def _row_texts(row: Any) -> list[str]:
-    """A table row's cell texts; a cell merged across columns is listed once per column it
-    spans (python-docx), so its text is kept in the first and the rest are left empty."""
+    """A table row's cell texts (nested tables and text boxes included); a cell merged across
+    columns is listed once per column it spans (python-docx), so its text is kept in the first
+    and the rest are left empty."""
     texts: list[str] = []
     seen: set[int] = set()
     for cell in row.cells:
-        texts.append("" if id(cell._tc) in seen else cell.text)
+        texts.append("" if id(cell._tc) in seen else container_text(cell._tc))
         seen.add(id(cell._tc))
     return texts
 
 
 def _is_title(paragraph: Any) -> bool:
     style = (paragraph.style.name if paragraph.style is not None else "") or ""
-    return style.lower() == "title" and bool(paragraph.text.strip())
+    return style.lower() == "title" and bool(paragraph_text(paragraph._p).strip())
 
 
-def _paragraph(paragraph: Any) -> TextSection | None:
-    text = paragraph.text.strip()
+def _paragraph(paragraph: Any, lists: DocxLists) -> TextSection | None:
+    text = paragraph_text(paragraph._p).strip()
     if not text:
         return None
     style = (paragraph.style.name if paragraph.style is not None else "") or ""
     if style.lower() == "title":
         return TextSection("", heading=text, level=1)
-    match = _HEADING.match(style.strip())
-    if match:
-        return TextSection("", heading=text, level=int(match.group(1)))
-    numbered = paragraph._p.pPr is not None and paragraph._p.pPr.numPr is not None
-    if numbered or style.lower().startswith("list"):
-        return TextSection(f"- {text}", kind="list")
-    return TextSection(text)
+    level = heading_level(paragraph)
+    if level is not None:
+        return TextSection("", heading=text, level=level)
+    mark = lists.mark(paragraph)
+    return TextSection(text) if mark is None else TextSection(mark + text, kind="list")
 
 
 class PptxParser(OcrReader):
-    """One section per slide: its title is the heading, the page is the slide number."""
+    """One section per slide: its title is the heading, the page is the slide number, its
+    shapes' text follows in reading order (``pptx_shapes``)."""
 
     name = "pptx"
     supported_mime_types: tuple[str, ...] = (PPTX,)
@@ -124,10 +168,10 @@ class PptxParser(OcrReader):
             title = title_shape.text_frame.text.strip() if title_shape is not None else ""
             heading = title or f"Slide {number}"
             sections.append(TextSection("", heading=heading, level=1, page=number))
-            for shape in slide.shapes:
+            for shape in reading_order(slide.shapes):
                 if title_shape is not None and shape.shape_id == title_shape.shape_id:
                     continue
-                sections.extend(_shape_sections(shape, number))
+                sections.extend(shape_sections(shape, number))
             notes.extend(_speaker_notes(slide, number))
         metadata: dict[str, object] = {"pages": len(slides)}
         if context.ocr and not has_text(sections):
@@ -156,17 +200,3 @@ def _speaker_notes(slide: Any, page: int) -> Iterator[TextSection]:
     lines = [p.text.strip() for p in frame.paragraphs if p.text.strip()] if frame else []
     if lines:
         yield TextSection("Speaker notes: " + "\n".join(lines), page=page)
-
-
-def _shape_sections(shape: Any, page: int) -> Iterator[TextSection]:
-    if getattr(shape, "has_table", False) and shape.has_table:
-        rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
-        if rows:
-            yield TextSection(markdown_table(rows), page=page, kind="table")
-    elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
-        lines = [p.text.strip() for p in shape.text_frame.paragraphs if p.text.strip()]
-        if lines:
-            yield TextSection("\n".join(lines), page=page)
-    elif shape.shape_type is not None and hasattr(shape, "shapes"):  # a group
-        for inner in shape.shapes:
-            yield from _shape_sections(inner, page)

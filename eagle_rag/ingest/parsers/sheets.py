@@ -1,15 +1,23 @@
-"""Spreadsheets: each XLSX sheet, or a CSV file, becomes a table section."""
+"""Spreadsheets: each XLSX sheet, or a CSV file, becomes a table section.
+
+An XLSX cell shows its value as formatted where that is certain (``cell_display``: 5%, not 0.05);
+a title merged across the top of a sheet's table names the table instead of being its header
+(``sheet_titles``).
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.detect import CSV, XLSX, decode_text
 from eagle_rag.ingest.parsers.base import ParseContext, markdown_table, result
+from eagle_rag.ingest.parsers.cell_display import displayed
+from eagle_rag.ingest.parsers.sheet_titles import merged_title, sheet_merges
 from eagle_rag.plugins.payloads import ParseResult, TextSection
 
 MAX_ROWS = 200_000
@@ -34,17 +42,26 @@ class XlsxParser:
         sections: list[TextSection] = []
         try:
             for sheet, written in zip(values.worksheets, formulas.worksheets, strict=True):
-                cells = _with_formulas(sheet.iter_rows(values_only=True), written)
-                rows = _trimmed(list(_limited(cells, context)))
-                if rows:
-                    sections.append(TextSection("", heading=sheet.title, level=1))
-                    sections.append(TextSection(markdown_table(rows), kind="table"))
+                sections.extend(_sheet_sections(sheet, written, context))
         finally:
             values.close()
             formulas.close()
         if not sections:
             raise InvalidInputError("the workbook has no data", filename=context.filename)
         return result(sections)
+
+
+def _sheet_sections(sheet: Any, written: Any, context: ParseContext) -> list[TextSection]:
+    """The sheet's heading, its table's title (a section under it) where it has one, its table."""
+    read = list(_limited(_with_formulas(_displayed_rows(sheet), written), context))
+    title, at = merged_title(read, partial(sheet_merges, context.data, sheet))
+    rows = _trimmed([row for index, row in enumerate(read) if index != at])
+    if not rows:
+        return []
+    sections = [TextSection("", heading=sheet.title, level=1)]
+    if title:
+        sections.append(TextSection("", heading=title, level=2))
+    return [*sections, TextSection(markdown_table(rows), kind="table")]
 
 
 class CsvParser:
@@ -61,6 +78,12 @@ class CsvParser:
             dialect = csv.excel_tab if context.filename.lower().endswith(".tsv") else csv.excel
         rows = _trimmed(list(_limited(csv.reader(io.StringIO(text), dialect), context)))
         return result([TextSection(markdown_table(rows), kind="table")])
+
+
+def _displayed_rows(sheet: Any) -> Iterator[list[object]]:
+    """Each row's values as the sheet shows them (``cell_display``)."""
+    for row in sheet.iter_rows():
+        yield [displayed(cell.value, getattr(cell, "number_format", None)) for cell in row]
 
 
 def _with_formulas(values: Iterable[Sequence[object]], written: Any) -> Iterator[Sequence[object]]:

@@ -18,8 +18,11 @@ from typing import Any
 
 from PIL import Image
 
+from eagle_rag.ingest.parsers.docx_body import PARAGRAPH, blocks, paragraph_text
+from eagle_rag.ingest.parsers.docx_styles import heading_level
 from eagle_rag.ingest.pixelrag import images
 from eagle_rag.ingest.pixelrag.geometry import BBox, clamp
+from eagle_rag.ingest.pixelrag.visuals_found import CAPTION
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +35,13 @@ WHOLE = (0.0, 0.0, 1.0, 1.0)
 @dataclass(frozen=True, slots=True)
 class OfficePicture:
     """A picture's bytes and where it sits: ``page`` is the slide (0 in a Word file, which has
-    no pages), ``box`` its place on the slide, ``near`` the Word paragraph around it."""
+    no pages), ``box`` its place on the slide, ``near`` the Word text it is found by."""
 
     blob: bytes
     page: int
     box: BBox = WHOLE
     near: str = ""
+    caption: str = ""  # a Word picture's caption paragraph
 
     @property
     def key(self) -> str:
@@ -46,17 +50,41 @@ class OfficePicture:
 
 
 def docx_pictures(document: Any) -> Iterator[OfficePicture]:
-    """Every inline picture of a python-docx Document, with the paragraph around it (else the
-    one before it)."""
+    """Every inline picture of a python-docx Document's body paragraphs (content controls
+    included), with the text it is found by: the paragraph around it, else its caption (a
+    Caption-style or "Figure 2: ..." paragraph right below it), else the paragraph before it in
+    its section, else the one after it. A heading is none of these: its words are a section's
+    path, not text a chunk holds, so a picture right below one was anchored nowhere."""
+    from docx.text.paragraph import Paragraph
+
+    paragraphs = [
+        Paragraph(block, document._body)
+        for block in blocks(document.element.body)
+        if block.tag == PARAGRAPH
+    ]
+    texts = ["" if _is_heading(p) else " ".join(paragraph_text(p._p).split()) for p in paragraphs]
     previous = ""
-    for paragraph in document.paragraphs:
-        text = " ".join(paragraph.text.split())
+    for index, paragraph in enumerate(paragraphs):
+        following = texts[index + 1] if index + 1 < len(texts) else ""
+        caption = following if following and _is_caption(paragraphs[index + 1], following) else ""
         for blip in paragraph._p.iter(BLIP):  # python-docx has no public API for this
             part = document.part.related_parts.get(blip.get(EMBED) or "")
             blob = getattr(part, "blob", None)
             if blob:
-                yield OfficePicture(blob, 0, near=text or previous)
-        previous = text or previous
+                near = texts[index] or caption or previous or following
+                yield OfficePicture(blob, 0, near=near, caption=caption)
+        # A heading starts a section: the paragraph before it is another section's.
+        previous = "" if _is_heading(paragraph) else texts[index] or previous
+
+
+def _is_heading(paragraph: Any) -> bool:
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    return style.lower() == "title" or heading_level(paragraph) is not None
+
+
+def _is_caption(paragraph: Any, text: str) -> bool:
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    return style.lower() == "caption" or bool(CAPTION.match(text))
 
 
 def slide_pictures(slide: Any, number: int, width: float, height: float) -> Iterator[OfficePicture]:

@@ -2,10 +2,11 @@
 
 PPTX: every picture of a slide (in groups and placeholders too), with its place on the slide as
 the box and the slide number as the page. DOCX: every inline picture, in document order; a Word
-file has no pages, so the page is 0 (unknown) and the picture is anchored by the paragraph
-around it. A picture's text is what OCR reads in it (``picture_ocr``: within a CPU budget per
-document, or what the parser read already). Pictures that cannot or should not be decoded
-(EMF/WMF drawings, pictures over the pixel limit) and icons are skipped (``office_pictures``).
+file has no pages, so the page is 0 (unknown) and the picture is anchored by the text near it
+(``office_pictures.docx_pictures``); a caption paragraph right below it is its caption. A
+picture's text is what OCR reads in it (``picture_ocr``: within a CPU budget per document, or
+what the parser read already). Pictures that cannot or should not be decoded (EMF/WMF drawings,
+pictures over the pixel limit) and icons are skipped (``office_pictures``).
 """
 
 from __future__ import annotations
@@ -79,5 +80,5 @@ def _visual(picture: OfficePicture, pictures: PictureOcr | None) -> FoundVisual 
     # its own words: the text chunk that holds them.
     near = picture.near or (text if picture.page == 0 else "")
     return FoundVisual(
-        "image", picture.page, picture.box, image, media, width, height, text, near=near
+        "image", picture.page, picture.box, image, media, width, height, text, picture.caption, near
     )
