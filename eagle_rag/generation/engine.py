@@ -46,6 +46,9 @@ Event = tuple[str, dict[str, Any]]
 MAX_ATTACHMENTS = 10
 # The search's steps that decide where to search: the answer's route step is their time.
 ROUTING_STEPS = frozenset({"scope", "query_assemble", "classify_query"})
+# How many earlier questions a follow-up's chain may reach back: further than the history the
+# model sees (``history_turns`` messages), so a chain keeps the question that started it.
+CHAIN_QUESTIONS = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +111,11 @@ class AnswerEngine:
         allowed = None if allowed_kbs is None else tuple(sorted(allowed_kbs))
         recall = await asyncio.to_thread(self.validate, request, allowed_kbs=allowed)
         language = request.language or detect_language(request.query)
-        session_id, history = await asyncio.to_thread(self._session, request, allowed)
+        session_id, history, earlier = await asyncio.to_thread(self._session, request, allowed)
         yield "session", {"session_id": session_id}
 
         started = time.perf_counter()
-        recall = replace(recall, text=standalone_query(request.query, history))
+        recall = replace(recall, text=standalone_query(request.query, earlier))
         pack = await self._retriever.search(recall, allowed_kbs=allowed_kbs)
         texts, images = self._select(pack, request)
         steps = _recall_steps(pack, started, request.attachments, recall.text)
@@ -281,14 +284,16 @@ class AnswerEngine:
 
     def _session(
         self, request: AnswerRequest, allowed_kbs: tuple[str, ...] | None
-    ) -> tuple[str, list[Turn]]:
+    ) -> tuple[str, list[Turn], list[str]]:
+        """The session's id, the history for the model and the earlier questions (a follow-up's
+        chain), a new session when the request names none."""
         sessions = self._app.repositories.sessions
         # The KBs the search may read: a limited caller who named none searches its own,
         # and the session must stay out of reach of callers limited to other KBs.
         kb_names = request.recall.kb_names or allowed_kbs or ()
         if request.session_id is None:
             record = sessions.create(title=request.query[:80], kb_names=kb_names)
-            return record.id, []
+            return record.id, [], []
         sessions.widen(request.session_id, kb_names)
         messages = sessions.messages(request.session_id, last=self._config.history_turns)
         history = [
@@ -296,7 +301,8 @@ class AnswerEngine:
             for m in messages
             if m.role in ("user", "assistant")
         ]
-        return request.session_id, history
+        earlier = sessions.questions(request.session_id, last=CHAIN_QUESTIONS)
+        return request.session_id, history, earlier
 
     def _store(
         self,
