@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from eagle_rag.errors import EagleError, InvalidInputError, error_body
-from eagle_rag.generation.citations import check_citations
+from eagle_rag.generation.citations import check_citations, one_per_bracket
 from eagle_rag.generation.follow_up import standalone_query
 from eagle_rag.generation.images import answer_images, one_numbering, picture_url
 from eagle_rag.generation.prompt import (
@@ -137,8 +137,10 @@ class AnswerEngine:
         async for delta in self._app.bus.tracing.stream("generate", tokens):
             parts.append(delta)
             yield "token", {"delta": delta}
-        answer = "".join(parts)
-        generate, warnings = self._generate_step(answer, cited_range, language, started, notes)
+        generate, warnings = self._generate_step(
+            "".join(parts), cited_range, language, started, notes
+        )
+        answer = one_per_bracket("".join(parts))  # the tokens went out as the model wrote them
         steps.append(generate)
         await asyncio.to_thread(self._store, session_id, request.query, answer, sources, steps)
         yield (

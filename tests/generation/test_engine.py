@@ -45,6 +45,25 @@ async def test_events_follow_the_grammar_and_citations_resolve(
     assert generate["cited"] and generate["out_of_range"] == []
 
 
+async def test_several_citations_in_one_bracket_are_checked_and_written_one_each(
+    app: EagleApp, corpus: Corpus
+) -> None:
+    """A model's [1-2], 【3】 and [2, 9] were neither linked (the UI links [n]) nor checked."""
+    request = app.answers.request("how do I connect the inverter", kb_names=("alpha",), top_n=3)
+    with openai_model(app, lambda body: sse("Copper [1-2], see 【3】 and [2, 9].")):
+        stream = await events(app, request)
+    done = stream[-1][1]
+    assert "".join(d["delta"] for n, d in stream if n == "token") == (
+        "Copper [1-2], see 【3】 and [2, 9]."
+    )
+    assert done["answer"] == "Copper [1][2], see [3] and [2][9]."
+    generate = done["steps"][-1]
+    assert generate["cited"] == [1, 2, 3, 9] and generate["out_of_range"] == [9]
+    assert done["warnings"] == ["the answer cites sources that were not sent: [9]"]
+    stored = app.repositories.sessions.messages(done["session_id"])
+    assert stored[-1].content == done["answer"]
+
+
 async def test_the_answer_language_follows_the_query(app: EagleApp, corpus: Corpus) -> None:
     done = await app.answers.answer(app.answers.request("逆变器怎么连接", kb_names=("zh",)))
     assert done["answer"].startswith("逆变器需要用铜线连接")
