@@ -153,6 +153,42 @@ async def test_a_failing_model_ends_the_stream_with_an_error_event(
     assert stream[-1][1]["code"] == "backend_unavailable"
 
 
+async def test_a_question_left_unanswered_leaves_no_session_it_opened(
+    app: EagleApp, corpus: Corpus
+) -> None:
+    """A chat model down, or a client gone mid-stream, left an empty session listed by
+    /sessions (the 503 body did not even name it)."""
+    before = {s.id for s in app.repositories.sessions.list()}
+    with openai_model(app, lambda body: json_answer(503, {"error": "down"})):
+        stream = await events(app, app.answers.request("inverter", kb_names=("alpha",)))
+        result = await app.answers.answer(app.answers.request("inverter", kb_names=("alpha",)))
+    assert [n for n, _ in stream][-1] == "error" and "session_id" not in result
+    with openai_model(app, lambda body: sse("Copper ", "cables [1].")):
+        answers = app.answers.stream(app.answers.request("inverter", kb_names=("alpha",)))
+        async for name, _ in answers:
+            if name == "token":
+                break
+        await answers.aclose()  # the client went away
+    assert {s.id for s in app.repositories.sessions.list()} == before
+
+
+async def test_a_failed_turn_keeps_the_session_it_continues_as_it_was(
+    app: EagleApp, corpus: Corpus
+) -> None:
+    """A failed turn still widened the session to its KBs, though it added nothing from them."""
+    first = await app.answers.answer(app.answers.request("inverter", kb_names=("alpha",)))
+    session_id = first["session_id"]
+    follow = app.answers.request("tomatoes", kb_names=("beta",), session_id=session_id)
+    with openai_model(app, lambda body: json_answer(503, {"error": "down"})):
+        result = await app.answers.answer(follow)
+    assert result["session_id"] == session_id and result["error"]["code"] == "backend_unavailable"
+    assert app.repositories.sessions.get(session_id).kb_names == ("alpha",)
+    assert len(app.repositories.sessions.messages(session_id)) == 2
+    answered = await app.answers.answer(follow)
+    assert answered["answer"]
+    assert app.repositories.sessions.get(session_id).kb_names == ("alpha", "beta")
+
+
 @pytest.mark.parametrize(
     ("request_options", "code"),
     [
