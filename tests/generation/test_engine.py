@@ -163,6 +163,10 @@ async def test_a_question_left_unanswered_leaves_no_session_it_opened(
         stream = await events(app, app.answers.request("inverter", kb_names=("alpha",)))
         result = await app.answers.answer(app.answers.request("inverter", kb_names=("alpha",)))
     assert [n for n, _ in stream][-1] == "error" and "session_id" not in result
+    broken = b'data: {"choices": [{"delta": {"content": "Partial [1] "}}]}\n\ndata: {not json\n\n'
+    with openai_model(app, lambda body: (200, {"content-type": "text/event-stream"}, broken)):
+        result = await app.answers.answer(app.answers.request("inverter", kb_names=("alpha",)))
+    assert result["error"]["code"] == "model_provider_error" and "session_id" not in result
     with openai_model(app, lambda body: sse("Copper ", "cables [1].")):
         answers = app.answers.stream(app.answers.request("inverter", kb_names=("alpha",)))
         async for name, _ in answers:
