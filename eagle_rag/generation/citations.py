@@ -1,11 +1,24 @@
-"""Citation checks: every ``[n]`` in an answer must name a source that was sent."""
+"""Citation checks: every ``[n]`` in an answer must name a source that was sent.
+
+Chat models also cite several sources in one bracket: ``[1-3]`` (or with an en or em dash),
+``[1,7]``, ``[1, 2]``, ``[1、2]``, and full-width ``【9】``. Each number such a bracket names
+counts as cited (and is checked), and the finished answer writes it as the documented form, one
+``[n]`` each (``[1-3]`` → ``[1][2][3]``), so every client (the UI's links, MCP, the SDK) reads
+one form. The ``token`` events carry the text as streamed: it is checked only when whole.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-_CITATION = re.compile(r"\[(\d{1,4})\]")
+_NUMBER = r"\d{1,4}"
+_CITATION = re.compile(rf"[\[【]\s*({_NUMBER}(?:\s*[-–—,，、]\s*{_NUMBER})*)\s*[\]】]")
+_RANGE = re.compile(rf"({_NUMBER})\s*[-–—]\s*({_NUMBER})")
+_LIST = re.compile(r"\s*[,，、]\s*")
+# A bracket naming more numbers than this is not read as a list of citations: its numbers are
+# taken as written ("[1-1000]" cites 1 and 1000, and 1000 is out of range) and it is left as is.
+MAX_NUMBERS_PER_BRACKET = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,5 +32,40 @@ class CitationReport:
 
 
 def check_citations(answer: str, source_count: int) -> CitationReport:
-    cited = tuple(dict.fromkeys(int(m) for m in _CITATION.findall(answer)))
+    """The numbers the answer cites, and those that name no source that was sent."""
+    numbers = (n for inside in _CITATION.findall(answer) for n in cited_numbers(inside))
+    cited = tuple(dict.fromkeys(numbers))
     return CitationReport(cited, tuple(n for n in cited if not 1 <= n <= source_count))
+
+
+def one_per_bracket(answer: str) -> str:
+    """The answer with each bracket of several citations written as one ``[n]`` per number
+    (``[1-3]`` → ``[1][2][3]``, ``【9】`` → ``[9]``); a bracket not read as a list stays."""
+
+    def rewrite(match: re.Match[str]) -> str:
+        numbers = _listed(match[1])
+        return match[0] if numbers is None else "".join(f"[{n}]" for n in numbers)
+
+    return _CITATION.sub(rewrite, answer)
+
+
+def cited_numbers(inside: str) -> list[int]:
+    """The numbers one bracket names: ``1-3`` → 1, 2, 3; ``1,7`` → 1, 7; a descending range or
+    more than MAX_NUMBERS_PER_BRACKET numbers → the numbers as written."""
+    listed = _listed(inside)
+    return [int(n) for n in re.findall(_NUMBER, inside)] if listed is None else listed
+
+
+def _listed(inside: str) -> list[int] | None:
+    """The bracket's numbers with its ranges expanded; None when it is no list of citations."""
+    numbers: list[int] = []
+    for part in _LIST.split(inside):
+        bounds = _RANGE.fullmatch(part)
+        if bounds is None:
+            numbers.append(int(part))
+            continue
+        low, high = int(bounds[1]), int(bounds[2])
+        if high < low or len(numbers) + high - low >= MAX_NUMBERS_PER_BRACKET:
+            return None
+        numbers.extend(range(low, high + 1))
+    return numbers if len(numbers) <= MAX_NUMBERS_PER_BRACKET else None

@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from eagle_rag.errors import EagleError, InvalidInputError, error_body
-from eagle_rag.generation.citations import check_citations
+from eagle_rag.generation.citations import check_citations, one_per_bracket
 from eagle_rag.generation.follow_up import standalone_query
 from eagle_rag.generation.images import answer_images, one_numbering, picture_url
 from eagle_rag.generation.prompt import (
@@ -46,6 +47,9 @@ Event = tuple[str, dict[str, Any]]
 MAX_ATTACHMENTS = 10
 # The search's steps that decide where to search: the answer's route step is their time.
 ROUTING_STEPS = frozenset({"scope", "query_assemble", "classify_query"})
+# How many earlier questions a follow-up's chain may reach back: further than the history the
+# model sees (``history_turns`` messages), so a chain keeps the question that started it.
+CHAIN_QUESTIONS = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,18 @@ class AnswerRequest:
     @property
     def query(self) -> str:
         return self.recall.text
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """The session a question lands in: whether this question opened it, the history for the
+    model, the earlier questions (a follow-up's chain) and the KBs the turn searches."""
+
+    session_id: str
+    opened: bool
+    history: list[Turn]
+    earlier: list[str]
+    kb_names: tuple[str, ...]
 
 
 class AnswerEngine:
@@ -86,14 +102,17 @@ class AnswerEngine:
                 result["session_id"] = data["session_id"]
             if name == "error":
                 result["error"] = data
+        if request.session_id is None:  # the session this question opened is gone with it
+            result.pop("session_id", None)
         return result
 
     async def stream(
         self, request: AnswerRequest, *, allowed_kbs: Iterable[str] | None = None
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         try:
-            async for event in self._events(request, allowed_kbs):
-                yield event
+            async with aclosing(self._events(request, allowed_kbs)) as events:
+                async for event in events:
+                    yield event
         except EagleError as exc:
             logger.info("answer failed: %s", exc)
             yield "error", error_body(exc)
@@ -103,16 +122,36 @@ class AnswerEngine:
 
     async def _events(
         self, request: AnswerRequest, allowed_kbs: Iterable[str] | None
-    ) -> AsyncIterator[Event]:
-        """session → step (route, recall, attach_parse, rerank) → sources → token* → done."""
+    ) -> AsyncGenerator[Event, None]:
+        """The answer's events; a turn that ends without one (an error, a client gone mid-stream)
+        leaves no session it opened: an empty one was listed by /sessions."""
         allowed = None if allowed_kbs is None else tuple(sorted(allowed_kbs))
         recall = await asyncio.to_thread(self.validate, request, allowed_kbs=allowed)
+        turn = await asyncio.to_thread(self._open_turn, request, allowed)
+        answered = False
+        try:
+            async with aclosing(self._answer(request, recall, turn, allowed_kbs)) as events:
+                async for name, data in events:
+                    answered = name == "done"  # stored by then
+                    yield name, data
+        finally:
+            if turn.opened and not answered:
+                self._forget(turn.session_id)
+
+    async def _answer(
+        self,
+        request: AnswerRequest,
+        recall: QueryRequest,
+        turn: _Turn,
+        allowed_kbs: Iterable[str] | None,
+    ) -> AsyncGenerator[Event, None]:
+        """session → step (route, recall, attach_parse, rerank) → sources → token* → done."""
         language = request.language or detect_language(request.query)
-        session_id, history = await asyncio.to_thread(self._session, request, allowed)
+        session_id, history = turn.session_id, turn.history
         yield "session", {"session_id": session_id}
 
         started = time.perf_counter()
-        recall = replace(recall, text=standalone_query(request.query, history))
+        recall = replace(recall, text=standalone_query(request.query, turn.earlier))
         pack = await self._retriever.search(recall, allowed_kbs=allowed_kbs)
         texts, images = self._select(pack, request)
         steps = _recall_steps(pack, started, request.attachments, recall.text)
@@ -134,10 +173,12 @@ class AnswerEngine:
         async for delta in self._app.bus.tracing.stream("generate", tokens):
             parts.append(delta)
             yield "token", {"delta": delta}
-        answer = "".join(parts)
-        generate, warnings = self._generate_step(answer, cited_range, language, started, notes)
+        generate, warnings = self._generate_step(
+            "".join(parts), cited_range, language, started, notes
+        )
+        answer = one_per_bracket("".join(parts))  # the tokens went out as the model wrote them
         steps.append(generate)
-        await asyncio.to_thread(self._store, session_id, request.query, answer, sources, steps)
+        await asyncio.to_thread(self._store, turn, request.query, answer, sources, steps)
         yield (
             "done",
             {
@@ -279,38 +320,48 @@ class AnswerEngine:
             return [self._text_only.known_warning(self.model, len(images))]
         return []
 
-    def _session(
-        self, request: AnswerRequest, allowed_kbs: tuple[str, ...] | None
-    ) -> tuple[str, list[Turn]]:
+    def _open_turn(self, request: AnswerRequest, allowed_kbs: tuple[str, ...] | None) -> _Turn:
+        """The turn's session (a new one when the request names none), its history and earlier
+        questions. The session is widened to the turn's KBs only when the answer is stored."""
         sessions = self._app.repositories.sessions
         # The KBs the search may read: a limited caller who named none searches its own,
         # and the session must stay out of reach of callers limited to other KBs.
-        kb_names = request.recall.kb_names or allowed_kbs or ()
+        kb_names = tuple(request.recall.kb_names or allowed_kbs or ())
         if request.session_id is None:
             record = sessions.create(title=request.query[:80], kb_names=kb_names)
-            return record.id, []
-        sessions.widen(request.session_id, kb_names)
+            return _Turn(record.id, True, [], [], kb_names)
         messages = sessions.messages(request.session_id, last=self._config.history_turns)
         history = [
             Turn("user" if m.role == "user" else "assistant", m.content)
             for m in messages
             if m.role in ("user", "assistant")
         ]
-        return request.session_id, history
+        earlier = sessions.questions(request.session_id, last=CHAIN_QUESTIONS)
+        return _Turn(request.session_id, False, history, earlier, kb_names)
 
     def _store(
         self,
-        session_id: str,
+        turn: _Turn,
         question: str,
         answer: str,
         sources: dict[str, Any],
         steps: list[dict[str, Any]],
     ) -> None:
         sessions = self._app.repositories.sessions
-        sessions.add_message(session_id, role="user", content=question)
+        if not turn.opened:  # what the session holds now came from these KBs too
+            sessions.widen(turn.session_id, turn.kb_names)
+        sessions.add_message(turn.session_id, role="user", content=question)
         sessions.add_message(
-            session_id, role="assistant", content=answer, sources=sources, steps=steps
+            turn.session_id, role="assistant", content=answer, sources=sources, steps=steps
         )
+
+    def _forget(self, session_id: str) -> None:
+        """Delete a session its first turn left unanswered. Not in a thread: this runs while
+        the stream is closed or cancelled, where an await would be cancelled again."""
+        try:
+            self._app.repositories.sessions.delete(session_id)
+        except Exception:  # the cleanup must not hide the failure that ended the turn
+            logger.exception("could not delete unanswered session %s", session_id)
 
 
 def _recall_steps(

@@ -67,6 +67,7 @@ class Passage:
     score: float
     scores: Mapping[str, float] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    truncated: bool = False  # its text was cut to fit a token budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +107,10 @@ def trim_to_budget(
     """Keep the best-ranked prefix that fits ``budget`` tokens.
 
     The prefix keeps rank order meaningful (never a lower passage instead of a higher one). If
-    even the first passage does not fit, its text is cut to the budget so the pack is never
-    empty for a non-empty result. Returns (passages, tokens used, whether anything was cut).
+    even the first passage does not fit, its text is cut to the budget (and marked truncated);
+    a budget too small for any of its text (a tokenizer counts its special tokens even for no
+    text) leaves no passage: an empty passage over budget was kept. Returns (passages, tokens
+    used, whether anything was cut or left out).
     """
     kept: list[Passage] = []
     used = 0
@@ -115,13 +118,22 @@ def trim_to_budget(
         tokens = count_tokens(passage.text)
         if used + tokens > budget:
             if not kept:
-                text = _cut(passage.text, budget, count_tokens)
-                kept.append(replace(passage, text=text))
-                used = count_tokens(text)
+                return _first_cut(passage, budget, count_tokens)
             return tuple(kept), used, True
         kept.append(passage)
         used += tokens
     return tuple(kept), used, False
+
+
+def _first_cut(
+    passage: Passage, budget: int, count_tokens: Callable[[str], int]
+) -> tuple[tuple[Passage, ...], int, bool]:
+    """The first passage cut to the budget, or none when nothing of its text fits."""
+    text = _cut(passage.text, budget, count_tokens)
+    tokens = count_tokens(text)
+    if not text.strip() or tokens > budget:
+        return (), 0, True
+    return (replace(passage, text=text, truncated=True),), tokens, True
 
 
 def _cut(text: str, budget: int, count_tokens: Callable[[str], int]) -> str:

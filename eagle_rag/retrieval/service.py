@@ -22,6 +22,7 @@ from eagle_rag.engines.base import EngineQuery
 from eagle_rag.engines.schema import validate_settings
 from eagle_rag.errors import EagleError, InvalidInputError, describe
 from eagle_rag.index.collections import BASE_COLLECTIONS
+from eagle_rag.index.vector_store import MAX_TOP_K
 from eagle_rag.models.rerankers import Reranker
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
@@ -116,6 +117,16 @@ class RetrievalService:
         merged = await self._merge(request, decision, live, bridged, ctx, log)
         ranked = await self._rerank(request, merged, ctx, log)
         final = await self._expand(request, ranked, merged, live, scope, log)
+        if len(final) < request.top_k and _lists_full(self._depth(request), live, bridged):
+            # Summaries whose chunks were listed already were dropped, leaving the list short:
+            # the candidates past the lists' depth fill it, after everything ranked.
+            more = await self._deeper(request, decision, scope, overrides, ctx, merged, log)
+            if more:
+                pool = (*merged, *more)
+                refilled = await self._expand(
+                    request, (*ranked, *more), pool, live, scope, StepLog()
+                )
+                final = _filled(final, refilled, request.top_k)
         config = self._config
         images = rank_visuals(
             visual, k=config.rrf_k, head=config.candidates, limit=request.top_k, log=log
@@ -130,17 +141,24 @@ class RetrievalService:
         overrides: dict[str, dict[str, Any]],
         ctx: HookContext,
         log: StepLog,
+        depth: int | None = None,
     ) -> tuple[list[PlanResult], list[RankedList]]:
-        """Every plan (on native KBs) and every bridged KB, concurrently; failures are skipped,
-        unless every source failed because a backend is down: that raises the outage (503)."""
+        """Every plan (on native KBs) and every bridged KB, concurrently, each list ``depth``
+        deep (by default ``_depth``); failures are skipped, unless every source failed because a
+        backend is down: that raises the outage (503)."""
+        depth = depth or self._depth(request)
         plans = decision.plans if scope.native else ()
         bridge_failures: list[Exception] = []
         shared = QueryVectors()  # plans embedding the same query with one encoder share it
         results, bridged = await asyncio.gather(
-            asyncio.gather(*(self._run_plan(request, plan, scope, ctx, shared) for plan in plans)),
+            asyncio.gather(
+                *(self._run_plan(request, plan, scope, ctx, depth, shared) for plan in plans)
+            ),
             asyncio.gather(
                 *(
-                    self._run_bridge(request, kb, overrides.get(kb.name, {}), log, bridge_failures)
+                    self._run_bridge(
+                        request, kb, overrides.get(kb.name, {}), log, bridge_failures, depth
+                    )
                     for kb in scope.bridged
                 )
             ),
@@ -295,6 +313,7 @@ class RetrievalService:
         plan: CollectionQueryPlan,
         scope: Scope,
         ctx: HookContext,
+        depth: int,
         shared: QueryVectors | None = None,
     ) -> PlanResult:
         try:
@@ -303,7 +322,7 @@ class RetrievalService:
                 plan,
                 scope.where_for(plan.collection),
                 ctx,
-                depth=self._depth(request),
+                depth=depth,
                 shared=shared,
             )
         except Exception as exc:  # a failing plan is skipped and audited, never raised
@@ -371,6 +390,7 @@ class RetrievalService:
         overrides: dict[str, Any],
         log: StepLog,
         failures: list[Exception],
+        depth: int,
     ) -> RankedList | None:
         """A KB bound to another engine contributes its ranked list to the same RRF; a failure
         is logged, and kept in ``failures`` for the outage check."""
@@ -381,7 +401,7 @@ class RetrievalService:
                 EngineQuery(
                     request.text,
                     kb.name,
-                    self._depth(request),
+                    depth,
                     kb.creation_settings,
                     {**kb.retrieval_settings, **overrides},
                 )
@@ -438,6 +458,36 @@ class RetrievalService:
         )
         log.add("rerank", "ok", f"{reranker.name} over {len(pool)} hits", since=started)
         return reranked + rest
+
+    async def _deeper(
+        self,
+        request: QueryRequest,
+        decision: QueryRouteDecision,
+        scope: Scope,
+        overrides: dict[str, dict[str, Any]],
+        ctx: HookContext,
+        known: Sequence[RetrievedHit],
+        log: StepLog,
+    ) -> tuple[RetrievedHit, ...]:
+        """The candidates of lists twice as deep that are not ``known``, in their merged order
+        (the ranked list before them is not changed); none when that search fails."""
+        started = log.now()
+        depth = min(MAX_TOP_K, 2 * self._depth(request))
+        try:
+            live, bridged = await self._retrieve(
+                request, decision, scope, overrides, ctx, StepLog(), depth
+            )
+        except EagleError as exc:
+            log.add("expand_refill", "warning", f"no deeper candidates: {exc.message}")
+            return ()
+        live, _ = split_results(live)
+        # Merged as the first lists were (supplements, RRF, RRF_POST_MERGE): a plugin that
+        # leaves hits out of the merged list leaves them out of the refill too.
+        fused = await self._merge(request, decision, live, bridged, ctx, StepLog())
+        seen = {h.dedupe_key for h in known}
+        more = tuple(h for h in fused if h.dedupe_key not in seen)
+        log.add("expand_refill", "ok", f"{len(more)} candidates past depth {depth}", since=started)
+        return more
 
     @traced("expansion")
     async def _expand(
@@ -504,6 +554,20 @@ class RetrievalService:
             token_count=tokens,
             truncated=truncated,
         )
+
+
+def _lists_full(depth: int, live: Sequence[PlanResult], bridged: Sequence[RankedList]) -> bool:
+    """Whether some list came back as deep as asked: there may be candidates past it."""
+    return any(len(r.hits) >= depth for r in live) or any(len(b.hits) >= depth for b in bridged)
+
+
+def _filled(
+    first: Sequence[RetrievedHit], refilled: Sequence[RetrievedHit], limit: int
+) -> list[RetrievedHit]:
+    """``first`` as it was, then what the expansion over more candidates adds, up to ``limit``
+    (a summary drilling into a deeper candidate must not reorder what was ranked already)."""
+    taken = {h.dedupe_key for h in first}
+    return [*first, *(h for h in refilled if h.dedupe_key not in taken)][:limit]
 
 
 def _passage(citation: int, hit: RetrievedHit, filename: str) -> Passage:

@@ -58,7 +58,8 @@ def text_source(
         "page_nums": list(passage.page_nums),
         "boxes": boxes(passage.metadata),
         "content": content,
-        "truncated": len(content) < len(passage.text),
+        # Cut for a token budget (the text is the cut one) or here for ``max_chars``.
+        "truncated": passage.truncated or len(content) < len(passage.text),
         "score": score,
         "scores": dict(passage.scores),
         "metadata": _public_metadata(passage),

@@ -45,6 +45,25 @@ async def test_events_follow_the_grammar_and_citations_resolve(
     assert generate["cited"] and generate["out_of_range"] == []
 
 
+async def test_several_citations_in_one_bracket_are_checked_and_written_one_each(
+    app: EagleApp, corpus: Corpus
+) -> None:
+    """A model's [1-2], 【3】 and [2, 9] were neither linked (the UI links [n]) nor checked."""
+    request = app.answers.request("how do I connect the inverter", kb_names=("alpha",), top_n=3)
+    with openai_model(app, lambda body: sse("Copper [1-2], see 【3】 and [2, 9].")):
+        stream = await events(app, request)
+    done = stream[-1][1]
+    assert "".join(d["delta"] for n, d in stream if n == "token") == (
+        "Copper [1-2], see 【3】 and [2, 9]."
+    )
+    assert done["answer"] == "Copper [1][2], see [3] and [2][9]."
+    generate = done["steps"][-1]
+    assert generate["cited"] == [1, 2, 3, 9] and generate["out_of_range"] == [9]
+    assert done["warnings"] == ["the answer cites sources that were not sent: [9]"]
+    stored = app.repositories.sessions.messages(done["session_id"])
+    assert stored[-1].content == done["answer"]
+
+
 async def test_the_answer_language_follows_the_query(app: EagleApp, corpus: Corpus) -> None:
     done = await app.answers.answer(app.answers.request("逆变器怎么连接", kb_names=("zh",)))
     assert done["answer"].startswith("逆变器需要用铜线连接")
@@ -132,6 +151,46 @@ async def test_a_failing_model_ends_the_stream_with_an_error_event(
         stream = await events(app, app.answers.request("inverter", kb_names=("alpha",)))
     assert [n for n, _ in stream][-2:] == ["sources", "error"]
     assert stream[-1][1]["code"] == "backend_unavailable"
+
+
+async def test_a_question_left_unanswered_leaves_no_session_it_opened(
+    app: EagleApp, corpus: Corpus
+) -> None:
+    """A chat model down, or a client gone mid-stream, left an empty session listed by
+    /sessions (the 503 body did not even name it)."""
+    before = {s.id for s in app.repositories.sessions.list()}
+    with openai_model(app, lambda body: json_answer(503, {"error": "down"})):
+        stream = await events(app, app.answers.request("inverter", kb_names=("alpha",)))
+        result = await app.answers.answer(app.answers.request("inverter", kb_names=("alpha",)))
+    assert [n for n, _ in stream][-1] == "error" and "session_id" not in result
+    broken = b'data: {"choices": [{"delta": {"content": "Partial [1] "}}]}\n\ndata: {not json\n\n'
+    with openai_model(app, lambda body: (200, {"content-type": "text/event-stream"}, broken)):
+        result = await app.answers.answer(app.answers.request("inverter", kb_names=("alpha",)))
+    assert result["error"]["code"] == "model_provider_error" and "session_id" not in result
+    with openai_model(app, lambda body: sse("Copper ", "cables [1].")):
+        answers = app.answers.stream(app.answers.request("inverter", kb_names=("alpha",)))
+        async for name, _ in answers:
+            if name == "token":
+                break
+        await answers.aclose()  # the client went away
+    assert {s.id for s in app.repositories.sessions.list()} == before
+
+
+async def test_a_failed_turn_keeps_the_session_it_continues_as_it_was(
+    app: EagleApp, corpus: Corpus
+) -> None:
+    """A failed turn still widened the session to its KBs, though it added nothing from them."""
+    first = await app.answers.answer(app.answers.request("inverter", kb_names=("alpha",)))
+    session_id = first["session_id"]
+    follow = app.answers.request("tomatoes", kb_names=("beta",), session_id=session_id)
+    with openai_model(app, lambda body: json_answer(503, {"error": "down"})):
+        result = await app.answers.answer(follow)
+    assert result["session_id"] == session_id and result["error"]["code"] == "backend_unavailable"
+    assert app.repositories.sessions.get(session_id).kb_names == ("alpha",)
+    assert len(app.repositories.sessions.messages(session_id)) == 2
+    answered = await app.answers.answer(follow)
+    assert answered["answer"]
+    assert app.repositories.sessions.get(session_id).kb_names == ("alpha", "beta")
 
 
 @pytest.mark.parametrize(

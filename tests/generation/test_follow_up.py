@@ -9,7 +9,8 @@ import pytest
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.generation.extractive import compose
 from eagle_rag.generation.follow_up import is_follow_up, standalone_query
-from eagle_rag.generation.prompt import Reference, Turn
+from eagle_rag.generation.prompt import Reference
+from eagle_rag.retrieval.service import MAX_QUERY_CHARS
 from tests.embedded import app_with_documents
 from tests.retrieval.conftest import Corpus
 
@@ -32,15 +33,26 @@ def test_questions_that_stand_on_their_own(question: str) -> None:
 
 
 def test_a_follow_up_is_searched_with_the_question_that_started_the_topic() -> None:
-    history = [
-        Turn("user", OUTPUT_2020),
-        Turn("assistant", "It was 334 GWh [1]."),
-        Turn("user", "and in 2021?"),
-        Turn("assistant", "351 GWh [1]."),
-    ]
+    history = [OUTPUT_2020, "and in 2021?"]
     assert standalone_query("and in 2022?", history) == f"{OUTPUT_2020} and in 2021? and in 2022?"
     assert standalone_query("Who leads HSE at Juniper?", history) == "Who leads HSE at Juniper?"
     assert standalone_query("and in 2022?", []) == "and in 2022?"
+    restarted = [OUTPUT_2020, "and in 2021?", "Who leads HSE at Juniper?"]
+    searched = standalone_query("and at Calder?", restarted)
+    assert searched == "Who leads HSE at Juniper? and at Calder?"
+
+
+def test_a_long_chain_keeps_its_first_question_and_newest_turns_within_the_limit() -> None:
+    """A 3966-character question and three follow-ups made a search text over 4000 characters,
+    which the search refused: the follow-up failed as too long."""
+    first = "What is the chassis colour of the Zorblax-112 " + "really " * 559 + "?"
+    earlier = [first, "and its weight?", "and in 2021?"]
+    searched = standalone_query("what about the motor?", earlier)
+    assert len(searched) <= MAX_QUERY_CHARS
+    assert searched == f"{first} and in 2021? what about the motor?"
+    assert standalone_query("and in 2022?", ["x" * 3000], limit=20) == "xxxxxxx and in 2022?"
+    whole = "and " + "y" * (MAX_QUERY_CHARS - 4)
+    assert standalone_query(whole, [first]) == whole
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -62,6 +74,27 @@ async def test_the_offline_answer_to_a_follow_up_uses_the_conversation(
     assert follow["answer"].startswith(
         "Clean the panels twice a year with water and inspect the brackets for rust."
     )
+
+
+@pytest.mark.parametrize("padding", [0, 560])
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_chain_of_follow_ups_keeps_its_first_question_past_the_history(
+    app: EagleApp, corpus: Corpus, padding: int
+) -> None:
+    """The engine rebuilt the chain from the last ``history_turns`` messages only: after three
+    follow-ups the question that started it was gone from the search. A long one (padded) made
+    the chain too long to search."""
+    first = "How often should I clean the panels? " + "please " * padding
+    done = await app.answers.answer(app.answers.request(first, kb_names=("alpha",)))
+    session_id = done["session_id"]
+    for follow in ["and the brackets?", "and the bolts?", "and the roof?", "and the cables?"]:
+        done = await app.answers.answer(
+            app.answers.request(follow, kb_names=("alpha",), session_id=session_id)
+        )
+        assert "error" not in done, done
+        recall = next(step for step in done["steps"] if step["name"] == "recall")
+        assert recall["query"].startswith(first.rstrip()), recall["query"][:80]
+        assert recall["query"].endswith(follow) and len(recall["query"]) <= MAX_QUERY_CHARS
 
 
 SERVICE_GUIDE = """# HP-12 Service Guide

@@ -63,6 +63,28 @@ def test_citations_in_range_and_out_of_range() -> None:
     assert check_citations("no citations", 0).ok
 
 
+@pytest.mark.parametrize(
+    ("answer", "cited", "out_of_range"),
+    [
+        ("Facts [1-3].", (1, 2, 3), ()),
+        ("Facts [2–5].", (2, 3, 4, 5), (4, 5)),
+        ("Facts [1,7] and [1, 2].", (1, 7, 2), (7,)),
+        ("事实【9】，还有【1、2】。", (9, 1, 2), (9,)),
+        ("Facts [ 3 ] and [1 - 2].", (3, 1, 2), ()),
+        ("Too many [1-1000], backwards [3-1].", (1, 1000, 3), (1000,)),
+        ("Not citations: [a], [1-], [-2], [1..3], x[]y.", (), ()),
+    ],
+)
+def test_citations_a_chat_model_writes_in_one_bracket(
+    answer: str, cited: tuple[int, ...], out_of_range: tuple[int, ...]
+) -> None:
+    """Only [n] was read: [1-3] (or with an en dash), [1,7], [1, 2] and 【9】 were neither
+    counted as cited nor checked against the sources sent."""
+    report = check_citations(answer, 3)
+    assert report.cited == cited
+    assert report.out_of_range == out_of_range
+
+
 def test_extractive_answer_cites_the_sentences_it_uses() -> None:
     answer = compose("how often should I clean the panels", REFS, "en")
     assert answer == "Clean the panels twice a year. [2]"

@@ -143,3 +143,39 @@ async def test_a_score_threshold_keeps_the_drilled_chunk_and_drops_its_unrelated
     assert shown[0]["path"].endswith("Resetting the router")
     passing = search_response(pack, score_threshold=0.3)["sources"]["text"]
     assert [s["path"] for s in passing] == [shown[0]["path"]]
+
+
+def _handbook(sections: int) -> str:
+    parts = ["# Kestrel Handbook\n"]
+    for s in range(sections):
+        parts.append(f"\n## Kestrel module {s}\n")
+        parts += [
+            f"\nThe Kestrel module {s} part {p} covers routine maintenance of the coolant loop, "
+            f"step {p}.\n"
+            for p in range(3)
+        ]
+    return "".join(parts)
+
+
+@pytest.mark.asyncio
+async def test_a_dropped_summary_leaves_no_gap_in_top_k(tmp_path: Path) -> None:
+    """A summary whose chunks were listed already was dropped and nothing took its place: lists
+    only max(top_k, candidates) deep left top_k=5 with 4 passages of the 6 chunks. The refill
+    comes after what was ranked, which stays as it was."""
+    app = await app_with_documents(str(tmp_path), "kb", {"kestrel.md": _handbook(6)}, candidates=5)
+    try:
+
+        async def search(top_k: int, **options: bool) -> list[str]:
+            request = QueryRequest(text="Kestrel", kb_names=("kb",), top_k=top_k, **options)
+            return [p.chunk_id for p in (await app.retrieval.search(request)).passages]
+
+        four, five, ten = await search(4), await search(5), await search(10)
+        unexpanded = await app.retrieval.search(
+            QueryRequest(text="Kestrel", kb_names=("kb",), top_k=10, expand_parents=False)
+        )
+    finally:
+        await app.stop()
+    chunks = [p.chunk_id for p in unexpanded.passages if p.type != "section_summary"]
+    assert len(five) == 5 and len(set(five)) == 5
+    assert five[:4] == four
+    assert sorted(ten) == sorted(chunks)  # every chunk there is, each once

@@ -15,11 +15,17 @@ from eagle_rag.errors import InvalidInputError, NotFoundError, PermissionDeniedE
 from eagle_rag.index.filters import eq
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.plugins.payloads import QueryRequest, RetrievedHit
-from eagle_rag.retrieval.pack import ContextPack
+from eagle_rag.retrieval.pack import ContextPack, Passage, trim_to_budget
 from eagle_rag.retrieval.service import RetrievalService
+from eagle_rag.retrieval.wire import search_response
 from tests.retrieval.conftest import Corpus
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+PASSAGE = Passage(
+    1, "c1", "Mount the panels.", "Guide", (), "d1", "guide.md", "kb", "eagle_text", "text", 1.0
+)
 
 
 async def search(app: EagleApp, text: str, **options: Any) -> ContextPack:
@@ -248,6 +254,26 @@ async def test_token_budget_keeps_the_best_prefix(app: EagleApp, corpus: Corpus)
     assert [p.chunk_id for p in trimmed.passages] == [full.passages[0].chunk_id]
     tiny = await search(app, "panels brackets inverter", kb_names=("alpha",), token_budget=3)
     assert len(tiny.passages) == 1 and count(tiny.passages[0].text) <= 3
+    assert not trimmed.passages[0].truncated  # kept whole
+    shown = search_response(tiny)["sources"]["text"]
+    assert shown[0]["truncated"] and shown[0]["content"] == tiny.passages[0].text
+    assert tiny.token_count == count(shown[0]["content"]) <= 3
+
+
+async def test_a_budget_too_small_for_any_text_leaves_no_passage() -> None:
+    """A tokenizer that counts its special tokens even for no text (e5: 2) cut the first passage
+    to "" and kept it, over budget; a passage cut to fit said ``truncated: false``."""
+
+    def count(text: str) -> int:
+        return len(text.split()) + 2
+
+    first = replace(PASSAGE, text="Clean the panels twice a year with water.")
+    assert trim_to_budget([first, PASSAGE], 1, count) == ((), 0, True)
+    passages, used, cut = trim_to_budget([first, PASSAGE], 4, count)
+    assert [p.text for p in passages] == ["Clean the"] and used == 4 and cut
+    assert passages[0].truncated
+    whole, used, cut = trim_to_budget([first], 10, count)
+    assert whole == (first,) and used == 10 and not cut and not first.truncated
 
 
 @pytest.mark.parametrize(

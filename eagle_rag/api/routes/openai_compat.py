@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -195,18 +196,19 @@ class Completion:
 
     async def chunks(self, *, include_usage: bool) -> AsyncIterator[str]:
         yield self._chunk({"role": "assistant", "content": ""})
-        stream = self._app.answers.stream(self._request, allowed_kbs=self._who.kb_names)
-        async for name, data in stream:
-            if name == "token":
-                yield self._chunk({"content": data["delta"]})
-            elif name == "error":
-                error = _failure(data)
-                yield _sse({"error": _error_body(error, status_for(error))})
-                return
-            elif name == "done":
-                yield self._chunk({}, finish_reason="stop", eagle=_extra(data))
-                if include_usage:
-                    yield _sse({**self._head(), "choices": [], "usage": self._usage(data)})
+        answers = self._app.answers.stream(self._request, allowed_kbs=self._who.kb_names)
+        async with aclosing(answers) as stream:
+            async for name, data in stream:
+                if name == "token":
+                    yield self._chunk({"content": data["delta"]})
+                elif name == "error":
+                    error = _failure(data)
+                    yield _sse({"error": _error_body(error, status_for(error))})
+                    return
+                elif name == "done":
+                    yield self._chunk({}, finish_reason="stop", eagle=_extra(data))
+                    if include_usage:
+                        yield _sse({**self._head(), "choices": [], "usage": self._usage(data)})
         yield "data: [DONE]\n\n"
 
     def _head(self, kind: str = "chat.completion.chunk") -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
 
@@ -100,8 +101,11 @@ async def query_stream(body: QueryBody, app: App, who: Who) -> EventSourceRespon
     await asyncio.to_thread(app.answers.validate, request, allowed_kbs=who.kb_names)
 
     async def events() -> AsyncIterator[dict[str, str]]:
-        async for name, data in app.answers.stream(request, allowed_kbs=who.kb_names):
-            yield _event(name, data)
+        # Closed with the response: a client gone mid-answer must end the answer's turn now
+        # (an unanswered new session is deleted), not whenever the generator is collected.
+        async with aclosing(app.answers.stream(request, allowed_kbs=who.kb_names)) as stream:
+            async for name, data in stream:
+                yield _event(name, data)
 
     return EventSourceResponse(events(), ping=15)
 

@@ -169,6 +169,19 @@ class SessionRepository(NamespacedRepository):
                 return [_message_record(r) for r in reversed(rows)]
             return [_message_record(r) for r in session.scalars(query.order_by(MessageRow.seq))]
 
+    def questions(self, session_id: str, *, last: int) -> builtins.list[str]:
+        """The newest ``last`` user messages' text, oldest first (a follow-up's chain reaches
+        further back than the history sent to the model, without reading answers and sources)."""
+        with self._db.session() as session:
+            parent = self._existing(session, session_id)
+            query = (
+                select(MessageRow.content)
+                .where(MessageRow.session_id == parent.id, MessageRow.role == "user")
+                .order_by(MessageRow.seq.desc())
+                .limit(last)
+            )
+            return list(reversed(session.scalars(query).all()))
+
     def _existing(self, session: Session, session_id: str, *, lock: bool = False) -> ChatSessionRow:
         query = select(ChatSessionRow).where(
             ChatSessionRow.plugin_namespace == self.namespace, ChatSessionRow.id == session_id
