@@ -17,8 +17,11 @@ _CITATION = re.compile(rf"[\[【]\s*({_NUMBER}(?:\s*[-–—,，、]\s*{_NUMBER}
 _RANGE = re.compile(rf"({_NUMBER})\s*[-–—]\s*({_NUMBER})")
 _LIST = re.compile(r"\s*[,，、]\s*")
 # A bracket naming more numbers than this is not read as a list of citations: its numbers are
-# taken as written ("[1-1000]" cites 1 and 1000, and 1000 is out of range) and it is left as is.
+# taken as written ("[1-60]" cites 1 and 60, and 60 is out of range) and it is left as is.
 MAX_NUMBERS_PER_BRACKET = 20
+# No answer has a thousand sources: a bracket of several numbers holding one this big is a range
+# of years or pages ("[2019-2021]"), left as written and citing nothing.
+YEAR_LIKE = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,15 +54,23 @@ def one_per_bracket(answer: str) -> str:
 
 def cited_numbers(inside: str) -> list[int]:
     """The numbers one bracket names: ``1-3`` → 1, 2, 3; ``1,7`` → 1, 7; a descending range or
-    more than MAX_NUMBERS_PER_BRACKET numbers → the numbers as written."""
+    more than MAX_NUMBERS_PER_BRACKET numbers → the numbers as written; a bracket of several
+    numbers one of which has four digits (``[2019-2021]``, years) → none: it cites nothing."""
+    written = [int(n) for n in re.findall(_NUMBER, inside)]
+    if len(written) > 1 and max(written) >= YEAR_LIKE:
+        return []
     listed = _listed(inside)
-    return [int(n) for n in re.findall(_NUMBER, inside)] if listed is None else listed
+    return written if listed is None else listed
 
 
 def _listed(inside: str) -> list[int] | None:
     """The bracket's numbers with its ranges expanded; None when it is no list of citations."""
     numbers: list[int] = []
-    for part in _LIST.split(inside):
+    parts = _LIST.split(inside)
+    if len(parts) > 1 or _RANGE.fullmatch(inside):
+        if any(int(n) >= YEAR_LIKE for n in re.findall(_NUMBER, inside)):
+            return None  # a range or list of years or pages, not of sources
+    for part in parts:
         bounds = _RANGE.fullmatch(part)
         if bounds is None:
             numbers.append(int(part))
