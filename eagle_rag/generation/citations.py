@@ -56,21 +56,23 @@ def cited_numbers(inside: str) -> list[int]:
     """The numbers one bracket names: ``1-3`` → 1, 2, 3; ``1,7`` → 1, 7; a descending range or
     more than MAX_NUMBERS_PER_BRACKET numbers → the numbers as written; a bracket of several
     numbers one of which has four digits (``[2019-2021]``, years) → none: it cites nothing."""
-    written = [int(n) for n in re.findall(_NUMBER, inside)]
-    if len(written) > 1 and max(written) >= YEAR_LIKE:
+    if _years_or_pages(inside):
         return []
     listed = _listed(inside)
-    return written if listed is None else listed
+    return [int(n) for n in re.findall(_NUMBER, inside)] if listed is None else listed
+
+
+def _years_or_pages(inside: str) -> bool:
+    written = [int(n) for n in re.findall(_NUMBER, inside)]
+    return len(written) > 1 and max(written) >= YEAR_LIKE
 
 
 def _listed(inside: str) -> list[int] | None:
     """The bracket's numbers with its ranges expanded; None when it is no list of citations."""
+    if _years_or_pages(inside):
+        return None
     numbers: list[int] = []
-    parts = _LIST.split(inside)
-    if len(parts) > 1 or _RANGE.fullmatch(inside):
-        if any(int(n) >= YEAR_LIKE for n in re.findall(_NUMBER, inside)):
-            return None  # a range or list of years or pages, not of sources
-    for part in parts:
+    for part in _LIST.split(inside):
         bounds = _RANGE.fullmatch(part)
         if bounds is None:
             numbers.append(int(part))
