@@ -159,7 +159,7 @@ def ask(
     body: dict[str, Any] = {"query": question, "kb_names": kb or []}
     if session:
         body["session_id"] = session
-    if top_n:
+    if top_n is not None:  # 0 is refused as out of range, not taken for the default
         body["top_n"] = top_n
     events = _remote_events(url, body, settings) if url else _local_events(body)
     done: dict[str, Any] | None = None

@@ -87,6 +87,8 @@ def test_remote_errors_are_reported(env: dict[str, str]) -> None:
     assert wrong_key.exit_code == 2 and "unknown API key" in wrong_key.output
     asked = runner.invoke(app, ["ask", "x", "--kb", "nope"], env=env)
     assert asked.exit_code == 2 and "not found" in asked.output
+    none = runner.invoke(app, ["ask", "x", "--top-n", "0"], env=env)  # was the default (3)
+    assert none.exit_code == 2 and "top_n" in none.output
     found = runner.invoke(app, ["search", "x", "--kb", "nope"], env=env)
     assert found.exit_code == 2 and "not found" in found.output
 
