@@ -76,10 +76,13 @@
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     let buffer = "";
+    let held = ""; // a chunk's last "\r": its "\n" may start the next chunk (one CRLF, not two breaks)
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+      const text = held + decoder.decode(value, { stream: true });
+      held = text.endsWith("\r") ? "\r" : "";
+      buffer += text.slice(0, text.length - held.length).replace(/\r\n?/g, "\n");
       let cut;
       while ((cut = buffer.indexOf("\n\n")) >= 0) {
         const block = buffer.slice(0, cut);
