@@ -64,3 +64,59 @@ def test_an_event_whose_crlf_is_split_between_chunks_is_still_read(
     choose_files(page, [("split.md", "text/markdown", b"# Split")])
     wait_status(page, "split.md", "completed", timeout=10_000)
     assert upload_row(page, "split.md").get_attribute("data-phases") == "parse,done"
+
+
+def answer_stream(session_id: str, answer: str) -> str:
+    done = {"answer": answer, "session_id": session_id, "sources": {"text": [], "image": []}}
+    return (
+        f"event: session\ndata: {json.dumps({'session_id': session_id})}\n\n"
+        f"event: done\ndata: {json.dumps(done)}\n\n"
+    )
+
+
+@pytest.mark.parametrize("leave", ["new chat", "reopen"])
+def test_an_answer_still_streaming_stays_out_of_the_next_conversation(
+    page: Any, server: RunningServer, leave: str
+) -> None:
+    with server.client() as client:
+        client.post("/knowledge_bases", json={"kb_name": "chats"})
+    held: list[Any] = []
+    asked: list[dict[str, Any]] = []
+
+    def answer(route: Any) -> None:
+        asked.append(json.loads(route.request.post_data))
+        if len(asked) == 1:
+            held.append(route)  # the first answer is still streaming
+        else:
+            route.fulfill(body=answer_stream("second", "Second."), content_type="text/event-stream")
+
+    page.route(re.compile(r"/query/stream$"), answer)
+    page.route(
+        re.compile(r"/sessions/elsewhere/messages$"), lambda r: r.fulfill(json={"messages": []})
+    )
+    page.goto(server.url + "/ui/ask")
+    page.check("#kb-picker input[value='chats']")
+    page.fill("#question", "First question")
+    page.press("#question", "Enter")
+    while not held:
+        page.wait_for_timeout(20)
+    if leave == "new chat":
+        page.click("#new-chat")
+    else:
+        page.evaluate(
+            """() => { const b = document.createElement('button');
+                 b.className = 'session'; b.dataset.session = 'elsewhere'; b.dataset.kbs = 'chats';
+                 document.body.append(b); b.click(); b.remove(); }"""
+        )
+    page.wait_for_function("() => !document.querySelector('#thread .msg')")
+    page.wait_for_timeout(200)  # the reopened conversation has loaded
+    held[0].fulfill(body=answer_stream("first", "First."), content_type="text/event-stream")
+    page.wait_for_timeout(300)  # the first answer's events are read by now
+    assert page.locator("#thread .msg").count() == 0
+    page.check("#kb-picker input[value='chats']")
+    page.fill("#question", "Second question")
+    page.press("#question", "Enter")
+    page.wait_for_selector("#thread .msg.assistant:not([aria-busy])")
+    # The conversation left behind, not the one the first answer belonged to.
+    assert asked[1].get("session_id") == (None if leave == "new chat" else "elsewhere")
+    assert page.locator("#thread .msg.user").all_inner_texts() == ["You\nSecond question"]

@@ -238,8 +238,7 @@
     const response = await api(button.dataset.delete, { method: "DELETE" });
     if (!response.ok) { notice(await errorMessage(response), "err"); return; }
     if (button.dataset.delete.startsWith("/sessions/") && button.dataset.delete.endsWith("/" + sessionId)) {
-      sessionId = null;
-      document.getElementById("thread").replaceChildren();
+      leaveConversation();
     }
     if (window.htmx) htmx.trigger(document.body, button.dataset.changed);
   }
@@ -431,6 +430,16 @@
   // --- Ask -------------------------------------------------------------------------------------
 
   let sessionId = null;
+  // A new conversation, one reopened or the open one deleted starts a new generation. An answer
+  // still streaming for an earlier one is read to its end (the server stores it with its own
+  // conversation) but touches nothing of the new one: not its session, not its thread.
+  let conversation = 0;
+
+  function leaveConversation() {
+    conversation += 1;
+    sessionId = null;
+    document.getElementById("thread").replaceChildren();
+  }
 
   function setupAsk() {
     const form = document.getElementById("ask-form");
@@ -450,8 +459,7 @@
       ask(question, kbs);
     });
     document.getElementById("new-chat").addEventListener("click", () => {
-      sessionId = null;
-      document.getElementById("thread").replaceChildren();
+      leaveConversation();
       clearNotice();
       box.focus();
     });
@@ -504,11 +512,13 @@
     thread.append(ui.msg);
     const body = { query: question, kb_names: kbs };
     if (sessionId) body.session_id = sessionId;
+    const generation = conversation;
     let text = "";
     try {
       for await (const { event, data } of sse("/query/stream", {
         method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
       })) {
+        if (generation !== conversation) continue;
         if (event === "session") { sessionId = data.session_id; }
         else if (event === "step") addStep(ui.steps, data);
         else if (event === "token") { text += data.delta || ""; ui.answer.textContent = text; }
@@ -698,9 +708,12 @@
   // --- sessions -------------------------------------------------------------------------------
 
   async function openSession(id, kbs) {
+    leaveConversation();
+    const generation = conversation;
     const response = await api("/sessions/" + encodeURIComponent(id) + "/messages");
     if (!response.ok) { notice(await errorMessage(response), "err"); return; }
     const body = await response.json();
+    if (generation !== conversation) return; // another conversation was opened meanwhile
     sessionId = id;
     const wanted = new Set((kbs || "").split(",").filter(Boolean));
     document.querySelectorAll("#kb-picker input[name=kb_names]").forEach((i) => { i.checked = wanted.has(i.value); });
