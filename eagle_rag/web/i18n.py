@@ -42,6 +42,9 @@ EN: Mapping[str, str] = {
     "add_urls": "Add URLs",
     "uploads": "Uploads",
     "retry": "Retry",
+    "stream_lost": (
+        "Lost contact with the server. The file was received and may still be processing."
+    ),
     "file": "File",
     "phase": "Phase",
     "progress": "Progress",
@@ -137,6 +140,7 @@ ZH: Mapping[str, str] = {
     "add_urls": "添加网址",
     "uploads": "上传",
     "retry": "重试",
+    "stream_lost": "与服务器失去联系。文件已收到，可能仍在处理中。",
     "file": "文件",
     "phase": "阶段",
     "progress": "进度",

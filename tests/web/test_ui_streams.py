@@ -120,3 +120,32 @@ def test_an_answer_still_streaming_stays_out_of_the_next_conversation(
     # The conversation left behind, not the one the first answer belonged to.
     assert asked[1].get("session_id") == (None if leave == "new chat" else "elsewhere")
     assert page.locator("#thread .msg.user").all_inner_texts() == ["You\nSecond question"]
+
+
+@pytest.mark.parametrize("drop", ["ends without done", "connection lost"])
+def test_an_upload_whose_progress_stream_drops_reconnects_until_it_is_done(
+    page: Any, server: RunningServer, drop: str
+) -> None:
+    kb = "drops-" + drop.split()[0]
+    with server.client() as client:
+        assert client.post("/knowledge_bases", json={"kb_name": kb}).status_code == 201
+    claimed = {"status": "processing", "phase": "parse", "progress": {"current": 0, "total": 0}}
+    streams: list[str] = []
+
+    def first_drops(route: Any) -> None:
+        streams.append(route.request.url)
+        if len(streams) > 1:
+            route.fallback()  # the server is back: its own stream
+        elif drop == "connection lost":
+            route.abort("connectionreset")
+        else:
+            body = "event: progress\ndata: " + json.dumps(claimed) + "\n\n"
+            route.fulfill(body=body, content_type="text/event-stream")
+
+    page.route(re.compile(r"/tasks/[^/]+/stream$"), first_drops)
+    page.goto(server.url + f"/ui/kb/{kb}")
+    page.wait_for_selector("#dropzone")
+    choose_files(page, [("dropped.md", "text/markdown", b"# Dropped\n\nThe stream came back.")])
+    wait_status(page, "dropped.md", "completed", timeout=20_000)
+    page.wait_for_selector("#doc-list tr[data-document]")  # the list was refreshed, too
+    assert page.errors == []

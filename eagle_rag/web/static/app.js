@@ -362,7 +362,12 @@
 
   function upload(kb, item) {
     const ui = uploadRow(item.file ? item.file.name : item.url);
-    limited(() => send(kb, item, ui));
+    limited(() => sendOrSay(kb, item, ui));
+  }
+
+  // Whatever goes wrong in a row's upload is said in the row, not lost in the queue.
+  function sendOrSay(kb, item, ui) {
+    return send(kb, item, ui).catch((e) => showFailure(ui, String(e), resend(kb, item, ui)));
   }
 
   function resend(kb, item, ui) {
@@ -373,7 +378,7 @@
       ui.row.dataset.status = "queued";
       ui.status.className = "badge queued";
       ui.status.textContent = T.queued || "queued";
-      limited(() => send(kb, item, ui));
+      limited(() => sendOrSay(kb, item, ui));
     };
   }
 
@@ -410,11 +415,7 @@
   function retryable(status) { return status >= 500 || status === 408 || status === 429; }
 
   async function follow(ui, jobId) {
-    let last = null;
-    for await (const { event, data } of sse("/tasks/" + encodeURIComponent(jobId) + "/stream")) {
-      if (event === "progress" || event === "done") { last = data; showTask(ui, data); }
-      if (event === "error") { showFailure(ui, data.message || String(data), null); return; }
-    }
+    const last = await watch(ui, jobId);
     if (last && last.status === "failed") {
       showFailure(ui, last.error || (T.failed || "failed"), async () => {
         ui.reason.hidden = true;
@@ -425,6 +426,53 @@
       });
     }
     if (window.htmx) htmx.trigger(document.body, "docs-changed");
+  }
+
+  // A progress stream can drop before its `done` (a server restart, a network blip) while the
+  // task goes on. The row then looks the task up (GET /tasks/{id}: one that ended meanwhile is
+  // shown at once) and reconnects, pausing longer each time; a stream that says anything starts
+  // the count again. Past the last try the row says contact was lost and offers to look again.
+  const RECONNECTS = 6;
+  const TERMINAL = ["completed", "failed"];
+
+  async function watch(ui, jobId) {
+    const path = "/tasks/" + encodeURIComponent(jobId);
+    let last = null;
+    for (let tries = 0; tries <= RECONNECTS; tries += 1) {
+      if (tries) {
+        await new Promise((r) => setTimeout(r, Math.min(500 * 2 ** (tries - 1), 8000)));
+        const task = await lookUp(path);
+        if (task && task.gone) { showFailure(ui, task.gone, null); return null; }
+        if (task) { last = task; showTask(ui, task); }
+        if (task && TERMINAL.includes(task.status)) return task;
+      }
+      try {
+        for await (const { event, data } of sse(path + "/stream")) {
+          if (event === "progress" || event === "done") { last = data; showTask(ui, data); tries = 0; }
+          if (event === "done") return last;
+          if (event === "error" && !/^5\d\d$/.test(data.code)) {
+            showFailure(ui, data.message || String(data), null);
+            return null;
+          }
+          if (event === "error") break; // a 5xx: a server or proxy on its way back
+        }
+      } catch (e) { /* the connection dropped: try again */ }
+    }
+    showFailure(ui, T.stream_lost || "Lost contact with the server.", () => {
+      ui.reason.hidden = true;
+      ui.actions.replaceChildren();
+      follow(ui, jobId);
+    });
+    return null;
+  }
+
+  // The task as GET /tasks/{id} tells it; {gone} when it is no more; null when unreachable.
+  async function lookUp(path) {
+    let response;
+    try { response = await api(path); } catch (e) { return null; }
+    if (response.ok) return response.json().catch(() => null);
+    if (response.status === 404) return { gone: await errorMessage(response) };
+    return null;
   }
 
   // --- Ask -------------------------------------------------------------------------------------
