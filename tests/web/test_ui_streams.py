@@ -149,3 +149,17 @@ def test_an_upload_whose_progress_stream_drops_reconnects_until_it_is_done(
     wait_status(page, "dropped.md", "completed", timeout=20_000)
     page.wait_for_selector("#doc-list tr[data-document]")  # the list was refreshed, too
     assert page.errors == []
+
+
+def test_leaving_while_files_wait_to_be_sent_asks_first(page: Any, server: RunningServer) -> None:
+    with server.client() as client:
+        assert client.post("/knowledge_bases", json={"kb_name": "leaving"}).status_code == 201
+    page.route(re.compile(r"/ingest$"), lambda route: None)  # still being sent
+    page.goto(server.url + "/ui/kb/leaving")
+    page.wait_for_selector("#dropzone")
+    choose_files(page, [(f"wait{n}.md", "text/markdown", b"# Wait") for n in range(5)])
+    page.click("h1")  # browsers ask only on a page the reader has used
+    with page.expect_event("dialog") as asked:
+        page.close(run_before_unload=True)
+    assert asked.value.type == "beforeunload"
+    asked.value.dismiss()

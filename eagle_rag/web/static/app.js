@@ -284,6 +284,7 @@
     const kb = document.getElementById("kb-title").dataset.kb;
     const input = document.getElementById("file-input");
     const start = (files) => { for (const file of files) upload(kb, { file: file }); };
+    window.addEventListener("beforeunload", warnBeforeLeaving);
     input.addEventListener("change", () => { start(input.files); input.value = ""; });
     zone.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); input.click(); } });
     zone.addEventListener("dragover", (e) => { e.preventDefault(); zone.classList.add("over"); });
@@ -306,7 +307,16 @@
   const MAX_ACTIVE = 3;
   const TASK_STATUSES = ["queued", "processing", "completed", "failed"];
   let active = 0;
+  let sending = 0;
   const waiting = [];
+
+  // Files still waiting their turn or being sent live only in this page: leaving would drop
+  // them, so the browser asks first. Once sent, the server has them; leaving loses nothing.
+  function warnBeforeLeaving(event) {
+    if (!sending && !waiting.length) return;
+    event.preventDefault();
+    event.returnValue = "";
+  }
 
   function limited(job) {
     waiting.push(job);
@@ -388,11 +398,14 @@
     if (item.file) form.append("file", item.file, item.file.name);
     else form.append("url", item.url);
     let response;
+    sending += 1;
     try {
       response = await api("/ingest", { method: "POST", body: form });
     } catch (e) {
       showFailure(ui, String(e), resend(kb, item, ui));
       return;
+    } finally {
+      sending -= 1;
     }
     if (!response.ok) {
       showFailure(ui, await errorMessage(response), retryable(response.status) ? resend(kb, item, ui) : null);
