@@ -239,3 +239,27 @@ def test_a_double_click_on_a_documents_delete_asks_and_deletes_once(
     page.wait_for_timeout(300)
     assert len(confirmations) == 1 and deletes == [f"{server.url}/documents/{document}"]
     assert page.locator("#notice").inner_text() == ""  # no 404 from a second DELETE
+
+
+@pytest.mark.parametrize("action", ["rebuild", "delete"])
+def test_a_double_click_on_rebuild_or_delete_asks_and_sends_once(
+    page: Any, server: RunningServer, action: str
+) -> None:
+    kb_with_file(server, f"dbl-{action}", "d.md", MARKDOWN)
+    confirmations: list[str] = []
+    posts: list[str] = []
+    page.on("dialog", lambda d: (confirmations.append(d.message), d.accept()))
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    page.goto(server.url + "/")
+    button = f"#kb-list tr[data-kb='dbl-{action}'] button[hx-post$='/{action}']"
+    page.wait_for_selector(button)
+    # The second click comes as soon as the first is confirmed, while its post is on its way.
+    page.evaluate(
+        "(b) => { const button = document.querySelector(b); button.click(); button.click(); }",
+        button,
+    )
+    page.wait_for_selector("#notice .ok")
+    page.wait_for_timeout(500)  # a second post, had one been sent, is answered by now
+    assert len(confirmations) == 1
+    assert posts == [f"{server.url}/ui/kbs/dbl-{action}/{action}"]
+    assert page.locator("#notice .err").count() == 0
