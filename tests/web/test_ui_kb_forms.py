@@ -263,3 +263,23 @@ def test_a_double_click_on_rebuild_or_delete_asks_and_sends_once(
     assert len(confirmations) == 1
     assert posts == [f"{server.url}/ui/kbs/dbl-{action}/{action}"]
     assert page.locator("#notice .err").count() == 0
+
+
+def test_the_kb_screen_logs_no_error_and_a_bad_name_clears_the_last_notice(
+    page: Any, server: RunningServer
+) -> None:
+    logged: list[str] = []
+    page.on("console", lambda m: logged.append(m.text) if m.type == "error" else None)
+    page.goto(server.url + "/")
+    page.wait_for_selector("#engine-form [name=creation__chunk_size]")
+    page.fill("#kb_name", "told-twice")
+    page.click("#create-kb button[type=submit]")
+    page.wait_for_selector("#kb-list tr[data-kb='told-twice']")
+    assert logged == []  # the engine picker's GET inherits nothing meant for the post
+    page.fill("#kb_name", "told-twice")
+    page.click("#create-kb button[type=submit]")
+    page.wait_for_selector("#notice .err")  # already exists
+    page.fill("#kb_name", "Told Twice")
+    page.click("#create-kb button[type=submit]")
+    page.locator("#create-kb #kb_name ~ .field-error").wait_for()
+    assert page.locator("#notice").inner_text() == ""  # only the field's own error is said

@@ -153,7 +153,11 @@
       const form = event.detail.elt.closest && event.detail.elt.closest("form");
       if (form) clearFieldErrors(form);
       // Only the form's own post: the engine picker inside it loads its fields as a GET.
-      if (event.detail.elt.id === "create-kb" && !kbNameIsValid(form)) event.preventDefault();
+      // An earlier answer in the notice ("already exists") would sit beside the new field error.
+      if (event.detail.elt.id === "create-kb" && !kbNameIsValid(form)) {
+        event.preventDefault();
+        clearNotice();
+      }
     });
     document.body.addEventListener("htmx:afterRequest", (event) => {
       const elt = event.detail.elt;
