@@ -103,8 +103,10 @@
 
   // --- API key --------------------------------------------------------------------------------
 
+  // Asked for when a request was refused with a 401: a key already held was the one refused.
   function askForKey() {
     const dialog = document.getElementById("key-dialog");
+    document.getElementById("key-refused").hidden = !apiKey();
     if (dialog && !dialog.open) dialog.showModal();
   }
 
@@ -136,11 +138,13 @@
     });
     document.body.addEventListener("htmx:responseError", async (event) => {
       const xhr = event.detail.xhr;
-      if (xhr.status === 401) { askForKey(); return; }
+      if (xhr.status === 401) askForKey();
       let body = {};
       try { body = JSON.parse(xhr.responseText); } catch (e) { body = { message: xhr.statusText }; }
       const target = event.detail.target;
-      if (event.detail.requestConfig.verb === "get" && target && !target.closest("form")) {
+      // A form's own fields failing to load say so in the notice and keep the form, unless no key
+      // was accepted: then nothing in it can work, and its fields say why instead of "Loading…".
+      if (event.detail.requestConfig.verb === "get" && target && (!target.closest("form") || xhr.status === 401)) {
         fragmentFailed(target, xhr.status, body.message);
         return;
       }
@@ -168,16 +172,21 @@
   }
 
   // A list or detail that cannot load says why in its own place (else "Loading…" stays for
-  // ever) with a way back. A 404 uses the page's own words (data-not-found) and removes what
-  // only made sense while the thing existed (data-gone-removes: the upload zone of a gone KB).
+  // ever) with a way back. A 404 uses the page's own words (data-not-found); a 401 says a key is
+  // needed, or that the one given was refused, with a way to enter one (the dialog may have been
+  // closed). A refusal (401, 403, 404) removes what only made sense with access to the thing
+  // (data-gone-removes: the upload zone of a KB gone or out of the key's reach).
   function fragmentFailed(target, status, message) {
     target.removeAttribute("aria-busy");
     target.dataset.failed = String(status);
     const text = status === 404 && target.dataset.notFound ? target.dataset.notFound
+      : status === 401 ? (apiKey() ? T.key_refused : T.key_missing)
       : (T.error || "Error") + ": " + (message || status);
-    target.replaceChildren(el("p", { class: "error", role: "alert", text: text }),
-      el("p", {}, el("a", { href: "/", text: "← " + (T.kbs_title || "Knowledge bases") })));
-    const gone = status === 404 && target.dataset.goneRemoves;
+    const way = status === 401
+      ? el("button", { type: "button", class: "primary", text: T.use_key || "API key", onclick: askForKey })
+      : el("a", { href: "/", text: "← " + (T.kbs_title || "Knowledge bases") });
+    target.replaceChildren(el("p", { class: "error", role: "alert", text: text }), el("p", {}, way));
+    const gone = [401, 403, 404].includes(status) && target.dataset.goneRemoves;
     if (gone && document.getElementById(gone)) document.getElementById(gone).remove();
   }
 
