@@ -174,7 +174,9 @@ def test_a_document_longer_than_its_thumbnails_says_how_many_pages_it_has(
     document = kb_with_file(server, "long", "long.pdf", long_pdf(THUMBNAILS + 2))
     with server.client() as client:
         html = client.get(f"/ui/fragments/document/{document}").text
-        zh = client.get(f"/ui/fragments/document/{document}", cookies={"eagle_lang": "zh"}).text
+        zh = client.get(
+            f"/ui/fragments/document/{document}", headers={"Cookie": "eagle_lang=zh"}
+        ).text
     assert html.count("<figure>") == THUMBNAILS
     assert EN["pages_shown"].format(shown=THUMBNAILS, pages=THUMBNAILS + 2) in html
     assert ZH["pages_shown"].format(shown=THUMBNAILS, pages=THUMBNAILS + 2) in zh
