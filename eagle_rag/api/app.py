@@ -115,7 +115,7 @@ def _install_guards(api: FastAPI, settings: Settings, gate: Gatekeeper) -> None:
     api.add_middleware(
         BodyLimit,
         json_limit=server.max_body_bytes,
-        upload_limit=settings.ingest.max_file_bytes + MULTIPART_OVERHEAD,
+        file_limit=settings.ingest.max_file_bytes,
     )
 
 
@@ -130,12 +130,18 @@ class BodyLimit:
 
     Uploads (multipart) may be as large as a file may be; every other body is capped at
     ``server.max_body_bytes``. Chunked bodies without a length are counted as they arrive.
+    The refusal names the setting that was passed: an upload's file limit in MiB.
     """
 
-    def __init__(self, app: Callable[..., Awaitable[None]], *, json_limit: int, upload_limit: int):
+    def __init__(self, app: Callable[..., Awaitable[None]], *, json_limit: int, file_limit: int):
         self.app = app
         self.json_limit = json_limit
-        self.upload_limit = upload_limit
+        self.upload_limit = file_limit + MULTIPART_OVERHEAD
+        mib = f"{round(file_limit / 2**20, 1):g}"
+        self.upload_message = f"the file is larger than the {mib} MiB limit (ingest.max_file_bytes)"
+        self.json_message = (
+            f"the request body is larger than {json_limit} bytes (server.max_body_bytes)"
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -144,11 +150,12 @@ class BodyLimit:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         multipart = headers.get("content-type", "").startswith("multipart/form-data")
         limit = self.upload_limit if multipart else self.json_limit
+        message = self.upload_message if multipart else self.json_message
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _too_large(send, limit)
+            await _too_large(send, message)
             return
-        guard = _CountedBody(receive, send, limit)
+        guard = _CountedBody(receive, send, limit, message)
         try:
             await self.app(scope, guard.receive, guard.send)
         except _BodyTooLargeError:
@@ -160,8 +167,9 @@ class _CountedBody:
     framework may turn that into an answer of its own (FastAPI: 400 "error parsing the body"),
     so whatever the app answers then is replaced by the 413."""
 
-    def __init__(self, receive: Receive, send: Send, limit: int) -> None:
+    def __init__(self, receive: Receive, send: Send, limit: int, message: str) -> None:
         self._receive, self._send, self._limit = receive, send, limit
+        self._message = message
         self._seen = 0
         self._exceeded = False
         self._started = False
@@ -186,17 +194,15 @@ class _CountedBody:
     async def refuse(self) -> None:
         if not self._started:
             self._started = True
-            await _too_large(self._send, self._limit)
+            await _too_large(self._send, self._message)
 
 
 class _BodyTooLargeError(Exception):
     """Raised inside the app when the counted body passes the limit."""
 
 
-async def _too_large(send: Send, limit: int) -> None:
-    body = json.dumps(
-        {"code": "payload_too_large", "message": f"the request body is larger than {limit} bytes"}
-    ).encode()
+async def _too_large(send: Send, message: str) -> None:
+    body = json.dumps({"code": "payload_too_large", "message": message}).encode()
     await send(
         {
             "type": "http.response.start",

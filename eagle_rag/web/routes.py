@@ -44,6 +44,7 @@ KB_PAGE = 25
 DOC_PAGE = 50
 MAX_PAGE = 100_000  # larger page numbers would overflow the database offset
 CHUNK_LIMIT = 2000
+THUMBNAILS = 50  # page thumbnails on a document's page; a longer document says how many it has
 # A list showing documents still being ingested refreshes itself every POLL_SECONDS, for at
 # most POLL_LIMIT refreshes (30 minutes): a worker that died must not keep a tab polling forever.
 POLL_SECONDS = 3
@@ -289,6 +290,7 @@ async def document_detail(request: Request, app: App, who: Who, document_id: str
         chunks=rows,
         visuals=visuals,
         paged=is_paged(document.mime_type) and bool(document.object_key),
+        thumbnails=THUMBNAILS,
     )
 
 

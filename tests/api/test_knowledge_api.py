@@ -379,3 +379,16 @@ def test_tasks_name_their_file_and_page(client: httpx.Client, solar: dict[str, s
     assert client.get(f"/tasks/{listed[0]['job_id']}").json()["filename"] == "wind.md"
     beyond = client.get("/tasks", params={"offset": 87707679727087194466156544})
     assert beyond.status_code == 422
+
+
+def test_an_upload_past_the_file_limit_is_told_in_mib_naming_the_setting(
+    client: httpx.Client, server: RunningServer
+) -> None:
+    """Refused by its length before it is read: the message speaks of the file, not the body."""
+    limit = server.settings.ingest.max_file_bytes
+    big = b"a" * (limit + 2 * 1024 * 1024)
+    answer = client.post("/ingest", data={"kb_name": "x"}, files={"file": ("big.txt", big)})
+    assert answer.status_code == 413 and answer.json()["code"] == "payload_too_large"
+    mib = f"{round(limit / 2**20, 1):g}"
+    expected = f"the file is larger than the {mib} MiB limit (ingest.max_file_bytes)"
+    assert answer.json()["message"] == expected

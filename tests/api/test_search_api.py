@@ -83,6 +83,7 @@ def test_oversized_json_body_is_413(client: httpx.Client, server: RunningServer)
         headers={"content-type": "application/json"},
     )
     assert answer.status_code == 413 and answer.json()["code"] == "payload_too_large"
+    assert answer.json()["message"].endswith(f"larger than {limit} bytes (server.max_body_bytes)")
 
 
 def test_oversized_chunked_json_body_is_413_too(

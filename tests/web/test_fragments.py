@@ -7,12 +7,13 @@ import re
 from pathlib import Path
 
 import pytest
+from fpdf import FPDF
 
 from eagle_rag.db.records import KB_NAME
 from eagle_rag.index.collections import VISUAL_COLLECTION
 from eagle_rag.index.filters import eq
 from eagle_rag.web.i18n import EN, ZH
-from eagle_rag.web.routes import DOC_PAGE, POLL_LIMIT
+from eagle_rag.web.routes import DOC_PAGE, POLL_LIMIT, THUMBNAILS
 from tests.api.server import RunningServer
 from tests.ingest.visual_docs import report_pdf
 from tests.web.documents import text_pdf
@@ -155,3 +156,27 @@ def test_a_conversations_time_says_its_zone(server: RunningServer) -> None:
         html = client.get("/ui/fragments/sessions").text
     stamp = re.search(r'<time datetime="([^"]+)">(\d{4}-\d\d-\d\d \d\d:\d\d) UTC</time>', html)
     assert stamp and stamp.group(1).endswith("+00:00")
+
+
+def long_pdf(pages: int) -> bytes:
+    pdf = FPDF(format="A5", unit="mm")
+    for n in range(1, pages + 1):
+        pdf.add_page()
+        pdf.set_font("Helvetica", "", 12)
+        pdf.set_xy(20, 40)
+        pdf.multi_cell(100, 8, f"Page {n} of the long manual tells the wiring of panel {n}.")
+    return bytes(pdf.output())
+
+
+def test_a_document_longer_than_its_thumbnails_says_how_many_pages_it_has(
+    server: RunningServer,
+) -> None:
+    document = kb_with_file(server, "long", "long.pdf", long_pdf(THUMBNAILS + 2))
+    with server.client() as client:
+        html = client.get(f"/ui/fragments/document/{document}").text
+        zh = client.get(
+            f"/ui/fragments/document/{document}", headers={"Cookie": "eagle_lang=zh"}
+        ).text
+    assert html.count("<figure>") == THUMBNAILS
+    assert EN["pages_shown"].format(shown=THUMBNAILS, pages=THUMBNAILS + 2) in html
+    assert ZH["pages_shown"].format(shown=THUMBNAILS, pages=THUMBNAILS + 2) in zh

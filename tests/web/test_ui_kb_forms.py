@@ -239,3 +239,47 @@ def test_a_double_click_on_a_documents_delete_asks_and_deletes_once(
     page.wait_for_timeout(300)
     assert len(confirmations) == 1 and deletes == [f"{server.url}/documents/{document}"]
     assert page.locator("#notice").inner_text() == ""  # no 404 from a second DELETE
+
+
+@pytest.mark.parametrize("action", ["rebuild", "delete"])
+def test_a_double_click_on_rebuild_or_delete_asks_and_sends_once(
+    page: Any, server: RunningServer, action: str
+) -> None:
+    kb_with_file(server, f"dbl-{action}", "d.md", MARKDOWN)
+    confirmations: list[str] = []
+    posts: list[str] = []
+    page.on("dialog", lambda d: (confirmations.append(d.message), d.accept()))
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    page.goto(server.url + "/")
+    button = f"#kb-list tr[data-kb='dbl-{action}'] button[hx-post$='/{action}']"
+    page.wait_for_selector(button)
+    # The second click comes as soon as the first is confirmed, while its post is on its way.
+    page.evaluate(
+        "(b) => { const button = document.querySelector(b); button.click(); button.click(); }",
+        button,
+    )
+    page.wait_for_selector("#notice .ok")
+    page.wait_for_timeout(500)  # a second post, had one been sent, is answered by now
+    assert len(confirmations) == 1
+    assert posts == [f"{server.url}/ui/kbs/dbl-{action}/{action}"]
+    assert page.locator("#notice .err").count() == 0
+
+
+def test_the_kb_screen_logs_no_error_and_a_bad_name_clears_the_last_notice(
+    page: Any, server: RunningServer
+) -> None:
+    logged: list[str] = []
+    page.on("console", lambda m: logged.append(m.text) if m.type == "error" else None)
+    page.goto(server.url + "/")
+    page.wait_for_selector("#engine-form [name=creation__chunk_size]")
+    page.fill("#kb_name", "told-twice")
+    page.click("#create-kb button[type=submit]")
+    page.wait_for_selector("#kb-list tr[data-kb='told-twice']")
+    assert logged == []  # the engine picker's GET inherits nothing meant for the post
+    page.fill("#kb_name", "told-twice")
+    page.click("#create-kb button[type=submit]")
+    page.wait_for_selector("#notice .err")  # already exists
+    page.fill("#kb_name", "Told Twice")
+    page.click("#create-kb button[type=submit]")
+    page.locator("#create-kb #kb_name ~ .field-error").wait_for()
+    assert page.locator("#notice").inner_text() == ""  # only the field's own error is said

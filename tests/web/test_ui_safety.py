@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from eagle_rag.web.i18n import EN
 from tests.api.server import RunningServer, running_server
 from tests.web.helpers import choose_files, create_kb, wait_status
 
@@ -133,5 +134,46 @@ def test_with_api_keys_the_ui_asks_for_one_and_shows_only_its_kbs(
         other = context.new_page()  # a new tab starts without the key
         other.goto(secured.url + "/")
         other.locator("#key-dialog").wait_for(state="visible")
+    finally:
+        context.close()
+
+
+def test_a_missing_refused_or_narrow_key_is_said_in_place(
+    browser: Any, secured: RunningServer
+) -> None:
+    context = browser.new_context(locale="en-US")
+    try:
+        page = context.new_page()
+        page.goto(secured.url + "/")
+        dialog = page.locator("#key-dialog")
+        dialog.wait_for(state="visible")
+        assert page.locator("#key-refused").is_hidden()
+        failed = page.locator("#kb-list[data-failed='401']")
+        failed.wait_for()
+        page.locator("#engine-form[data-failed='401']").wait_for()
+        page.keyboard.press("Escape")  # dismissed: the list says why it is empty
+        dialog.wait_for(state="hidden")
+        assert failed.locator(".error").inner_text() == EN["key_missing"]
+        assert "Loading" not in page.locator("main").inner_text()
+
+        failed.locator("button").click()  # a way back to the dialog
+        dialog.wait_for(state="visible")
+        page.fill("#key-input", "wrong-key-0123456789")
+        page.press("#key-input", "Enter")
+        page.locator("#key-refused").wait_for(state="visible")  # after the reload
+        assert page.locator("#key-refused").inner_text() == EN["key_refused"]
+        page.locator("#engine-form[data-failed='401']").wait_for()
+        failed.wait_for()
+        page.keyboard.press("Escape")
+        dialog.wait_for(state="hidden")
+        assert failed.locator(".error").inner_text() == EN["key_refused"]
+
+        failed.locator("button").click()
+        page.fill("#key-input", LIMITED)
+        page.press("#key-input", "Enter")
+        page.wait_for_selector("#kb-list tr[data-kb='open']")
+        page.goto(secured.url + "/ui/kb/secret")  # outside this key's reach: a 403
+        page.locator("#doc-list[data-failed='403']").wait_for()
+        assert page.locator("#upload-card, #dropzone").count() == 0
     finally:
         context.close()

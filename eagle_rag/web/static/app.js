@@ -76,10 +76,13 @@
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     let buffer = "";
+    let held = ""; // a chunk's last "\r": its "\n" may start the next chunk (one CRLF, not two breaks)
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+      const text = held + decoder.decode(value, { stream: true });
+      held = text.endsWith("\r") ? "\r" : "";
+      buffer += text.slice(0, text.length - held.length).replace(/\r\n?/g, "\n");
       let cut;
       while ((cut = buffer.indexOf("\n\n")) >= 0) {
         const block = buffer.slice(0, cut);
@@ -100,8 +103,10 @@
 
   // --- API key --------------------------------------------------------------------------------
 
+  // Asked for when a request was refused with a 401: a key already held was the one refused.
   function askForKey() {
     const dialog = document.getElementById("key-dialog");
+    document.getElementById("key-refused").hidden = !apiKey();
     if (dialog && !dialog.open) dialog.showModal();
   }
 
@@ -133,11 +138,13 @@
     });
     document.body.addEventListener("htmx:responseError", async (event) => {
       const xhr = event.detail.xhr;
-      if (xhr.status === 401) { askForKey(); return; }
+      if (xhr.status === 401) askForKey();
       let body = {};
       try { body = JSON.parse(xhr.responseText); } catch (e) { body = { message: xhr.statusText }; }
       const target = event.detail.target;
-      if (event.detail.requestConfig.verb === "get" && target && !target.closest("form")) {
+      // A form's own fields failing to load say so in the notice and keep the form, unless no key
+      // was accepted: then nothing in it can work, and its fields say why instead of "Loading…".
+      if (event.detail.requestConfig.verb === "get" && target && (!target.closest("form") || xhr.status === 401)) {
         fragmentFailed(target, xhr.status, body.message);
         return;
       }
@@ -150,7 +157,11 @@
       const form = event.detail.elt.closest && event.detail.elt.closest("form");
       if (form) clearFieldErrors(form);
       // Only the form's own post: the engine picker inside it loads its fields as a GET.
-      if (event.detail.elt.id === "create-kb" && !kbNameIsValid(form)) event.preventDefault();
+      // An earlier answer in the notice ("already exists") would sit beside the new field error.
+      if (event.detail.elt.id === "create-kb" && !kbNameIsValid(form)) {
+        event.preventDefault();
+        clearNotice();
+      }
     });
     document.body.addEventListener("htmx:afterRequest", (event) => {
       const elt = event.detail.elt;
@@ -161,16 +172,21 @@
   }
 
   // A list or detail that cannot load says why in its own place (else "Loading…" stays for
-  // ever) with a way back. A 404 uses the page's own words (data-not-found) and removes what
-  // only made sense while the thing existed (data-gone-removes: the upload zone of a gone KB).
+  // ever) with a way back. A 404 uses the page's own words (data-not-found); a 401 says a key is
+  // needed, or that the one given was refused, with a way to enter one (the dialog may have been
+  // closed). A refusal (401, 403, 404) removes what only made sense with access to the thing
+  // (data-gone-removes: the upload zone of a KB gone or out of the key's reach).
   function fragmentFailed(target, status, message) {
     target.removeAttribute("aria-busy");
     target.dataset.failed = String(status);
     const text = status === 404 && target.dataset.notFound ? target.dataset.notFound
+      : status === 401 ? (apiKey() ? T.key_refused : T.key_missing)
       : (T.error || "Error") + ": " + (message || status);
-    target.replaceChildren(el("p", { class: "error", role: "alert", text: text }),
-      el("p", {}, el("a", { href: "/", text: "← " + (T.kbs_title || "Knowledge bases") })));
-    const gone = status === 404 && target.dataset.goneRemoves;
+    const way = status === 401
+      ? el("button", { type: "button", class: "primary", text: T.use_key || "API key", onclick: askForKey })
+      : el("a", { href: "/", text: "← " + (T.kbs_title || "Knowledge bases") });
+    target.replaceChildren(el("p", { class: "error", role: "alert", text: text }), el("p", {}, way));
+    const gone = [401, 403, 404].includes(status) && target.dataset.goneRemoves;
     if (gone && document.getElementById(gone)) document.getElementById(gone).remove();
   }
 
@@ -235,8 +251,7 @@
     const response = await api(button.dataset.delete, { method: "DELETE" });
     if (!response.ok) { notice(await errorMessage(response), "err"); return; }
     if (button.dataset.delete.startsWith("/sessions/") && button.dataset.delete.endsWith("/" + sessionId)) {
-      sessionId = null;
-      document.getElementById("thread").replaceChildren();
+      leaveConversation();
     }
     if (window.htmx) htmx.trigger(document.body, button.dataset.changed);
   }
@@ -282,6 +297,7 @@
     const kb = document.getElementById("kb-title").dataset.kb;
     const input = document.getElementById("file-input");
     const start = (files) => { for (const file of files) upload(kb, { file: file }); };
+    window.addEventListener("beforeunload", warnBeforeLeaving);
     input.addEventListener("change", () => { start(input.files); input.value = ""; });
     zone.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); input.click(); } });
     zone.addEventListener("dragover", (e) => { e.preventDefault(); zone.classList.add("over"); });
@@ -304,7 +320,16 @@
   const MAX_ACTIVE = 3;
   const TASK_STATUSES = ["queued", "processing", "completed", "failed"];
   let active = 0;
+  let sending = 0;
   const waiting = [];
+
+  // Files still waiting their turn or being sent live only in this page: leaving would drop
+  // them, so the browser asks first. Once sent, the server has them; leaving loses nothing.
+  function warnBeforeLeaving(event) {
+    if (!sending && !waiting.length) return;
+    event.preventDefault();
+    event.returnValue = "";
+  }
 
   function limited(job) {
     waiting.push(job);
@@ -360,7 +385,12 @@
 
   function upload(kb, item) {
     const ui = uploadRow(item.file ? item.file.name : item.url);
-    limited(() => send(kb, item, ui));
+    limited(() => sendOrSay(kb, item, ui));
+  }
+
+  // Whatever goes wrong in a row's upload is said in the row, not lost in the queue.
+  function sendOrSay(kb, item, ui) {
+    return send(kb, item, ui).catch((e) => showFailure(ui, String(e), resend(kb, item, ui)));
   }
 
   function resend(kb, item, ui) {
@@ -371,7 +401,7 @@
       ui.row.dataset.status = "queued";
       ui.status.className = "badge queued";
       ui.status.textContent = T.queued || "queued";
-      limited(() => send(kb, item, ui));
+      limited(() => sendOrSay(kb, item, ui));
     };
   }
 
@@ -381,11 +411,14 @@
     if (item.file) form.append("file", item.file, item.file.name);
     else form.append("url", item.url);
     let response;
+    sending += 1;
     try {
       response = await api("/ingest", { method: "POST", body: form });
     } catch (e) {
       showFailure(ui, String(e), resend(kb, item, ui));
       return;
+    } finally {
+      sending -= 1;
     }
     if (!response.ok) {
       showFailure(ui, await errorMessage(response), retryable(response.status) ? resend(kb, item, ui) : null);
@@ -408,11 +441,7 @@
   function retryable(status) { return status >= 500 || status === 408 || status === 429; }
 
   async function follow(ui, jobId) {
-    let last = null;
-    for await (const { event, data } of sse("/tasks/" + encodeURIComponent(jobId) + "/stream")) {
-      if (event === "progress" || event === "done") { last = data; showTask(ui, data); }
-      if (event === "error") { showFailure(ui, data.message || String(data), null); return; }
-    }
+    const last = await watch(ui, jobId);
     if (last && last.status === "failed") {
       showFailure(ui, last.error || (T.failed || "failed"), async () => {
         ui.reason.hidden = true;
@@ -425,9 +454,66 @@
     if (window.htmx) htmx.trigger(document.body, "docs-changed");
   }
 
+  // A progress stream can drop before its `done` (a server restart, a network blip) while the
+  // task goes on. The row then looks the task up (GET /tasks/{id}: one that ended meanwhile is
+  // shown at once) and reconnects, pausing longer each time; a stream that says anything starts
+  // the count again. Past the last try the row says contact was lost and offers to look again.
+  const RECONNECTS = 6;
+  const TERMINAL = ["completed", "failed"];
+
+  async function watch(ui, jobId) {
+    const path = "/tasks/" + encodeURIComponent(jobId);
+    let last = null;
+    for (let tries = 0; tries <= RECONNECTS; tries += 1) {
+      if (tries) {
+        await new Promise((r) => setTimeout(r, Math.min(500 * 2 ** (tries - 1), 8000)));
+        const task = await lookUp(path);
+        if (task && task.gone) { showFailure(ui, task.gone, null); return null; }
+        if (task) { last = task; showTask(ui, task); }
+        if (task && TERMINAL.includes(task.status)) return task;
+      }
+      try {
+        for await (const { event, data } of sse(path + "/stream")) {
+          if (event === "progress" || event === "done") { last = data; showTask(ui, data); tries = 0; }
+          if (event === "done") return last;
+          if (event === "error" && !/^5\d\d$/.test(data.code)) {
+            showFailure(ui, data.message || String(data), null);
+            return null;
+          }
+          if (event === "error") break; // a 5xx: a server or proxy on its way back
+        }
+      } catch (e) { /* the connection dropped: try again */ }
+    }
+    showFailure(ui, T.stream_lost || "Lost contact with the server.", () => {
+      ui.reason.hidden = true;
+      ui.actions.replaceChildren();
+      follow(ui, jobId);
+    });
+    return null;
+  }
+
+  // The task as GET /tasks/{id} tells it; {gone} when it is no more; null when unreachable.
+  async function lookUp(path) {
+    let response;
+    try { response = await api(path); } catch (e) { return null; }
+    if (response.ok) return response.json().catch(() => null);
+    if (response.status === 404) return { gone: await errorMessage(response) };
+    return null;
+  }
+
   // --- Ask -------------------------------------------------------------------------------------
 
   let sessionId = null;
+  // A new conversation, one reopened or the open one deleted starts a new generation. An answer
+  // still streaming for an earlier one is read to its end (the server stores it with its own
+  // conversation) but touches nothing of the new one: not its session, not its thread.
+  let conversation = 0;
+
+  function leaveConversation() {
+    conversation += 1;
+    sessionId = null;
+    document.getElementById("thread").replaceChildren();
+  }
 
   function setupAsk() {
     const form = document.getElementById("ask-form");
@@ -447,8 +533,7 @@
       ask(question, kbs);
     });
     document.getElementById("new-chat").addEventListener("click", () => {
-      sessionId = null;
-      document.getElementById("thread").replaceChildren();
+      leaveConversation();
       clearNotice();
       box.focus();
     });
@@ -501,11 +586,13 @@
     thread.append(ui.msg);
     const body = { query: question, kb_names: kbs };
     if (sessionId) body.session_id = sessionId;
+    const generation = conversation;
     let text = "";
     try {
       for await (const { event, data } of sse("/query/stream", {
         method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
       })) {
+        if (generation !== conversation) continue;
         if (event === "session") { sessionId = data.session_id; }
         else if (event === "step") addStep(ui.steps, data);
         else if (event === "token") { text += data.delta || ""; ui.answer.textContent = text; }
@@ -695,9 +782,12 @@
   // --- sessions -------------------------------------------------------------------------------
 
   async function openSession(id, kbs) {
+    leaveConversation();
+    const generation = conversation;
     const response = await api("/sessions/" + encodeURIComponent(id) + "/messages");
     if (!response.ok) { notice(await errorMessage(response), "err"); return; }
     const body = await response.json();
+    if (generation !== conversation) return; // another conversation was opened meanwhile
     sessionId = id;
     const wanted = new Set((kbs || "").split(",").filter(Boolean));
     document.querySelectorAll("#kb-picker input[name=kb_names]").forEach((i) => { i.checked = wanted.has(i.value); });
