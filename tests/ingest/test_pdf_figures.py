@@ -6,6 +6,7 @@ printed above it, not by the page's running head."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -107,21 +108,22 @@ def _titled_charts_pdf() -> bytes:
     pdf.add_page()
     pdf.set_font("helvetica", "", 9)
     pdf.text(20, 12, RUNNING_HEAD)
-
-    def bars(top: float) -> None:
-        pdf.line(30, top + 60, 180, top + 60)
-        pdf.line(30, top, 30, top + 60)
-        for i, value in enumerate((55, 45, 38, 30, 22, 15, 10)):
-            pdf.set_fill_color(200, 60, 40)
-            pdf.rect(38 + i * 20, top + 60 - value, 12, value, style="F")
-        for tick in range(5):
-            pdf.line(27, top + 60 - tick * 12, 30, top + 60 - tick * 12)
-
-    bars(top=30)  # just under the running head: its top is ~10% down the page
+    _bars(pdf, top=30)  # just under the running head: its top is ~10% down the page
     pdf.set_font("helvetica", "B", 12)
     pdf.text(30, 130, CHART_TITLE)
-    bars(top=140)
+    _bars(pdf, top=140)
     return bytes(pdf.output())
+
+
+def _bars(pdf: Any, top: float) -> None:
+    """A vector bar chart 60 mm high, its top ``top`` mm down the page: axes, bars, ticks."""
+    pdf.line(30, top + 60, 180, top + 60)
+    pdf.line(30, top, 30, top + 60)
+    for i, value in enumerate((55, 45, 38, 30, 22, 15, 10)):
+        pdf.set_fill_color(200, 60, 40)
+        pdf.rect(38 + i * 20, top + 60 - value, 12, value, style="F")
+    for tick in range(5):
+        pdf.line(27, top + 60 - tick * 12, 30, top + 60 - tick * 12)
 
 
 def test_an_unlabelled_chart_is_captioned_by_its_title_not_the_running_head() -> None:
@@ -142,14 +144,7 @@ def test_a_chart_under_a_paragraph_is_not_captioned_by_its_last_sentence() -> No
     pdf.set_font("helvetica", "", 11)
     pdf.set_xy(30, 120)
     pdf.multi_cell(150, 6, "The results were checked by the auditors in May.")
-    top = 140
-    pdf.line(30, top + 60, 180, top + 60)
-    pdf.line(30, top, 30, top + 60)
-    for i, value in enumerate((55, 45, 38, 30, 22, 15, 10)):
-        pdf.set_fill_color(200, 60, 40)
-        pdf.rect(38 + i * 20, top + 60 - value, 12, value, style="F")
-    for tick in range(5):
-        pdf.line(27, top + 60 - tick * 12, 30, top + 60 - tick * 12)
+    _bars(pdf, top=140)
     [chart] = pdf_visuals(bytes(pdf.output()), frozenset(), PdfVisualOptions())
     assert chart.caption == ""
 
