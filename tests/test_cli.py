@@ -134,6 +134,32 @@ def test_bad_settings_are_reported_with_exit_2(tmp_path: Path) -> None:
     assert "unknown profile 'nope'" in result.stderr
 
 
+@pytest.mark.parametrize("url", ["mysql://u:dbpw@127.0.0.1/db", "notaurl://x", "garbage"])
+def test_an_unusable_database_url_is_a_settings_error(tmp_path: Path, url: str) -> None:
+    # Each was SQLAlchemy's traceback on every command, exit 1.
+    env = _env(tmp_path, EAGLE_DATABASE_URL=url)
+    result = runner.invoke(app, ["kb", "list"], env=env)
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.stderr.split())
+    assert "database.url" in said and "not a usable database URL" in said
+    assert "dbpw" not in result.output and "Traceback" not in result.output
+    doctor = runner.invoke(app, ["doctor", "--json"], env=env)
+    assert doctor.exit_code == 1
+    [database] = [b for b in json.loads(doctor.stdout)["backends"] if b["name"] == "metadata_db"]
+    assert database["status"] == "down" and "database.url" in database["detail"]
+    assert "dbpw" not in doctor.stdout
+
+
+def test_a_postgres_scheme_url_is_postgresql(tmp_path: Path) -> None:
+    # What managed providers hand out; SQLAlchemy knows only "postgresql".
+    url = f"postgres://u:dbpw@127.0.0.1:{free_port()}/db"
+    result = runner.invoke(app, ["kb", "list"], env=_env(tmp_path, EAGLE_DATABASE_URL=url))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: metadata database unavailable: connection failed")
+    assert len(result.stderr.strip().splitlines()) <= 3  # one line, however Rich wraps it
+    assert "dbpw" not in result.output
+
+
 def test_plugins_list(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plugins", "list", "--json"], env=_env(tmp_path))
     assert result.exit_code == 0, result.output
