@@ -160,6 +160,35 @@ def test_a_postgres_scheme_url_is_postgresql(tmp_path: Path) -> None:
     assert "dbpw" not in result.output
 
 
+def _overwrite_pages(database: Path) -> None:
+    for sidecar in ("-wal", "-shm"):
+        database.with_name(database.name + sidecar).unlink(missing_ok=True)
+    size = database.stat().st_size
+    with database.open("r+b") as handle:
+        handle.seek(4096)
+        handle.write(bytes(range(256)) * ((size - 4096) // 256))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "pages"])
+def test_a_damaged_sqlite_file_is_one_line_and_exit_2(tmp_path: Path, damage: str) -> None:
+    # It was a 590-line traceback of the connect listener, exit 1 (serve: exit 3).
+    env = _env(tmp_path, EAGLE_ENCODER_MODE="deterministic")
+    assert runner.invoke(app, ["kb", "create", "k"], env=env).exit_code == 0
+    database = tmp_path / "data" / "eagle.db"
+    if damage == "garbage":
+        database.write_bytes(b"garbage")
+    else:
+        _overwrite_pages(database)
+    result = runner.invoke(app, ["kb", "list"], env=env)
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.stderr.split())
+    assert f"metadata database unavailable: {database} is not a SQLite database" in said
+    assert "Traceback" not in result.output
+    doctor = runner.invoke(app, ["doctor", "--json"], env=env)
+    [row] = [b for b in json.loads(doctor.stdout)["backends"] if b["name"] == "metadata_db"]
+    assert doctor.exit_code == 1 and "not a SQLite database" in row["detail"]
+
+
 def test_plugins_list(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plugins", "list", "--json"], env=_env(tmp_path))
     assert result.exit_code == 0, result.output

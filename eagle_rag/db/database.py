@@ -37,6 +37,8 @@ class Database:
             session.commit()
         except SQLAlchemyError as exc:
             session.rollback()
+            if _is_damaged_sqlite(exc):
+                raise self._damaged() from exc
             if _is_connection_error(exc):
                 raise BackendUnavailableError(
                     f"metadata database unavailable: {exc}", backend=self.backend
@@ -63,6 +65,8 @@ class Database:
         except SQLAlchemyError as exc:
             # A read-only or full data dir, a server that does not answer: the start's refusal
             # names the cause in one line (it was the driver's traceback).
+            if _is_damaged_sqlite(exc):
+                raise self._damaged() from exc
             if _is_connection_error(exc):
                 reason = " ".join(str(getattr(exc, "orig", None) or exc).split())  # one line
                 raise BackendUnavailableError(
@@ -104,6 +108,8 @@ class Database:
             with self.engine.connect() as connection:
                 connection.execute(text("SELECT 1"))
         except SQLAlchemyError as exc:
+            if _is_damaged_sqlite(exc):
+                raise self._damaged() from exc
             raise BackendUnavailableError(
                 f"metadata database unavailable: {exc}", backend=self.backend
             ) from exc
@@ -112,6 +118,14 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+    def _damaged(self) -> BackendUnavailableError:
+        path = _sqlite_path(self.url)
+        return BackendUnavailableError(
+            f"metadata database unavailable: {path} is not a SQLite database (or is damaged); "
+            "restore it from a backup",
+            backend=self.backend,
+        )
 
 
 def _known(scripts: Any, revision: str) -> bool:
@@ -177,8 +191,12 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _sqlite_path(url: str) -> str:
+    return url.split("///", 1)[-1]
+
+
 def _ensure_sqlite_dir(url: str) -> None:
-    path = url.split("///", 1)[-1]
+    path = _sqlite_path(url)
     if path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
@@ -187,3 +205,13 @@ def _is_connection_error(exc: SQLAlchemyError) -> bool:
     from sqlalchemy.exc import InterfaceError, OperationalError
 
     return isinstance(exc, OperationalError | InterfaceError) and "locked" not in str(exc)
+
+
+# SQLITE_CORRUPT and SQLITE_NOTADB (primary codes; an extended code keeps them in its low byte):
+# a file that is garbage, or whose pages were overwritten.
+_SQLITE_DAMAGED = frozenset({11, 26})
+
+
+def _is_damaged_sqlite(exc: SQLAlchemyError) -> bool:
+    code = getattr(getattr(exc, "orig", None), "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _SQLITE_DAMAGED
