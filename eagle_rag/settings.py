@@ -560,8 +560,11 @@ def mask_secrets(data: Any, key: str = "") -> Any:
 
 def mask_url_password(text: str) -> str:
     """``scheme://user:pw@host`` -> ``scheme://user:********@host``; other text unchanged."""
-    if "://" not in text or "@" not in text:
+    if "@" not in text:
         return text
+    if "://" not in text:  # a mistyped URI ("https//user:pw@host") must not show its password
+        password = url_password(text)
+        return text.replace(f":{password}@", f":{MASK}@") if password else text
     try:
         parts = urlsplit(text)
     except ValueError:
@@ -572,6 +575,13 @@ def mask_url_password(text: str) -> str:
     if parts.port:
         netloc += f":{parts.port}"
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def url_password(uri: str) -> str:
+    """The password in a URI's user info, "" if none; also in a malformed URI
+    (``https//user:pw@host``, ``user:pw@host``) that ``urlsplit`` reads no password from."""
+    userinfo = uri.rpartition("@")[0].rsplit("//", 1)[-1]
+    return userinfo.partition(":")[2] if "/" not in userinfo else ""
 
 
 def database_backend(url: str) -> Literal["sqlite", "postgresql", "other"]:
