@@ -391,6 +391,16 @@ class Settings(BaseSettings):
         # own env source would read os.environ globally, which is what we avoid.
         return (init_settings,)
 
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _data_dir_named(cls, value: Any) -> Any:
+        # Path("") is the current directory: an unset ${VAR} put eagle.db wherever one stood.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(
+                "data_dir is empty (an unset ${VAR} in the settings file?); name a folder"
+            )
+        return value
+
     @model_validator(mode="after")
     def _derive_visual_dim(self) -> Settings:
         if self.milvus.visual_dim == 1:

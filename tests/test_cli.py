@@ -189,6 +189,24 @@ def test_a_damaged_sqlite_file_is_one_line_and_exit_2(tmp_path: Path, damage: st
     assert doctor.exit_code == 1 and "not a SQLite database" in row["detail"]
 
 
+@pytest.mark.parametrize("data_dir", ['""', "${EAGLE_TEST_NOT_SET}"])
+def test_an_empty_data_dir_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: str
+) -> None:
+    # It meant the current directory: eagle.db, milvus.db and objects/ were made wherever one was.
+    here = tmp_path / "cwd"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(f"data_dir: {data_dir}\n")
+    result = runner.invoke(
+        app, ["kb", "create", "x"], env={"EAGLE_RAG_SETTINGS_FILE": str(settings)}
+    )
+    assert result.exit_code == 2, result.output
+    assert "data_dir is empty" in " ".join(result.stderr.split())
+    assert list(here.iterdir()) == []
+
+
 def test_plugins_list(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plugins", "list", "--json"], env=_env(tmp_path))
     assert result.exit_code == 0, result.output
