@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from pathlib import Path
 
@@ -205,6 +206,36 @@ def test_an_empty_data_dir_is_refused(
     assert result.exit_code == 2, result.output
     assert "data_dir is empty" in " ".join(result.stderr.split())
     assert list(here.iterdir()) == []
+
+
+def test_serve_refuses_a_port_in_use_before_starting(tmp_path: Path) -> None:
+    # It opened every store, then failed with uvicorn's "[Errno 98]" and exit 3.
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = runner.invoke(app, ["serve", "--port", str(port)], env=_env(tmp_path))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"error: port {port} on 127.0.0.1 is in use"
+    assert not (tmp_path / "data").exists()  # refused before any store was opened
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--port", "99999"], "--port must be between 1 and 65535, not 99999"),
+        (["--port", "0"], "--port must be between 1 and 65535, not 0"),
+        (["--host", "not a host"], "cannot listen on 'not a host' port"),
+    ],
+)
+def test_serve_refuses_an_address_it_cannot_listen_on(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    # --port 99999 was an OverflowError traceback (exit 1); a bad host failed after start-up.
+    result = runner.invoke(app, ["serve", *args], env=_env(tmp_path))
+    assert result.exit_code == 2, result.output
+    assert said in " ".join(result.stderr.split()) and "Traceback" not in result.output
+    assert not (tmp_path / "data").exists()
 
 
 def test_plugins_list(tmp_path: Path) -> None:
