@@ -238,6 +238,18 @@ def test_serve_refuses_an_address_it_cannot_listen_on(
     assert not (tmp_path / "data").exists()
 
 
+def test_doctor_masks_a_secret_in_a_urls_query(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/rerank?model=m&api_key=QSECRET"
+    env = _env(tmp_path, EAGLE_RERANK_PROVIDER="http", EAGLE_RERANK_URL=url)
+    for args in (["doctor"], ["doctor", "--json"]):
+        result = runner.invoke(app, args, env=env)
+        assert "QSECRET" not in result.output
+    report = json.loads(result.stdout)
+    [reranker] = [b for b in report["backends"] if b["name"] == "reranker"]
+    assert reranker["target"].endswith("/rerank?model=m&api_key=********")
+    assert report["settings"]["models"]["rerank"]["url"] == reranker["target"]
+
+
 def test_plugins_list(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plugins", "list", "--json"], env=_env(tmp_path))
     assert result.exit_code == 0, result.output

@@ -235,3 +235,24 @@ def test_a_malformed_bridge_host_is_a_settings_error(entry: str) -> None:
 )
 def test_a_mistyped_uri_does_not_show_its_password(uri: str, shown: str) -> None:
     assert mask_url_password(uri) == shown
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://h/r?api_key=abc&q=1", "http://h/r?api_key=********&q=1"),
+        ("http://h/r?q=1&API_KEY=abc", "http://h/r?q=1&API_KEY=********"),
+        (
+            "https://s3/o?X-Amz-Signature=ff&sig=1",
+            "https://s3/o?X-Amz-Signature=********&sig=********",
+        ),
+        (
+            "http://h/?access_token=t&client_secret=s",
+            "http://h/?access_token=********&client_secret=********",
+        ),
+        ("http://h/?password=p&design=d", "http://h/?password=********&design=d"),
+        ("http://u:pw@h:99999/?token=t", "http://u:********@h:99999/?token=********"),
+    ],
+)
+def test_secret_query_parameters_are_masked(url: str, shown: str) -> None:
+    assert mask_url_password(url) == shown
