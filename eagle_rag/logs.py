@@ -27,7 +27,7 @@ from eagle_rag.errors import (
     PermissionDeniedError,
     RateLimitedError,
 )
-from eagle_rag.settings import MASK, Settings
+from eagle_rag.settings import MASK, Settings, mask_query_secrets
 
 current_request: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "request_id", default=None
@@ -85,7 +85,7 @@ def secret_values(settings: Settings) -> list[str]:
 def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, MASK)
-    text = _URL_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
+    text = _URL_PASSWORD.sub(lambda m: m.group("head") + MASK, mask_query_secrets(text))
     return _BEARER.sub(lambda m: m.group(1) + MASK, text)
 
 

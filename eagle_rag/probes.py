@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from eagle_rag.db.database import Database
 from eagle_rag.errors import EagleError
 from eagle_rag.index.factory import build_pool
+from eagle_rag.logs import redact
 from eagle_rag.plugins.contract import milvus_database_for
 from eagle_rag.settings import Settings, mask_url_password
 from eagle_rag.storage.factory import build_object_store
@@ -54,7 +55,9 @@ def _timed(name: str, target: str, check: Callable[[], str]) -> ProbeResult:
         elapsed = (time.perf_counter() - started) * 1000
         if isinstance(exc, EagleError) and exc.fields.get("in_use"):
             return ProbeResult(name, "in_use", target, IN_USE_DETAIL, "", elapsed)
-        return ProbeResult(name, "down", target, f"{type(exc).__name__}: {exc}", "", elapsed)
+        # Masked: a driver's message can quote the URL it was given, password and all.
+        detail = redact(f"{type(exc).__name__}: {exc}", ())
+        return ProbeResult(name, "down", target, detail, "", elapsed)
     elapsed = (time.perf_counter() - started) * 1000
     return ProbeResult(name, "ok", target, "", version, elapsed)
 

@@ -391,6 +391,16 @@ class Settings(BaseSettings):
         # own env source would read os.environ globally, which is what we avoid.
         return (init_settings,)
 
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _data_dir_named(cls, value: Any) -> Any:
+        # Path("") is the current directory: an unset ${VAR} put eagle.db wherever one stood.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(
+                "data_dir is empty (an unset ${VAR} in the settings file?); name a folder"
+            )
+        return value
+
     @model_validator(mode="after")
     def _derive_visual_dim(self) -> Settings:
         if self.milvus.visual_dim == 1:
@@ -559,19 +569,50 @@ def mask_secrets(data: Any, key: str = "") -> Any:
 
 
 def mask_url_password(text: str) -> str:
-    """``scheme://user:pw@host`` -> ``scheme://user:********@host``; other text unchanged."""
-    if "://" not in text or "@" not in text:
+    """``scheme://user:pw@host`` -> ``scheme://user:********@host``, and the values of query
+    parameters named like secrets (``?api_key=``, ``&sig=``) masked; other text unchanged."""
+    text = mask_query_secrets(text)
+    if "@" not in text:
         return text
+    if "://" not in text:  # a mistyped URI ("https//user:pw@host") must not show its password
+        password = url_password(text)
+        return text.replace(f":{password}@", f":{MASK}@") if password else text
     try:
         parts = urlsplit(text)
     except ValueError:
         return text
     if parts.password is None:
         return text
-    netloc = f"{parts.username or ''}:{MASK}@{parts.hostname or ''}"
-    if parts.port:
-        netloc += f":{parts.port}"
+    # The host part as written: parts.port would raise on a port out of range.
+    netloc = f"{parts.username or ''}:{MASK}@{parts.netloc.rpartition('@')[2]}"
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+# A query parameter whose name says it carries a credential: api_key, access_token, X-Amz-
+# Signature, sig, client_secret, password.
+_SECRET_PARAM = re.compile(r"(?i)key|token|secret|passw(?:or)?d|signature|(?:^|[_.-])sig$")
+_QUERY_PARAM = re.compile(r"(?P<head>[?&](?P<name>[^\s?&=#]+)=)(?P<value>[^\s&#\"'<>]+)")
+
+
+def mask_query_secrets(text: str) -> str:
+    """The values of secret-looking query parameters in ``text`` (a URL or a message quoting
+    one) masked: ``?api_key=abc&q=1`` -> ``?api_key=********&q=1``."""
+    if "=" not in text:
+        return text
+
+    def masked(match: re.Match[str]) -> str:
+        if _SECRET_PARAM.search(match.group("name")):
+            return match.group("head") + MASK
+        return match.group(0)
+
+    return _QUERY_PARAM.sub(masked, text)
+
+
+def url_password(uri: str) -> str:
+    """The password in a URI's user info, "" if none; also in a malformed URI
+    (``https//user:pw@host``, ``user:pw@host``) that ``urlsplit`` reads no password from."""
+    userinfo = uri.rpartition("@")[0].rsplit("//", 1)[-1]
+    return userinfo.partition(":")[2] if "/" not in userinfo else ""
 
 
 def database_backend(url: str) -> Literal["sqlite", "postgresql", "other"]:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from pathlib import Path
 
@@ -132,6 +133,121 @@ def test_bad_settings_are_reported_with_exit_2(tmp_path: Path) -> None:
     result = runner.invoke(app, ["doctor"], env=_env(tmp_path, EAGLE_RAG_PROFILE="nope"))
     assert result.exit_code == 2
     assert "unknown profile 'nope'" in result.stderr
+
+
+@pytest.mark.parametrize("url", ["mysql://u:dbpw@127.0.0.1/db", "notaurl://x", "garbage"])
+def test_an_unusable_database_url_is_a_settings_error(tmp_path: Path, url: str) -> None:
+    # Each was SQLAlchemy's traceback on every command, exit 1.
+    env = _env(tmp_path, EAGLE_DATABASE_URL=url)
+    result = runner.invoke(app, ["kb", "list"], env=env)
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.stderr.split())
+    assert "database.url" in said and "not a usable database URL" in said
+    assert "dbpw" not in result.output and "Traceback" not in result.output
+    doctor = runner.invoke(app, ["doctor", "--json"], env=env)
+    assert doctor.exit_code == 1
+    [database] = [b for b in json.loads(doctor.stdout)["backends"] if b["name"] == "metadata_db"]
+    assert database["status"] == "down" and "database.url" in database["detail"]
+    assert "dbpw" not in doctor.stdout
+
+
+def test_a_postgres_scheme_url_is_postgresql(tmp_path: Path) -> None:
+    # What managed providers hand out; SQLAlchemy knows only "postgresql".
+    url = f"postgres://u:dbpw@127.0.0.1:{free_port()}/db"
+    result = runner.invoke(app, ["kb", "list"], env=_env(tmp_path, EAGLE_DATABASE_URL=url))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: metadata database unavailable: connection failed")
+    assert len(result.stderr.strip().splitlines()) <= 3  # one line, however Rich wraps it
+    assert "dbpw" not in result.output
+
+
+def _overwrite_pages(database: Path) -> None:
+    for sidecar in ("-wal", "-shm"):
+        database.with_name(database.name + sidecar).unlink(missing_ok=True)
+    size = database.stat().st_size
+    with database.open("r+b") as handle:
+        handle.seek(4096)
+        handle.write(bytes(range(256)) * ((size - 4096) // 256))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "pages"])
+def test_a_damaged_sqlite_file_is_one_line_and_exit_2(tmp_path: Path, damage: str) -> None:
+    # It was a 590-line traceback of the connect listener, exit 1 (serve: exit 3).
+    env = _env(tmp_path, EAGLE_ENCODER_MODE="deterministic")
+    assert runner.invoke(app, ["kb", "create", "k"], env=env).exit_code == 0
+    database = tmp_path / "data" / "eagle.db"
+    if damage == "garbage":
+        database.write_bytes(b"garbage")
+    else:
+        _overwrite_pages(database)
+    result = runner.invoke(app, ["kb", "list"], env=env)
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.stderr.split())
+    assert f"metadata database unavailable: {database} is not a SQLite database" in said
+    assert "Traceback" not in result.output
+    doctor = runner.invoke(app, ["doctor", "--json"], env=env)
+    [row] = [b for b in json.loads(doctor.stdout)["backends"] if b["name"] == "metadata_db"]
+    assert doctor.exit_code == 1 and "not a SQLite database" in row["detail"]
+
+
+@pytest.mark.parametrize("data_dir", ['""', "${EAGLE_TEST_NOT_SET}"])
+def test_an_empty_data_dir_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: str
+) -> None:
+    # It meant the current directory: eagle.db, milvus.db and objects/ were made wherever one was.
+    here = tmp_path / "cwd"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(f"data_dir: {data_dir}\n")
+    result = runner.invoke(
+        app, ["kb", "create", "x"], env={"EAGLE_RAG_SETTINGS_FILE": str(settings)}
+    )
+    assert result.exit_code == 2, result.output
+    assert "data_dir is empty" in " ".join(result.stderr.split())
+    assert list(here.iterdir()) == []
+
+
+def test_serve_refuses_a_port_in_use_before_starting(tmp_path: Path) -> None:
+    # It opened every store, then failed with uvicorn's "[Errno 98]" and exit 3.
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = runner.invoke(app, ["serve", "--port", str(port)], env=_env(tmp_path))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"error: port {port} on 127.0.0.1 is in use"
+    assert not (tmp_path / "data").exists()  # refused before any store was opened
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--port", "99999"], "--port must be between 1 and 65535, not 99999"),
+        (["--port", "0"], "--port must be between 1 and 65535, not 0"),
+        (["--host", "not a host"], "cannot listen on 'not a host' port"),
+    ],
+)
+def test_serve_refuses_an_address_it_cannot_listen_on(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    # --port 99999 was an OverflowError traceback (exit 1); a bad host failed after start-up.
+    result = runner.invoke(app, ["serve", *args], env=_env(tmp_path))
+    assert result.exit_code == 2, result.output
+    assert said in " ".join(result.stderr.split()) and "Traceback" not in result.output
+    assert not (tmp_path / "data").exists()
+
+
+def test_doctor_masks_a_secret_in_a_urls_query(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/rerank?model=m&api_key=QSECRET"
+    env = _env(tmp_path, EAGLE_RERANK_PROVIDER="http", EAGLE_RERANK_URL=url)
+    for args in (["doctor"], ["doctor", "--json"]):
+        result = runner.invoke(app, args, env=env)
+        assert "QSECRET" not in result.output
+    report = json.loads(result.stdout)
+    [reranker] = [b for b in report["backends"] if b["name"] == "reranker"]
+    assert reranker["target"].endswith("/rerank?model=m&api_key=********")
+    assert report["settings"]["models"]["rerank"]["url"] == reranker["target"]
 
 
 def test_plugins_list(tmp_path: Path) -> None:

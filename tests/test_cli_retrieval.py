@@ -97,6 +97,17 @@ def test_eval_refuses_unknown_modes_and_bad_folders(env: dict[str, str], tmp_pat
     assert missing.exit_code == 2 and "not a directory" in " ".join(missing.output.split())
 
 
+@pytest.mark.parametrize("count", ["0", "-1"])
+def test_eval_refuses_a_max_queries_under_1(
+    env: dict[str, str], tmp_path: Path, count: str
+) -> None:
+    # 0 was a ZeroDivisionError traceback; -1 quietly evaluated all but the last query.
+    dataset = write_dataset(tmp_path / "tiny", header=False)
+    result = runner.invoke(app, ["eval", str(dataset), "--max-queries", count], env=env)
+    assert result.exit_code == 2, result.output
+    assert f"--max-queries must be at least 1, not {count}" in result.stderr
+
+
 def test_eval_adds_hybrid_rerank_when_a_reranker_is_configured(
     env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -188,3 +188,8 @@ async def test_a_tool_callers_mistake_is_one_info_line_not_an_error_with_a_trace
     assert mistake["level"] == "info" and "exception" not in mistake
     assert "NotFoundError: knowledge base 'ghost' not found" in str(mistake["message"])
     assert failure["level"] == "error" and "the disk is gone" in str(failure["exception"])
+
+
+def test_redact_masks_secret_query_parameters() -> None:
+    said = redact("POST https://h/v1/rerank?key=K1&model=m failed", ())
+    assert said == "POST https://h/v1/rerank?key=********&model=m failed"

@@ -35,3 +35,12 @@ def test_a_full_filesystem_is_down_with_the_reason(
     result = _probe(tmp_path / "data")
     assert result.status == "down"
     assert result.detail.startswith("DiskFullError: only 4.0 KiB free on its filesystem")
+
+
+def test_a_down_probe_masks_a_password_its_error_quotes() -> None:
+    def check() -> str:
+        raise ConnectionError("cannot reach postgresql://eagle:s3cretpw@db:5432/eagle")
+
+    result = probes._timed("metadata_db", "db", check)
+    assert result.status == "down"
+    assert "s3cretpw" not in result.detail and "eagle:********@db" in result.detail

@@ -223,3 +223,36 @@ def test_bridge_settings_default_open_to_the_lan_and_read_from_env() -> None:
 def test_a_malformed_bridge_host_is_a_settings_error(entry: str) -> None:
     with pytest.raises(SettingsError, match=r"engines\.bridge_hosts"):
         load_settings({}, overrides={"engines": {"bridge_hosts": [entry]}})
+
+
+@pytest.mark.parametrize(
+    ("uri", "shown"),
+    [
+        ("https//root:pw99@h:19530", "https//root:********@h:19530"),
+        ("root:pw99@h:19530", "root:********@h:19530"),
+        ("/data/a@b/milvus.db", "/data/a@b/milvus.db"),
+    ],
+)
+def test_a_mistyped_uri_does_not_show_its_password(uri: str, shown: str) -> None:
+    assert mask_url_password(uri) == shown
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://h/r?api_key=abc&q=1", "http://h/r?api_key=********&q=1"),
+        ("http://h/r?q=1&API_KEY=abc", "http://h/r?q=1&API_KEY=********"),
+        (
+            "https://s3/o?X-Amz-Signature=ff&sig=1",
+            "https://s3/o?X-Amz-Signature=********&sig=********",
+        ),
+        (
+            "http://h/?access_token=t&client_secret=s",
+            "http://h/?access_token=********&client_secret=********",
+        ),
+        ("http://h/?password=p&design=d", "http://h/?password=********&design=d"),
+        ("http://u:pw@h:99999/?token=t", "http://u:********@h:99999/?token=********"),
+    ],
+)
+def test_secret_query_parameters_are_masked(url: str, shown: str) -> None:
+    assert mask_url_password(url) == shown

@@ -162,6 +162,8 @@ def evaluate(
 ) -> None:
     """Ingest a BEIR dataset (or a folder of files) into a throw-away KB and report quality and
     speed per mode."""
+    if max_queries is not None and max_queries < 1:
+        fail(f"--max-queries must be at least 1, not {max_queries}")
     chosen = [m.strip() for m in modes.split(",") if m.strip()]
     unknown = sorted(set(chosen) - set(MODES))
     if unknown:

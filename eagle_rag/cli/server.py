@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
+import socket
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -15,7 +17,7 @@ from rich.markup import escape
 
 from eagle_rag.cli.catalog import api_key, server_url
 from eagle_rag.cli.common import app, fail, running_app, settings_from_env
-from eagle_rag.errors import EagleError
+from eagle_rag.errors import ConflictError, EagleError, SettingsError
 from eagle_rag.launcher import ARROW_POOL_VARIABLE
 from eagle_rag.settings import Settings
 
@@ -27,10 +29,30 @@ if TYPE_CHECKING:
 def bound_settings(settings: Settings, host: str | None, port: int | None) -> Settings:
     """The settings with ``--host`` / ``--port`` applied: the app checks Host names against the
     bind address (MCP always, an open API too), so it must know the real one."""
+    if port is not None and not 1 <= port <= MAX_PORT:  # the settings' own bounds
+        fail(f"--port must be between 1 and {MAX_PORT}, not {port}")
     changes = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     if not changes:
         return settings
     return settings.model_copy(update={"server": settings.server.model_copy(update=changes)})
+
+
+MAX_PORT = 65535
+
+
+def check_bindable(host: str, port: int) -> None:
+    """Refuse an address this process cannot listen on, as uvicorn would bind it, before the
+    start-up: a port in use was found only after the stores had opened (`[Errno 98]`, exit 3)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn's socket
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConflictError(f"port {port} on {host} is in use") from exc
+            reason = exc.strerror or str(exc)
+            raise SettingsError(f"cannot listen on {host!r} port {port}: {reason}") from exc
 
 
 @app.command()
@@ -45,6 +67,10 @@ def serve(
     from eagle_rag.logs import configure_logging
 
     settings = bound_settings(settings_from_env(), host, port)
+    try:
+        check_bindable(settings.server.host, settings.server.port)  # before the heavy start
+    except EagleError as exc:
+        fail(exc)
     configure_logging(settings)
     try:
         api = create_app(settings)

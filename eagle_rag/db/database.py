@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from eagle_rag.errors import BackendUnavailableError, ConflictError
-from eagle_rag.settings import database_backend
+from eagle_rag.errors import BackendUnavailableError, ConflictError, SettingsError
+from eagle_rag.settings import database_backend, mask_url_password
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -21,9 +21,9 @@ class Database:
     """One engine per process. Construction does no I/O; the first session connects."""
 
     def __init__(self, url: str, *, echo: bool = False) -> None:
-        self.url = url
-        self.backend = database_backend(url)
-        self.engine: Engine = create_engine(url, echo=echo, **_engine_options(self.backend))
+        self.url = _dialect_url(url)
+        self.backend = database_backend(self.url)
+        self.engine: Engine = _create_engine(self.url, echo, self.backend)
         if self.backend == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -37,6 +37,8 @@ class Database:
             session.commit()
         except SQLAlchemyError as exc:
             session.rollback()
+            if _is_damaged_sqlite(exc):
+                raise self._damaged() from exc
             if _is_connection_error(exc):
                 raise BackendUnavailableError(
                     f"metadata database unavailable: {exc}", backend=self.backend
@@ -63,8 +65,10 @@ class Database:
         except SQLAlchemyError as exc:
             # A read-only or full data dir, a server that does not answer: the start's refusal
             # names the cause in one line (it was the driver's traceback).
+            if _is_damaged_sqlite(exc):
+                raise self._damaged() from exc
             if _is_connection_error(exc):
-                reason = getattr(exc, "orig", None) or exc
+                reason = " ".join(str(getattr(exc, "orig", None) or exc).split())  # one line
                 raise BackendUnavailableError(
                     f"metadata database unavailable: {reason}", backend=self.backend
                 ) from exc
@@ -104,6 +108,8 @@ class Database:
             with self.engine.connect() as connection:
                 connection.execute(text("SELECT 1"))
         except SQLAlchemyError as exc:
+            if _is_damaged_sqlite(exc):
+                raise self._damaged() from exc
             raise BackendUnavailableError(
                 f"metadata database unavailable: {exc}", backend=self.backend
             ) from exc
@@ -112,6 +118,14 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+    def _damaged(self) -> BackendUnavailableError:
+        path = _sqlite_path(self.url)
+        return BackendUnavailableError(
+            f"metadata database unavailable: {path} is not a SQLite database (or is damaged); "
+            "restore it from a backup",
+            backend=self.backend,
+        )
 
 
 def _known(scripts: Any, revision: str) -> bool:
@@ -129,6 +143,32 @@ def _alembic_config() -> Any:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     return config
+
+
+def _dialect_url(url: str) -> str:
+    """``postgres://``, what managed providers hand out, is PostgreSQL to SQLAlchemy too."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.split("+", 1)[0] == "postgres":
+        return "postgresql" + scheme[len("postgres") :] + sep + rest
+    return url
+
+
+def _create_engine(url: str, echo: bool, backend: str) -> Engine:
+    # An unknown scheme or a driver that is not installed is the settings' fault: one line
+    # naming the setting (it was SQLAlchemy's traceback on every command).
+    try:
+        return create_engine(url, echo=echo, **_engine_options(backend))
+    except (ArgumentError, ImportError) as exc:
+        raise SettingsError(
+            f"database.url {mask_url_password(url)!r} is not a usable database URL "
+            f"(sqlite:///<path> or postgresql://user:pw@host/db): {_reason(exc)}",
+        ) from exc
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, ImportError):
+        return f"its driver is not installed ({exc.name or exc})"
+    return str(exc).splitlines()[0]
 
 
 def _engine_options(backend: str) -> dict[str, Any]:
@@ -151,8 +191,12 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _sqlite_path(url: str) -> str:
+    return url.split("///", 1)[-1]
+
+
 def _ensure_sqlite_dir(url: str) -> None:
-    path = url.split("///", 1)[-1]
+    path = _sqlite_path(url)
     if path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
@@ -161,3 +205,13 @@ def _is_connection_error(exc: SQLAlchemyError) -> bool:
     from sqlalchemy.exc import InterfaceError, OperationalError
 
     return isinstance(exc, OperationalError | InterfaceError) and "locked" not in str(exc)
+
+
+# SQLITE_CORRUPT and SQLITE_NOTADB (primary codes; an extended code keeps them in its low byte):
+# a file that is garbage, or whose pages were overwritten.
+_SQLITE_DAMAGED = frozenset({11, 26})
+
+
+def _is_damaged_sqlite(exc: SQLAlchemyError) -> bool:
+    code = getattr(getattr(exc, "orig", None), "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _SQLITE_DAMAGED

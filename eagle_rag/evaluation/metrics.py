@@ -44,7 +44,8 @@ def percentile(values: Sequence[float], q: float) -> float:
 def score_run(
     runs: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
 ) -> dict[str, float]:
-    """Mean of every metric over the judged queries (a query with no run scores zero)."""
+    """Mean of every metric over the judged queries (a query with no run scores zero; no judged
+    query at all scores zero too, rather than dividing by it)."""
     metrics: dict[str, tuple[Metric, int]] = {
         "ndcg@10": (ndcg_at, 10),
         "recall@10": (recall_at, 10),
@@ -52,7 +53,7 @@ def score_run(
         "mrr@10": (mrr_at, 10),
         "hit@5": (hit_at, 5),
     }
-    count = len(qrels)
+    count = len(qrels) or 1
     return {
         name: sum(metric(runs.get(qid, ()), rel, k) for qid, rel in qrels.items()) / count
         for name, (metric, k) in metrics.items()

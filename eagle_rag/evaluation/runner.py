@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagle_rag.errors import InvalidInputError
 from eagle_rag.evaluation.beir import Dataset
 from eagle_rag.evaluation.hook_timings import HookCallTimes, PhaseTimings
 from eagle_rag.evaluation.metrics import percentile, score_run
@@ -105,6 +106,8 @@ class Evaluator:
         modes: Sequence[str] = MODES,
         max_queries: int | None = None,
     ) -> EvalReport:
+        if max_queries is not None and max_queries < 1:  # [:0] is none, [:-1] all but one
+            raise InvalidInputError(f"max_queries must be at least 1, not {max_queries}")
         app = self._app
         kb = f"eval-{uuid.uuid4().hex[:10]}"
         app.repositories.knowledge_bases.create(kb, description=f"eagle-rag eval {dataset.name}")

@@ -16,7 +16,9 @@ from typing import Any
 
 from pymilvus import MilvusClient
 
-from eagle_rag.errors import BackendUnavailableError
+from eagle_rag.errors import BackendUnavailableError, EagleError, SettingsError
+from eagle_rag.logs import redact
+from eagle_rag.settings import url_password
 
 
 def is_lite(uri: str) -> bool:
@@ -49,6 +51,27 @@ def lite_data_dir_held(uri: str) -> bool:
     return False
 
 
+# What pymilvus accepts: a server by one of these schemes, or a Milvus Lite file.
+_SERVER_SCHEMES = ("http", "https", "tcp", "unix")
+
+
+def check_uri(uri: str) -> None:
+    """Refuse a milvus.uri pymilvus cannot use, before a Lite path's folder is made for it."""
+    scheme = uri.partition("://")[0].lower()
+    usable = uri.endswith(".db") if is_lite(uri) else scheme in _SERVER_SCHEMES
+    if not usable:
+        raise SettingsError(
+            f"milvus.uri {masked(uri, uri)!r} is neither a Milvus server "
+            "(http[s]://host:19530, tcp://, unix://) nor a Milvus Lite file (a path ending .db)"
+        )
+
+
+def masked(text: str, uri: str) -> str:
+    """``text`` with the password of ``uri`` masked, also where the URI is malformed."""
+    password = url_password(uri)
+    return redact(text, [password] if password else [])
+
+
 class MilvusClientPool:
     """Creates clients lazily (construction does no I/O) and the database on first use."""
 
@@ -72,6 +95,7 @@ class MilvusClientPool:
             return found
 
     def _connect(self, db_name: str) -> MilvusClient:
+        check_uri(self.uri)
         try:
             if self.lite:
                 Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +106,7 @@ class MilvusClientPool:
             if db_name not in root.list_databases():
                 root.create_database(db_name)
             return self._open(db_name)
-        except BackendUnavailableError:
+        except EagleError:
             raise
         except Exception as exc:
             raise _unavailable(self.uri, exc) from exc
@@ -166,7 +190,16 @@ def _lite_refusals() -> Iterator[_LiteRefusals]:
         lite_logger.removeFilter(refusals)
 
 
-def _unavailable(uri: str, exc: BaseException) -> BackendUnavailableError:
+def _unavailable(uri: str, exc: BaseException) -> EagleError:
+    shown = masked(uri, uri)
+    # pymilvus's word for a server URI it cannot use (for Lite, also "open failed": not config)
+    if type(exc).__name__ == "ConnectionConfigException" and not is_lite(uri):
+        return SettingsError(f"milvus.uri {shown!r} is not usable: {masked(str(exc), uri)}")
+    error = _unavailable_store(shown, exc)
+    return BackendUnavailableError(masked(error.message, uri), **error.fields)
+
+
+def _unavailable_store(uri: str, exc: BaseException) -> BackendUnavailableError:
     if type(exc).__name__ == _LOCKED:
         # Said to every command that opens the store: only some of them can go through the
         # server instead (serve, doctor --consistency, export, import, eval cannot).

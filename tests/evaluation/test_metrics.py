@@ -45,6 +45,10 @@ def test_score_run_counts_missing_runs_as_zero() -> None:
     assert scores["hit@5"] == pytest.approx(0.5)
 
 
+def test_score_run_of_no_judged_query_is_zero() -> None:
+    assert set(score_run({}, {}).values()) == {0.0}
+
+
 def test_percentile_is_nearest_rank() -> None:
     assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 50) == 3.0
     assert percentile([1.0, 2.0], 95) == 2.0
