@@ -159,6 +159,11 @@ def test_a_postgres_scheme_url_is_postgresql(tmp_path: Path) -> None:
     assert result.stderr.startswith("error: metadata database unavailable: connection failed")
     assert len(result.stderr.strip().splitlines()) <= 3  # one line, however Rich wraps it
     assert "dbpw" not in result.output
+    # The health check said it over three lines, with a link to SQLAlchemy's docs.
+    doctor = runner.invoke(app, ["doctor", "--json"], env=_env(tmp_path, EAGLE_DATABASE_URL=url))
+    [database] = [b for b in json.loads(doctor.stdout)["backends"] if b["name"] == "metadata_db"]
+    assert database["status"] == "down"
+    assert "\n" not in database["detail"] and "sqlalche.me" not in database["detail"]
 
 
 def _overwrite_pages(database: Path) -> None:

@@ -40,9 +40,7 @@ class Database:
             if _is_damaged_sqlite(exc):
                 raise self._damaged() from exc
             if _is_connection_error(exc):
-                raise BackendUnavailableError(
-                    f"metadata database unavailable: {exc}", backend=self.backend
-                ) from exc
+                raise self._unavailable(exc) from exc
             raise
         except BaseException:
             session.rollback()
@@ -68,10 +66,7 @@ class Database:
             if _is_damaged_sqlite(exc):
                 raise self._damaged() from exc
             if _is_connection_error(exc):
-                reason = " ".join(str(getattr(exc, "orig", None) or exc).split())  # one line
-                raise BackendUnavailableError(
-                    f"metadata database unavailable: {reason}", backend=self.backend
-                ) from exc
+                raise self._unavailable(exc) from exc
             raise
         return self.revision()
 
@@ -110,14 +105,20 @@ class Database:
         except SQLAlchemyError as exc:
             if _is_damaged_sqlite(exc):
                 raise self._damaged() from exc
-            raise BackendUnavailableError(
-                f"metadata database unavailable: {exc}", backend=self.backend
-            ) from exc
+            raise self._unavailable(exc) from exc
         info = ".".join(str(p) for p in self.engine.dialect.server_version_info or ())
         return f"{self.engine.dialect.name} {info}".strip()
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+    def _unavailable(self, exc: SQLAlchemyError) -> BackendUnavailableError:
+        """The driver's reason on one line (psycopg's runs over three, SQLAlchemy's adds a
+        link to its docs): it is a CLI's message and a /health detail."""
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+        return BackendUnavailableError(
+            f"metadata database unavailable: {reason}", backend=self.backend
+        )
 
     def _damaged(self) -> BackendUnavailableError:
         path = _sqlite_path(self.url)
