@@ -155,6 +155,14 @@ def test_a_missing_refused_or_narrow_key_is_said_in_place(
         dialog.wait_for(state="hidden")
         assert failed.locator(".error").inner_text() == EN["key_missing"]
         assert "Loading" not in page.locator("main").inner_text()
+        # A fragment refused after that says so in place; the dialog stays closed (it opened
+        # again for each fragment that answered after the reader closed it).
+        page.evaluate(
+            "() => { const list = document.getElementById('kb-list');"
+            " delete list.dataset.failed; htmx.ajax('GET', '/ui/fragments/kbs', list); }"
+        )
+        failed.wait_for()  # set by the same handler, after it asked (or not) for a key
+        assert dialog.is_hidden()
 
         failed.locator("button").click()  # a way back to the dialog
         dialog.wait_for(state="visible")

@@ -104,7 +104,12 @@
   // --- API key --------------------------------------------------------------------------------
 
   // Asked for when a request was refused with a 401: a key already held was the one refused.
-  function askForKey() {
+  // Once the reader closes the dialog (Escape), a later refusal on this page does not open it
+  // again (each fragment answering after it did): the fragments say why, and their button
+  // (an event: asked for) opens it.
+  let keyPromptDismissed = false;
+  function askForKey(event) {
+    if (keyPromptDismissed && !(event instanceof Event)) return;
     const dialog = document.getElementById("key-dialog");
     document.getElementById("key-refused").hidden = !apiKey();
     if (dialog && !dialog.open) dialog.showModal();
@@ -119,6 +124,8 @@
         location.reload();
       }
     });
+    const dialog = document.getElementById("key-dialog");
+    if (dialog) dialog.addEventListener("cancel", () => { keyPromptDismissed = true; });
     const forget = document.getElementById("forget-key");
     if (forget) forget.addEventListener("click", () => { sessionStorage.removeItem(KEY); location.reload(); });
     if (!gateOpen && !apiKey()) askForKey();
