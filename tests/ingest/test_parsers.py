@@ -572,6 +572,37 @@ def test_docx_list_items_keep_their_numbers_and_nesting() -> None:
     ]
 
 
+def test_docx_numbered_headings_keep_their_numbers() -> None:
+    """A heading numbered by Word ("2.1 Scope", from its style's list) lost its number: the
+    section a contract or a standard is cited by."""
+
+    def build(document: Any) -> None:
+        numbering = document.part.numbering_part.element
+        levels = "".join(
+            f'<w:lvl w:ilvl="{level}"><w:start w:val="1"/><w:numFmt w:val="decimal"/>'
+            f'<w:lvlText w:val="{text}"/></w:lvl>'
+            for level, text in [(0, "%1"), (1, "%1.%2")]
+        )
+        numbering.insert(0, _xml(f'<w:abstractNum w:abstractNumId="91">{levels}</w:abstractNum>'))
+        numbering.append(_xml('<w:num w:numId="91"><w:abstractNumId w:val="91"/></w:num>'))
+        for style, level in (("Heading 1", 0), ("Heading 2", 1)):
+            document.styles[style].element.get_or_add_pPr().append(
+                _xml(f'<w:numPr><w:ilvl w:val="{level}"/><w:numId w:val="91"/></w:numPr>')
+            )
+        for title, level in [("Terms", 1), ("Scope", 2), ("Fees", 2), ("Exit", 1), ("Notice", 2)]:
+            document.add_heading(title, level)
+            document.add_paragraph(f"About {title.lower()}.")
+
+    result = _parse(DocxParser(), _docx(build), "contract.docx", d.DOCX)
+    assert [h for h, _, _ in _headings(result)] == [
+        "1 Terms",
+        "1.1 Scope",
+        "1.2 Fees",
+        "2 Exit",
+        "2.1 Notice",
+    ]
+
+
 def test_pptx_bullet_levels_are_indented() -> None:
     """Sub-bullets were flattened to the level of the points they belong to."""
     from pptx import Presentation

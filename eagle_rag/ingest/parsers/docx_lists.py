@@ -46,6 +46,15 @@ class DocxLists:
         indent = "  " * max(level, int(named.group(1)) - 1 if named else 0)
         return indent + self._count(list_id, level) + " "
 
+    def number(self, paragraph: Any) -> str | None:
+        """A numbered heading's number as Word shows it (``2.1``, ``Chapter 3``), or None where
+        it has none. Counted in the same pass as list items, so the numbers follow on."""
+        found = _numbering_properties(paragraph)
+        if found is None:
+            return None
+        shown = self._count(*found)
+        return None if shown == "-" else shown
+
     def _count(self, list_id: str, level: int) -> str:
         levels = self._levels(list_id)
         current = levels.get(level, ("bullet", "", 1))

@@ -133,8 +133,9 @@ def _paragraph(paragraph: Any, lists: DocxLists) -> TextSection | None:
     if style.lower() == "title":
         return TextSection("", heading=text, level=1)
     level = heading_level(paragraph)
-    if level is not None:
-        return TextSection("", heading=text, level=level)
+    if level is not None:  # "2.1 Scope", as Word shows it: a reader cites the section by it
+        number = lists.number(paragraph)
+        return TextSection("", heading=f"{number} {text}" if number else text, level=level)
     mark = lists.mark(paragraph)
     return TextSection(text) if mark is None else TextSection(mark + text, kind="list")
 
