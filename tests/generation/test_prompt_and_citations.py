@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eagle_rag.generation.citations import check_citations
+from eagle_rag.generation.citations import check_citations, one_per_bracket
 from eagle_rag.generation.extractive import ExtractiveGenerator, compose
 from eagle_rag.generation.prompt import (
     Attachment,
@@ -73,6 +73,8 @@ def test_citations_in_range_and_out_of_range() -> None:
         ("Facts [ 3 ] and [1 - 2].", (3, 1, 2), ()),
         ("Too many [1-60], backwards [3-1].", (1, 60, 3), (60,)),
         ("Years [2019-2021], pages [12, 1040], and [2].", (2,), ()),  # ranges of years cite none
+        ("Chained [1-2-3], a date [03-04-21].", (), ()),  # raised ValueError: the answer failed
+        ("In code `w = [1, 7]` and ```\nx = [9]\n```, cited [2].", (2,), ()),
         ("Not citations: [a], [1-], [-2], [1..3], x[]y.", (), ()),
     ],
 )
@@ -256,3 +258,11 @@ def test_headings_in_their_own_block_at_a_blocks_end_or_numbered_with_a_point() 
     assert compose("filters", [last], "en") == "Filters are cleaned weekly. [1]"
     only = compose("zebra", [Reference(1, "Manual", "# Warranty")], "en")
     assert only.endswith("The closest passage says: Warranty [1]")
+
+
+def test_brackets_are_written_one_citation_each_outside_code() -> None:
+    """An answer's JSON array ("weights": [1, 2, 3]) was stored as "[1][2][3]", three links."""
+    answer = 'Set `"weights": [1, 2, 3]` as [1-2] says.\n```\nw = [1, 2]\n```\nSee [1,3].'
+    assert one_per_bracket(answer) == (
+        'Set `"weights": [1, 2, 3]` as [1][2] says.\n```\nw = [1, 2]\n```\nSee [1][3].'
+    )
