@@ -32,6 +32,8 @@ from eagle_rag.ingest.parsers.cell_display import displayed
         (dt.datetime(2024, 3, 31, 9, 5), "m/d/yy", "2024-03-31"),
         (dt.datetime(2024, 3, 31, 9, 5, 7), "yyyy-mm-dd hh:mm:ss", "2024-03-31 09:05:07"),
         (dt.time(9, 30), "h:mm", "09:30"),
+        (1e26, "#,##0.00", 1e26),  # more digits than decimal holds: as stored (it failed the file)
+        (1e300, "0%", 1e300),
     ],
 )
 def test_a_value_is_shown_as_its_format_says(

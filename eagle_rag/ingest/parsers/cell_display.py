@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 _TOKEN = re.compile(
     r'"(?P<quoted>[^"]*)"|\\(?P<escaped>.)|[_*](?P<padding>.)|\[\$(?P<currency>[^\]-]*)[^\]]*\]'
@@ -40,14 +40,20 @@ def displayed(value: object, number_format: str | None) -> object:
         return value.isoformat("seconds" if value.second else "minutes")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return value
-    sections = _sections(fmt)
-    if value < 0 and len(sections) > 1:  # the negative section writes its own sign
-        shown = _with_pattern(-value, sections[1])
-    else:
-        shown = _with_pattern(abs(value), sections[0])
-        if shown is not None and value < 0 and re.search("[1-9]", shown):  # not "-0.00"
-            shown = "-" + shown
+    try:
+        shown = _shown_number(value, _sections(fmt))
+    except InvalidOperation:  # more digits than decimal's 28 (1e26 as "#,##0.00"): as stored
+        return value
     return value if shown is None else shown
+
+
+def _shown_number(value: float, sections: list[str]) -> str | None:
+    if value < 0 and len(sections) > 1:  # the negative section writes its own sign
+        return _with_pattern(-value, sections[1])
+    shown = _with_pattern(abs(value), sections[0])
+    if shown is not None and value < 0 and re.search("[1-9]", shown):  # not "-0.00"
+        shown = "-" + shown
+    return shown
 
 
 def _with_pattern(value: float, section: str) -> str | None:
