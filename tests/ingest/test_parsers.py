@@ -572,6 +572,30 @@ def test_docx_list_items_keep_their_numbers_and_nesting() -> None:
     ]
 
 
+def test_docx_list_levels_and_starts_a_file_makes_up_are_bounded() -> None:
+    """ilvl="50000000" made a 100 MB mark per item, and a start of 10**12 in roman numerals
+    was built one symbol at a time."""
+
+    def build(document: Any) -> None:
+        numbering = document.part.numbering_part.element
+        level = (
+            '<w:lvl w:ilvl="0"><w:start w:val="1000000000000"/>'
+            '<w:numFmt w:val="upperRoman"/><w:lvlText w:val="%1."/></w:lvl>'
+        )
+        numbering.insert(0, _xml(f'<w:abstractNum w:abstractNumId="92">{level}</w:abstractNum>'))
+        numbering.append(_xml('<w:num w:numId="92"><w:abstractNumId w:val="92"/></w:num>'))
+        for ilvl in ("0", "50000000"):
+            item = document.add_paragraph("Item")
+            item._p.get_or_add_pPr().append(
+                _xml(f'<w:numPr><w:ilvl w:val="{ilvl}"/><w:numId w:val="92"/></w:numPr>')
+            )
+
+    result = _parse(DocxParser(), _docx(build), "odd.docx", d.DOCX)
+    items = [s.content for s in result.sections if s.kind == "list"]
+    assert items[0] == "I. Item"  # counted from 1
+    assert len(items[1]) < 40 and items[1].endswith("Item")
+
+
 def test_docx_numbered_headings_keep_their_numbers() -> None:
     """A heading numbered by Word ("2.1 Scope", from its style's list) lost its number: the
     section a contract or a standard is cited by."""

@@ -18,6 +18,11 @@ from typing import Any
 from eagle_rag.ingest.parsers.docx_body import W
 
 _BULLETS = ("bullet", "none", "")
+# Word's list levels are 0-8; a file may claim any number (ilvl="50000000" made a 100 MB mark).
+MAX_LEVEL = 8
+# A start beyond this is a hostile or broken file: numbers are counted from 1 (roman numerals of
+# a huge start were built one symbol at a time).
+MAX_START = 100_000
 _LEVEL_IN_NAME = re.compile(r"^list.*\s(\d)$", re.IGNORECASE)  # "List Bullet 2"
 _ROMAN = (
     (1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"),
@@ -43,7 +48,7 @@ class DocxLists:
             return "- " if style.lower().startswith("list") else None
         list_id, level = found
         named = _LEVEL_IN_NAME.match(style.strip())
-        indent = "  " * max(level, int(named.group(1)) - 1 if named else 0)
+        indent = "  " * min(max(level, int(named.group(1)) - 1 if named else 0), MAX_LEVEL)
         return indent + self._count(list_id, level) + " "
 
     def number(self, paragraph: Any) -> str | None:
@@ -88,8 +93,9 @@ class DocxLists:
             fmt = _value(lvl.find(f"{W}numFmt")) or "decimal"
             level_text = _value(lvl.find(f"{W}lvlText")) or ""
             index = _value(lvl, "ilvl") or "0"
-            if index.isdigit():
-                levels[int(index)] = (fmt, level_text, int(start) if start.isdigit() else 1)
+            if index.isdigit() and int(index) <= MAX_LEVEL:
+                first = int(start) if start.isdigit() and int(start) <= MAX_START else 1
+                levels[int(index)] = (fmt, level_text, first)
         return levels
 
 
@@ -112,7 +118,8 @@ def _numbering_properties(paragraph: Any) -> tuple[str, int] | None:
                 found.setdefault(name, value)
     list_id, level = found.get("numId", "0"), found.get("ilvl", "0")
     # numId 0 takes away the numbering a style would give.
-    return None if list_id == "0" else (list_id, int(level) if level.isdigit() else 0)
+    depth = min(int(level), MAX_LEVEL) if level.isdigit() else 0
+    return None if list_id == "0" else (list_id, depth)
 
 
 def _value(element: Any, name: str = "val") -> str | None:
