@@ -6,6 +6,7 @@ import io
 from collections.abc import Callable
 from typing import Any
 
+import pypdfium2 as pdfium
 import pytest
 
 from eagle_rag.errors import InvalidInputError
@@ -91,6 +92,41 @@ def test_a_bookmark_opens_its_section_where_it_points_on_the_page() -> None:
         "Results paragraph RESULTSFACT.",
     ]
     assert _headings(result) == [("1 Introduction", 1, 1), ("2 Results", 1, 2)]
+
+
+def _outlined_pdf(second_destination: str) -> bytes:
+    """A one-page PDF whose outline holds "Intro" (on the page) and "Appendix" at
+    ``second_destination``, written by hand: producers write destinations to missing pages."""
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R /Outlines 4 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+        "<< /Type /Outlines /First 5 0 R /Last 6 0 R /Count 2 >>",
+        "<< /Title (Intro) /Parent 4 0 R /Next 6 0 R /Dest [3 0 R /XYZ 0 700 0] >>",
+        f"<< /Title (Appendix) /Parent 4 0 R /Prev 5 0 R /Dest {second_destination} >>",
+    ]
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode()
+    table = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    trailer = f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{table}\n%%EOF\n"
+    return out + trailer.encode()
+
+
+def test_a_bookmark_to_a_missing_page_costs_only_its_height() -> None:
+    """Reading its height raised, and the whole outline was dropped with it."""
+    from eagle_rag.ingest.parsers.pdf_outline import read_outline
+
+    document = pdfium.PdfDocument(_outlined_pdf("[5 /XYZ 0 300 0]"))
+    try:
+        marks = [(b.title, b.page, b.top) for b in read_outline(document)]
+    finally:
+        document.close()
+    assert marks[0][:2] == ("Intro", 1) and marks[0][2] is not None
+    assert marks[1] == ("Appendix", 6, None)
 
 
 @pytest.mark.parametrize(

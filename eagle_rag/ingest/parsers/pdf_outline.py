@@ -32,17 +32,27 @@ class Bookmark:
 
 def read_outline(document: pdfium.PdfDocument) -> list[Bookmark]:
     marks = []
+    pages = len(document)
     try:
         for item in document.get_toc(max_depth=MAX_DEPTH):
             title = (item.get_title() or "").strip()
             dest = item.get_dest()
             index = dest.get_index() if dest is not None else None
             if title and index is not None and dest is not None:
-                top = _top(dest, document.get_page_size(index)[1])
+                top = _top_on(document, dest, index) if index < pages else None
                 marks.append(Bookmark(title, item.level + 1, index + 1, top))
     except Exception:  # a broken outline costs headings, not the document
         return []
     return marks
+
+
+def _top_on(document: pdfium.PdfDocument, dest: pdfium.PdfDest, index: int) -> float | None:
+    """One bookmark's height; a destination PDFium cannot read costs its height, not the
+    outline (one bad bookmark dropped every other)."""
+    try:
+        return _top(dest, document.get_page_size(index)[1])
+    except Exception:
+        return None
 
 
 def _top(dest: pdfium.PdfDest, page_height: float) -> float | None:
