@@ -175,3 +175,16 @@ def test_every_article_of_a_page_of_articles_is_read() -> None:
     assert "Home" not in text and "Copyright" not in text
     one = "<body><p>Cookie notice.</p><article><p>Only post ONLYFACT.</p></article></body>"
     assert _parse(one).text == "Only post ONLYFACT."  # one article is still the content
+
+
+def test_spans_cannot_blow_a_small_page_up() -> None:
+    """160 KB of <td colspan=1000>x</td> rows made 20 MB of table to chunk and embed; a long
+    cell spanning every row below it repeats its text only up to a budget."""
+    wide = "<table>" + "<tr><td colspan=1000>x</td></tr>" * 5000 + "</table>"
+    assert len(_parse(wide).text) < 100_000
+    tall = (
+        "<table><tr><td rowspan=0>" + "long words " * 1000 + "</td><td>a</td></tr>"
+        + "<tr><td>b</td></tr>" * 2000 + "</table>"
+    )  # fmt: skip
+    text = _parse(tall).text
+    assert len(text) < 1_300_000 and text.count("long words") >= 1000

@@ -16,6 +16,9 @@ from eagle_rag.plugins.payloads import TextSection
 
 # HTML caps colspan at 1000; rowspan is capped by the rows the table has.
 MAX_COLSPAN = 1000
+# Characters of spanning cells' text a table may repeat: 160 KB of <td colspan=1000>x</td> rows
+# made 20 MB of table to embed, and one long cell spanning 10,000 empty rows would make more.
+MAX_SPAN_COPY_CHARS = 1_000_000
 _Cell = tuple[str, int, int]  # text, columns, rows (0: to the table's end)
 
 
@@ -36,6 +39,9 @@ def table_sections(table: Tag) -> list[TextSection]:
 def table_grid(table: Tag) -> list[list[str]]:
     """Each row's cell texts by column, a spanning cell's text in every slot it covers."""
     rows = [[_cell(cell) for cell in _own_cells(row)] for row in _own_rows(table)]
+    # No cell spans more columns than the table's widest row has cells.
+    width = max((len(cells) for cells in rows), default=1)
+    copies = _SpanCopies(MAX_SPAN_COPY_CHARS)
     grid: list[list[str]] = []
     below: dict[int, tuple[str, int]] = {}  # column -> text, rows it covers after this one
     for index, cells in enumerate(rows):
@@ -44,17 +50,29 @@ def table_grid(table: Tag) -> list[list[str]]:
         line: list[str] = []
         for text, columns, span in cells:
             while len(line) in covered:
-                line.append(covered[len(line)])
+                line.append(copies.of(covered[len(line)]))
             rows_left = len(rows) - index
             span = rows_left if span == 0 else min(span, rows_left)
-            for _ in range(columns):
+            for column in range(min(columns, width)):
                 if span > 1:
                     below[len(line)] = (text, span - 1)
-                line.append(text)
+                line.append(text if column == 0 else copies.of(text))
         while covered and len(line) <= max(covered):
-            line.append(covered.get(len(line), ""))
+            line.append(copies.of(covered.get(len(line), "")))
         grid.append(line)
     return grid
+
+
+class _SpanCopies:
+    """The characters of spanning cells' text a table may repeat; past them a span's other
+    slots are empty (its text stays once, in its first slot)."""
+
+    def __init__(self, budget: int) -> None:
+        self.left = budget
+
+    def of(self, text: str) -> str:
+        self.left -= len(text)
+        return text if self.left >= 0 else ""
 
 
 def _own_rows(table: Tag) -> Iterator[Tag]:
