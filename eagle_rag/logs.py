@@ -34,7 +34,7 @@ current_request: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 current_task: contextvars.ContextVar[str | None] = contextvars.ContextVar("task_id", default=None)
 
-_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^\s:/@]*:)(?P<pw>[^\s@/]+)(?=@)")
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^\s:/@]*:)(?P<pw>[^\s@]+)(?=@)")
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
 _HANDLER_NAME = "eagle-rag"
 # Errors that say the caller asked for something wrong (the 4xx of the edges), not a failure.

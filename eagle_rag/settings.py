@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -572,20 +572,8 @@ def mask_url_password(text: str) -> str:
     """``scheme://user:pw@host`` -> ``scheme://user:********@host``, and the values of query
     parameters named like secrets (``?api_key=``, ``&sig=``) masked; other text unchanged."""
     text = mask_query_secrets(text)
-    if "@" not in text:
-        return text
-    if "://" not in text:  # a mistyped URI ("https//user:pw@host") must not show its password
-        password = url_password(text)
-        return text.replace(f":{password}@", f":{MASK}@") if password else text
-    try:
-        parts = urlsplit(text)
-    except ValueError:
-        return text
-    if parts.password is None:
-        return text
-    # The host part as written: parts.port would raise on a port out of range.
-    netloc = f"{parts.username or ''}:{MASK}@{parts.netloc.rpartition('@')[2]}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    password = url_password(text) if "@" in text else ""
+    return text.replace(f":{password}@", f":{MASK}@", 1) if password else text
 
 
 # A query parameter whose name says it carries a credential: api_key, access_token, X-Amz-
@@ -609,10 +597,12 @@ def mask_query_secrets(text: str) -> str:
 
 
 def url_password(uri: str) -> str:
-    """The password in a URI's user info, "" if none; also in a malformed URI
-    (``https//user:pw@host``, ``user:pw@host``) that ``urlsplit`` reads no password from."""
+    """The password in a URI's user info, "" if none: everything between the user's ``:`` and
+    the last ``@``, so also one holding ``/`` or ``#`` (which ``urlsplit`` cuts short or reads as
+    a path) and one in a malformed URI (``https//user:pw@host``, ``user:pw@host``)."""
     userinfo = uri.rpartition("@")[0].rsplit("//", 1)[-1]
-    return userinfo.partition(":")[2] if "/" not in userinfo else ""
+    user, colon, password = userinfo.partition(":")
+    return password if colon and "/" not in user else ""
 
 
 def database_backend(url: str) -> Literal["sqlite", "postgresql", "other"]:

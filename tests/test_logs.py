@@ -87,6 +87,9 @@ def test_secrets_are_redacted_in_messages_arguments_extras_and_tracebacks(
 
 def test_redact_masks_url_passwords_and_bearer_tokens() -> None:
     assert redact("redis://:pw1234@h:6379/0", []) == "redis://:********@h:6379/0"
+    assert (
+        redact("to tcp://root:pa/ss@h:19530 failed", []) == "to tcp://root:********@h:19530 failed"
+    )
     assert redact("Authorization: Bearer abc.def", []) == "Authorization: Bearer ********"
     assert redact("no secrets here", ["zzzz"]) == "no secrets here"
 

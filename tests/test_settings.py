@@ -178,6 +178,10 @@ def test_masked_settings_hide_passwords_and_secret_keys() -> None:
         ("s3://user@bucket/key", "s3://user@bucket/key"),
         ("postgresql://u:p@h/db", f"postgresql://u:{MASK}@h/db"),
         ("not a url @ all", "not a url @ all"),
+        # A password holding "/" or "#" (urlsplit reads a path or a fragment) was shown whole.
+        ("ftp://root:pa/ss@host:19530", f"ftp://root:{MASK}@host:19530"),
+        ("http://root:pa#ss@host:19530", f"http://root:{MASK}@host:19530"),
+        ("http://host/path@mail", "http://host/path@mail"),
     ],
 )
 def test_mask_url_password(url: str, expected: str) -> None:
