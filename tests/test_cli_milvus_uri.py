@@ -50,6 +50,34 @@ def test_pymilvus_does_not_parse_milvus_uri_on_import(tmp_path: Path, uri: str) 
         assert not (tmp_path / "https").exists()  # no Lite folder made for the typo
 
 
+@pytest.mark.slow  # a CLI process of its own, started beside a .env file
+@pytest.mark.parametrize("in_environment", [True, False])
+def test_a_dotenv_file_does_not_bring_milvus_uri_back_for_pymilvus(
+    tmp_path: Path, in_environment: bool
+) -> None:
+    """pymilvus loads a .env file when imported: with MILVUS_URI hidden by removing it, the
+    file put it back and the import failed again ("Illegal uri")."""
+    (tmp_path / ".env").write_text("MILVUS_URI=relative/milvus.db\n")
+    env = {k: v for k, v in os.environ.items() if k != "MILVUS_URI"}
+    if in_environment:
+        env["MILVUS_URI"] = "relative/milvus.db"
+    # Run as "-c": dotenv then looks for .env from the working directory, as it does for the
+    # project's root beside .venv when the CLI runs.
+    shown = "import os, eagle_rag.index; print(repr(os.environ.get('MILVUS_URI')))"
+    done = subprocess.run(
+        [sys.executable, "-c", shown],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(Path(__file__).parents[1])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # As it was before the import: the environment's value, or none.
+    assert done.stdout.strip() == ("'relative/milvus.db'" if in_environment else "None")
+
+
 @pytest.mark.parametrize(
     "uri", [f"ftp://root:{PASSWORD}@127.0.0.1:19530", f"https//root:{PASSWORD}@127.0.0.1:1"]
 )
