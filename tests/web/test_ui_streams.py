@@ -122,6 +122,40 @@ def test_an_answer_still_streaming_stays_out_of_the_next_conversation(
     assert page.locator("#thread .msg.user").all_inner_texts() == ["You\nSecond question"]
 
 
+def test_a_first_question_left_unanswered_leaves_no_session_for_the_next(
+    page: Any, server: RunningServer
+) -> None:
+    """The server deletes the session a failed first turn opened; the page kept its id, and
+    every later question was "session not found" until New conversation."""
+    with server.client() as client:
+        client.post("/knowledge_bases", json={"kb_name": "fails"})
+    asked: list[dict[str, Any]] = []
+
+    def answer(route: Any) -> None:
+        asked.append(json.loads(route.request.post_data))
+        if len(asked) == 1:
+            failed = {"code": "backend_unavailable", "message": "the chat model is down"}
+            body = (
+                f"event: session\ndata: {json.dumps({'session_id': 'opened'})}\n\n"
+                f"event: error\ndata: {json.dumps(failed)}\n\n"
+            )
+        else:
+            body = answer_stream("second", "Second.")
+        route.fulfill(body=body, content_type="text/event-stream")
+
+    page.route(re.compile(r"/query/stream$"), answer)
+    page.goto(server.url + "/ui/ask")
+    page.check("#kb-picker input[value='fails']")
+    finished = (
+        "n => document.querySelectorAll('#thread .msg.assistant:not([aria-busy])').length >= n"
+    )
+    for count, question in enumerate(("First question", "Second question"), start=1):
+        page.fill("#question", question)
+        page.press("#question", "Enter")
+        page.wait_for_function(finished, arg=count)
+    assert len(asked) == 2 and "session_id" not in asked[1]
+
+
 @pytest.mark.parametrize("drop", ["ends without done", "connection lost"])
 def test_an_upload_whose_progress_stream_drops_reconnects_until_it_is_done(
     page: Any, server: RunningServer, drop: str

@@ -594,6 +594,10 @@
     const body = { query: question, kb_names: kbs };
     if (sessionId) body.session_id = sessionId;
     const generation = conversation;
+    // A turn that ends without an answer leaves no session it opened (the server deletes it):
+    // the next question must not name it.
+    const before = sessionId;
+    let answered = false;
     let text = "";
     try {
       for await (const { event, data } of sse("/query/stream", {
@@ -608,6 +612,7 @@
           (data.steps || []).filter((s) => s.name === "generate").forEach((s) => addStep(ui.steps, s));
           renderAnswer(ui, data.answer || text, data.sources || { text: [], image: [] });
           if (data.session_id) sessionId = data.session_id;
+          answered = true;
         } else if (event === "error") {
           ui.error.textContent = (T.error || "Error") + ": " + (data.message || data.code || "");
           ui.error.hidden = false;
@@ -617,6 +622,7 @@
       ui.error.textContent = (T.error || "Error") + ": " + e;
       ui.error.hidden = false;
     }
+    if (!answered && generation === conversation) sessionId = before;
     ui.msg.removeAttribute("aria-busy");
     if (window.htmx) htmx.trigger(document.body, "sessions-changed");
   }
