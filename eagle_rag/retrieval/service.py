@@ -112,15 +112,22 @@ class RetrievalService:
         decision = await self._route(request, hints, scope, ctx, log)
         decision = prune_visual_plans(request, decision, scope.collections, log)
 
-        live, bridged = await self._retrieve(request, decision, scope, overrides, ctx, log)
+        vectors = QueryVectors()  # the query's vectors, embedded once for the refill too
+        live, bridged = await self._retrieve(
+            request, decision, scope, overrides, ctx, log, shared=vectors
+        )
         live, visual = split_results(live)
         merged = await self._merge(request, decision, live, bridged, ctx, log)
         ranked = await self._rerank(request, merged, ctx, log)
         final = await self._expand(request, ranked, merged, live, scope, log)
-        if len(final) < request.top_k and _lists_full(self._depth(request), live, bridged):
+        depth = self._depth(request)
+        deeper = min(MAX_TOP_K, 2 * depth)
+        if len(final) < request.top_k and deeper > depth and _lists_full(depth, live, bridged):
             # Summaries whose chunks were listed already were dropped, leaving the list short:
             # the candidates past the lists' depth fill it, after everything ranked.
-            more = await self._deeper(request, decision, scope, overrides, ctx, merged, log)
+            more = await self._deeper(
+                request, decision, (scope, overrides, ctx), (merged, vectors), deeper, log
+            )
             if more:
                 pool = (*merged, *more)
                 refilled = await self._expand(
@@ -142,6 +149,7 @@ class RetrievalService:
         ctx: HookContext,
         log: StepLog,
         depth: int | None = None,
+        shared: QueryVectors | None = None,
     ) -> tuple[list[PlanResult], list[RankedList]]:
         """Every plan (on native KBs) and every bridged KB, concurrently, each list ``depth``
         deep (by default ``_depth``); failures are skipped, unless every source failed because a
@@ -149,7 +157,8 @@ class RetrievalService:
         depth = depth or self._depth(request)
         plans = decision.plans if scope.native else ()
         bridge_failures: list[Exception] = []
-        shared = QueryVectors()  # plans embedding the same query with one encoder share it
+        # Plans embedding the same query with one encoder share its vector.
+        shared = shared if shared is not None else QueryVectors()
         results, bridged = await asyncio.gather(
             asyncio.gather(
                 *(self._run_plan(request, plan, scope, ctx, depth, shared) for plan in plans)
@@ -463,19 +472,20 @@ class RetrievalService:
         self,
         request: QueryRequest,
         decision: QueryRouteDecision,
-        scope: Scope,
-        overrides: dict[str, dict[str, Any]],
-        ctx: HookContext,
-        known: Sequence[RetrievedHit],
+        where: tuple[Scope, dict[str, dict[str, Any]], HookContext],
+        first: tuple[Sequence[RetrievedHit], QueryVectors],
+        depth: int,
         log: StepLog,
     ) -> tuple[RetrievedHit, ...]:
-        """The candidates of lists twice as deep that are not ``known``, in their merged order
-        (the ranked list before them is not changed); none when that search fails."""
+        """The candidates of lists ``depth`` deep that the first search did not merge, in their
+        merged order (the ranked list before them is not changed); none when that search fails.
+        The query is not embedded again: the first search's vectors are reused."""
         started = log.now()
-        depth = min(MAX_TOP_K, 2 * self._depth(request))
+        scope, overrides, ctx = where
+        known, vectors = first
         try:
             live, bridged = await self._retrieve(
-                request, decision, scope, overrides, ctx, StepLog(), depth
+                request, decision, scope, overrides, ctx, StepLog(), depth, shared=vectors
             )
         except EagleError as exc:
             log.add("expand_refill", "warning", f"no deeper candidates: {exc.message}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,7 +170,21 @@ async def test_a_dropped_summary_leaves_no_gap_in_top_k(tmp_path: Path) -> None:
             request = QueryRequest(text="Kestrel", kb_names=("kb",), top_k=top_k, **options)
             return [p.chunk_id for p in (await app.retrieval.search(request)).passages]
 
-        four, five, ten = await search(4), await search(5), await search(10)
+        four = await search(4)
+        # The refill searches deeper with the query's vectors: it did embed the query again.
+        embedded: list[str] = []
+        for registered in app.registries.encoders:
+            encoder = registered.component
+            own = encoder.embed_queries
+
+            def counted(texts: list[str], own: Any = own) -> Any:
+                embedded.extend(texts)
+                return own(texts)
+
+            encoder.embed_queries = counted
+        five = await search(5)
+        assert embedded == ["Kestrel"]
+        ten = await search(10)
         unexpanded = await app.retrieval.search(
             QueryRequest(text="Kestrel", kb_names=("kb",), top_k=10, expand_parents=False)
         )
