@@ -682,6 +682,32 @@ def test_pptx_bullet_levels_are_indented() -> None:
     assert body == "Hire\n  two engineers\n    in Lyon\nTrain"
 
 
+def test_xlsx_with_a_damaged_sheet_is_refused_as_corrupt() -> None:
+    """openpyxl raised a bare ValueError reading a sheet with a merge ref like "A1:" (the task
+    failed as a crash); the workbook is refused as corrupt, naming the sheet."""
+    import zipfile
+
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet["A1"] = "Quarterly report"
+    sheet.merge_cells("A1:C1")
+    sheet.append(["Metric", "Value"])
+    sheet.append(["Growth", 5])
+    saved = io.BytesIO()
+    workbook.save(saved)
+    damaged = io.BytesIO()
+    with zipfile.ZipFile(saved) as source, zipfile.ZipFile(damaged, "w") as target:
+        for name in source.namelist():
+            part = source.read(name)
+            if name == "xl/worksheets/sheet1.xml":
+                part = part.replace(b'ref="A1:C1"', b'ref="A1:"')
+            target.writestr(name, part)
+    with pytest.raises(InvalidInputError, match="corrupt: sheet 'Sheet' cannot be read"):
+        _parse(XlsxParser(), damaged.getvalue(), "report.xlsx", d.XLSX)
+
+
 def test_xlsx_cells_show_their_format_and_a_merged_title_names_the_table() -> None:
     """A title merged over the table was its header (the real header became a data row), and
     cells showed stored values: 0.05 for 5%, 1234.5 for $1,234.50, dates at midnight."""

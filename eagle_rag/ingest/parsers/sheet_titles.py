@@ -9,7 +9,7 @@ import io
 import zipfile
 from collections.abc import Callable, Sequence
 from typing import Any
-from xml.etree.ElementTree import iterparse
+from xml.etree.ElementTree import ParseError, iterparse
 
 Merge = tuple[int, int, int, int]  # first column, first row, last column, last row (1-based)
 
@@ -40,7 +40,15 @@ def merged_title(
 
 def sheet_merges(data: bytes, sheet: Any) -> list[Merge]:
     """The merged ranges of a read-only openpyxl sheet (which has no ``merged_cells``), read
-    from its XML part in ``data`` a row at a time."""
+    from its XML part in ``data`` a row at a time; none where that part cannot be read (the
+    merges only name a title: the sheet is read without them)."""
+    try:
+        return _merges(data, sheet)
+    except (AttributeError, KeyError, OSError, zipfile.BadZipFile, ParseError):
+        return []
+
+
+def _merges(data: bytes, sheet: Any) -> list[Merge]:
     from openpyxl.utils import range_boundaries
 
     merges: list[Merge] = []
@@ -53,7 +61,10 @@ def sheet_merges(data: bytes, sheet: Any) -> list[Merge]:
             elif event == "end" and element.tag == f"{_MAIN}row" and rows is not None:
                 rows.remove(element)  # a sheet's rows are not kept in memory
             elif event == "end" and element.tag == f"{_MAIN}mergeCell":
-                bounds = range_boundaries(element.get("ref", ""))
+                try:
+                    bounds = range_boundaries(element.get("ref", ""))
+                except (TypeError, ValueError):  # "A1:": a damaged ref costs that merge only
+                    continue
                 if None not in bounds:
                     merges.append(bounds)
     return merges

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.errors import EagleError, InvalidInputError
 from eagle_rag.ingest.detect import CSV, XLSX, decode_text
 from eagle_rag.ingest.parsers.base import ParseContext, markdown_table, result
 from eagle_rag.ingest.parsers.cell_display import displayed
@@ -42,13 +42,27 @@ class XlsxParser:
         sections: list[TextSection] = []
         try:
             for sheet, written in zip(values.worksheets, formulas.worksheets, strict=True):
-                sections.extend(_sheet_sections(sheet, written, context))
+                sections.extend(_readable_sheet(sheet, written, context))
         finally:
             values.close()
             formulas.close()
         if not sections:
             raise InvalidInputError("the workbook has no data", filename=context.filename)
         return result(sections)
+
+
+def _readable_sheet(sheet: Any, written: Any, context: ParseContext) -> list[TextSection]:
+    """openpyxl reads a read-only sheet's XML lazily, as its rows are asked for: a damaged
+    sheet raises there (a merge ref "A1:"), and is refused as corrupt, not a crash."""
+    try:
+        return _sheet_sections(sheet, written, context)
+    except EagleError:
+        raise
+    except Exception as exc:
+        raise InvalidInputError(
+            f"the XLSX file is corrupt: sheet {sheet.title!r} cannot be read ({exc})",
+            filename=context.filename,
+        ) from exc
 
 
 def _sheet_sections(sheet: Any, written: Any, context: ParseContext) -> list[TextSection]:
