@@ -173,10 +173,9 @@ class AnswerEngine:
         async for delta in self._app.bus.tracing.stream("generate", tokens):
             parts.append(delta)
             yield "token", {"delta": delta}
-        generate, warnings = self._generate_step(
-            "".join(parts), cited_range, language, started, notes
-        )
-        answer = one_per_bracket("".join(parts))  # the tokens went out as the model wrote them
+        written = "".join(parts)
+        generate, warnings = self._generate_step(written, cited_range, language, started, notes)
+        answer = one_per_bracket(written)  # the tokens went out as the model wrote them
         steps.append(generate)
         await asyncio.to_thread(self._store, turn, request.query, answer, sources, steps)
         yield (

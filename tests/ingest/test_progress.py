@@ -4,8 +4,12 @@ the task."""
 
 from __future__ import annotations
 
+import asyncio
+import io
+
 import pytest
 
+from eagle_rag.bootstrap import EagleApp
 from eagle_rag.ingest.cancel import CancelWatch, IngestCancelledError
 from eagle_rag.ingest.progress import ProgressReporter
 
@@ -98,3 +102,29 @@ def test_without_a_check_progress_never_stops_the_task() -> None:
     report = ProgressReporter(lambda *a: None, 0.0, clock=Clock())
     report.check()
     report("embed", 1, 1)
+
+
+@pytest.mark.asyncio(loop_scope="module")  # the module's app and its queue run on that loop
+async def test_embedding_shows_its_phase_before_its_first_batch_ends(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embed phase was first written when a batch ended: a slow first batch (100 s under
+    load) showed the phase before it all along."""
+    monkeypatch.setattr(app.settings.ingest, "progress_interval_s", 0.0)
+    written: list[tuple[str, int, int]] = []
+    write = app.repositories.tasks.progress
+
+    def recorded(task_id: str, *, phase: str, current: int, total: int) -> None:
+        written.append((phase, current, total))
+        write(task_id, phase=phase, current=current, total=total)
+
+    monkeypatch.setattr(app.repositories.tasks, "progress", recorded)
+    text = "\n\n".join(
+        f"## Part {n}\n\nPumps and valves of line {n} were checked." for n in range(9)
+    )
+    await asyncio.to_thread(
+        app.ingest.submit_file, kb_name=kb, filename="log.md", stream=io.BytesIO(text.encode())
+    )
+    await app.queue.join()  # type: ignore[attr-defined]
+    embeds = [(current, total) for phase, current, total in written if phase == "embed"]
+    assert embeds[0][0] == 0 and embeds[-1][0] == embeds[-1][1] > 4  # batches of 4

@@ -26,6 +26,7 @@ from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.settings import load_settings
 from tests.databases import postgres_database
+from tests.ingest.celery_setup import celery_environment
 from tests.servers import milvus_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -44,19 +45,11 @@ def _worker(env: dict[str, str], log: Path, *pool: str) -> subprocess.Popen[byte
 
 
 def _env(tmp_path: Path, stores: tuple[str, str], **extra: str) -> dict[str, str]:
-    """A Celery deployment on the test's own stores, its broker db emptied first."""
+    """A Celery deployment on the test's own stores and namespace, its broker db emptied first."""
     postgres_url, milvus_uri = stores
-    redis.Redis.from_url(BROKER).flushdb()
-    return {
-        "EAGLE_DATA_DIR": str(tmp_path / "data"),
-        "EAGLE_DATABASE_URL": postgres_url,
-        "MILVUS_URI": milvus_uri,
-        "EAGLE_RAG_QUEUE__BACKEND": "celery",
-        "EAGLE_BROKER_URL": BROKER,
-        "EAGLE_ENCODER_MODE": "deterministic",
-        "PLUGIN_NAMESPACE": "crashns",
-        **extra,
-    }
+    return celery_environment(
+        tmp_path, postgres_url, milvus_uri, BROKER, **{"PLUGIN_NAMESPACE": "crashns", **extra}
+    )
 
 
 async def _wait(app: EagleApp, ids: list[str], want: str, limit_s: float) -> dict[str, str]:
