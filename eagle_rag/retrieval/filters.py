@@ -162,7 +162,21 @@ def _json_condition(key: str, value: Any) -> Filter:
 
 
 def _source_type(value: Any) -> Filter:
-    return _json_condition("source_type", value)
+    """The document's format by its short name, written as people write it (``"PDF"``,
+    ``"md"``). Plugins store names of their own (``dbt``, ``lookml``), so a name is not
+    checked against Core's formats."""
+    if isinstance(value, list | tuple):
+        return _json_condition("source_type", [_source_type_name(v) for v in value])
+    return _json_condition("source_type", _source_type_name(value))
+
+
+def _source_type_name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(
+            "source_type values must be non-empty strings", filter="source_type"
+        )
+    name = value.strip().lower()
+    return _SOURCE_TYPE_ALIASES.get(name, name)
 
 
 def _year(value: Any) -> Filter:
@@ -212,6 +226,9 @@ def _custom(value: Any) -> Filter:
         raise InvalidInputError("the metadata filter takes a non-empty object of key: condition")
     return all_of(*(_json_condition(str(k), v) for k, v in value.items()))
 
+
+# The file extensions people write for a format whose short name differs.
+_SOURCE_TYPE_ALIASES = {"md": "markdown", "txt": "text", "htm": "html", "tsv": "csv"}
 
 _BUILDERS: dict[str, Callable[[Any], Filter]] = {
     "source_type": _source_type,

@@ -19,6 +19,11 @@ from eagle_rag.retrieval.filters import VISUAL_ROWS, build_metadata_filter
             {"source_type": ["pdf", "docx"]},
             '((metadata["source_type"] == "pdf" or metadata["source_type"] == "docx"))',
         ),
+        ({"source_type": " PDF "}, '(metadata["source_type"] == "pdf")'),  # as people write it
+        (
+            {"source_type": ["md", "Image"]},
+            '((metadata["source_type"] == "markdown" or metadata["source_type"] == "image"))',
+        ),
         ({"year": 2021}, '(metadata["year"] == 2021)'),
         ({"year": {"gte": 2019}}, '(metadata["year"] >= 2019)'),
         ({"pages": [2, 3]}, "(array_contains_any(page_nums, [2, 3]))"),
@@ -40,6 +45,8 @@ def test_each_filter_key_builds_its_expression(filters: dict[str, Any], expressi
     ("filters", "message"),
     [
         ({"kb": "x"}, "unknown filter 'kb'"),
+        ({"source_type": 3}, "source_type values must be non-empty strings"),
+        ({"source_type": ["pdf", " "]}, "source_type values must be non-empty strings"),
         ({"year": "2021"}, "year filter takes"),
         ({"year": True}, "year filter takes"),
         ({"pages": [5, 2]}, "first <= last"),
