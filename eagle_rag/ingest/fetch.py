@@ -23,6 +23,7 @@ import httpx
 
 from eagle_rag.errors import InvalidInputError, UpstreamError
 from eagle_rag.http_bodies import ACCEPT_ENCODING, read_capped
+from eagle_rag.ingest.http_charset import as_declared_utf8
 from eagle_rag.net_addresses import (
     CONNECT_FAILURES,
     Resolver,
@@ -123,7 +124,9 @@ class UrlFetcher:
             return urljoin(url, response.headers.get("location", "")), None
         if response.status_code >= 400:
             raise InvalidInputError(f"the URL answered {response.status_code}", url=url[:200])
-        data = self._read_capped(response, url, deadline)
+        data = as_declared_utf8(
+            self._read_capped(response, url, deadline), response.headers.get("content-type")
+        )
         path = httpx.URL(url).raw_path.decode("ascii").partition("?")[0]
         return url, Fetched(url, data, _filename(response, path), _ctype(response))
 

@@ -16,7 +16,10 @@ import pytest
 
 from eagle_rag.api.errors import status_for
 from eagle_rag.errors import InvalidInputError, PayloadTooLargeError, UpstreamError
+from eagle_rag.ingest import detect as d
 from eagle_rag.ingest.fetch import UrlFetcher, check_address
+from eagle_rag.ingest.parsers.base import ParseContext
+from eagle_rag.ingest.parsers.html import HtmlParser
 from eagle_rag.settings import IngestSettings
 from tests.http_fakes import forward_proxy
 
@@ -285,3 +288,49 @@ def test_through_the_environments_proxy_the_url_keeps_its_name(
         with pytest.raises(InvalidInputError, match="refusing to fetch from 127"):
             UrlFetcher(IngestSettings(), resolver=resolver).fetch(named)  # checked all the same
         assert len(seen) == 1
+
+
+def _served_as(body: bytes, content_type: str) -> bytes:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": content_type})
+
+    return _fetcher(handler).fetch("https://docs.example.com/page").data
+
+
+@pytest.mark.parametrize(
+    ("content_type", "codec", "words"),
+    [
+        ("text/html; charset=windows-1251", "cp1251", "Привет мир"),
+        ('text/html; charset="Shift_JIS"', "cp932", "東京都の見出し"),
+        ("text/plain; charset=ISO-8859-1", "cp1252", "Grüße aus München"),
+        ("text/csv;charset=gbk", "gb18030", "城市,人口"),
+    ],
+)
+def test_the_charset_a_server_declares_is_applied_to_the_page(
+    content_type: str, codec: str, words: str
+) -> None:
+    """Only the MIME type was kept: a page whose charset only its server declared was decoded
+    by guessing, and Windows-1251 or Shift_JIS pages were stored garbled."""
+    page = f"<html><head><meta charset='koi8-r'></head><body><p>{words}</p></body></html>"
+    data = _served_as(page.encode(codec), content_type)
+    # Stored as UTF-8 behind a byte order mark, which the parsers read before any <meta>.
+    assert data == b"\xef\xbb\xbf" + page.encode()
+    parsed = HtmlParser().parse(ParseContext(data, "page.html", d.HTML))
+    assert parsed.text == words
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("Grüße".encode(), "text/plain; charset=windows-1252"),  # valid UTF-8: the label is stale
+        ("Grüße".encode("cp1252"), "text/plain"),  # nothing declared
+        ("Grüße".encode("cp1252"), "application/pdf; charset=windows-1251"),  # not text
+        ("Grüße".encode("cp1252"), "text/plain; charset=no-such-codec"),
+        ("\ufeffGrüße".encode("utf-16"), "text/plain; charset=windows-1251"),  # its own BOM
+        ("日本語の段落です".encode()[:-1], "text/plain; charset=ascii"),  # does not fit
+    ],
+)
+def test_a_body_the_declared_charset_does_not_apply_to_is_stored_as_it_came(
+    body: bytes, content_type: str
+) -> None:
+    assert _served_as(body, content_type) == body

@@ -3,8 +3,9 @@
 A byte order mark wins (it cannot be wrong about itself), and valid UTF-8 (see below); then
 ``<meta charset>`` or ``<meta http-equiv="Content-Type" content="...; charset=...">`` in the
 page's head; then :func:`~eagle_rag.ingest.detect.decode_text`'s guess, which took Shift_JIS
-for GB18030 and Windows-1251 for Windows-1252. The charset of an HTTP ``Content-Type`` is not
-used: the pipeline keeps only the MIME type of a fetched page.
+for GB18030 and Windows-1251 for Windows-1252. The charset of a fetched page's HTTP
+``Content-Type``, which outranks the page's own declaration, is applied when the page is fetched
+(:func:`eagle_rag.ingest.http_charset.as_declared_utf8`).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def decode_html(data: bytes) -> str | None:
         pass
     codec = declared_codec(data[:HEAD_BYTES])
     if codec is not None:
-        text = _decode_as(data, codec)
+        text = decode_as(data, codec)
         if text is not None:
             return text
     return decode_text(data)
@@ -63,9 +64,12 @@ def declared_codec(head: bytes) -> str | None:
     """The Python codec of the first ``<meta>`` charset in ``head``; None for a name Python
     does not know or no page is written in (a UTF-16 label is wrong: the head read as ASCII)."""
     found = _META_CHARSET.search(head)
-    if found is None:
-        return None
-    label = found.group(1).decode("ascii").lower()
+    return None if found is None else codec_for_label(found.group(1).decode("ascii"))
+
+
+def codec_for_label(label: str) -> str | None:
+    """The Python codec for a web charset label, or None (unknown, or no page's codec)."""
+    label = label.strip().strip("\"'").lower()
     try:
         name = codecs.lookup(_WEB_CODECS.get(label, label)).name
     except LookupError:
@@ -73,7 +77,7 @@ def declared_codec(head: bytes) -> str | None:
     return None if name.replace("_", "-").startswith(_NOT_PAGE_CODECS) else name
 
 
-def _decode_as(data: bytes, codec: str) -> str | None:
+def decode_as(data: bytes, codec: str) -> str | None:
     """``data`` in ``codec``; a few undecodable bytes become U+FFFD (a page is often pasted
     together), but a declaration most of the page contradicts is ignored."""
     try:
