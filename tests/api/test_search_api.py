@@ -240,6 +240,19 @@ def test_plugin_namespace_in_query_strings_and_other_bodies(client: httpx.Client
     assert client.get("/knowledge_bases/ns-no").status_code == 404  # nothing was created
 
 
+def test_plugin_namespace_in_an_upload_form_is_checked(client: httpx.Client) -> None:
+    """The multipart form's field was ignored: an upload naming another namespace was taken."""
+    upload = {"file": ("ns.md", b"# Namespaces\nA page about namespaces.\n", "text/markdown")}
+    refused = client.post(
+        "/ingest", data={"kb_name": "docs", "plugin_namespace": "biomed"}, files=upload
+    )
+    assert refused.status_code == 403 and refused.json()["code"] == "namespace_forbidden"
+    titles = [d["filename"] for d in client.get("/documents", params={"kb_name": "docs"}).json()]
+    assert "ns.md" not in titles  # nothing was stored
+    own = client.post("/ingest", data={"kb_name": "docs", "plugin_namespace": "core"}, files=upload)
+    assert own.status_code in (200, 202)
+
+
 def test_tokens_reach_the_client_while_the_model_is_still_writing(
     server: RunningServer, client: httpx.Client
 ) -> None:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, StreamingResponse
 from sse_starlette import EventSourceResponse
 
@@ -113,6 +113,7 @@ async def rebuild_knowledge_base(kb_name: str, app: App, who: Who) -> list[Submi
     },
 )
 async def ingest(
+    request: Request,
     app: App,
     who: Who,
     kb_name: Annotated[str, Form()],
@@ -120,8 +121,10 @@ async def ingest(
     url: Annotated[str | None, Form()] = None,
     tags: Annotated[str | None, Form(description="Comma-separated or a JSON list")] = None,
     metadata: Annotated[str | None, Form(description="A JSON object")] = None,
+    plugin_namespace: Annotated[str | None, Form(description="The instance's own, or 403")] = None,
 ) -> JSONResponse:
     """Upload a file (multipart ``file``) or name a ``url``; the work runs as a task."""
+    request.app.state.gate.check_namespace(plugin_namespace)  # as in a JSON body
     who.check_kb(kb_name)
     if (file is None) == (url is None):
         raise InvalidInputError("send exactly one of file or url", field="file")
