@@ -373,3 +373,28 @@ def test_no_chunk_opens_on_the_rest_of_a_sentence_the_page_break_cut() -> None:
     assert any(t.rstrip().endswith("sentence A9 ends here.") for t in texts)
     assert not any(t.lstrip().startswith("sentence A9") for t in texts)
     assert any(t.lstrip().startswith("Beta sentence B0") for t in texts)
+
+
+def test_short_rows_under_a_wide_header_are_not_padded_to_its_width() -> None:
+    """A 50 KB CSV (a header of 20,000 columns over 5,000 one-value rows) was padded into
+    300 MB of empty cells, and each row then into chunks of every column's name. The text and
+    the chunks now grow with the file, not with rows x columns."""
+    from eagle_rag.ingest.detect import CSV
+    from eagle_rag.ingest.parsers.sheets import CsvParser
+
+    data = ("h," * 10_000 + "\n" + "".join(f"row {i}\n" for i in range(2000))).encode()
+    parsed = CsvParser().parse(ParseContext(data, "bomb.csv", CSV))
+    assert len(parsed.text) < 3 * len(data)
+    _, chunks = _chunks(parsed, size=400)
+    assert sum(len(c.text) for c in chunks) < 20 * len(data)
+    rows = [line for c in chunks for line in c.text.splitlines() if line.startswith("| row ")]
+    assert rows == [f"| row {i} |" for i in range(2000)]  # every value once, in order
+
+
+def test_a_short_row_is_rendered_with_its_own_cells() -> None:
+    assert markdown_table([["a", "b", "c"], ["1"], ["1", "2", "3"]]).splitlines() == [
+        "| a | b | c |",
+        "|---|---|---|",
+        "| 1 |",
+        "| 1 | 2 | 3 |",
+    ]

@@ -66,9 +66,11 @@ def _wide_row(
         for unit in hard_split(line, start, budget, count, None):
             yield unit.text, start, start + len(line)
         return
-    width = max(len(names), len(cells))
-    heads = names + [""] * (width - len(names))
-    values = cells + [""] * (width - len(cells))
+    # The row's own columns: a short row under a wide header is not padded to the header's
+    # width (each padding column would have made chunks of empty cells under names).
+    width = len(cells)
+    heads = names[:width] + [""] * (width - len(names))
+    values = cells
     rule = "\n" in header
 
     def columns(first: int, last: int) -> str:
