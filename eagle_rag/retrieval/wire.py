@@ -3,7 +3,7 @@
 ``{sources: {text: [...], image: [...]}, route, steps}``: text and image sources are numbered
 separately from 1, in rank order, and the text numbers are the ``[n]`` an answer cites. A
 source's ``score`` is its relevance in [0, 1] (relevance.py), capped by the relevance shown for
-every source of its kind ranked above it (:func:`shown_relevance`); ``scores`` keeps each
+every source of its kind and scale ranked above it (:func:`shown_relevance`); ``scores`` keeps each
 list's raw value (``relevance`` the uncapped one) and the fused ones that ordered it.
 """
 
@@ -22,23 +22,35 @@ def is_image(passage: Passage) -> bool:
 
 
 def shown_relevance(passages: Sequence[Passage]) -> list[float]:
-    """Each passage's shown relevance: its own, capped by that of every passage of its kind
-    (text or image: each is numbered and ranked apart) ranked above it.
+    """Each passage's shown relevance: its own, capped by that of every passage on its scale
+    ranked above it. Text and images are numbered and ranked apart; and a bridged engine's own
+    scores (Dify's similarity) are not on the scale of this engine's, so where fusion
+    interleaves the two lists by rank, each is capped only by its own (a reranker's scores put
+    every hit on one scale).
 
     The order comes from fusion (and a reranker), the relevance from each hit's own lists on an
     absolute scale, so the two can disagree (0.645, 0.664, 0.674 down one list). Shown as is, a
     ``score_threshold`` of 0.65 dropped the best hit and kept those below it, and a client
-    reading the list top-down saw relevance rise. Capped, the scores never rise down a list and
-    a threshold keeps a prefix; the best hit keeps its own value, and no passage is shown above
-    what its own lists scored.
+    reading the list top-down saw relevance rise. Capped, the scores never rise down a scale's
+    list and a threshold keeps a prefix of it; the best hit keeps its own value, and no passage
+    is shown above what its own lists scored. Capped across scales, a Dify hit of 0.91 ranked
+    beside a weak native hit was shown 0.05, and a threshold of 0.3 dropped it.
     """
-    cap = {False: 1.0, True: 1.0}
+    cap: dict[tuple[bool, str], float] = {}
     shown = []
     for passage in passages:
-        kind = is_image(passage)
-        cap[kind] = min(cap[kind], relevance(passage.scores, passage.metadata))
-        shown.append(cap[kind])
+        scale = is_image(passage), _scale(passage)
+        cap[scale] = min(cap.get(scale, 1.0), relevance(passage.scores, passage.metadata))
+        shown.append(cap[scale])
     return shown
+
+
+def _scale(passage: Passage) -> str:
+    """Which scale a passage's relevance is on (see :func:`relevance`'s rules)."""
+    if "rerank" in passage.scores:
+        return "rerank"
+    engine = passage.metadata.get("engine")
+    return engine if isinstance(engine, str) and engine in passage.scores else ""
 
 
 def text_source(
@@ -132,8 +144,8 @@ def search_response(
     pack: ContextPack, *, max_chars: int | None = None, score_threshold: float | None = None
 ) -> dict[str, Any]:
     """The body of ``POST /search``; ``score_threshold`` drops passages of lower shown relevance
-    (before numbering, so citations stay 1..n; the shown scores never rise down a list, so what
-    stays is each kind's first passages)."""
+    (before numbering, so citations stay 1..n; the shown scores never rise down a list of one
+    kind and scale, so what stays is the first passages of each)."""
     passages = pack.passages
     if score_threshold is not None:
         shown = shown_relevance(passages)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -95,3 +97,37 @@ def test_shown_scores_never_rise_down_a_list_and_a_threshold_keeps_a_prefix() ->
     assert [s["score"] for s in kept["text"]] == [0.645, 0.645]
     assert [s["chunk_id"] for s in kept["image"]] == ["c2"]
     assert [s["scores"]["relevance"] for s in kept["text"]] == [0.645, 0.664]  # raw kept
+
+
+def bridged(n: int, score: float, engine: str = "dify") -> Passage:
+    return Passage(
+        n,
+        f"b{n}",
+        "t",
+        "",
+        (),
+        "d",
+        "f",
+        "kb",
+        engine,
+        "text",
+        0.0,
+        {engine: score},
+        metadata={"engine": engine},
+    )
+
+
+def test_a_bridged_engines_scores_are_capped_only_by_its_own() -> None:
+    """Fusion interleaves a native KB's list and a Dify KB's by rank: the Dify hit of 0.91
+    ranked after a weak native hit was shown 0.05, and a threshold of 0.3 dropped every hit."""
+    ranked = [passage(1, 0.05), bridged(2, 0.91), bridged(3, 0.88, "ragflow"), passage(4, 0.03)]
+    ranked += [bridged(5, 0.42), bridged(6, 0.95)]
+    assert shown_relevance(ranked) == [0.05, 0.91, 0.88, 0.03, 0.42, 0.42]
+    pack = ContextPack("q", tuple(ranked), None, ())
+    kept = search_response(pack, score_threshold=0.3)["sources"]["text"]
+    assert [s["chunk_id"] for s in kept] == ["b2", "b3", "b5", "b6"]
+    reranked = [
+        replace(p, scores={**p.scores, "rerank": r})
+        for p, r in zip(ranked[:2], [0.2, 0.7], strict=True)
+    ]
+    assert shown_relevance(reranked) == [0.2, 0.2]  # one scale once a reranker scored them all
