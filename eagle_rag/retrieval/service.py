@@ -402,8 +402,18 @@ class RetrievalService:
         depth: int,
     ) -> RankedList | None:
         """A KB bound to another engine contributes its ranked list to the same RRF; a failure
-        is logged, and kept in ``failures`` for the outage check."""
+        is logged, and kept in ``failures`` for the outage check. The engines take no
+        ``filters``: a filtered search leaves the KB out (a warning step), rather than mix its
+        unfiltered hits into results the caller asked to be filtered."""
         started = log.now()
+        if request.filters:
+            log.add(
+                f"{kb.name}:{kb.engine}",
+                "warning",
+                f"left out: the {kb.engine} engine cannot apply filters "
+                f"({', '.join(sorted(request.filters))})",
+            )
+            return None
         try:
             engine = self._knowledge.bridge(kb.engine)
             hits = await engine.retrieve(

@@ -207,3 +207,20 @@ def test_a_failing_bridge_costs_only_its_hits(
     }
     step = next(s for s in body["steps"] if s["name"] == "remote:dify")
     assert step["status"] == "warning" and "engine failed" in step["detail"]
+
+
+def test_a_filtered_search_leaves_a_bridged_kb_out_and_says_so(
+    client: httpx.Client, dify_server: tuple[str, Recorded]
+) -> None:
+    """The engines take no filters: a bridged KB's hits came back unfiltered, with no word,
+    while the built-in KB's were filtered (a year no document has: no hits)."""
+    _, recorded = dify_server
+    asked = len(recorded.requests)
+    body = {"query": "battery", "kb_names": ["local", "remote"], "filters": {"year": 1990}}
+    answer = client.post("/search", json=body).json()
+    assert answer["sources"]["text"] == []
+    [step] = [s for s in answer["steps"] if s["name"] == "remote:dify"]
+    assert step["status"] == "warning" and "cannot apply filters (year)" in step["detail"]
+    assert len(recorded.requests) == asked  # the engine was not asked
+    unfiltered = client.post("/search", json={**body, "filters": {}}).json()
+    assert any(s["kb_name"] == "remote" for s in unfiltered["sources"]["text"])
