@@ -100,6 +100,14 @@ def test_ingest_then_documents(client: httpx.Client, solar: dict[str, str]) -> N
         # Accepted, shown on the document, left off its chunks: no year filter could match it.
         ("metadata", '{"year": "abc"}', "metadata.year must be a year"),
         ("metadata", '{"year": true}', "metadata.year must be a year"),
+        # 202, then the task failed at Milvus's upsert with its own error.
+        ("metadata", '{"serial": 9223372036854775808}', "metadata.serial is out of the 64-bit"),
+        ("metadata", '{"w": {"x": [1, -1e999]}}', "metadata.w.x[1] must be a finite number"),
+        ("metadata", '{"weight": 1e999}', "metadata.weight must be a finite number"),  # null
+        # Shown on every hit as the record's own; a bridge's deletion would remove that id.
+        ("metadata", '{"document_id": "deadbeef"}', "metadata key 'document_id' is a field"),
+        ("metadata", '{"remote_document_id": "x1"}', "metadata key 'remote_document_id'"),
+        ("metadata", '{"team": "ops", "kb_name": "other"}', "metadata key 'kb_name'"),
     ],
 )
 def test_form_fields_that_no_store_can_keep_are_refused(
