@@ -115,6 +115,11 @@ class UrlFetcher:
             raise UpstreamError(f"fetching {url[:200]} timed out", url=url[:200]) from exc
         except httpx.HTTPError as exc:
             raise UpstreamError(f"fetching {url[:200]} failed: {exc}", url=url[:200]) from exc
+        except httpx.InvalidURL as exc:  # httpx reads a redirect's Location while it answers
+            raise UpstreamError(
+                f"fetching {url[:200]} failed: it redirected to a malformed URL ({exc})",
+                url=url[:200],
+            ) from exc
 
     def _answer(
         self, response: httpx.Response, url: str, deadline: float

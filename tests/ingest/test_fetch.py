@@ -334,3 +334,15 @@ def test_a_body_the_declared_charset_does_not_apply_to_is_stored_as_it_came(
     body: bytes, content_type: str
 ) -> None:
     assert _served_as(body, content_type) == body
+
+
+@pytest.mark.parametrize("location", ["http:169.254.169.254/", "https:example.com"])
+def test_a_redirect_to_a_malformed_url_is_the_sites_error(location: str) -> None:
+    """httpx reads the Location while it answers, and its InvalidURL was a 500 internal_error."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(302, headers={"location": location})
+
+    with pytest.raises(UpstreamError, match="redirected to a malformed URL") as refused:
+        _fetcher(handler).fetch("https://docs.example.com/start")
+    assert status_for(refused.value) == 502
