@@ -283,3 +283,15 @@ def test_brackets_in_errors_names_and_descriptions_are_printed_as_written(
     asked = runner.invoke(app, ["ask", "How often are turbine blades inspected?"], env=env)
     assert asked.exit_code == 0, asked.output
     assert "turbine[/dim].md" in asked.stdout and "session " in asked.stdout
+
+
+def test_a_link_leading_out_of_a_folder_is_skipped(corpus: Path, tmp_path: Path) -> None:
+    """``docs/notes.txt -> ~/.aws/credentials`` was ingested with the folder, secret and all."""
+    secret = tmp_path / "outside_secret.txt"
+    secret.write_text("AWS_SECRET_ACCESS_KEY=abc")
+    (corpus / "notes.txt").symlink_to(secret)
+    (corpus / "sub" / "guide-link.md").symlink_to(corpus / "guide.md")  # stays inside: read
+    (corpus / "elsewhere").symlink_to(tmp_path, target_is_directory=True)
+    names = {p.name for p in expand_paths([str(corpus)])}
+    assert names == {"guide.md", "report.pdf", "broken.pdf", "guide-link.md"}
+    assert expand_paths([str(corpus / "notes.txt")]) == [corpus / "notes.txt"]  # named: read

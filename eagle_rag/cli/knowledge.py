@@ -182,7 +182,11 @@ def _unmatched(pattern: str) -> str:
 
 
 def expand_paths(patterns: list[str]) -> list[Path]:
-    """Files named directly, every non-hidden file under a folder, and glob matches; no repeats."""
+    """Files named directly, every non-hidden file under a folder, and glob matches; no repeats.
+
+    A link under a folder that leads out of it is skipped: ``docs/notes.txt ->
+    ~/.aws/credentials`` put a secret into the knowledge base of whoever ingested ``docs``. A
+    file or link named directly is the caller's choice and is read."""
     found: dict[Path, None] = {}
     for pattern in patterns:
         # glob.glob, not Path.glob: user patterns may be absolute and contain "**".
@@ -190,9 +194,10 @@ def expand_paths(patterns: list[str]) -> list[Path]:
         matches = matches or [Path(pattern)]
         for match in matches:
             if match.is_dir():
+                inside = match.resolve()
                 for child in sorted(match.rglob("*")):
                     hidden = any(part.startswith(".") for part in child.relative_to(match).parts)
-                    if child.is_file() and not hidden:
+                    if child.is_file() and not hidden and child.resolve().is_relative_to(inside):
                         found[child] = None
             elif match.is_file():
                 found[match] = None
