@@ -97,9 +97,16 @@ _IMAGE_SIGNATURES = {
 }
 # BMP's "BM" is too short to trust alone: the header's DIB size must be one BMP defines.
 _BMP_DIB_SIZES = frozenset({12, 40, 52, 56, 64, 108, 124})
+# A password-protected .docx/.xlsx/.pptx is an OLE compound file holding the encrypted zip in
+# a stream of this name (MS-OFFCRYPTO); the name is in the file's directory, usually in its head.
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")
 _OTHER_SIGNATURES = {
     b"GIF8": "image/gif",
-    b"\xd0\xcf\x11\xe0": "application/msword (legacy OLE format)",
+    b"\xd0\xcf\x11\xe0": (
+        "a legacy Office file (OLE: .doc, .xls, .ppt) or a password-protected one; save it as "
+        ".docx, .xlsx or .pptx without a password"
+    ),
     b"\x1f\x8b": "application/gzip",
     b"Rar!": "application/x-rar",
     b"\x7fELF": "application/x-executable",
@@ -140,6 +147,10 @@ def sniff(data: bytes, *, whole: bool = True) -> str:
         if whole:
             check_image(io.BytesIO(data), image)
         return image
+    if data.startswith(_OLE) and _ENCRYPTED_PACKAGE in data:
+        raise InvalidInputError(
+            "the file is a password-protected Office document; upload it without a password"
+        )
     for signature, kind in _OTHER_SIGNATURES.items():
         if data.startswith(signature):
             raise UnsupportedMediaTypeError(f"unsupported file type: {kind}", detected=kind)

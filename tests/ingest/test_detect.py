@@ -7,6 +7,21 @@ from eagle_rag.ingest import detect as d
 from tests.ingest import documents as docs
 
 
+def _encrypted_office() -> bytes:
+    """The head of a password-protected .xlsx (MS-OFFCRYPTO): an OLE compound file whose
+    directory names the EncryptionInfo and EncryptedPackage streams."""
+    header = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(16) + b"\x3e\x00\x03\x00\xfe\xff\x09\x00"
+    header = header.ljust(512, b"\x00")
+
+    def entry(name: str, kind: int) -> bytes:
+        encoded = (name + "\x00").encode("utf-16-le")
+        head = encoded.ljust(64, b"\x00") + len(encoded).to_bytes(2, "little") + bytes([kind])
+        return head.ljust(128, b"\x00")
+
+    directory = entry("Root Entry", 5) + entry("EncryptionInfo", 2) + entry("EncryptedPackage", 2)
+    return header + directory.ljust(512, b"\x00") + bytes(4096)
+
+
 @pytest.mark.parametrize(
     ("data", "filename", "expected"),
     [
@@ -45,7 +60,9 @@ def test_types_are_detected_from_content(data: bytes, filename: str, expected: s
         (b"GIF89a" + b"0" * 32, "anim.gif", "unsupported file type: image/gif"),
         (b"PK\x03\x04garbage", "x.docx", "corrupt zip"),
         (b"\x00\x01\x02\x03" * 100, "blob.txt", "binary data"),
-        (b"\xd0\xcf\x11\xe0legacy", "old.doc", "legacy OLE"),
+        (b"\xd0\xcf\x11\xe0legacy", "old.doc", "legacy Office file .* or a password-protected"),
+        # Was "application/msword (legacy OLE format)" for a password-protected budget.xlsx.
+        (_encrypted_office(), "budget.xlsx", "password-protected Office document"),
     ],
 )
 def test_empty_mislabeled_and_unsupported_files_are_refused(
