@@ -398,3 +398,18 @@ def test_a_short_row_is_rendered_with_its_own_cells() -> None:
         "| 1 |",
         "| 1 | 2 | 3 |",
     ]
+
+
+def test_a_sparse_row_under_a_wide_header_is_chunked_by_its_filled_cells() -> None:
+    """Each column group of a wide row was a chunk, empty cells under names included: a row
+    with two values among 5,000 columns made dozens of chunks of nothing."""
+    from eagle_rag.ingest.detect import CSV
+    from eagle_rag.ingest.parsers.sheets import CsvParser
+
+    columns = 5000
+    lines = [",".join(f"column_{i}" for i in range(columns))]
+    lines += ["first" + "," * (columns - 1) + "last"]
+    parsed = CsvParser().parse(ParseContext("\n".join(lines).encode(), "sparse.csv", CSV))
+    _, chunks = _chunks(parsed, size=400)
+    rows = [c for c in chunks if c.type == "table" and ("first" in c.text or "last" in c.text)]
+    assert [c.text for c in rows] == ["| column_0 | column_4999 |\n|---|---|\n| first | last |"]

@@ -246,6 +246,48 @@ def test_a_docx_cell_merged_across_columns_is_written_once() -> None:
     assert found.content.splitlines()[0] == "| Quarterly egret census |  |  |"
 
 
+def test_a_docx_cell_spanning_a_million_columns_is_read_once() -> None:
+    """An 875-byte DOCX whose cell spans 1,000,000 columns was listed once per column: 3 MB of
+    empty cells and 490,000 chunks."""
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).text = "wide"
+    table.cell(1, 0).text = "a"
+    table.cell(1, 1).text = "b"
+    span = table.rows[0]._tr.tc_lst[0].get_or_add_tcPr()
+    span.append(
+        span.makeelement(docx.oxml.ns.qn("w:gridSpan"), {docx.oxml.ns.qn("w:val"): "1000000"})
+    )
+    out = io.BytesIO()
+    document.save(out)
+    result = _parse(DocxParser(), out.getvalue(), "wide.docx", d.DOCX)
+    [found] = [s for s in result.sections if s.kind == "table"]
+    assert found.content.splitlines()[0] == "| wide |  |"
+    assert len(found.content) < 100
+
+
+def test_xlsx_columns_empty_in_every_row_are_left_out() -> None:
+    """A 2 KB sheet with values in columns A and XFD only was a table 16,384 columns wide:
+    12,000 embedding batches."""
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    for row in range(1, 51):
+        sheet.cell(row=row, column=1, value=f"r{row}")
+        sheet.cell(row=row, column=16384, value="e")
+    sheet.cell(row=2, column=3, value="c")
+    out = io.BytesIO()
+    workbook.save(out)
+    result = _parse(XlsxParser(), out.getvalue(), "sparse.xlsx", d.XLSX)
+    [found] = [s for s in result.sections if s.kind == "table"]
+    lines = found.content.splitlines()
+    assert lines[:4] == ["| r1 |  | e |", "|---|---|---|", "| r2 | c | e |", "| r3 |  | e |"]
+    assert len(found.content) < 1000
+
+
 def test_xlsx_formulas_without_a_cached_value_show_the_formula() -> None:
     """openpyxl, pandas and other writers cache no values: the Total column came out empty."""
     import openpyxl

@@ -59,18 +59,19 @@ def _wide_row(
 ) -> Iterator[tuple[str, int, int]]:
     """A row that does not fit a chunk beside the header (thousands of columns; the header
     alone may not fit): split by columns, each piece a table of those columns, their header
-    and their cells; offsets cover the row. A single column too big for a chunk, or a row that
-    is not a pipe row, is cut like an over-long sentence."""
+    and their cells, leaving out the row's empty cells; offsets cover the row. A single column
+    too big for a chunk, or a row that is not a pipe row, is cut like an over-long sentence."""
     names, cells = _cells(header.split("\n")[0]), _cells(line)
     if names is None or cells is None:
         for unit in hard_split(line, start, budget, count, None):
             yield unit.text, start, start + len(line)
         return
-    # The row's own columns: a short row under a wide header is not padded to the header's
-    # width (each padding column would have made chunks of empty cells under names).
-    width = len(cells)
-    heads = names[:width] + [""] * (width - len(names))
-    values = cells
+    # The row's filled columns only: empty cells under a wide header (a short or sparse row)
+    # made chunks of nothing but column names, tens of thousands for a 2 KB spreadsheet.
+    filled = [i for i, value in enumerate(cells) if value.strip()]
+    heads = [names[i] if i < len(names) else "" for i in filled]
+    values = [cells[i] for i in filled]
+    width = len(filled)
     rule = "\n" in header
 
     def columns(first: int, last: int) -> str:

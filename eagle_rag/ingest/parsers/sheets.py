@@ -120,7 +120,8 @@ def _limited(rows: Iterable[Sequence[object]], context: ParseContext) -> Iterato
 
 
 def _trimmed(rows: list[Sequence[object]]) -> list[list[object]]:
-    """Drop empty rows and trailing empty columns (sheets often report a padded used range)."""
+    """Drop empty rows and the columns empty in every row (sheets often report a padded used
+    range; a 2 KB sheet with values in columns A and XFD only was 16,384 columns wide)."""
     kept = [list(r) for r in rows if any(v not in (None, "") for v in r)]
-    width = max((i + 1 for r in kept for i, v in enumerate(r) if v not in (None, "")), default=0)
-    return [r[:width] for r in kept]
+    used = sorted({i for r in kept for i, v in enumerate(r) if v not in (None, "")})
+    return [[r[i] for i in used if i < len(r)] for r in kept]
