@@ -58,7 +58,7 @@ class DifyEngine(BridgeEngine):
             settings,
             "POST",
             self._dataset(settings) + "/retrieve",
-            json={"query": "ping", "retrieval_model": {"top_k": 1}},
+            json={"query": "ping", "retrieval_model": retrieval_model({}, top_k=1)},
         )
 
     async def on_knowledge_base_delete(self, kb_name: str, settings: Mapping[str, Any]) -> None:
@@ -89,15 +89,8 @@ class DifyEngine(BridgeEngine):
         return True
 
     async def retrieve(self, query: EngineQuery) -> list[RetrievedHit]:
-        settings, options = query.creation_settings, query.retrieval_settings
-        threshold = float(options.get("score_threshold", 0.0))
-        model = {
-            "search_method": options.get("search_method", "hybrid_search"),
-            "top_k": query.top_k,
-            "reranking_enable": False,
-            "score_threshold_enabled": threshold > 0,
-            "score_threshold": threshold,
-        }
+        settings = query.creation_settings
+        model = retrieval_model(query.retrieval_settings, top_k=query.top_k)
         body = await self._call(
             settings,
             "POST",
@@ -125,3 +118,17 @@ class DifyEngine(BridgeEngine):
         except (KeyError, TypeError, ValueError) as exc:
             raise self._malformed(settings, exc) from exc
         return hits
+
+
+def retrieval_model(options: Mapping[str, Any], *, top_k: int) -> dict[str, Any]:
+    """Dify's ``retrieval_model`` with every field its RetrievalModel requires (search_method,
+    reranking_enable, top_k, score_threshold_enabled): Dify refuses a partial one with a 400,
+    and its hit testing reads them by key."""
+    threshold = float(options.get("score_threshold", 0.0))
+    return {
+        "search_method": options.get("search_method", "hybrid_search"),
+        "reranking_enable": False,
+        "top_k": top_k,
+        "score_threshold_enabled": threshold > 0,
+        "score_threshold": threshold,
+    }
