@@ -41,6 +41,9 @@ from eagle_rag.retrieval.wire import search_response
 router = APIRouter(tags=["dify"])
 OVERFETCH = 4  # conditions checked after the search need more candidates than top_k
 MAX_FETCH = 100
+# The passage's own fields every record's metadata shows (over the document's metadata). They
+# are columns of the passage, not metadata keys, so conditions on them are never pushed down.
+RECORD_FIELDS = ("path", "page_nums", "document_id", "chunk_id", "kb_name", "type")
 
 
 class RetrievalSetting(BaseModel):
@@ -143,13 +146,16 @@ async def _records(
     condition = body.metadata_condition
     conditions = (condition.conditions if condition else None) or []
     operator = condition.logical_operator if condition else "and"
-    filters = pushed_down(conditions) if operator == "and" else {}
+    filters = pushed_down(conditions, columns=RECORD_FIELDS) if operator == "and" else {}
     fetch = min(MAX_FETCH, setting.top_k * OVERFETCH) if conditions else setting.top_k
     request = QueryRequest(body.query, kb_names=(kb,), top_k=fetch, filters=filters)
     pack = await app.retrieval.search(request, allowed_kbs=allowed)
     sources = search_response(pack, score_threshold=setting.score_threshold)["sources"]["text"]
     test = _test(conditions, operator)
-    return [_record(s) for s in sources if test(s["metadata"])][: setting.top_k]
+    # Tested on the metadata the record shows: a condition on any field Dify sees (path,
+    # document_id, type…) means what it says.
+    records = (_record(s) for s in sources)
+    return [r for r in records if test(r.metadata)][: setting.top_k]
 
 
 async def _known_kb(app: EagleApp, kb: str) -> None:
@@ -174,15 +180,7 @@ def _record(source: dict[str, Any]) -> DifyRecord:
         content=source["content"],
         score=source["score"],
         title=source["filename"],
-        metadata={
-            **own,
-            "path": source["path"],
-            "page_nums": source["page_nums"],
-            "document_id": source["document_id"],
-            "chunk_id": source["chunk_id"],
-            "kb_name": source["kb_name"],
-            "type": source["type"],
-        },
+        metadata={**own, **{name: source[name] for name in RECORD_FIELDS}},
     )
 
 
