@@ -89,6 +89,18 @@ def test_metadata_conditions(server: RunningServer, corpus: dict[str, str]) -> N
     assert titles({"logical_operator": "and", "conditions": None}) == {"solar.md", "report.pdf"}
 
 
+def test_a_null_logical_operator_means_and(server: RunningServer, corpus: dict[str, str]) -> None:
+    year = {"name": "year", "comparison_operator": "=", "value": 2023}
+    team = {"name": "team", "comparison_operator": "is", "value": "ops"}
+    for conditions, titles in (([year], {"report.pdf"}), ([year, team], set())):
+        condition = {"logical_operator": None, "conditions": conditions}
+        answer = dify_request(
+            server, "energy", "audit wiring", top_k=10, metadata_condition=condition
+        )
+        assert answer.status_code == 200, answer.text
+        assert {r["title"] for r in answer.json()["records"]} == titles
+
+
 def test_conditions_test_the_metadata_each_record_shows(
     server: RunningServer, corpus: dict[str, str]
 ) -> None:

@@ -56,7 +56,8 @@ class RetrievalSetting(BaseModel):
 class MetadataCondition(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    logical_operator: Literal["and", "or"] = "and"
+    # Dify's own MetadataCondition allows null here and means "and" by it.
+    logical_operator: Literal["and", "or"] | None = "and"
     conditions: list[Condition] | None = Field(default=None, max_length=50)
 
 
@@ -145,7 +146,7 @@ async def _records(
     setting = body.retrieval_setting
     condition = body.metadata_condition
     conditions = (condition.conditions if condition else None) or []
-    operator = condition.logical_operator if condition else "and"
+    operator = (condition.logical_operator if condition else None) or "and"
     filters = pushed_down(conditions, columns=RECORD_FIELDS) if operator == "and" else {}
     fetch = min(MAX_FETCH, setting.top_k * OVERFETCH) if conditions else setting.top_k
     request = QueryRequest(body.query, kb_names=(kb,), top_k=fetch, filters=filters)
