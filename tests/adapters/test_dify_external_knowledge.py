@@ -149,5 +149,9 @@ def test_dify_error_codes(server: RunningServer, corpus: dict[str, str]) -> None
         400,
         3001,
     )
+    # A scoped key learns nothing about KBs outside it: existing, missing or malformed alike.
+    outside = [dify_request(server, kb, "x", key=SCOPED_KEY) for kb in ("energy", "nope", "Bad!")]
+    assert {error(r) for r in outside} == {(403, 1002)}
+    assert len({r.text for r in outside}) == 1
     garden = dify_request(server, "garden", "tomatoes", key=SCOPED_KEY)
     assert garden.status_code == 200 and garden.json()["records"][0]["title"] == "garden.md"

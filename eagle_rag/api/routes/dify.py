@@ -6,8 +6,9 @@ metadata_condition?}`` and ``Authorization: Bearer <key>`` answers
 the relevance in [0, 1] (retrieval/relevance.py), ``title`` the file name, ``metadata`` the
 passage's path, pages, ids and the document's own metadata. Errors are Dify's
 ``{error_code, error_msg}``: 1001 a malformed Authorization header, 1002 an unknown key or a KB
-outside it, 2001 an unknown KB; Eagle-RAG adds 3001 for a malformed request body, 4290 for rate
-limits and 5001 for a backend that did not answer (docs/integrations.md).
+outside it (checked first: a scoped key gets 1002 for a missing KB too), 2001 an unknown KB;
+Eagle-RAG adds 3001 for a malformed request body, 4290 for rate limits and 5001 for a backend
+that did not answer (docs/integrations.md).
 """
 
 from __future__ import annotations
@@ -140,9 +141,11 @@ async def _records(
     app: EagleApp, body: DifyRetrieval, allowed: frozenset[str] | None
 ) -> list[DifyRecord]:
     kb = body.knowledge_id
-    await _known_kb(app, kb)
+    # The key's scope first: a KB outside it is refused alike whether it exists or not, so a
+    # scoped key cannot learn which other KBs exist (as on /search).
     if allowed is not None and kb not in allowed:
         raise PermissionDeniedError("Authorization failed: this key may not use this knowledge.")
+    await _known_kb(app, kb)
     setting = body.retrieval_setting
     condition = body.metadata_condition
     conditions = (condition.conditions if condition else None) or []
