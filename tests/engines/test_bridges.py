@@ -104,3 +104,32 @@ def test_a_broken_bridge_degrades(server: RunningServer, engine: str, reply: Any
 def test_engines_lists_all_bridges(server: RunningServer) -> None:
     names = {e["name"] for e in server.client().get("/engines").json()}
     assert {"eagle", "dify", "ragflow", "fastgpt"} <= names
+
+
+@pytest.mark.parametrize(
+    ("search_mode", "best"), [("mixedRecall", 0.9), ("embedding", 0.9), ("fullTextRecall", 0.0)]
+)
+def test_fastgpt_relevance_is_its_similarity_never_its_full_text_score(
+    server: RunningServer, search_mode: str, best: float
+) -> None:
+    client = server.client()
+    name = f"fg-score-{search_mode.lower()}"
+    with serve(fastgpt) as (url, _):
+        assert create(client, name, "fastgpt", url).status_code == 201
+        body = client.post(
+            "/search",
+            json={
+                "query": "solar battery",  # seg-1 matches both words: full text 12.0, cosine 0.9
+                "kb_name": name,
+                "retrieval_settings": {name: {"search_mode": search_mode}},
+            },
+        ).json()
+        strict = {"knowledge_id": name, "query": "solar battery"}
+        dify = client.post(
+            "/retrieval",
+            json={**strict, "retrieval_setting": {"top_k": 5, "score_threshold": 0.95}},
+        ).json()
+    top = body["sources"]["text"][0]
+    assert top["score"] == best and top["metadata"]["fastgpt_scores"]
+    assert all(0.0 <= s["score"] <= best for s in body["sources"]["text"])
+    assert dify["records"] == []  # nothing reaches 0.95: 12.0 is not a relevance of 1
