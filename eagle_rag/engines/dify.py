@@ -19,7 +19,7 @@ from eagle_rag.engines.base import (
     EngineIngestResult,
     EngineQuery,
 )
-from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, setting
+from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, path_segment, setting
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.plugins.payloads import RetrievedHit
 
@@ -50,7 +50,7 @@ class DifyEngine(BridgeEngine):
     )
 
     def _dataset(self, settings: Mapping[str, Any]) -> str:
-        return f"/v1/datasets/{setting(settings, 'dataset_id')}"
+        return f"/v1/datasets/{path_segment(setting(settings, 'dataset_id'))}"
 
     async def on_knowledge_base_create(self, kb_name: str, settings: Mapping[str, Any]) -> None:
         """Refuse a KB whose dataset or key does not work: one cheap retrieval."""
@@ -85,7 +85,9 @@ class DifyEngine(BridgeEngine):
     async def delete_document(
         self, kb_name: str, remote_id: str, settings: Mapping[str, Any]
     ) -> bool:
-        await self._call(settings, "DELETE", f"{self._dataset(settings)}/documents/{remote_id}")
+        await self._call(
+            settings, "DELETE", f"{self._dataset(settings)}/documents/{path_segment(remote_id)}"
+        )
         return True
 
     async def retrieve(self, query: EngineQuery) -> list[RetrievedHit]:
