@@ -8,7 +8,7 @@ are not crowded out of the candidates.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -54,14 +54,16 @@ def matches(condition: Condition, metadata: Mapping[str, Any]) -> bool:
     return any(test(metadata.get(name), condition.value) for name in condition.names())
 
 
-def pushed_down(conditions: list[Condition]) -> dict[str, Any]:
-    """The ``and`` conditions Eagle-RAG's ``metadata`` filter can apply inside the search."""
+def pushed_down(conditions: list[Condition], *, columns: Iterable[str] = ()) -> dict[str, Any]:
+    """The ``and`` conditions Eagle-RAG's ``metadata`` filter can apply inside the search;
+    ``columns`` names more fields (besides ROW_FIELDS) that are not metadata keys."""
+    skipped = ROW_FIELDS | set(columns)
     custom: dict[str, Any] = {}
     for c in conditions:
         if not isinstance(c.name, str) or c.name in custom:
             continue
         op, value = c.comparison_operator, c.value
-        if c.name in ROW_FIELDS:  # columns of the row, not keys of its metadata
+        if c.name in skipped:  # columns of the row, not keys of its metadata
             continue
         listed = op == "in" and isinstance(value, list) and bool(value)
         if listed or (op == "is" and isinstance(value, str)):

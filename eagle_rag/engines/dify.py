@@ -19,7 +19,7 @@ from eagle_rag.engines.base import (
     EngineIngestResult,
     EngineQuery,
 )
-from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, setting
+from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, path_segment, setting
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.plugins.payloads import RetrievedHit
 
@@ -50,7 +50,7 @@ class DifyEngine(BridgeEngine):
     )
 
     def _dataset(self, settings: Mapping[str, Any]) -> str:
-        return f"/v1/datasets/{setting(settings, 'dataset_id')}"
+        return f"/v1/datasets/{path_segment(setting(settings, 'dataset_id'))}"
 
     async def on_knowledge_base_create(self, kb_name: str, settings: Mapping[str, Any]) -> None:
         """Refuse a KB whose dataset or key does not work: one cheap retrieval."""
@@ -58,7 +58,7 @@ class DifyEngine(BridgeEngine):
             settings,
             "POST",
             self._dataset(settings) + "/retrieve",
-            json={"query": "ping", "retrieval_model": {"top_k": 1}},
+            json={"query": "ping", "retrieval_model": retrieval_model({}, top_k=1)},
         )
 
     async def on_knowledge_base_delete(self, kb_name: str, settings: Mapping[str, Any]) -> None:
@@ -85,19 +85,14 @@ class DifyEngine(BridgeEngine):
     async def delete_document(
         self, kb_name: str, remote_id: str, settings: Mapping[str, Any]
     ) -> bool:
-        await self._call(settings, "DELETE", f"{self._dataset(settings)}/documents/{remote_id}")
+        await self._call(
+            settings, "DELETE", f"{self._dataset(settings)}/documents/{path_segment(remote_id)}"
+        )
         return True
 
     async def retrieve(self, query: EngineQuery) -> list[RetrievedHit]:
-        settings, options = query.creation_settings, query.retrieval_settings
-        threshold = float(options.get("score_threshold", 0.0))
-        model = {
-            "search_method": options.get("search_method", "hybrid_search"),
-            "top_k": query.top_k,
-            "reranking_enable": False,
-            "score_threshold_enabled": threshold > 0,
-            "score_threshold": threshold,
-        }
+        settings = query.creation_settings
+        model = retrieval_model(query.retrieval_settings, top_k=query.top_k)
         body = await self._call(
             settings,
             "POST",
@@ -125,3 +120,17 @@ class DifyEngine(BridgeEngine):
         except (KeyError, TypeError, ValueError) as exc:
             raise self._malformed(settings, exc) from exc
         return hits
+
+
+def retrieval_model(options: Mapping[str, Any], *, top_k: int) -> dict[str, Any]:
+    """Dify's ``retrieval_model`` with every field its RetrievalModel requires (search_method,
+    reranking_enable, top_k, score_threshold_enabled): Dify refuses a partial one with a 400,
+    and its hit testing reads them by key."""
+    threshold = float(options.get("score_threshold", 0.0))
+    return {
+        "search_method": options.get("search_method", "hybrid_search"),
+        "reranking_enable": False,
+        "top_k": top_k,
+        "score_threshold_enabled": threshold > 0,
+        "score_threshold": threshold,
+    }

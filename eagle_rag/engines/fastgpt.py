@@ -26,6 +26,20 @@ from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, setti
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.plugins.payloads import RetrievedHit
 
+# FastGPT's score types that are a similarity in [0, 1], the most telling first. ``fullText`` is
+# a BM25-like text score with no upper bound (7.5 is ordinary) and ``rrf`` a fused rank value
+# (≈0.03): neither is a relevance, so neither is read as one.
+SIMILARITY_TYPES = ("reRank", "embedding")
+
+
+def similarity(scores: Mapping[str, float]) -> float:
+    """A FastGPT match's relevance in [0, 1]: its rerank score, else its embedding similarity;
+    0.0 for a match found by full text alone (its rank still counts in the fusion)."""
+    for kind in SIMILARITY_TYPES:
+        if kind in scores:
+            return scores[kind]
+    return 0.0
+
 
 class FastgptEngine(BridgeEngine):
     service = "FastGPT"
@@ -92,7 +106,7 @@ class FastgptEngine(BridgeEngine):
         try:
             for match in matches[: query.top_k]:
                 text = "\n".join(part for part in (match.get("q"), match.get("a")) if part)
-                score = max((float(s["value"]) for s in match.get("score") or []), default=0.0)
+                scores = {str(s["type"]): float(s["value"]) for s in match.get("score") or []}
                 hits.append(
                     self._hit(
                         query.kb_name,
@@ -100,7 +114,8 @@ class FastgptEngine(BridgeEngine):
                         document_id=match.get("collectionId"),
                         text=text,
                         filename=str(match.get("sourceName") or ""),
-                        score=score,
+                        score=similarity(scores),
+                        fastgpt_scores=scores,
                     )
                 )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

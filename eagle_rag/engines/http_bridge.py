@@ -4,20 +4,30 @@ service failed and why (refused, unreachable, timed out, or answered something m
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from eagle_rag.engines.bridge_guard import BridgeGuard, BridgePolicy
 from eagle_rag.engines.schema import SchemaItem
-from eagle_rag.errors import BackendUnavailableError, PayloadTooLargeError, UpstreamError
+from eagle_rag.errors import (
+    BackendUnavailableError,
+    InvalidInputError,
+    PayloadTooLargeError,
+    UpstreamError,
+)
 from eagle_rag.http_bodies import ACCEPT_ENCODING, aread_capped
 from eagle_rag.net_addresses import CONNECT_FAILURES, Route
 from eagle_rag.plugins.payloads import RetrievedHit
 
 ECHO_MAX_CHARS = 200  # of a refusing answer's body, in the error: enough for an operator
 MAX_ANSWER_BYTES = 32 * 1024 * 1024  # a retrieval answer is kilobytes; a bomb is gigabytes
+# A dataset id as every bridged service makes them (Dify and RAGFlow UUIDs, FastGPT ObjectIds):
+# one URL path segment, so a '/' or '..' in it cannot move a call to another endpoint.
+DATASET_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 # Headers of the body as sent, which no longer describe it once it is decoded.
 _RE_ENCODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
@@ -150,6 +160,24 @@ def setting(settings: Mapping[str, Any], name: str) -> str:
     return str(settings.get(name) or "")
 
 
+def path_segment(value: str) -> str:
+    """``value`` as exactly one URL path segment: '/', '?', '#', '%' and the rest escaped. An
+    empty, '.' or '..' segment would be resolved away by the URL, so it is refused."""
+    if value in ("", ".", ".."):
+        raise InvalidInputError(f"{value!r} is not a usable URL path segment")
+    return quote(value, safe="")
+
+
+def check_dataset_id(settings: Mapping[str, Any]) -> None:
+    """Refuse a ``dataset_id`` that is not one plain path segment (DATASET_ID)."""
+    if not DATASET_ID.fullmatch(setting(settings, "dataset_id")):
+        raise InvalidInputError(
+            "creation_settings: dataset_id must be 1 to 128 letters, digits, '-' or '_' "
+            "(the service's dataset id, as it shows it)",
+            field="dataset_id",
+        )
+
+
 def connection_schema(service: str, default_url: str | None = None) -> tuple[SchemaItem, ...]:
     """What every bridge asks when a KB is created: where the service is, a key, a dataset."""
     return (
@@ -191,7 +219,9 @@ class BridgeEngine:
         self._transport = transport
 
     async def check_creation_settings(self, settings: Mapping[str, Any]) -> None:
-        """Refuse a ``base_url`` the guard would refuse, before the KB is stored or called."""
+        """Refuse a ``dataset_id`` that is not one plain path segment and a ``base_url`` the
+        guard would refuse, before the KB is stored or called."""
+        check_dataset_id(settings)
         await self._guard.check(self.service, setting(settings, "base_url"))
 
     def _client(self, settings: Mapping[str, Any]) -> BridgeClient:

@@ -21,7 +21,7 @@ from eagle_rag.engines.base import (
     EngineIngestResult,
     EngineQuery,
 )
-from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, setting
+from eagle_rag.engines.http_bridge import BridgeEngine, connection_schema, path_segment, setting
 from eagle_rag.engines.schema import SchemaItem
 from eagle_rag.plugins.payloads import RetrievedHit
 
@@ -60,7 +60,7 @@ class RagflowEngine(BridgeEngine):
 
     async def ingest(self, document: EngineDocument) -> EngineIngestResult:
         settings = document.creation_settings
-        dataset = f"/api/v1/datasets/{setting(settings, 'dataset_id')}"
+        dataset = _dataset(settings)
         body = await self._call(
             settings,
             "POST",
@@ -77,7 +77,7 @@ class RagflowEngine(BridgeEngine):
     async def delete_document(
         self, kb_name: str, remote_id: str, settings: Mapping[str, Any]
     ) -> bool:
-        dataset = f"/api/v1/datasets/{setting(settings, 'dataset_id')}"
+        dataset = _dataset(settings)
         await self._call(settings, "DELETE", dataset + "/documents", json={"ids": [remote_id]})
         return True
 
@@ -123,3 +123,7 @@ class RagflowEngine(BridgeEngine):
         if not isinstance(chunks, list):
             raise self._malformed(settings, "data.chunks is not a list")
         return chunks
+
+
+def _dataset(settings: Mapping[str, Any]) -> str:
+    return f"/api/v1/datasets/{path_segment(setting(settings, 'dataset_id'))}"

@@ -13,7 +13,8 @@ is read from what the hit's own lists scored, first match wins:
    the hit counts its floor. So the best hit of a query whose dense head is flat (nothing stands
    out) scores about half, and only a hit that both lists rank first and that is close to a
    perfect match nears 1;
-3. a bridged engine's own score (Dify, RAGFlow, FastGPT answer similarities in [0, 1]);
+3. a bridged engine's own score (Dify, RAGFlow, FastGPT answer similarities in [0, 1]; for
+   FastGPT the bridge picks its rerank or embedding score, never the unbounded full-text one);
 4. the raw dense cosine, clipped to [0, 1] (plans fused by RRF set no ``relevance``);
 5. otherwise 0.
 

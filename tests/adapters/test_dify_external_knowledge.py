@@ -89,6 +89,45 @@ def test_metadata_conditions(server: RunningServer, corpus: dict[str, str]) -> N
     assert titles({"logical_operator": "and", "conditions": None}) == {"solar.md", "report.pdf"}
 
 
+def test_a_null_logical_operator_means_and(server: RunningServer, corpus: dict[str, str]) -> None:
+    year = {"name": "year", "comparison_operator": "=", "value": 2023}
+    team = {"name": "team", "comparison_operator": "is", "value": "ops"}
+    for conditions, titles in (([year], {"report.pdf"}), ([year, team], set())):
+        condition = {"logical_operator": None, "conditions": conditions}
+        answer = dify_request(
+            server, "energy", "audit wiring", top_k=10, metadata_condition=condition
+        )
+        assert answer.status_code == 200, answer.text
+        assert {r["title"] for r in answer.json()["records"]} == titles
+
+
+def test_conditions_test_the_metadata_each_record_shows(
+    server: RunningServer, corpus: dict[str, str]
+) -> None:
+    def records(*conditions: dict[str, Any]) -> list[dict[str, Any]]:
+        condition = {"logical_operator": "and", "conditions": list(conditions)}
+        query = "scope of the audit and wiring"
+        answer = dify_request(server, "energy", query, top_k=10, metadata_condition=condition)
+        assert answer.status_code == 200, answer.text
+        return [r["metadata"] for r in answer.json()["records"]]
+
+    every = records()
+    first = every[0]
+    solar = corpus["solar.md"]
+    assert len({m["document_id"] for m in every}) == 2  # both documents, so a filter shows
+    assert records({"name": "type", "comparison_operator": "is", "value": "text"}) == every
+    assert records({"name": "kb_name", "comparison_operator": "is", "value": "energy"}) == every
+    same = records({"name": "document_id", "comparison_operator": "is", "value": solar})
+    assert same and all(m["document_id"] == solar for m in same)
+    other = records({"name": "document_id", "comparison_operator": "is not", "value": solar})
+    assert other and all(m["document_id"] != solar for m in other)
+    assert len(same) + len(other) == len(every)
+    prefix = {"name": "path", "comparison_operator": "start with", "value": first["path"][:5]}
+    assert first in records(prefix)
+    chunk = {"name": "chunk_id", "comparison_operator": "is", "value": first["chunk_id"]}
+    assert records(chunk) == [first]
+
+
 def test_dify_error_codes(server: RunningServer, corpus: dict[str, str]) -> None:
     def error(response: httpx.Response) -> tuple[int, int]:
         body = response.json()
@@ -110,5 +149,9 @@ def test_dify_error_codes(server: RunningServer, corpus: dict[str, str]) -> None
         400,
         3001,
     )
+    # A scoped key learns nothing about KBs outside it: existing, missing or malformed alike.
+    outside = [dify_request(server, kb, "x", key=SCOPED_KEY) for kb in ("energy", "nope", "Bad!")]
+    assert {error(r) for r in outside} == {(403, 1002)}
+    assert len({r.text for r in outside}) == 1
     garden = dify_request(server, "garden", "tomatoes", key=SCOPED_KEY)
     assert garden.status_code == 200 and garden.json()["records"][0]["title"] == "garden.md"

@@ -66,9 +66,9 @@ def fastgpt(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
                 "collectionId": doc,
                 "sourceName": f"{doc}.docx",
                 "sourceId": doc,
-                "score": [{"type": "embedding", "value": score, "index": 0}],
+                "score": _fastgpt_scores(body.get("searchMode"), score, rank),
             }
-            for score, sid, doc, text in _ranked(body["text"], 10)
+            for rank, (score, sid, doc, text) in enumerate(_ranked(body["text"], 10))
         ]
         return json_answer(200, {"code": 200, "statusText": "", "data": {"list": found}})
     if path == "/api/core/dataset/collection/create/localFile":
@@ -80,3 +80,17 @@ def fastgpt(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
     ):
         return json_answer(200, {"code": 200, "data": None})
     return json_answer(200, {"code": 500, "message": f"unknown {path}"})
+
+
+def _fastgpt_scores(mode: Any, overlap_share: float, rank: int) -> list[dict[str, Any]]:
+    """FastGPT's score list for one match: an embedding similarity in [0, 1], a full-text score
+    with no upper bound (BM25-like: several units for a good match) and the rrf value of mixed
+    recall, each present only in the modes that produce it."""
+    embedding = {"type": "embedding", "value": round(0.9 * overlap_share, 4), "index": rank}
+    full_text = {"type": "fullText", "value": round(12.0 * overlap_share, 4), "index": rank}
+    if mode == "embedding":
+        return [embedding]
+    if mode == "fullTextRecall":
+        return [full_text]
+    rrf = {"type": "rrf", "value": round(2 / (60 + rank + 1), 4), "index": rank}
+    return [embedding, full_text, rrf]

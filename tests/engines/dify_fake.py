@@ -17,6 +17,17 @@ SEGMENTS = [
 ]
 
 
+# Dify's RetrievalModel (api/services/entities/knowledge_entities): pydantic refuses a
+# retrieval_model without these with a 400, and hit testing reads them by key.
+RETRIEVAL_MODEL_FIELDS = {
+    "search_method": str,
+    "reranking_enable": bool,
+    "top_k": int,
+    "score_threshold_enabled": bool,
+}
+SEARCH_METHODS = ("semantic_search", "full_text_search", "hybrid_search", "keyword_search")
+
+
 def overlap(query: str, text: str) -> float:
     words = set(re.findall(r"\w+", query.lower()))
     return len(words & set(re.findall(r"\w+", text.lower()))) / max(len(words), 1)
@@ -29,7 +40,10 @@ def dify(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
     if headers[":method"] == "DELETE" and path.startswith(base + "/documents/"):
         return json_answer(200, {"result": "success"})
     if path == base + "/retrieve":
-        top_k = body["retrieval_model"]["top_k"]
+        refused = _invalid_retrieval_model(body.get("retrieval_model"))
+        if refused:
+            return json_answer(400, {"code": "invalid_param", "message": refused, "status": 400})
+        top_k = (body.get("retrieval_model") or {}).get("top_k", 4)
         scored = sorted(
             ((overlap(body["query"], text), sid, doc, text) for sid, doc, text in SEGMENTS),
             reverse=True,
@@ -58,3 +72,20 @@ def dify(path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
         assert b'name="file"' in raw and b"indexing_technique" in raw
         return json_answer(200, {"document": {"id": "remote-doc-9", "name": "x"}, "batch": "b1"})
     return json_answer(404, {"code": "not_found", "message": path})
+
+
+def _invalid_retrieval_model(model: Any) -> str:
+    """Why Dify would refuse this ``retrieval_model`` ('' when it would take it); absent is
+    allowed (the dataset's own model is used)."""
+    if model is None:
+        return ""
+    if not isinstance(model, dict):
+        return "retrieval_model: Input should be a valid dictionary"
+    for name, kind in RETRIEVAL_MODEL_FIELDS.items():
+        if name not in model:
+            return f"retrieval_model.{name}: Field required"
+        if not isinstance(model[name], kind) or (kind is int and isinstance(model[name], bool)):
+            return f"retrieval_model.{name}: Input should be a valid {kind.__name__}"
+    if model["search_method"] not in SEARCH_METHODS:
+        return f"retrieval_model.search_method: Input should be one of {SEARCH_METHODS}"
+    return ""

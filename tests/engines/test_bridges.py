@@ -13,7 +13,7 @@ import pytest
 
 from tests.api.server import RunningServer, running_server, wait_for_task
 from tests.engines.bridge_fakes import fastgpt, ragflow
-from tests.engines.dify_fake import DATASET, KEY
+from tests.engines.dify_fake import DATASET, KEY, dify
 from tests.http_fakes import json_answer, serve
 from tests.retrieval.conftest import SOLAR
 
@@ -104,3 +104,83 @@ def test_a_broken_bridge_degrades(server: RunningServer, engine: str, reply: Any
 def test_engines_lists_all_bridges(server: RunningServer) -> None:
     names = {e["name"] for e in server.client().get("/engines").json()}
     assert {"eagle", "dify", "ragflow", "fastgpt"} <= names
+
+
+@pytest.mark.parametrize(
+    ("search_mode", "best"), [("mixedRecall", 0.9), ("embedding", 0.9), ("fullTextRecall", 0.0)]
+)
+def test_fastgpt_relevance_is_its_similarity_never_its_full_text_score(
+    server: RunningServer, search_mode: str, best: float
+) -> None:
+    client = server.client()
+    name = f"fg-score-{search_mode.lower()}"
+    with serve(fastgpt) as (url, _):
+        assert create(client, name, "fastgpt", url).status_code == 201
+        body = client.post(
+            "/search",
+            json={
+                "query": "solar battery",  # seg-1 matches both words: full text 12.0, cosine 0.9
+                "kb_name": name,
+                "retrieval_settings": {name: {"search_mode": search_mode}},
+            },
+        ).json()
+        strict = {"knowledge_id": name, "query": "solar battery"}
+        dify = client.post(
+            "/retrieval",
+            json={**strict, "retrieval_setting": {"top_k": 5, "score_threshold": 0.95}},
+        ).json()
+    top = body["sources"]["text"][0]
+    assert top["score"] == best and top["metadata"]["fastgpt_scores"]
+    assert all(0.0 <= s["score"] <= best for s in body["sources"]["text"])
+    assert dify["records"] == []  # nothing reaches 0.95: 12.0 is not a relevance of 1
+
+
+@pytest.mark.parametrize("engine", ["dify", "ragflow", "fastgpt"])
+@pytest.mark.parametrize("dataset_id", ["../../x", "ds-1/../../x", "ds 1", "..", "ds-1?x=1"])
+def test_a_dataset_id_that_is_not_one_path_segment_is_refused(
+    server: RunningServer, engine: str, dataset_id: str
+) -> None:
+    fake = {"dify": dify, "ragflow": ragflow, "fastgpt": fastgpt}[engine]
+    with serve(fake) as (url, recorded):
+        answer = server.client().post(
+            "/knowledge_bases",
+            json={
+                "kb_name": f"{engine}-path",
+                "engine": engine,
+                "creation_settings": {"base_url": url, "api_key": KEY, "dataset_id": dataset_id},
+            },
+        )
+    assert answer.status_code == 400 and answer.json()["code"] == "invalid_input"
+    assert "dataset_id" in answer.json()["message"]
+    assert recorded.requests == []  # refused before the service is called
+
+
+@pytest.mark.parametrize(
+    ("engine", "sent"),
+    [
+        ("dify", "/v1/datasets/..%2F..%2Fx/retrieve"),
+        ("ragflow", "/api/v1/datasets/..%2F..%2Fx/documents"),
+    ],
+)
+def test_a_stored_dataset_id_stays_one_path_segment(
+    server: RunningServer, engine: str, sent: str
+) -> None:
+    """A KB stored before dataset ids were checked: its id is escaped, never a path."""
+    client = server.client()
+    name = f"{engine}-old-{uuid.uuid4().hex[:6]}"
+    with serve(lambda *_: json_answer(404, {"code": 404, "message": "no such dataset"})) as (
+        url,
+        recorded,
+    ):
+        server.eagle.repositories.knowledge_bases.create(
+            name,
+            engine=engine,
+            creation_settings={"base_url": url, "api_key": KEY, "dataset_id": "../../x"},
+        )
+        client.post("/search", json={"query": "inverter", "kb_name": name})
+        job = client.post(
+            "/ingest", data={"kb_name": name}, files={"file": ("a.txt", b"hello")}
+        ).json()
+        assert wait_for_task(client, job["job_id"])["status"] == "failed"  # the fake's 404
+    paths = [r[0] for r in recorded.requests]
+    assert sent in paths and not any(p.startswith("/x") for p in paths)

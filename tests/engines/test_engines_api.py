@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.api.server import RunningServer, running_server, wait_for_task
-from tests.engines.dify_fake import DATASET, KEY, dify
+from tests.engines.dify_fake import DATASET, KEY, RETRIEVAL_MODEL_FIELDS, dify
 from tests.http_fakes import Recorded, json_answer, serve
 from tests.retrieval.conftest import SOLAR
 
@@ -106,6 +106,29 @@ def test_a_bridge_with_a_wrong_key_is_refused_at_creation(
         answer.json()["code"] == "upstream_error"
         and "refused the API key" in answer.json()["message"]
     )
+
+
+def test_a_dify_kb_is_created_against_a_strict_dify(
+    client: httpx.Client, dify_server: tuple[str, Recorded]
+) -> None:
+    url, recorded = dify_server
+    partial = httpx.post(
+        f"{url}/v1/datasets/{DATASET}/retrieve",
+        json={"query": "ping", "retrieval_model": {"top_k": 1}},
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
+    assert partial.status_code == 400  # the fake refuses what Dify refuses
+    created = client.post(
+        "/knowledge_bases",
+        json={
+            "kb_name": "strict",
+            "engine": "dify",
+            "creation_settings": {"base_url": url, "api_key": KEY, "dataset_id": DATASET},
+        },
+    )
+    assert created.status_code == 201, created.text
+    ping = [r[1] for r in recorded.requests if r[0].endswith("/retrieve")][-1]
+    assert set(RETRIEVAL_MODEL_FIELDS) <= set(ping["retrieval_model"])
 
 
 def test_a_query_over_two_engines_fuses_both(client: httpx.Client) -> None:

@@ -6,8 +6,9 @@ metadata_condition?}`` and ``Authorization: Bearer <key>`` answers
 the relevance in [0, 1] (retrieval/relevance.py), ``title`` the file name, ``metadata`` the
 passage's path, pages, ids and the document's own metadata. Errors are Dify's
 ``{error_code, error_msg}``: 1001 a malformed Authorization header, 1002 an unknown key or a KB
-outside it, 2001 an unknown KB; Eagle-RAG adds 3001 for a malformed request body, 4290 for rate
-limits and 5001 for a backend that did not answer (docs/integrations.md).
+outside it (checked first: a scoped key gets 1002 for a missing KB too), 2001 an unknown KB;
+Eagle-RAG adds 3001 for a malformed request body, 4290 for rate limits and 5001 for a backend
+that did not answer (docs/integrations.md).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ from eagle_rag.retrieval.wire import search_response
 router = APIRouter(tags=["dify"])
 OVERFETCH = 4  # conditions checked after the search need more candidates than top_k
 MAX_FETCH = 100
+# The passage's own fields every record's metadata shows (over the document's metadata). They
+# are columns of the passage, not metadata keys, so conditions on them are never pushed down.
+RECORD_FIELDS = ("path", "page_nums", "document_id", "chunk_id", "kb_name", "type")
 
 
 class RetrievalSetting(BaseModel):
@@ -53,7 +57,8 @@ class RetrievalSetting(BaseModel):
 class MetadataCondition(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    logical_operator: Literal["and", "or"] = "and"
+    # Dify's own MetadataCondition allows null here and means "and" by it.
+    logical_operator: Literal["and", "or"] | None = "and"
     conditions: list[Condition] | None = Field(default=None, max_length=50)
 
 
@@ -136,20 +141,25 @@ async def _records(
     app: EagleApp, body: DifyRetrieval, allowed: frozenset[str] | None
 ) -> list[DifyRecord]:
     kb = body.knowledge_id
-    await _known_kb(app, kb)
+    # The key's scope first: a KB outside it is refused alike whether it exists or not, so a
+    # scoped key cannot learn which other KBs exist (as on /search).
     if allowed is not None and kb not in allowed:
         raise PermissionDeniedError("Authorization failed: this key may not use this knowledge.")
+    await _known_kb(app, kb)
     setting = body.retrieval_setting
     condition = body.metadata_condition
     conditions = (condition.conditions if condition else None) or []
-    operator = condition.logical_operator if condition else "and"
-    filters = pushed_down(conditions) if operator == "and" else {}
+    operator = (condition.logical_operator if condition else None) or "and"
+    filters = pushed_down(conditions, columns=RECORD_FIELDS) if operator == "and" else {}
     fetch = min(MAX_FETCH, setting.top_k * OVERFETCH) if conditions else setting.top_k
     request = QueryRequest(body.query, kb_names=(kb,), top_k=fetch, filters=filters)
     pack = await app.retrieval.search(request, allowed_kbs=allowed)
     sources = search_response(pack, score_threshold=setting.score_threshold)["sources"]["text"]
     test = _test(conditions, operator)
-    return [_record(s) for s in sources if test(s["metadata"])][: setting.top_k]
+    # Tested on the metadata the record shows: a condition on any field Dify sees (path,
+    # document_id, type…) means what it says.
+    records = (_record(s) for s in sources)
+    return [r for r in records if test(r.metadata)][: setting.top_k]
 
 
 async def _known_kb(app: EagleApp, kb: str) -> None:
@@ -174,15 +184,7 @@ def _record(source: dict[str, Any]) -> DifyRecord:
         content=source["content"],
         score=source["score"],
         title=source["filename"],
-        metadata={
-            **own,
-            "path": source["path"],
-            "page_nums": source["page_nums"],
-            "document_id": source["document_id"],
-            "chunk_id": source["chunk_id"],
-            "kb_name": source["kb_name"],
-            "type": source["type"],
-        },
+        metadata={**own, **{name: source[name] for name in RECORD_FIELDS}},
     )
 
 
