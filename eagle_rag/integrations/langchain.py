@@ -83,13 +83,14 @@ class EagleRetriever(BaseRetriever):
 
 
 def documents_of(result: SearchResult) -> list[Document]:
-    """Text sources, then visual hits, in rank order."""
+    """Text sources, then visual hits, in rank order, numbered in one sequence."""
+    texts = len(result.sources.text)
     documents = [
         Document(id=t.chunk_id, page_content=t.content, metadata=text_metadata(t))
         for t in result.sources.text
     ]
     documents += [
-        Document(id=i.chunk_id, page_content=i.content_summary, metadata=image_metadata(i))
+        Document(id=i.chunk_id, page_content=i.content_summary, metadata=image_metadata(i, texts))
         for i in result.sources.image
     ]
     return documents

@@ -77,3 +77,4 @@ def test_visual_hits_are_image_documents() -> None:
     assert [d.metadata["type"] for d in documents] == ["text", "image"]
     assert documents[1].page_content == "Wiring diagram of the inverter"
     assert documents[1].metadata["image_id"] == "img-1" and documents[1].metadata["page"] == 4
+    assert [d.metadata["citation"] for d in documents] == [1, 2]  # one sequence, as /query's
