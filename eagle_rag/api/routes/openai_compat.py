@@ -195,18 +195,20 @@ class Completion:
         return JSONResponse(body.model_dump(mode="json"))
 
     async def chunks(self, *, include_usage: bool) -> AsyncIterator[str]:
-        yield self._chunk({"role": "assistant", "content": ""})
+        # OpenAI: with include_usage every chunk but the last carries "usage": null.
+        null = {"usage": None} if include_usage else {}
+        yield self._chunk({"role": "assistant", "content": ""}, **null)
         answers = self._app.answers.stream(self._request, allowed_kbs=self._who.kb_names)
         async with aclosing(answers) as stream:
             async for name, data in stream:
                 if name == "token":
-                    yield self._chunk({"content": data["delta"]})
+                    yield self._chunk({"content": data["delta"]}, **null)
                 elif name == "error":
                     error = _failure(data)
                     yield _sse({"error": _error_body(error, status_for(error))})
                     return
                 elif name == "done":
-                    yield self._chunk({}, finish_reason="stop", eagle=_extra(data))
+                    yield self._chunk({}, finish_reason="stop", eagle=_extra(data), **null)
                     if include_usage:
                         yield _sse({**self._head(), "choices": [], "usage": self._usage(data)})
         yield "data: [DONE]\n\n"
