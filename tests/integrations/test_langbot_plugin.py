@@ -287,8 +287,10 @@ async def test_same_bytes_twice_share_one_document_until_the_last_holder_goes(
     assert [d["filename"] for d in eagle_documents(server)] == ["pump.md"]  # B still holds it
     assert await engine.delete_document("lb-kb-1", "lb-a") is False  # released already
     assert [d["filename"] for d in eagle_documents(server)] == ["pump.md"]
-    found = await engine.retrieve(ask(settings, "how often does it defrost"))
+    found = await engine.retrieve(ask(settings, "how often does it defrost", file_id="lb-b"))
     assert found.results and found.results[0].metadata["filename"] == "pump.md"
+    gone = await engine.retrieve(ask(settings, "how often does it defrost", file_id="lb-a"))
+    assert gone.results == []  # A was deleted in LangBot: its file filter finds nothing
 
     restarted, _ = engine_for(settings, host.storage)  # a new process, the same host storage
     assert await restarted.delete_document("lb-kb-1", "lb-b") is True
@@ -304,3 +306,37 @@ async def test_same_bytes_twice_share_one_document_until_the_last_holder_goes(
     assert await engine.delete_document("lb-kb-1", "lb-c") is True
     assert [d["filename"] for d in eagle_documents(server)] == ["theirs.md"]
     client.delete(f"/documents/{theirs['document_id']}")
+
+
+async def test_langbot_filters_are_translated_or_dropped_with_a_warning(
+    server: RunningServer, settings: dict[str, Any]
+) -> None:
+    """A LangBot file filter keeps that file's passages; Eagle-RAG's own keys pass; any other
+    key is dropped with a warning (it used to fail the retrieval: 400 unknown filter)."""
+    engine, host = engine_for(settings)
+    await engine.on_knowledge_base_create("lb-kb-1", settings)
+    for name, data, mime, doc in (
+        ("solar.md", SOLAR.encode(), "text/markdown", "lb-solar"),
+        ("report.pdf", pdf_bytes(), "application/pdf", "lb-report"),
+    ):
+        done = await engine.ingest(upload(host, settings, name, data, mime, doc))
+        assert done.status == DocumentStatus.COMPLETED
+    query = "scope of the audit and the inverter"
+
+    def files(found: Any) -> set[str]:
+        return {r.metadata["filename"] for r in found.results}
+
+    assert files(await engine.retrieve(ask(settings, query))) == {"solar.md", "report.pdf"}
+    only = await engine.retrieve(ask(settings, query, file_id="lb-solar"))
+    assert files(only) == {"solar.md"} and only.metadata["warnings"] == []
+    listed = await engine.retrieve(ask(settings, query, document_id={"$in": ["lb-report"]}))
+    assert files(listed) == {"report.pdf"}
+    unknown = await engine.retrieve(ask(settings, query, file_id="not-a-langbot-document"))
+    assert unknown.results == [] and unknown.total_found == 0
+    eagle_own = await engine.retrieve(ask(settings, query, source_type="pdf"))
+    assert files(eagle_own) == {"report.pdf"}
+    dropped = await engine.retrieve(ask(settings, query, category="manuals"))
+    assert files(dropped) == {"solar.md", "report.pdf"}
+    assert ["'category' dropped" in w for w in dropped.metadata["warnings"]] == [True]
+    for doc in ("lb-solar", "lb-report"):
+        assert await engine.delete_document("lb-kb-1", doc) is True

@@ -17,11 +17,17 @@ Every call goes through ``eagle_rag.client`` (the package ships a copy of it, se
   LangBot passes only the ids there, so the engine remembers each KB's settings from the calls
   that carry them (create, ingest, retrieve); after a restart it falls back to the plugin's
   own config (``eagle_url``, ``api_key``) and finds the document by the ids it was tagged with.
+- ``retrieve`` filters: LangBot's file filter (``file_id``/``document_id``: an id, a list,
+  ``{"$eq": id}`` or ``{"$in": [ids]}``) becomes the Eagle-RAG documents made from those files;
+  Eagle-RAG's own filter keys pass as they are; any other key is dropped, with a warning in the
+  response's ``metadata["warnings"]`` and the log, rather than failing the whole retrieval.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -57,6 +63,10 @@ LANGBOT_ID = "langbot_document_id"
 LANGBOT_KB = "langbot_kb_id"
 LANGBOT_KEY = "langbot_storage_key"
 SHARE = "eagle-share"  # plugin storage: eagle-share/<eagle doc>/<LangBot kb>/<LangBot doc>
+# LangBot's names for a file in a retrieval filter, and Eagle-RAG's own filter keys.
+ID_FILTERS = ("file_id", "document_id", LANGBOT_ID)
+EAGLE_FILTERS = frozenset({"source_type", "year", "pages", "type", "metadata"})
+logger = logging.getLogger(__name__)
 # Where a host may put the name the user uploaded the file under, most specific first.
 ORIGINAL_NAME_KEYS = ("original_filename", "original_name", "display_name", "file_name", "name")
 
@@ -158,15 +168,30 @@ class EagleRagEngine(KnowledgeEngine):
 
     async def retrieve(self, context: RetrievalContext) -> RetrievalResponse:
         config = context.creation_settings
-        if context.knowledge_base_id:
-            self._settings[context.knowledge_base_id] = dict(config)
+        kb_id = context.knowledge_base_id or ""
+        if kb_id:
+            self._settings[kb_id] = dict(config)
         options = context.retrieval_settings
         top_k = int(options.get("top_k", 5))
         threshold = float(options.get("score_threshold", 0.0))
+        files, filters, warnings = split_filters(context.filters or {})
+        for warning in warnings:
+            logger.warning("Eagle-RAG retrieval for LangBot KB %s: %s", kb_id, warning)
         async with _client(config) as client:
             try:
+                scope = None
+                if files is not None:
+                    scope = await self._eagle_ids(client, _kb_name(config), kb_id, files)
+                    if not scope:  # none of those files has content in Eagle-RAG
+                        return RetrievalResponse(
+                            results=[], total_found=0, metadata={"warnings": warnings}
+                        )
                 found = await client.search(
-                    context.query, _kb_name(config), top_k=top_k, filters=context.filters or None
+                    context.query,
+                    _kb_name(config),
+                    top_k=top_k,
+                    filters=filters or None,
+                    document_ids=scope,
                 )
             except EagleError as exc:
                 raise _error(exc) from exc
@@ -174,8 +199,22 @@ class EagleRagEngine(KnowledgeEngine):
         return RetrievalResponse(
             results=[_entry(s) for s in texts if s.score >= threshold],
             total_found=len(texts),
-            metadata={"route": dict(found.route), "steps": [dict(s) for s in found.steps]},
+            metadata={
+                "route": dict(found.route),
+                "steps": [dict(s) for s in found.steps],
+                "warnings": warnings,
+            },
         )
+
+    async def _eagle_ids(
+        self, client: AsyncEagleClient, kb_name: str, kb_id: str, files: set[str]
+    ) -> list[str]:
+        """The Eagle-RAG documents these LangBot documents (of LangBot KB ``kb_id``) hold."""
+        shares = await Shares(self.plugin).all()
+        held = {d: e for e, k, d in shares if k == kb_id}
+        shared = {e for e, _, _ in shares}  # a shared document's holders are those in storage
+        made = {d: e for d, e in (await tagged(client, kb_name, kb_id)).items() if e not in shared}
+        return sorted({held.get(f) or made[f] for f in files if f in held or f in made})
 
 
 class Shares:
@@ -213,6 +252,39 @@ class Shares:
 def _share_key(eagle_id: str, kb_id: str, langbot_document_id: str) -> str:
     parts = (eagle_id, kb_id, langbot_document_id)
     return "/".join([SHARE, *(quote(part, safe="") for part in parts)])
+
+
+def split_filters(filters: Mapping[str, Any]) -> tuple[set[str] | None, dict[str, Any], list[str]]:
+    """LangBot's filters as (the LangBot document ids to keep, None: any; Eagle-RAG's filters;
+    a warning for each filter dropped because Eagle-RAG has no equivalent)."""
+    files: set[str] | None = None
+    eagle: dict[str, Any] = {}
+    warnings: list[str] = []
+    for key, value in filters.items():
+        if key in ID_FILTERS:
+            ids = _ids(value)
+            if ids is None:
+                warnings.append(f"filter {key!r} dropped: not an id, a list, $eq or $in")
+            else:
+                files = ids if files is None else files & ids
+        elif key in EAGLE_FILTERS:
+            eagle[key] = value
+        else:
+            known = ", ".join([*ID_FILTERS, *sorted(EAGLE_FILTERS)])
+            warnings.append(f"filter {key!r} dropped: Eagle-RAG has no such filter ({known})")
+    return files, eagle, warnings
+
+
+def _ids(value: Any) -> set[str] | None:
+    if isinstance(value, Mapping) and len(value) == 1:
+        ((operator, value),) = value.items()
+        if operator not in ("$eq", "$in"):
+            return None
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return set(value)
+    return None
 
 
 def original_name(meta: FileMetadata) -> str:
