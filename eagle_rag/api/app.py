@@ -6,7 +6,6 @@ plugins, in-process workers in *this* event loop) and the MCP session manager, a
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -21,6 +20,7 @@ from eagle_rag.api.errors import install_error_handlers
 from eagle_rag.api.hosts import OpenHostGuard
 from eagle_rag.api.links import install_links
 from eagle_rag.api.metrics import Metrics
+from eagle_rag.api.refusals import send_refusal
 from eagle_rag.api.routes import (
     dify,
     document_pages,
@@ -33,7 +33,7 @@ from eagle_rag.api.routes import (
 )
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.bootstrap import EagleApp, build_app
-from eagle_rag.errors import EagleError
+from eagle_rag.errors import EagleError, PayloadTooLargeError
 from eagle_rag.mcp.http import mcp_middleware
 from eagle_rag.mcp.server import build_mcp, sync_tools
 from eagle_rag.settings import Settings, load_settings
@@ -153,12 +153,16 @@ class BodyLimit:
         message = self.upload_message if multipart else self.json_message
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _too_large(send, message)
+            await send_refusal(scope, send, PayloadTooLargeError(message))
             return
-        guard = _CountedBody(receive, send, limit, message)
+        guard = _CountedBody(scope, receive, send, limit, message)
         try:
             await self.app(scope, guard.receive, guard.send)
-        except _BodyTooLargeError:
+        except Exception:
+            # Raised through a middleware's task group it arrives wrapped (an ExceptionGroup,
+            # a 500 from a route that reads the body itself): the count says what it was.
+            if not guard.exceeded:
+                raise
             await guard.refuse()
 
 
@@ -167,8 +171,8 @@ class _CountedBody:
     framework may turn that into an answer of its own (FastAPI: 400 "error parsing the body"),
     so whatever the app answers then is replaced by the 413."""
 
-    def __init__(self, receive: Receive, send: Send, limit: int, message: str) -> None:
-        self._receive, self._send, self._limit = receive, send, limit
+    def __init__(self, scope: Scope, receive: Receive, send: Send, limit: int, message: str):
+        self._scope, self._receive, self._send, self._limit = scope, receive, send, limit
         self._message = message
         self._seen = 0
         self._exceeded = False
@@ -183,6 +187,10 @@ class _CountedBody:
                 raise _BodyTooLargeError
         return message
 
+    @property
+    def exceeded(self) -> bool:
+        return self._exceeded
+
     async def send(self, message: Message) -> None:
         if self._exceeded:
             if message["type"] == "http.response.start":
@@ -194,23 +202,8 @@ class _CountedBody:
     async def refuse(self) -> None:
         if not self._started:
             self._started = True
-            await _too_large(self._send, self._message)
+            await send_refusal(self._scope, self._send, PayloadTooLargeError(self._message))
 
 
 class _BodyTooLargeError(Exception):
     """Raised inside the app when the counted body passes the limit."""
-
-
-async def _too_large(send: Send, message: str) -> None:
-    body = json.dumps({"code": "payload_too_large", "message": message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})

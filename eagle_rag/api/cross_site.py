@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
-from eagle_rag.api.asgi import Receive, Scope, Send, send_json
+from eagle_rag.api.asgi import Receive, Scope, Send
+from eagle_rag.api.refusals import send_refusal
+from eagle_rag.errors import PermissionDeniedError
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -35,7 +37,7 @@ class CrossSiteGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         origin = self._foreign_origin(scope)
         if origin is not None:
-            await _forbidden(send, origin)
+            await send_refusal(scope, send, _forbidden(origin))
             return
         await self.app(scope, receive, send)
 
@@ -57,11 +59,9 @@ class CrossSiteGuard:
         return None if (parts.hostname or "") in LOOPBACK_NAMES else origin
 
 
-async def _forbidden(send: Send, origin: str) -> None:
-    body = {
-        "code": "forbidden",
-        "message": "a cross-site request is refused: its Origin is neither this server, a "
-        "page of this machine, nor one of server.cors_origins",
-        "details": {"origin": origin[:200]},
-    }
-    await send_json(send, 403, body)
+def _forbidden(origin: str) -> PermissionDeniedError:
+    return PermissionDeniedError(
+        "a cross-site request is refused: its Origin is neither this server, a page of this "
+        "machine, nor one of server.cors_origins",
+        origin=origin[:200],
+    )

@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
-from eagle_rag.api.asgi import Receive, Scope, Send, send_json
+from eagle_rag.api.asgi import Receive, Scope, Send
+from eagle_rag.api.refusals import send_refusal
 from eagle_rag.api.security import Gatekeeper
+from eagle_rag.errors import PermissionDeniedError
 from eagle_rag.settings import ServerSettings
 
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -51,7 +53,7 @@ class OpenHostGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._refused(scope):
-            await _forbidden(send, _header(scope, b"host"))
+            await send_refusal(scope, send, _forbidden(_header(scope, b"host")))
             return
         await self.app(scope, receive, send)
 
@@ -70,11 +72,9 @@ def _header(scope: Scope, name: bytes) -> str:
     return ""
 
 
-async def _forbidden(send: Send, host: str) -> None:
-    body = {
-        "code": "forbidden",
-        "message": f"this server is not reached as {host[:100]!r}: with no API keys it "
-        "answers only localhost names, its bind address and server.mcp_allowed_hosts",
-        "details": {"host": host[:200]},
-    }
-    await send_json(send, 403, body)
+def _forbidden(host: str) -> PermissionDeniedError:
+    return PermissionDeniedError(
+        f"this server is not reached as {host[:100]!r}: with no API keys it answers only "
+        "localhost names, its bind address and server.mcp_allowed_hosts",
+        host=host[:200],
+    )

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, Literal, TypedDict, TypeVar, Unpack
+from urllib.parse import quote
 
 from eagle_rag.client.errors import error_from_body
 from eagle_rag.client.models import Answer, Document, KnowledgeBase, SearchResult, Submission, Task
@@ -278,6 +279,13 @@ def _read(file: FileLike, filename: str | None) -> tuple[str, bytes]:
     return filename or Path(str(getattr(file, "name", "upload"))).name, content
 
 
+def path_segment(value: str) -> str:
+    """One URL path segment: every reserved character escaped, and ``.``/``..`` too, so an id
+    never climbs to another endpoint (``delete_document("../knowledge_bases/x")``)."""
+    quoted = quote(str(value), safe="")
+    return quoted.replace(".", "%2E") if quoted in {".", ".."} else quoted
+
+
 def _drop_none(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
@@ -292,7 +300,9 @@ def list_kbs(limit: int | None = None, offset: int = 0) -> Exchange[list[Knowled
 
 
 def get_kb(kb_name: str) -> Exchange[KnowledgeBase]:
-    return Exchange(Call("GET", f"/knowledge_bases/{kb_name}"), KnowledgeBase.from_json)
+    return Exchange(
+        Call("GET", f"/knowledge_bases/{path_segment(kb_name)}"), KnowledgeBase.from_json
+    )
 
 
 def create_kb(kb_name: str, **options: Any) -> Exchange[KnowledgeBase]:
@@ -301,12 +311,12 @@ def create_kb(kb_name: str, **options: Any) -> Exchange[KnowledgeBase]:
 
 
 def rebuild_kb(kb_name: str) -> Exchange[list[Submission]]:
-    call = Call("POST", f"/knowledge_bases/{kb_name}/rebuild")
+    call = Call("POST", f"/knowledge_bases/{path_segment(kb_name)}/rebuild")
     return Exchange(call, _each(Submission.from_json))
 
 
 def delete_kb(kb_name: str) -> Exchange[dict[str, Any]]:
-    return Exchange(Call("DELETE", f"/knowledge_bases/{kb_name}"), dict)
+    return Exchange(Call("DELETE", f"/knowledge_bases/{path_segment(kb_name)}"), dict)
 
 
 def ingest(
@@ -316,7 +326,7 @@ def ingest(
 
 
 def get_task(job_id: str) -> Exchange[Task]:
-    return Exchange(Call("GET", f"/tasks/{job_id}"), Task.from_json)
+    return Exchange(Call("GET", f"/tasks/{path_segment(job_id)}"), Task.from_json)
 
 
 def list_tasks(**filters: Any) -> Exchange[list[Task]]:
@@ -326,15 +336,15 @@ def list_tasks(**filters: Any) -> Exchange[list[Task]]:
 
 
 def retry_task(job_id: str) -> Exchange[Submission]:
-    return Exchange(Call("POST", f"/tasks/{job_id}/retry"), Submission.from_json)
+    return Exchange(Call("POST", f"/tasks/{path_segment(job_id)}/retry"), Submission.from_json)
 
 
 def cancel_task(job_id: str) -> Exchange[Task]:
-    return Exchange(Call("POST", f"/tasks/{job_id}/cancel"), Task.from_json)
+    return Exchange(Call("POST", f"/tasks/{path_segment(job_id)}/cancel"), Task.from_json)
 
 
 def task_stream(job_id: str) -> Call:
-    return Call("GET", f"/tasks/{job_id}/stream")
+    return Call("GET", f"/tasks/{path_segment(job_id)}/stream")
 
 
 def list_documents(
@@ -345,22 +355,25 @@ def list_documents(
 
 
 def get_document(document_id: str) -> Exchange[Document]:
-    return Exchange(Call("GET", f"/documents/{document_id}"), Document.from_json)
+    return Exchange(Call("GET", f"/documents/{path_segment(document_id)}"), Document.from_json)
 
 
 def document_structure(document_id: str) -> Exchange[dict[str, Any]]:
-    call = Call("GET", f"/documents/{document_id}/structure")
+    call = Call("GET", f"/documents/{path_segment(document_id)}/structure")
     return Exchange(call, lambda body: dict(body["structure"]))
 
 
 def document_chunks(document_id: str, limit: int, offset: int) -> Exchange[list[dict[str, Any]]]:
     params = {"limit": limit, "offset": offset}
-    call = Call("GET", f"/documents/{document_id}/chunks", params=params)
+    call = Call("GET", f"/documents/{path_segment(document_id)}/chunks", params=params)
     return Exchange(call, lambda body: list(body["chunks"]))
 
 
 def delete_document(document_id: str) -> Exchange[bool]:
-    return Exchange(Call("DELETE", f"/documents/{document_id}"), lambda body: bool(body["deleted"]))
+    return Exchange(
+        Call("DELETE", f"/documents/{path_segment(document_id)}"),
+        lambda body: bool(body["deleted"]),
+    )
 
 
 def search(

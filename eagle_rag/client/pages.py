@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle_rag.client.calls import Call, Exchange, Mode
+from eagle_rag.client.calls import Call, Exchange, Mode, path_segment
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,5 +61,5 @@ def best_pages(
     """None leaves the server's default (5 pages, 30 passages searched, hybrid)."""
     options = {"top_k": top_k, "depth": depth, "mode": mode}
     body = {"query": query, **{k: v for k, v in options.items() if v is not None}}
-    call = Call("POST", f"/documents/{document_id}/pages/search", json=body)
+    call = Call("POST", f"/documents/{path_segment(document_id)}/pages/search", json=body)
     return Exchange(call, PageSearch.from_json)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle_rag.client.calls import Call, Exchange
+from eagle_rag.client.calls import Call, Exchange, path_segment
 from eagle_rag.client.models import Sources
 
 
@@ -64,10 +64,10 @@ def list_sessions() -> Exchange[list[Session]]:
 
 
 def session_messages(session_id: str) -> Exchange[list[Message]]:
-    call = Call("GET", f"/sessions/{session_id}/messages")
+    call = Call("GET", f"/sessions/{path_segment(session_id)}/messages")
     return Exchange(call, lambda body: [Message.from_json(m) for m in body["messages"]])
 
 
 def delete_session(session_id: str) -> Exchange[bool]:
-    call = Call("DELETE", f"/sessions/{session_id}")
+    call = Call("DELETE", f"/sessions/{path_segment(session_id)}")
     return Exchange(call, lambda body: bool(body["deleted"]))

@@ -93,10 +93,12 @@ def text_metadata(source: TextSource) -> dict[str, Any]:
     }
 
 
-def image_metadata(source: ImageSource) -> dict[str, Any]:
-    """A visual hit's anchors: its page and section, and the image id to fetch it by."""
+def image_metadata(source: ImageSource, texts: int) -> dict[str, Any]:
+    """A visual hit's anchors: its page and section, and the image id to fetch it by. Its
+    ``citation`` follows the ``texts`` passages' numbers, as ``/query`` numbers images: a search
+    numbers text and images each from 1, and two sources in one context must not both be 1."""
     return {
-        "citation": source.index,
+        "citation": texts + source.index,
         "filename": source.filename,
         "path": source.parent_section,
         "page": source.page,

@@ -7,6 +7,8 @@ Each text source becomes a ``Document`` (id = the chunk id, ``page_content`` = t
 metadata = file, section path, pages, citation number and label, relevance ``score`` in [0, 1]
 and raw ``scores``); visual hits (``with_images=True``) follow as documents of type ``image``
 whose content is the image's summary.
+
+Eagle's document-tag filter is ``eagle_tags``; ``tags`` stays LangChain's run tags (tracing).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ class EagleRetriever(BaseRetriever):
     api_key: str | None = None
     top_k: int = 5
     filters: dict[str, Any] | None = None
-    tags: list[str] = Field(default_factory=list)
+    # Not ``tags``: that is BaseRetriever's own field, the run tags callbacks and tracing see.
+    eagle_tags: list[str] = Field(default_factory=list)
     document_ids: list[str] = Field(default_factory=list)
     mode: Literal["dense", "sparse", "hybrid"] | None = None
     rerank: bool | None = None
@@ -45,7 +48,7 @@ class EagleRetriever(BaseRetriever):
 
     _client: EagleClient | None = PrivateAttr(default=None)
 
-    @field_validator("kb_names", "tags", "document_ids", mode="before")
+    @field_validator("kb_names", "eagle_tags", "document_ids", mode="before")
     @classmethod
     def _one_or_several(cls, value: Any) -> Any:
         """One name or several, as the LlamaIndex retriever and the client take them."""
@@ -61,7 +64,7 @@ class EagleRetriever(BaseRetriever):
             tuple(self.kb_names),
             top_k=self.top_k,
             filters=self.filters,
-            tags=tuple(self.tags),
+            tags=tuple(self.eagle_tags),
             document_ids=tuple(self.document_ids),
             mode=self.mode,
             rerank=self.rerank,
@@ -83,13 +86,14 @@ class EagleRetriever(BaseRetriever):
 
 
 def documents_of(result: SearchResult) -> list[Document]:
-    """Text sources, then visual hits, in rank order."""
+    """Text sources, then visual hits, in rank order, numbered in one sequence."""
+    texts = len(result.sources.text)
     documents = [
         Document(id=t.chunk_id, page_content=t.content, metadata=text_metadata(t))
         for t in result.sources.text
     ]
     documents += [
-        Document(id=i.chunk_id, page_content=i.content_summary, metadata=image_metadata(i))
+        Document(id=i.chunk_id, page_content=i.content_summary, metadata=image_metadata(i, texts))
         for i in result.sources.image
     ]
     return documents

@@ -90,7 +90,7 @@ def nodes_of(result: SearchResult) -> list[NodeWithScore]:
         visual = ImageNode(
             id_=image.chunk_id,
             text=image.content_summary,
-            metadata=image_metadata(image),
+            metadata=image_metadata(image, len(result.sources.text)),
             excluded_llm_metadata_keys=[*HIDDEN_FROM_LLM, "score", "chunk_type"],
         )
         nodes.append(NodeWithScore(node=visual, score=image.score))

@@ -28,13 +28,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 
 @pytest.fixture(scope="module")
 def corpus(server: RunningServer) -> dict[str, str]:
-    """KB ``energy`` (solar.md, report.pdf) and KB ``garden`` (garden.md): name → document id."""
+    """KB ``energy`` (solar.md tagged ``howto``, report.pdf) and KB ``garden`` (garden.md):
+    name → document id."""
     with EagleClient(server.url, api_key=KEY) as client:
         client.create_knowledge_base("energy")
         client.create_knowledge_base("garden")
         jobs = {
             "solar.md": client.ingest(
-                "energy", SOLAR.encode(), filename="solar.md", metadata=SOLAR_METADATA
+                "energy",
+                SOLAR.encode(),
+                filename="solar.md",
+                metadata=SOLAR_METADATA,
+                tags=["howto"],
             ),
             "report.pdf": client.ingest(
                 "energy", pdf_bytes(), filename="report.pdf", metadata={"year": 2023}

@@ -3,6 +3,9 @@ a local chat model, sync and async."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
@@ -66,9 +69,9 @@ async def test_async_chain_and_scope(server: RunningServer, corpus: dict[str, st
     both = EagleRetriever(kb_names=["energy", "garden"], base_url=server.url, api_key=KEY, top_k=10)
     kbs = {d.metadata["kb_name"] for d in both.invoke("steel brackets and tomatoes")}
     assert kbs == {"energy", "garden"}
-    one = EagleRetriever(kb_names="garden", tags="veg", base_url=server.url, api_key=KEY)
-    assert one.kb_names == ["garden"] and one.tags == ["veg"]  # one name each, as LlamaIndex's
-    one.tags = []
+    one = EagleRetriever(kb_names="garden", eagle_tags="veg", base_url=server.url, api_key=KEY)
+    assert one.kb_names == ["garden"] and one.eagle_tags == ["veg"]  # one name each
+    one.eagle_tags = []
     assert {d.metadata["kb_name"] for d in one.invoke("tomatoes")} == {"garden"}
 
 
@@ -77,3 +80,34 @@ def test_visual_hits_are_image_documents() -> None:
     assert [d.metadata["type"] for d in documents] == ["text", "image"]
     assert documents[1].page_content == "Wiring diagram of the inverter"
     assert documents[1].metadata["image_id"] == "img-1" and documents[1].metadata["page"] == 4
+    assert [d.metadata["citation"] for d in documents] == [1, 2]  # one sequence, as /query's
+
+
+class RunTags(BaseCallbackHandler):
+    """The run tags LangChain hands a tracer when a retriever starts."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[str] | None] = []
+
+    def on_retriever_start(self, serialized: Any, query: str, **kwargs: Any) -> None:
+        self.seen.append(kwargs.get("tags"))
+
+
+def test_tracing_tags_and_eagle_tags_are_apart(
+    server: RunningServer, corpus: dict[str, str]
+) -> None:
+    """``tags`` is LangChain's run tags (it used to be Eagle's filter: a tracing tag emptied the
+    results); Eagle's document-tag filter is ``eagle_tags``, and it reaches no tracer."""
+    traced = EagleRetriever(
+        kb_names="energy", base_url=server.url, api_key=KEY, top_k=3, tags=["production"]
+    )
+    handler = RunTags()
+    documents = traced.invoke("How many bolts per bracket?", config={"callbacks": [handler]})
+    assert documents and handler.seen == [["production"]]
+    howto = EagleRetriever(
+        kb_names="energy", base_url=server.url, api_key=KEY, eagle_tags="howto", top_k=10
+    )
+    handler = RunTags()
+    found = howto.invoke("steel brackets and audit scope", config={"callbacks": [handler]})
+    assert found and {d.metadata["filename"] for d in found} == {"solar.md"}
+    assert handler.seen == [[]]

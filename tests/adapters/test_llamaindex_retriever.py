@@ -105,3 +105,5 @@ def test_visual_hits_are_image_nodes() -> None:
     assert image.node.metadata["path"] == "Guide/Wiring" and nodes[0].score == 0.7
     assert image.node.metadata["image_url"] == "/images/img-1"
     assert image.node.metadata["page_nums"] == [4]
+    # One sequence, as /query numbers them: the figure follows the passage, not a second [1].
+    assert [n.node.metadata["citation"] for n in nodes] == [1, 2]

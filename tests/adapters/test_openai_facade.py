@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
@@ -63,6 +65,34 @@ def test_streamed_answer(server: RunningServer, corpus: dict[str, str]) -> None:
     cited = extra(final)["sources"]["text"]
     assert cited[0]["filename"] == "garden.md" and cited[0]["kb_name"] == "garden"
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 0
+
+
+def raw_chunks(server: RunningServer, stream_options: dict[str, Any] | None) -> list[Any]:
+    """The stream's JSON chunks as sent (the SDK's models hide a missing key behind None)."""
+    body = {
+        "model": "eagle:garden",
+        "stream": True,
+        "messages": [{"role": "user", "content": "When to water tomatoes?"}],
+        **({"stream_options": stream_options} if stream_options else {}),
+    }
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with httpx.stream(
+        "POST", server.url + "/v1/chat/completions", json=body, headers=headers, timeout=60
+    ) as response:
+        lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    return [json.loads(line.removeprefix("data: ")) for line in lines[:-1]]
+
+
+def test_streamed_usage_is_null_until_the_last_chunk(
+    server: RunningServer, corpus: dict[str, str]
+) -> None:
+    """OpenAI's rule for ``include_usage``: every chunk but the last has ``"usage": null``; the
+    last has no choices and the counts. Without it, no chunk has the key."""
+    chunks = raw_chunks(server, {"include_usage": True})
+    assert len(chunks) > 2 and all("usage" in c and c["usage"] is None for c in chunks[:-1])
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] > 0
+    assert all("usage" not in c for c in raw_chunks(server, None))
 
 
 def test_history_becomes_the_session(server: RunningServer, corpus: dict[str, str]) -> None:

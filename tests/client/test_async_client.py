@@ -55,3 +55,16 @@ async def test_async_best_pages(server: RunningServer, corpus: dict[str, str]) -
             corpus["report.pdf"], "steady demand next year", mode="sparse"
         )
     assert found.pages[0].page == 3 and found.query == "steady demand next year"
+
+
+async def test_async_ids_stay_in_their_own_path_segment(
+    server: RunningServer, corpus: dict[str, str]
+) -> None:
+    async with AsyncEagleClient(server.url, api_key=KEY) as client:
+        with pytest.raises(NotFoundError):
+            await client.delete_document("../knowledge_bases/energy")
+        with pytest.raises(NotFoundError):
+            await client.delete_session("../sessions")
+        with pytest.raises(NotFoundError):
+            await client.best_pages("../" + corpus["report.pdf"], "audit")
+        assert (await client.get_knowledge_base("energy")).documents == 2

@@ -222,3 +222,24 @@ def test_sessions_continue_list_and_delete(client: EagleClient, corpus: dict[str
     jobs = client.rebuild_knowledge_base("garden")
     assert [j.document_id for j in jobs] == [corpus["garden.md"]]
     assert client.wait_for_task(jobs[0].job_id, timeout_s=120).status == "completed"
+
+
+def test_ids_with_slashes_or_dots_stay_in_their_own_path_segment(
+    client: EagleClient, corpus: dict[str, str]
+) -> None:
+    """An id is one path segment: ``../knowledge_bases/victim`` used to reach (and delete) KB
+    ``victim``; now each is a 404 for a document or task of that name."""
+    client.create_knowledge_base("victim")
+    with pytest.raises(NotFoundError):
+        client.delete_document("../knowledge_bases/victim")
+    with pytest.raises(NotFoundError):
+        client.get_document("../knowledge_bases")
+    with pytest.raises(NotFoundError):
+        client.get_task("../documents")
+    for odd in ("..", ".", "a/b", "a?b=c", "a#b", "a%2Fb"):
+        with pytest.raises(NotFoundError):
+            client.get_document(odd)
+        with pytest.raises(NotFoundError):
+            client.get_knowledge_base(odd)
+    assert client.get_knowledge_base("victim").kb_name == "victim"
+    client.delete_knowledge_base("victim")

@@ -41,16 +41,27 @@ def load_component() -> Any:
 
 
 class Host:
-    """Stands in for LangBot: its file storage and the plugin's installation config."""
+    """Stands in for LangBot: its file storage, the plugin's storage (LangBotAPIProxy's
+    ``*_plugin_storage`` calls) and the plugin's installation config."""
 
     plugin_runtime_handler = None
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], storage: dict[str, bytes] | None = None) -> None:
         self.files: dict[str, bytes] = {}
         self.config = config
+        self.storage = {} if storage is None else storage
 
     async def get_knowledge_file_stream(self, storage_path: str) -> bytes:
         return self.files[storage_path]
+
+    async def set_plugin_storage(self, key: str, value: bytes) -> None:
+        self.storage[key] = value
+
+    async def get_plugin_storage_keys(self) -> list[str]:
+        return list(self.storage)
+
+    async def delete_plugin_storage(self, key: str) -> None:
+        del self.storage[key]
 
     def get_config(self) -> dict[str, Any]:
         return self.config
@@ -69,10 +80,13 @@ def settings(server: RunningServer) -> dict[str, Any]:
     return {"eagle_url": server.url, "api_key": KEY, "kb_name": "langbot-docs"}
 
 
-def engine_for(settings: dict[str, Any]) -> tuple[Any, Host]:
+def engine_for(
+    settings: dict[str, Any], storage: dict[str, bytes] | None = None
+) -> tuple[Any, Host]:
+    """A fresh engine; ``storage``: the plugin storage a previous run left (a restart)."""
     module = load_component()
     engine = module.EagleRagEngine()
-    host = Host({"eagle_url": settings["eagle_url"], "api_key": settings["api_key"]})
+    host = Host({"eagle_url": settings["eagle_url"], "api_key": settings["api_key"]}, storage)
     engine.plugin = host
     return engine, host
 
@@ -232,3 +246,97 @@ async def test_original_file_name_when_the_host_passes_one(
     )
     assert found.results[0].metadata["filename"] == "Solar Handbook.md"
     assert await engine.delete_document("lb-kb-1", "lb-doc-5") is True
+
+
+def ask(settings: dict[str, Any], query: str, **filters: Any) -> RetrievalContext:
+    return RetrievalContext(
+        query=query,
+        knowledge_base_id="lb-kb-1",
+        creation_settings=settings,
+        retrieval_settings={"top_k": 5},
+        filters=filters,
+    )
+
+
+def eagle_documents(server: RunningServer) -> list[dict[str, Any]]:
+    client = server.client(Authorization=f"Bearer {KEY}")
+    listed: list[dict[str, Any]] = client.get(
+        "/documents", params={"kb_name": "langbot-docs"}
+    ).json()
+    return listed
+
+
+async def test_same_bytes_twice_share_one_document_until_the_last_holder_goes(
+    server: RunningServer, settings: dict[str, Any]
+) -> None:
+    """Eagle-RAG keeps one document per content: B is reported as sharing A's, deleting B keeps
+    it for A, and it goes with the last LangBot document that holds it, also after a restart.
+    (Before, deleting B answered False and deleting A removed the content B still claimed.)"""
+    engine, host = engine_for(settings)
+    await engine.on_knowledge_base_create("lb-kb-1", settings)
+    pump = b"# Heat pump\nThe heat pump defrosts every 40 minutes.\n"
+    a = await engine.ingest(upload(host, settings, "pump.md", pump, "text/markdown", "lb-a"))
+    b = await engine.ingest(upload(host, settings, "copy.md", pump, "text/markdown", "lb-b"))
+    assert a.status == b.status == DocumentStatus.COMPLETED and "dedup_hit" not in a.metadata
+    assert b.metadata["dedup_hit"] is True and b.metadata["shared_with"] == "lb-a"
+    assert b.metadata["eagle_document_id"] == a.metadata["eagle_document_id"]
+    again = await engine.ingest(upload(host, settings, "pump.md", pump, "text/markdown", "lb-a"))
+    assert "dedup_hit" not in again.metadata  # the same LangBot document again shares nothing
+
+    assert await engine.delete_document("lb-kb-1", "lb-a") is True
+    assert [d["filename"] for d in eagle_documents(server)] == ["pump.md"]  # B still holds it
+    assert await engine.delete_document("lb-kb-1", "lb-a") is False  # released already
+    assert [d["filename"] for d in eagle_documents(server)] == ["pump.md"]
+    found = await engine.retrieve(ask(settings, "how often does it defrost", file_id="lb-b"))
+    assert found.results and found.results[0].metadata["filename"] == "pump.md"
+    gone = await engine.retrieve(ask(settings, "how often does it defrost", file_id="lb-a"))
+    assert gone.results == []  # A was deleted in LangBot: its file filter finds nothing
+
+    restarted, _ = engine_for(settings, host.storage)  # a new process, the same host storage
+    assert await restarted.delete_document("lb-kb-1", "lb-b") is True
+    assert eagle_documents(server) == [] and host.storage == {}
+
+    # A document another client uploaded is LangBot's to share, never to delete.
+    client = server.client(Authorization=f"Bearer {KEY}")
+    files = {"file": ("theirs.md", pump, "text/markdown")}
+    theirs = client.post("/ingest", data={"kb_name": "langbot-docs"}, files=files).json()
+    assert client.get(f"/tasks/{theirs['job_id']}").status_code == 200
+    mine = await engine.ingest(upload(host, settings, "mine.md", pump, "text/markdown", "lb-c"))
+    assert mine.metadata["dedup_hit"] is True and mine.metadata["shared_with"] is None
+    assert await engine.delete_document("lb-kb-1", "lb-c") is True
+    assert [d["filename"] for d in eagle_documents(server)] == ["theirs.md"]
+    client.delete(f"/documents/{theirs['document_id']}")
+
+
+async def test_langbot_filters_are_translated_or_dropped_with_a_warning(
+    server: RunningServer, settings: dict[str, Any]
+) -> None:
+    """A LangBot file filter keeps that file's passages; Eagle-RAG's own keys pass; any other
+    key is dropped with a warning (it used to fail the retrieval: 400 unknown filter)."""
+    engine, host = engine_for(settings)
+    await engine.on_knowledge_base_create("lb-kb-1", settings)
+    for name, data, mime, doc in (
+        ("solar.md", SOLAR.encode(), "text/markdown", "lb-solar"),
+        ("report.pdf", pdf_bytes(), "application/pdf", "lb-report"),
+    ):
+        done = await engine.ingest(upload(host, settings, name, data, mime, doc))
+        assert done.status == DocumentStatus.COMPLETED
+    query = "scope of the audit and the inverter"
+
+    def files(found: Any) -> set[str]:
+        return {r.metadata["filename"] for r in found.results}
+
+    assert files(await engine.retrieve(ask(settings, query))) == {"solar.md", "report.pdf"}
+    only = await engine.retrieve(ask(settings, query, file_id="lb-solar"))
+    assert files(only) == {"solar.md"} and only.metadata["warnings"] == []
+    listed = await engine.retrieve(ask(settings, query, document_id={"$in": ["lb-report"]}))
+    assert files(listed) == {"report.pdf"}
+    unknown = await engine.retrieve(ask(settings, query, file_id="not-a-langbot-document"))
+    assert unknown.results == [] and unknown.total_found == 0
+    eagle_own = await engine.retrieve(ask(settings, query, source_type="pdf"))
+    assert files(eagle_own) == {"report.pdf"}
+    dropped = await engine.retrieve(ask(settings, query, category="manuals"))
+    assert files(dropped) == {"solar.md", "report.pdf"}
+    assert ["'category' dropped" in w for w in dropped.metadata["warnings"]] == [True]
+    for doc in ("lb-solar", "lb-report"):
+        assert await engine.delete_document("lb-kb-1", doc) is True

@@ -195,18 +195,20 @@ class Completion:
         return JSONResponse(body.model_dump(mode="json"))
 
     async def chunks(self, *, include_usage: bool) -> AsyncIterator[str]:
-        yield self._chunk({"role": "assistant", "content": ""})
+        # OpenAI: with include_usage every chunk but the last carries "usage": null.
+        null = {"usage": None} if include_usage else {}
+        yield self._chunk({"role": "assistant", "content": ""}, **null)
         answers = self._app.answers.stream(self._request, allowed_kbs=self._who.kb_names)
         async with aclosing(answers) as stream:
             async for name, data in stream:
                 if name == "token":
-                    yield self._chunk({"content": data["delta"]})
+                    yield self._chunk({"content": data["delta"]}, **null)
                 elif name == "error":
                     error = _failure(data)
-                    yield _sse({"error": _error_body(error, status_for(error))})
+                    yield _sse({"error": openai_error_body(error, status_for(error))})
                     return
                 elif name == "done":
-                    yield self._chunk({}, finish_reason="stop", eagle=_extra(data))
+                    yield self._chunk({}, finish_reason="stop", eagle=_extra(data), **null)
                     if include_usage:
                         yield _sse({**self._head(), "choices": [], "usage": self._usage(data)})
         yield "data: [DONE]\n\n"
@@ -295,7 +297,7 @@ _TYPES = {
 }
 
 
-def _error_body(error: EagleError, status: int) -> dict[str, Any]:
+def openai_error_body(error: EagleError, status: int) -> dict[str, Any]:
     code = str(error.fields.get("remote_code") or error.code)
     if code == "not_found" and "model" in error.fields:
         code = "model_not_found"
@@ -312,7 +314,9 @@ def _error(error: EagleError) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
     if status == 429:
         headers["Retry-After"] = str(error.fields.get("retry_after", 60))
-    return JSONResponse({"error": _error_body(error, status)}, status_code=status, headers=headers)
+    return JSONResponse(
+        {"error": openai_error_body(error, status)}, status_code=status, headers=headers
+    )
 
 
 def _sse(payload: dict[str, Any]) -> str:

@@ -9,17 +9,28 @@ Every call goes through ``eagle_rag.client`` (the package ships a copy of it, se
 - ``ingest``: the file the host stored is uploaded under the user's original file name (when the
   host passes one; LangBot 4.11 sends its storage key as ``filename``); the engine follows the
   task and reports the chunks it produced (or the reason it failed).
+- Two LangBot documents with the same bytes share one Eagle-RAG document (Eagle-RAG keeps one
+  document per file content and KB): the second ingest is reported with ``dedup_hit`` and the
+  document it shares, and the sharing is kept in the host's plugin storage (``eagle-share/...``
+  keys), so the shared document is deleted only when the last LangBot document that holds it is.
 - ``delete_document``: the Eagle-RAG document created for that LangBot document is deleted.
   LangBot passes only the ids there, so the engine remembers each KB's settings from the calls
   that carry them (create, ingest, retrieve); after a restart it falls back to the plugin's
   own config (``eagle_url``, ``api_key``) and finds the document by the ids it was tagged with.
+- ``retrieve`` filters: LangBot's file filter (``file_id``/``document_id``: an id, a list,
+  ``{"$eq": id}`` or ``{"$in": [ids]}``) becomes the Eagle-RAG documents made from those files;
+  Eagle-RAG's own filter keys pass as they are; any other key is dropped, with a warning in the
+  response's ``metadata["warnings"]`` and the log, rather than failing the whole retrieval.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 from langbot_plugin.api.definition.components.knowledge_engine.engine import (
     KnowledgeEngine,
@@ -51,6 +62,11 @@ PAGE = 500
 LANGBOT_ID = "langbot_document_id"
 LANGBOT_KB = "langbot_kb_id"
 LANGBOT_KEY = "langbot_storage_key"
+SHARE = "eagle-share"  # plugin storage: eagle-share/<eagle doc>/<LangBot kb>/<LangBot doc>
+# LangBot's names for a file in a retrieval filter, and Eagle-RAG's own filter keys.
+ID_FILTERS = ("file_id", "document_id", LANGBOT_ID)
+EAGLE_FILTERS = frozenset({"source_type", "year", "pages", "type", "metadata"})
+logger = logging.getLogger(__name__)
 # Where a host may put the name the user uploaded the file under, most specific first.
 ORIGINAL_NAME_KEYS = ("original_filename", "original_name", "display_name", "file_name", "name")
 
@@ -104,31 +120,78 @@ class EagleRagEngine(KnowledgeEngine):
                 if task.status != "completed":
                     return _failed(meta, task.error or "the Eagle-RAG task failed")
                 document = await client.get_document(job.document_id)
+            owner = document.metadata.get(LANGBOT_ID)
+            shared = job.dedup_hit and (owner, document.metadata.get(LANGBOT_KB)) != (
+                meta.document_id,
+                context.knowledge_base_id,
+            )
+            if shared:
+                await self._share(document, context.knowledge_base_id, meta.document_id)
         except (EagleError, EagleRagError) as exc:
             return _failed(meta, exc.message if isinstance(exc, EagleError) else str(exc))
+        found = {"eagle_document_id": document.document_id, "filename": document.filename}
+        if shared:  # the same bytes are already there: this file holds that document too
+            found.update(dedup_hit=True, shared_with=owner)
         return IngestionResult(
             document_id=meta.document_id,
             status=DocumentStatus.COMPLETED,
             chunks_created=document.chunk_count,
-            metadata={"eagle_document_id": document.document_id, "filename": document.filename},
+            metadata=found,
         )
 
+    async def _share(self, document: Any, kb_id: str, langbot_document_id: str) -> None:
+        """Record that this LangBot document holds ``document`` too; its maker (from the tags)
+        becomes a holder when the first share is recorded, so deleting it keeps the document."""
+        shares = Shares(self.plugin)
+        eagle_id = document.document_id
+        held = await shares.all()
+        owner = (document.metadata.get(LANGBOT_KB), document.metadata.get(LANGBOT_ID))
+        if owner[1] and not any(e == eagle_id for e, _, _ in held):
+            await shares.add(eagle_id, str(owner[0] or ""), str(owner[1]))
+        await shares.add(eagle_id, kb_id, langbot_document_id)
+
     async def delete_document(self, kb_id: str, document_id: str) -> bool:
-        """Delete the Eagle-RAG document made from this LangBot document (False: none found)."""
+        """Delete the Eagle-RAG document made from this LangBot document (False: none found);
+        one that other LangBot documents still hold (same bytes) is kept for them."""
         config = self._settings.get(kb_id) or dict(self.get_plugin_config() or {})
-        return await delete_in(config, kb_id, document_id)
+        shares = Shares(self.plugin)
+        held = await shares.all()
+        mine = [e for e, k, d in held if (k, d) == (kb_id, document_id)]
+        if not mine:
+            return await delete_in(config, kb_id, document_id, {e for e, _, _ in held})
+        eagle_id = mine[0]
+        await shares.remove(eagle_id, kb_id, document_id)
+        others = [d for e, k, d in held if e == eagle_id and (k, d) != (kb_id, document_id)]
+        if others:
+            return True  # this LangBot document is gone; the content stays for the others
+        return await delete_last(config, eagle_id)
 
     async def retrieve(self, context: RetrievalContext) -> RetrievalResponse:
         config = context.creation_settings
-        if context.knowledge_base_id:
-            self._settings[context.knowledge_base_id] = dict(config)
+        kb_id = context.knowledge_base_id or ""
+        if kb_id:
+            self._settings[kb_id] = dict(config)
         options = context.retrieval_settings
         top_k = int(options.get("top_k", 5))
         threshold = float(options.get("score_threshold", 0.0))
+        files, filters, warnings = split_filters(context.filters or {})
+        for warning in warnings:
+            logger.warning("Eagle-RAG retrieval for LangBot KB %s: %s", kb_id, warning)
         async with _client(config) as client:
             try:
+                scope = None
+                if files is not None:
+                    scope = await self._eagle_ids(client, _kb_name(config), kb_id, files)
+                    if not scope:  # none of those files has content in Eagle-RAG
+                        return RetrievalResponse(
+                            results=[], total_found=0, metadata={"warnings": warnings}
+                        )
                 found = await client.search(
-                    context.query, _kb_name(config), top_k=top_k, filters=context.filters or None
+                    context.query,
+                    _kb_name(config),
+                    top_k=top_k,
+                    filters=filters or None,
+                    document_ids=scope,
                 )
             except EagleError as exc:
                 raise _error(exc) from exc
@@ -136,8 +199,92 @@ class EagleRagEngine(KnowledgeEngine):
         return RetrievalResponse(
             results=[_entry(s) for s in texts if s.score >= threshold],
             total_found=len(texts),
-            metadata={"route": dict(found.route), "steps": [dict(s) for s in found.steps]},
+            metadata={
+                "route": dict(found.route),
+                "steps": [dict(s) for s in found.steps],
+                "warnings": warnings,
+            },
         )
+
+    async def _eagle_ids(
+        self, client: AsyncEagleClient, kb_name: str, kb_id: str, files: set[str]
+    ) -> list[str]:
+        """The Eagle-RAG documents these LangBot documents (of LangBot KB ``kb_id``) hold."""
+        shares = await Shares(self.plugin).all()
+        held = {d: e for e, k, d in shares if k == kb_id}
+        shared = {e for e, _, _ in shares}  # a shared document's holders are those in storage
+        made = {d: e for d, e in (await tagged(client, kb_name, kb_id)).items() if e not in shared}
+        return sorted({held.get(f) or made[f] for f in files if f in held or f in made})
+
+
+class Shares:
+    """Which LangBot documents hold an Eagle-RAG document they share (same bytes), kept in the
+    host's plugin storage as one key per holder, so it outlives a restart."""
+
+    def __init__(self, host: Any) -> None:
+        self._host = host
+
+    async def all(self) -> list[tuple[str, str, str]]:
+        """(Eagle document id, LangBot KB id, LangBot document id) for every holder."""
+        keys = await self._call("get_plugin_storage_keys")
+        held = []
+        for key in keys:
+            parts = str(key).split("/")
+            if len(parts) == 4 and parts[0] == SHARE:
+                held.append((unquote(parts[1]), unquote(parts[2]), unquote(parts[3])))
+        return held
+
+    async def add(self, eagle_id: str, kb_id: str, langbot_document_id: str) -> None:
+        await self._call(
+            "set_plugin_storage", _share_key(eagle_id, kb_id, langbot_document_id), b"1"
+        )
+
+    async def remove(self, eagle_id: str, kb_id: str, langbot_document_id: str) -> None:
+        await self._call("delete_plugin_storage", _share_key(eagle_id, kb_id, langbot_document_id))
+
+    async def _call(self, name: str, *args: Any) -> Any:
+        try:
+            return await getattr(self._host, name)(*args)
+        except Exception as exc:  # the host's storage is the only record of a share
+            raise EagleRagError(f"LangBot's plugin storage failed ({name}: {exc})") from exc
+
+
+def _share_key(eagle_id: str, kb_id: str, langbot_document_id: str) -> str:
+    parts = (eagle_id, kb_id, langbot_document_id)
+    return "/".join([SHARE, *(quote(part, safe="") for part in parts)])
+
+
+def split_filters(filters: Mapping[str, Any]) -> tuple[set[str] | None, dict[str, Any], list[str]]:
+    """LangBot's filters as (the LangBot document ids to keep, None: any; Eagle-RAG's filters;
+    a warning for each filter dropped because Eagle-RAG has no equivalent)."""
+    files: set[str] | None = None
+    eagle: dict[str, Any] = {}
+    warnings: list[str] = []
+    for key, value in filters.items():
+        if key in ID_FILTERS:
+            ids = _ids(value)
+            if ids is None:
+                warnings.append(f"filter {key!r} dropped: not an id, a list, $eq or $in")
+            else:
+                files = ids if files is None else files & ids
+        elif key in EAGLE_FILTERS:
+            eagle[key] = value
+        else:
+            known = ", ".join([*ID_FILTERS, *sorted(EAGLE_FILTERS)])
+            warnings.append(f"filter {key!r} dropped: Eagle-RAG has no such filter ({known})")
+    return files, eagle, warnings
+
+
+def _ids(value: Any) -> set[str] | None:
+    if isinstance(value, Mapping) and len(value) == 1:
+        ((operator, value),) = value.items()
+        if operator not in ("$eq", "$in"):
+            return None
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return set(value)
+    return None
 
 
 def original_name(meta: FileMetadata) -> str:
@@ -149,24 +296,48 @@ def original_name(meta: FileMetadata) -> str:
     return meta.filename
 
 
-async def delete_in(config: dict[str, Any], kb_id: str, langbot_document_id: str) -> bool:
-    """Find the Eagle-RAG document tagged with these LangBot ids, and delete it."""
+async def tagged(client: AsyncEagleClient, kb_name: str | None, kb_id: str) -> dict[str, str]:
+    """LangBot document id → the Eagle-RAG document made from it, for LangBot KB ``kb_id``."""
+    made: dict[str, str] = {}
+    offset = 0
+    while True:
+        listed = await client.list_documents(kb_name, limit=PAGE, offset=offset)
+        for document in listed:
+            tags = document.metadata
+            if tags.get(LANGBOT_KB) == kb_id and tags.get(LANGBOT_ID):
+                made[str(tags[LANGBOT_ID])] = document.document_id
+        if len(listed) < PAGE:
+            return made
+        offset += len(listed)
+
+
+async def delete_last(config: dict[str, Any], eagle_id: str) -> bool:
+    """The last LangBot holder of a shared document is gone: delete it, if LangBot made it (one
+    another client uploaded, which a LangBot file happened to match, stays)."""
+    async with _client(config) as client:
+        try:
+            document = await client.get_document(eagle_id)
+            if not document.metadata.get(LANGBOT_ID):
+                return True
+            return await client.delete_document(eagle_id)
+        except NotFoundError:
+            return False
+        except EagleError as exc:
+            raise _error(exc) from exc
+
+
+async def delete_in(
+    config: dict[str, Any], kb_id: str, langbot_document_id: str, shared: set[str]
+) -> bool:
+    """Find the Eagle-RAG document tagged with these LangBot ids, and delete it, unless other
+    LangBot documents hold it (``shared``: then this one was released from it already)."""
     kb_name = str(config.get("kb_name") or "") or None
     async with _client(config) as client:
         try:
-            offset = 0
-            while True:
-                listed = await client.list_documents(kb_name, limit=PAGE, offset=offset)
-                for document in listed:
-                    tags = document.metadata
-                    if (
-                        tags.get(LANGBOT_ID) == langbot_document_id
-                        and tags.get(LANGBOT_KB) == kb_id
-                    ):
-                        return await client.delete_document(document.document_id)
-                if len(listed) < PAGE:
-                    return False
-                offset += len(listed)
+            eagle_id = (await tagged(client, kb_name, kb_id)).get(langbot_document_id)
+            if eagle_id is None or eagle_id in shared:
+                return False
+            return await client.delete_document(eagle_id)
         except EagleError as exc:
             raise _error(exc) from exc
 
