@@ -12,7 +12,7 @@ from typing import Any
 
 from eagle_rag.api.asgi import Scope, Send, send_json
 from eagle_rag.api.errors import status_for
-from eagle_rag.api.routes.dify import _dify_error
+from eagle_rag.api.routes.dify import dify_error
 from eagle_rag.api.routes.openai_compat import openai_error_body
 from eagle_rag.errors import EagleError
 
@@ -31,6 +31,6 @@ def refusal_body(path: str, error: EagleError, status: int) -> dict[str, Any]:
         return {"error": openai_error_body(error, status)}
     if path.rstrip("/") == DIFY_PATH:
         # Dify's route owns its code table; its status stays this refusal's (413, 403).
-        body: dict[str, Any] = json.loads(bytes(_dify_error(error).body))
+        body: dict[str, Any] = json.loads(bytes(dify_error(error).body))
         return body
     return error.to_dict()

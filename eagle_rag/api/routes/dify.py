@@ -121,7 +121,7 @@ async def retrieval(request: Request) -> JSONResponse:
         body = read_body(DifyRetrieval, await request.body())
         records = await _records(app, body, allowed)
     except EagleError as exc:
-        return _dify_error(exc)
+        return dify_error(exc)
     return JSONResponse(DifyRecords(records=records).model_dump(mode="json"))
 
 
@@ -192,7 +192,7 @@ class _AuthHeaderError(AuthenticationError):
     """The Authorization header is not ``Bearer <key>`` (Dify's 1001)."""
 
 
-def _dify_error(error: EagleError) -> JSONResponse:
+def dify_error(error: EagleError) -> JSONResponse:
     code, status = _DIFY_CODES.get(type(error)) or next(
         ((c, s) for kind, (c, s) in _DIFY_CODES.items() if isinstance(error, kind)), (5001, 503)
     )
