@@ -72,6 +72,16 @@ class BridgeClient:
             raise BackendUnavailableError(
                 f"{self.service} did not answer within {self._timeout:g} s", backend=self.service
             ) from exc
+        except httpx.LocalProtocolError as exc:  # ours, not an outage; its text quotes the key
+            raise InvalidInputError(
+                f"{self.service} cannot be called with these creation_settings: a header value "
+                "(the api_key) holds a character HTTP does not allow",
+                backend=self.service,
+            ) from exc
+        except httpx.InvalidURL as exc:  # httpx reads a redirect's Location while it answers
+            raise UpstreamError(
+                f"{self.service} answered a redirect to a malformed URL", backend=self.service
+            ) from exc
         except httpx.HTTPError as exc:
             raise BackendUnavailableError(
                 f"{self.service} is unreachable: {exc}", backend=self.service
@@ -178,6 +188,19 @@ def check_dataset_id(settings: Mapping[str, Any]) -> None:
         )
 
 
+def check_api_key(settings: Mapping[str, Any]) -> None:
+    """Refuse an ``api_key`` with a line break or other control character (a key pasted with
+    its newline): it was sent, refused by HTTP itself, and reported as the service being
+    unreachable, the key quoted in the message."""
+    key = setting(settings, "api_key")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in key):
+        raise InvalidInputError(
+            "creation_settings: api_key holds a line break or another control character "
+            "(pasted with a newline?)",
+            field="api_key",
+        )
+
+
 def connection_schema(service: str, default_url: str | None = None) -> tuple[SchemaItem, ...]:
     """What every bridge asks when a KB is created: where the service is, a key, a dataset."""
     return (
@@ -222,6 +245,7 @@ class BridgeEngine:
         """Refuse a ``dataset_id`` that is not one plain path segment and a ``base_url`` the
         guard would refuse, before the KB is stored or called."""
         check_dataset_id(settings)
+        check_api_key(settings)
         await self._guard.check(self.service, setting(settings, "base_url"))
 
     def _client(self, settings: Mapping[str, Any]) -> BridgeClient:

@@ -184,3 +184,30 @@ def test_a_stored_dataset_id_stays_one_path_segment(
         assert wait_for_task(client, job["job_id"])["status"] == "failed"  # the fake's 404
     paths = [r[0] for r in recorded.requests]
     assert sent in paths and not any(p.startswith("/x") for p in paths)
+
+
+@pytest.mark.parametrize("engine", ["dify", "ragflow", "fastgpt"])
+def test_an_api_key_pasted_with_its_newline_is_refused_without_quoting_it(
+    server: RunningServer, engine: str
+) -> None:
+    """It was a 503 "unreachable: Illegal header value b'Bearer sk-…\\n'": the key quoted in
+    the message, and Retry-After telling the caller to wait for an outage that was not one."""
+    fake = {"dify": dify, "ragflow": ragflow, "fastgpt": fastgpt}[engine]
+    client = server.client()
+    with serve(fake) as (url, recorded):
+        settings = {"base_url": url, "api_key": KEY + "\n", "dataset_id": DATASET}
+        answer = client.post(
+            "/knowledge_bases",
+            json={"kb_name": f"{engine}-newline", "engine": engine, "creation_settings": settings},
+        )
+        assert answer.status_code == 400 and "api_key holds a line break" in answer.text
+        assert KEY not in answer.text and recorded.requests == []
+        # One stored before keys were checked: a 400 naming the key, not an outage.
+        name = f"{engine}-old-key-{uuid.uuid4().hex[:6]}"
+        server.eagle.repositories.knowledge_bases.create(
+            name, engine=engine, creation_settings=settings
+        )
+        found = client.post("/search", json={"query": "inverter", "kb_name": name}).json()
+    [step] = [s for s in found["steps"] if s["name"] == f"{name}:{engine}"]
+    assert step["status"] == "warning" and "holds a character HTTP does not allow" in step["detail"]
+    assert KEY not in step["detail"]
