@@ -135,8 +135,8 @@ def _verify_archive(path: Path) -> None:
     try:
         with tarfile.open(path, "r|*") as tar:
             members = iter(tar)
-            _read_manifest(tar, next(members, None), path)
-            found, summary = _count_members(tar, members)
+            manifest = _read_manifest(tar, next(members, None), path)
+            found, summary = _count_members(tar, members, str(manifest["namespace"]))
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise InvalidInputError(
             f"{path} is not a readable Eagle-RAG export: {exc}; nothing was written",
@@ -158,9 +158,11 @@ def _verify_archive(path: Path) -> None:
 
 
 def _count_members(
-    tar: tarfile.TarFile, members: Iterator[tarfile.TarInfo]
+    tar: tarfile.TarFile, members: Iterator[tarfile.TarInfo], namespace: str
 ) -> tuple[dict[str, int], dict[str, int] | None]:
-    """Rows per table and collection and the objects, read to the end; and the summary."""
+    """Rows per table and collection and the objects, read to the end; and the summary. A row
+    or object of another namespace (an edited or hostile archive) is refused here, before
+    anything is written: found while importing, it stopped the import half-way."""
     found: dict[str, int] = {}
     summary: dict[str, int] | None = None
     for member in members:
@@ -172,9 +174,13 @@ def _count_members(
             summary = {k: int(v) for k, v in json.loads(handle.read())["counts"].items()}
         elif kind in ("metadata", "vectors"):
             item = rest.split("/", 1)[0]
+            data = handle.read()
+            if kind == "metadata":
+                _check_namespace(_rows(data), namespace, item)
             item = item if kind == "metadata" else f"vectors:{item}"
-            found[item] = found.get(item, 0) + sum(1 for _ in _lines(handle.read()))
+            found[item] = found.get(item, 0) + sum(1 for _ in _lines(data))
         elif kind == "objects":
+            _check_object_key(rest, namespace)
             while handle.read(1024 * 1024):  # read through: a cut shows as an error here
                 pass
             found["objects"] = found.get("objects", 0) + 1
@@ -251,8 +257,7 @@ def _import_member(
         held.vector_ids.setdefault(name, []).extend(str(row["id"]) for row in rows)
         _tally(report, f"vectors:{name}", copied, progress, "vectors")
     elif kind == "objects":
-        if not rest.startswith(f"{target.namespace}/"):
-            raise InvalidInputError("an object of another namespace in the export", key=rest)
+        _check_object_key(rest, target.namespace)
         copied = 0
         if not (target.objects.exists(rest) and target.objects.size(rest) == member.size):
             target.objects.put(rest, handle)
@@ -261,13 +266,24 @@ def _import_member(
         _tally(report, "objects", copied, progress, "objects")
 
 
+def _check_object_key(key: str, namespace: str) -> None:
+    """An object key under the namespace's prefix, with no segment that climbs out of it
+    (``core/../biomed/...``)."""
+    parts = key.split("/")
+    if parts[0] != namespace or len(parts) < 2 or any(p in ("", ".", "..") for p in parts[1:]):
+        raise InvalidInputError(
+            "an object of another namespace in the export; nothing was written", key=key[:200]
+        )
+
+
 def _check_namespace(rows: list[dict[str, Any]], namespace: str, table: str) -> None:
     """The manifest's namespace picks the target, so a row of another one (an edited or a
     hostile archive) would be written into that other namespace: refused, as objects are."""
     others = {str(r.get(metadata.NAMESPACE_COLUMN)) for r in rows} - {namespace}
     if others:
         raise InvalidInputError(
-            f"rows of another namespace in the export's {table}", namespaces=sorted(others)
+            f"rows of another namespace in the export's {table}; nothing was written",
+            namespaces=sorted(others),
         )
 
 

@@ -253,6 +253,26 @@ def test_import_refuses_rows_of_another_namespace(exported: Path, tmp_path: Path
         asyncio.run(app.stop())
 
 
+@pytest.mark.parametrize("key", ["core/../tenant2/x.pdf", "tenant2/x.pdf", "core//x.pdf"])
+def test_an_object_key_out_of_the_namespace_is_refused_before_anything_is_written(
+    exported: Path, tmp_path: Path, key: str
+) -> None:
+    """It was refused only when its turn came: the metadata, vectors and first objects were
+    already written, and the message did not say so."""
+    edited = tmp_path / "edited.tar.gz"
+    with tarfile.open(exported) as source, tarfile.open(edited, "w:gz") as target:
+        for member in source.getmembers():
+            data = source.extractfile(member)
+            if member.name.startswith("objects/") and data is not None:
+                member.name = f"objects/{key}"
+            target.addfile(member, data)
+    result = _run(["import", str(edited)], _env(tmp_path / "data"))
+    assert result.exit_code == 2, result.output
+    said = _one_line(result.output)
+    assert "an object of another namespace in the export; nothing was written" in said
+    assert not (tmp_path / "data" / "eagle.db").exists()
+
+
 def test_an_export_that_fails_keeps_the_earlier_backup(
     exported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
