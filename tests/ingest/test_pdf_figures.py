@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import numpy as np
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 import pytest
@@ -169,3 +170,85 @@ def test_a_spent_table_budget_leaves_the_remaining_pages_without_tables(
     assert "table" in [v.kind for v in pdf_visuals(data, frozenset(), PdfVisualOptions())]
     monkeypatch.setattr(visuals_pdf, "TABLE_BUDGET_S", -1.0)
     assert "table" not in [v.kind for v in pdf_visuals(data, frozenset(), PdfVisualOptions())]
+
+
+def _shown_turned(data: bytes, rotation: int) -> bytes:
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for page in PdfReader(io.BytesIO(data)).pages:
+        writer.add_page(page.rotate(rotation))
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def _turned_box(box: tuple[float, ...], rotation: int) -> tuple[float, ...]:
+    """Where a box of the upright page lies on the page shown turned ``rotation`` clockwise."""
+    x0, y0, x1, y1 = box
+    return {
+        90: (1 - y1, x0, 1 - y0, x1),
+        180: (1 - x1, 1 - y1, 1 - x0, 1 - y0),
+        270: (y0, 1 - x1, y1, 1 - x0),
+    }[rotation]
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+@pytest.mark.parametrize("make", [vd.figure_and_table_pdf, vd.vector_chart_pdf])
+def test_figures_and_tables_of_a_turned_page_are_where_it_shows_them_and_stored_upright(
+    rotation: int, make: Any
+) -> None:
+    """A page with /Rotate: each visual's box is on the page as shown (where the preview draws
+    it), its picture stands upright, and its caption, text and cells are those of the page
+    read upright."""
+    data = make()
+    upright = pdf_visuals(data, frozenset(), PdfVisualOptions())
+    turned = pdf_visuals(_shown_turned(data, rotation), frozenset(), PdfVisualOptions())
+    assert {v.kind for v in upright} == (
+        {"image", "table"} if make is vd.figure_and_table_pdf else {"image"}
+    )
+    assert sorted((v.kind, v.caption, v.text) for v in turned) == sorted(
+        (v.kind, v.caption, v.text) for v in upright
+    )
+    for visual in upright:
+        [same] = [v for v in turned if (v.kind, v.caption) == (visual.kind, visual.caption)]
+        expected = _turned_box(visual.bbox, rotation)
+        assert all(abs(a - b) < 0.01 for a, b in zip(same.bbox, expected, strict=True)), (
+            same.bbox,
+            expected,
+        )
+        assert abs(same.width - visual.width) <= 3 and abs(same.height - visual.height) <= 3
+        mine, theirs = (
+            np.asarray(Image.open(io.BytesIO(v.image)).convert("L").resize((64, 64)), dtype=float)
+            for v in (same, visual)
+        )
+        assert np.abs(mine - theirs).mean() < 12  # the same picture, the same way up
+
+
+def _drawn_sideways(data: bytes) -> bytes:
+    """The A4 page drawn turned a quarter counter-clockwise on a landscape page whose /Rotate
+    turns it back (how landscape pages are often made): shown, it is the page it was."""
+    from pypdf import PdfReader, PdfWriter, Transformation
+    from pypdf.generic import RectangleObject
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    page = writer.pages[0]
+    width, height = float(page.mediabox.width), float(page.mediabox.height)
+    page.add_transformation(Transformation().rotate(90).translate(height, 0))
+    page.mediabox = RectangleObject((0, 0, height, width))
+    page.rotate(90)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_a_landscape_page_drawn_sideways_keeps_its_table_rows_and_separate_captions() -> None:
+    data = vd.figure_and_table_pdf()
+    upright = pdf_visuals(data, frozenset(), PdfVisualOptions())
+    shown = pdf_visuals(_drawn_sideways(data), frozenset(), PdfVisualOptions())
+    assert [(v.kind, v.caption, v.text) for v in shown] == [
+        (v.kind, v.caption, v.text) for v in upright
+    ]
+    for mine, theirs in zip(shown, upright, strict=True):
+        assert all(abs(a - b) < 0.01 for a, b in zip(mine.bbox, theirs.bbox, strict=True))
+        assert abs(mine.width - theirs.width) <= 3 and abs(mine.height - theirs.height) <= 3

@@ -280,6 +280,79 @@ def test_text_layer_boxes_land_where_the_rendered_page_shows_the_ink(rotation: i
     assert all(abs(a - b) < 0.04 for a, b in zip(ours, seen, strict=True)), (ours, seen)
 
 
+def _turned(data: bytes, rotations: dict[int, int]) -> bytes:
+    """The PDF with /Rotate set on the pages in ``rotations`` (page index: degrees)."""
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for index, page in enumerate(PdfReader(io.BytesIO(data)).pages):
+        writer.add_page(page.rotate(rotations[index]) if rotations.get(index) else page)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_a_turned_page_is_read_top_line_first_with_its_heading(rotation: int) -> None:
+    body = "Drip lines in the orchard cut water use by a third. Growers logged it weekly. "
+    source = scans.text_pdf(
+        [
+            ("Lighthouse Maintenance", "The lens was cleaned every month. " * 3),
+            ("Orchard", body * 2),
+        ]
+    )
+    parsed = _parse(_turned(source, {0: rotation, 1: rotation}))
+    turned = [(s.heading, " ".join(s.content.split())) for s in parsed.sections if s.page == 2]
+    # The heading, then one paragraph: not a paragraph (or a heading) per line of the page.
+    assert [heading for heading, _ in turned] == ["Orchard", None], turned
+    assert turned[1][1] == " ".join((body * 2).split())
+
+
+@pytest.mark.parametrize("rotation", [90, 270])
+def test_a_line_repeated_mid_page_on_turned_pages_is_no_running_head(rotation: int) -> None:
+    """Shown turned, every line of a page touches the head band: a note repeated under each
+    page's table was dropped as a running head."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format=(148, 210))
+    for number in (1, 2):
+        pdf.add_page()
+        pdf.set_font("helvetica", "", 11)
+        pdf.multi_cell(0, 6, f"Reservoir {number} fell through the dry summer. " * 3)
+        pdf.ln(20)
+        pdf.multi_cell(0, 6, "Source: city water board survey", new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(20)
+        pdf.multi_cell(0, 6, "It recovered in November. " * 3)
+    parsed = _parse(_turned(bytes(pdf.output()), {0: rotation, 1: rotation}))
+    text = " ".join(s.content for s in parsed.sections)
+    assert text.count("Source: city water board survey") == 2, text
+
+
+def test_text_set_sideways_on_a_page_turned_to_show_it_upright_reads_in_order() -> None:
+    """A landscape table page: its lines drawn turned a quarter, /Rotate turning them back."""
+    import pypdfium2 as pdfium
+    from fpdf import FPDF
+
+    from eagle_rag.ingest.parsers.pdf_text import read_text_layer
+
+    pdf = FPDF(unit="pt", format="A4")
+    pdf.add_page()
+    pdf.set_font("helvetica", "", 12)
+    with pdf.rotation(90, 300, 420):
+        for number in range(5):
+            pdf.set_xy(50, 200 + 20 * number)
+            pdf.cell(0, 20, f"line {number} of the landscape page")
+    # Shown upright the lines run down the page; shown as drawn, left to right across it.
+    for rotation, across in [(90, 1), (0, 0)]:
+        page = pdfium.PdfDocument(_turned(bytes(pdf.output()), {0: rotation}))[0]
+        lines = read_text_layer(page).lines
+        assert [line.text[:6] for line in lines] == [f"line {n}" for n in range(5)]
+        starts = [line.bbox[across] for line in lines]
+        assert starts == sorted(set(starts)), starts
+
+
 def _report_with_running_heads() -> bytes:
     """Three pages, each with the same running head and a "Page n of 3" foot; one heading."""
     from fpdf import FPDF
@@ -427,3 +500,72 @@ def test_chapter_headings_numbered_like_their_pages_are_kept() -> None:
 
 
 _WORK = ("The pumps are drained.", "The seals are replaced.", "The motors are tested.")
+
+
+def _report_with_ruled_table() -> bytes:
+    """A numbered heading, a paragraph, a caption and a ruled table whose header row fpdf2
+    sets in bold, as most table tools do."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 18)
+    pdf.multi_cell(0, 10, "2 Reservoir Levels", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "", 11)
+    pdf.multi_cell(0, 6, "Levels fell through the dry summer and recovered. " * 4)
+    pdf.ln(4)
+    pdf.multi_cell(0, 6, "Table 4: Reservoir levels in percent", new_x="LMARGIN", new_y="NEXT")
+    rows = [
+        ("Reservoir", "June", "August"),
+        ("Kestrel Lake", "81", "64"),
+        ("Heron Dam", "72", "55"),
+    ]
+    with pdf.table(borders_layout="ALL") as table:
+        for row in rows:
+            cells = table.row()
+            for value in row:
+                cells.cell(value)
+    pdf.multi_cell(0, 6, "The lake recovered first. " * 3)
+    return bytes(pdf.output())
+
+
+def test_the_bold_header_row_of_a_ruled_table_is_no_heading() -> None:
+    parsed = _parse(_report_with_ruled_table())
+    headings = [s.heading for s in parsed.sections if s.heading]
+    assert headings == ["2 Reservoir Levels"]
+    text = " ".join(" ".join(s.content.split()) for s in parsed.sections)
+    assert "Reservoir June August" in text
+
+
+def test_the_bold_header_row_of_a_table_without_rules_is_no_heading() -> None:
+    """A table laid out in columns with no lines: its bold header row's cells stand far apart,
+    where a heading's words sit a space apart."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 18)
+    pdf.multi_cell(0, 10, "2 Reservoir Levels", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "", 11)
+    pdf.multi_cell(0, 6, "Levels fell through the dry summer and recovered. " * 4)
+    pdf.ln(4)
+    rows = [
+        ("Reservoir", "June", "August"),
+        ("Kestrel Lake", "81", "64"),
+        ("Heron Dam", "72", "55"),
+    ]
+    with pdf.table(borders_layout="NONE") as table:
+        for row in rows:
+            cells = table.row()
+            for value in row:
+                cells.cell(value)
+    pdf.ln(4)
+    pdf.set_font("helvetica", "B", 11)
+    pdf.multi_cell(0, 6, "Storage Outlook", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", "", 11)
+    pdf.multi_cell(0, 6, "The lake recovered first. " * 3)
+    parsed = _parse(bytes(pdf.output()))
+    assert [s.heading for s in parsed.sections if s.heading] == [
+        "2 Reservoir Levels",
+        "Storage Outlook",
+    ]

@@ -4,9 +4,11 @@ A heading is a short line set apart by its font: clearly larger than the body te
 body size on a line of its own, or numbered ("2.3 Results", "第二章", "Chapter 4") and larger or
 bold. Levels follow numbering depth where there is one, else font size (largest = 1). A
 document where such lines are not rare has no typographic headings (a slide deck in one big
-font, a form): then only clearly larger lines count. Rare is by lines or by characters: a short
-guide has nearly as many heading lines as body lines, but little heading text. Running heads,
-feet and page numbers are dropped first (``pdf_margins``).
+font, a form): then only clearly larger lines count. Text in a ruled table's cells is never a
+heading (a table's bold header row is the table's), nor is a bold row of cells set far apart.
+Rare is by lines or by characters: a short guide has nearly as many heading lines as body
+lines, but little heading text. Running heads, feet and page numbers are dropped first
+(``pdf_margins``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from eagle_rag.ingest.parsers.pdf_margins import without_running_lines
 from eagle_rag.ingest.parsers.pdf_text import TextLine
+from eagle_rag.ingest.pixelrag.geometry import BBox, unrotate
 from eagle_rag.ingest.pixelrag.lines import Line, join
 from eagle_rag.plugins.payloads import TextSection
 
@@ -55,7 +58,9 @@ def body_size(pages: Sequence[PageLines]) -> float:
 
 
 def sections(pages: Sequence[PageLines], *, detect_headings: bool) -> list[TextSection]:
-    pages = without_running_lines(pages)
+    # Paragraphs, heads and feet are found on the page as its text stands; boxes go out as
+    # shown.
+    pages = without_running_lines(_upright(pages))
     body = body_size(pages)
     marks = _headings(pages, body) if detect_headings else {}
     levels = _levels(marks)
@@ -66,7 +71,7 @@ def sections(pages: Sequence[PageLines], *, detect_headings: bool) -> list[TextS
             if (page.page, index) in marks:
                 out.extend(_paragraph(paragraph, page.page))
                 paragraph = []
-                text, boxes = join([Line(line.text, line.bbox, page.page)])
+                text, boxes = join([Line(line.text, _shown(line), page.page)])
                 level = levels[(page.page, index)]
                 if out and _continues_heading(out[-1], level, page.page):
                     previous = out.pop()
@@ -82,6 +87,29 @@ def sections(pages: Sequence[PageLines], *, detect_headings: bool) -> list[TextS
     return out
 
 
+def _upright(pages: Sequence[PageLines]) -> list[PageLines]:
+    """The pages with each line's box on the page turned the way its text stands (a /Rotate 90
+    page's lines are columns as shown: every one a paragraph, every one in the head band)."""
+    return [
+        replace(
+            page,
+            lines=tuple(replace(line, bbox=unrotate(line.bbox, -line.turn)) for line in page.lines),
+        )
+        if any(line.turn for line in page.lines)
+        else page
+        for page in pages
+    ]
+
+
+def _turned_upright(line: TextLine) -> TextLine:
+    return replace(line, bbox=unrotate(line.bbox, -line.turn))
+
+
+def _shown(line: TextLine) -> BBox:
+    """An upright line's box back on the page as shown."""
+    return unrotate(line.bbox, line.turn) if line.turn else line.bbox
+
+
 def _continues_heading(previous: TextSection, level: int, page: int) -> bool:
     """A heading wrapped onto a second line is one heading."""
     return bool(previous.heading) and previous.level == level and previous.page == page
@@ -90,7 +118,7 @@ def _continues_heading(previous: TextSection, level: int, page: int) -> bool:
 def _paragraph(lines: list[TextLine], page: int) -> list[TextSection]:
     if not lines:
         return []
-    text, boxes = join([Line(line.text, line.bbox, page) for line in lines])
+    text, boxes = join([Line(line.text, _shown(line), page) for line in lines])
     return [TextSection(text, page=page, boxes=boxes)] if text.strip() else []
 
 
@@ -104,6 +132,8 @@ def _breaks(previous: TextLine, line: TextLine, body: float) -> bool:
 
 
 def _candidate(line: TextLine, body: float, alone: bool, strict: bool) -> bool:
+    if line.in_table:  # a bold header row is the table's, not a section's
+        return False
     text = line.text.strip()
     words = text.split()
     if not 2 <= len(text) <= MAX_HEADING_CHARS or len(words) > MAX_HEADING_WORDS:

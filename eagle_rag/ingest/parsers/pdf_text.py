@@ -3,6 +3,13 @@
 PDFium gives the page's characters in content order with generated line breaks; each line's box
 is the union of its visible characters' boxes, mapped from PDF user space (bottom-left origin,
 unrotated) to the page as displayed (top-left origin, /Rotate applied).
+
+PDFium orders a line's pieces, and lines that start level with each other, by their x on the
+page as displayed: on a page displayed turned a quarter (/Rotate 90 over upright text) every
+line starts at the same height and the page came out last line first, heading last. The text
+page is therefore read in the frame where the text stands upright (``upright_textpage``), and
+only the boxes are mapped to the page as displayed. Lines inside a ruled table's grid (the
+visuals' table finder, ``visuals_tables``) are marked: a bold header row is no heading.
 """
 
 from __future__ import annotations
@@ -10,17 +17,22 @@ from __future__ import annotations
 import ctypes
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from eagle_rag.ingest.pixelrag.geometry import BBox, unrotate
+from eagle_rag.ingest.pixelrag.geometry import BBox, center, contains
+from eagle_rag.ingest.pixelrag.pdf_objects import PageFrame, upright_textpage
+from eagle_rag.ingest.pixelrag.visuals_tables import ruled_table_boxes
 
 _FORCE_BOLD = 1 << 18  # PDF font descriptor flag
 _BOLD_WEIGHT = 600
 UNMAPPED_SAMPLE = 200
 _FONT_NAME_BYTES = 128
+# A bold line of this many pieces this many font sizes apart is a table's header row.
+MIN_CELLS = 3
+CELL_GAP = 1.5
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -30,6 +42,8 @@ class TextLine:
     bbox: BBox
     size: float
     bold: bool
+    in_table: bool = False  # in a ruled table's cells: table text, never a heading
+    turn: int = 0  # degrees counter-clockwise that stand the page as shown upright (/Rotate)
 
     @property
     def height(self) -> float:
@@ -46,17 +60,27 @@ class TextLayer:
 
 
 def read_text_layer(page: pdfium.PdfPage) -> TextLayer:
-    textpage = page.get_textpage()
-    try:
+    frame = PageFrame.of(page)
+    tables = ruled_table_boxes(page)
+    with upright_textpage(page) as (textpage, turn):
         count = textpage.count_chars()
         raw = _chars(textpage, count)
-        frame = _Frame.of(page)
-        lines = tuple(_lines(textpage, raw, frame))
+        lines = _in_tables(_lines(textpage, raw, frame, turn), tables)
         return TextLayer(
             lines, raw.replace("\r\n", "\n").replace("\r", "\n"), _unmapped(textpage, count)
         )
-    finally:
-        textpage.close()
+
+
+def _in_tables(lines: list[TextLine], tables: list[BBox]) -> tuple[TextLine, ...]:
+    """The lines, those whose centre is inside a ruled table marked as table text."""
+    if not tables:
+        return tuple(lines)
+    return tuple(
+        replace(line, in_table=True)
+        if any(contains(table, center(line.bbox)) for table in tables)
+        else line
+        for line in lines
+    )
 
 
 def _unmapped(textpage: pdfium.PdfTextPage, count: int) -> int:
@@ -87,31 +111,7 @@ def _chars(textpage: pdfium.PdfTextPage, count: int) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-@dataclass(frozen=True, slots=True)
-class _Frame:
-    left: float
-    bottom: float
-    width: float
-    height: float
-    rotation: int
-
-    @classmethod
-    def of(cls, page: pdfium.PdfPage) -> _Frame:
-        left, bottom, right, top = page.get_bbox()
-        return cls(
-            left, bottom, max(right - left, 1e-6), max(top - bottom, 1e-6), page.get_rotation()
-        )
-
-    def box(self, left: float, bottom: float, right: float, top: float) -> BBox:
-        top_y = self.bottom + self.height
-        x0, x1 = (left - self.left) / self.width, (right - self.left) / self.width
-        y0, y1 = (top_y - top) / self.height, (top_y - bottom) / self.height
-        box = (max(0.0, x0), max(0.0, y0), min(1.0, x1), min(1.0, y1))
-        # /Rotate turns the displayed page clockwise: the same map as undoing a CCW turn.
-        return unrotate(box, self.rotation) if self.rotation else box
-
-
-def _lines(textpage: pdfium.PdfTextPage, raw: str, frame: _Frame) -> list[TextLine]:
+def _lines(textpage: pdfium.PdfTextPage, raw: str, frame: PageFrame, turn: int) -> list[TextLine]:
     """One line per generated line break. A line's box spans the loose boxes (font ascent to
     descent) of its first, middle and last visible characters: they share the baseline, and one
     lookup per character would cost several times the rest of the parse. Font size and weight
@@ -119,6 +119,7 @@ def _lines(textpage: pdfium.PdfTextPage, raw: str, frame: _Frame) -> list[TextLi
     lines = []
     offset = 0
     name = ctypes.create_string_buffer(_FONT_NAME_BYTES)  # one buffer for the page's lines
+    upright = frame.turned(frame.rotation - turn)
     for segment in raw.split("\n"):
         start, offset = offset, offset + len(segment) + 1
         text = " ".join(segment.split())
@@ -129,7 +130,10 @@ def _lines(textpage: pdfium.PdfTextPage, raw: str, frame: _Frame) -> list[TextLi
         middle = _visible_near(raw, (first + last) // 2, last)
         sample = sorted({first, middle, last})
         boxes = [frame.box(*textpage.get_charbox(i, loose=True)) for i in sample]
-        sizes = [pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in sample]
+        size = float(
+            statistics.median(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in sample)
+        )
+        bold = _bold(textpage, middle, name)
         lines.append(
             TextLine(
                 text,
@@ -139,11 +143,38 @@ def _lines(textpage: pdfium.PdfTextPage, raw: str, frame: _Frame) -> list[TextLi
                     max(b[2] for b in boxes),
                     max(b[3] for b in boxes),
                 ),
-                float(statistics.median(sizes)),
-                _bold(textpage, middle, name),
+                size,
+                bold,
+                in_table=bold and _table_row(textpage, raw, (first, last), size, upright),
+                turn=turn,
             )
         )
     return lines
+
+
+def _table_row(
+    textpage: pdfium.PdfTextPage,
+    raw: str,
+    span: tuple[int, int],
+    size: float,
+    upright: PageFrame,
+) -> bool:
+    """Whether a (bold) line is a table's header row laid out without rules: MIN_CELLS or more
+    pieces apart by gaps over CELL_GAP times its font size (a heading's words sit a space apart).
+    Only bold lines are measured: a box per gap costs more than the rest of a line."""
+    first, last = span
+    width = upright.size[0]
+    cells, index = 1, first
+    while index <= last:
+        if not raw[index].isspace():
+            index += 1
+            continue
+        end = _visible_near(raw, index, last)
+        before = upright.box(*textpage.get_charbox(index - 1))
+        after = upright.box(*textpage.get_charbox(end))
+        cells += (after[0] - before[2]) * width > CELL_GAP * size
+        index = end + 1
+    return cells >= MIN_CELLS
 
 
 def _visible_near(raw: str, index: int, last: int) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pypdfium2 as pdfium
@@ -28,7 +29,12 @@ from eagle_rag.ingest.parsers.pdfium_lock import PDFIUM
 from eagle_rag.ingest.pixelrag.cpu_budget import CpuBudget
 from eagle_rag.ingest.pixelrag.engine import Region
 from eagle_rag.ingest.pixelrag.geometry import BBox, area, overlap
-from eagle_rag.ingest.pixelrag.pdf_objects import page_objects
+from eagle_rag.ingest.pixelrag.pdf_objects import (
+    PageFrame,
+    bounded_text,
+    page_objects,
+    upright_textpage,
+)
 from eagle_rag.ingest.pixelrag.picture_ocr import PictureOcr
 from eagle_rag.ingest.pixelrag.ruled_grid import may_hold_ruled_table
 from eagle_rag.ingest.pixelrag.visuals_found import (
@@ -40,17 +46,13 @@ from eagle_rag.ingest.pixelrag.visuals_found import (
     encode,
 )
 from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, region_visuals
-from eagle_rag.ingest.pixelrag.visuals_tables import ruled_tables
+from eagle_rag.ingest.pixelrag.visuals_tables import path_count, ruled_tables, table_sized
 from eagle_rag.ingest.pixelrag.visuals_vector import vector_figure_boxes
 from eagle_rag.ingest.progress import PageCallback
 
 RENDER_DPI = 150
 # An image over this share of the page is the page itself (a scan, a background), not a figure.
 PAGE_SIZED = 0.8
-# A ruled table draws lines: pages with fewer path objects hold none, and pages with very many
-# are charts or drawings, where the finder makes tables of bar grids.
-MIN_TABLE_PATHS = 6
-MAX_TABLE_PATHS = 150
 CAPTION_BAND = 0.08  # of the page height, above and below a figure
 # An unlabelled chart's title: the nearest lines above it, over its width and a little more
 # (titles are often set flush left of the plot area), trimmed.
@@ -135,7 +137,7 @@ def _pdf_visuals(
             page = document[number - 1]
             try:
                 scanned = number in scans.pages
-                paths = 0 if scanned else _path_count(page)
+                paths = 0 if scanned else path_count(page)
                 hints = _PageHints(
                     scanned,
                     scans.regions.get(number, ()),
@@ -144,7 +146,7 @@ def _pdf_visuals(
                     models,
                 )
                 found.extend(_page_visuals(page, number, hints, options))
-                if options.tables and _table_sized(paths):  # the grid check: ruled_tables
+                if options.tables and table_sized(paths):  # the grid check: ruled_tables
                     tables.extend(_tables(page, number, options, table_budget))
             finally:
                 page.close()
@@ -185,7 +187,6 @@ class _PageHints:
 def _page_visuals(
     page: pdfium.PdfPage, number: int, hints: _PageHints, options: PdfVisualOptions
 ) -> list[FoundVisual]:
-    width, height = page.get_size()
     tile = options.tiles == "all" or (options.tiles == "scanned" and hints.scanned)
     figures = [] if hints.scanned else _all_figures(page, options)
     regions = [r for r in hints.regions if _region_sized(r.bbox, options)]
@@ -195,53 +196,44 @@ def _page_visuals(
     if not tile and not figures and not regions and not looks:
         return []
     rendered = _render(page)
-    text_page = page.get_textpage()
+    with _page_text(page) as text:
+        turn = hints.turn if hints.scanned else text.turn
 
-    def title(box: BBox) -> str:
-        """A text page region's caption or title, from the text layer (a scan's keep theirs)."""
-        return "" if hints.scanned else _caption(text_page, box, width, height)
+        def title(box: BBox) -> str:
+            """A text page region's caption or title, from the text layer (a scan's keep
+            theirs)."""
+            return "" if hints.scanned else _caption(text, box)
 
-    def figure_text(box: BBox, raster: bool) -> str:
-        """The text layer inside a figure; for a raster one with little of it, what OCR reads
-        in its pixels (a chart's labels, a screenshot's words)."""
-        own = _text_in(text_page, box, width, height)
-        pictures = hints.models.pictures
-        if not raster or pictures is None:
-            return own
-        return pictures.text(crop(rendered, box), own=own)
+        def figure_text(box: BBox, raster: bool) -> str:
+            """The text layer inside a figure; for a raster one with little of it, what OCR
+            reads in its pixels (a chart's labels, a screenshot's words)."""
+            own = text.inside(box)
+            pictures = hints.models.pictures
+            if not raster or pictures is None:
+                return own
+            picture = crop(rendered, box)
+            return pictures.text(picture.rotate(turn, expand=True) if turn else picture, own=own)
 
-    try:
         if looks and layout is not None:
             regions = region_visuals(
                 layout.regions(rendered),
-                lambda box: _text_in(text_page, box, width, height),
+                text.inside,
                 number,
                 min_side=options.min_side,
                 max_regions=options.max_per_page,
             )
         found = [
-            _visual(
-                "image",
-                number,
-                box,
-                rendered,
-                figure_text(box, raster),
-                _caption(text_page, box, width, height),
-            )
+            _visual("image", number, box, rendered, figure_text(box, raster), title(box), turn)
             for box, raster in figures[: options.max_per_page]
         ]
         found += [
-            _visual(
-                r.kind, number, r.bbox, rendered, r.text, r.caption or title(r.bbox), hints.turn
-            )
+            _visual(r.kind, number, r.bbox, rendered, r.text, r.caption or title(r.bbox), turn)
             for r in regions[: options.max_per_page - len(found)]
         ]
         if tile:
-            page_text = _text_in(text_page, WHOLE_PAGE, width, height)
-            found.append(_visual("tile", number, WHOLE_PAGE, rendered, page_text, turn=hints.turn))
+            page_text = text.inside(WHOLE_PAGE)
+            found.append(_visual("tile", number, WHOLE_PAGE, rendered, page_text, turn=turn))
         return found
-    finally:
-        text_page.close()
 
 
 def _region_sized(box: BBox, options: PdfVisualOptions) -> bool:
@@ -296,14 +288,10 @@ def _tables(
     if not found:
         return []
     rendered = _render(page)
-    width, height = page.get_size()
-    text_page = page.get_textpage()
-    try:
-        captions = [_caption(text_page, box, width, height, table=True) for box, _ in found]
-    finally:
-        text_page.close()
+    with _page_text(page) as text:
+        captions = [_caption(text, box, table=True) for box, _ in found]
     return [
-        _visual("table", number, box, rendered, markdown, caption)
+        _visual("table", number, box, rendered, markdown, caption, text.turn)
         for (box, markdown), caption in zip(found, captions, strict=True)
     ]
 
@@ -327,40 +315,69 @@ def _render(page: pdfium.PdfPage) -> Image.Image:
     return render(page, RENDER_DPI)
 
 
-def _text_in(text_page: pdfium.PdfTextPage, box: BBox, width: float, height: float) -> str:
-    left, right = box[0] * width, box[2] * width
-    top, bottom = (1 - box[1]) * height, (1 - box[3]) * height
-    text: str = text_page.get_text_bounded(left=left, bottom=bottom, right=right, top=top)
-    return " ".join(text.split())
+@dataclass(frozen=True, slots=True)
+class _PageText:
+    """A text-born page's text layer, read where its text stands upright, found by a box on the
+    page as shown (``shown``) or as the text stands (``upright``: where "below a figure" is)."""
+
+    page: pdfium.PdfTextPage
+    shown: PageFrame
+    upright: PageFrame
+
+    @property
+    def turn(self) -> int:
+        """Degrees counter-clockwise that stand a crop of the page as shown upright."""
+        return (self.shown.rotation - self.upright.rotation) % 360
+
+    def inside(self, box: BBox) -> str:
+        """The text inside a box on the page as shown, on one line."""
+        return " ".join(self._bounded(self.shown.rect(box)).split())
+
+    def as_read(self, box: BBox) -> BBox:
+        """A box on the page as shown, on the page turned the way its text stands."""
+        return self.upright.box(*self.shown.rect(box))
+
+    def lines(self, band: BBox) -> list[str]:
+        """The lines inside a band of the upright page, top first."""
+        return self._bounded(self.upright.rect(band)).splitlines()
+
+    def _bounded(self, rect: tuple[float, float, float, float]) -> str:
+        return bounded_text(self.page, rect, self.upright.rotation)
 
 
-def _caption(
-    text_page: pdfium.PdfTextPage, box: BBox, width: float, height: float, *, table: bool = False
-) -> str:
+@contextmanager
+def _page_text(page: pdfium.PdfPage) -> Iterator[_PageText]:
+    shown = PageFrame.of(page)
+    with upright_textpage(page) as (text_page, turn):
+        yield _PageText(text_page, shown, shown.turned(shown.rotation - turn))
+
+
+def _caption(text: _PageText, shown_box: BBox, *, table: bool = False) -> str:
     """The nearest line starting "Figure 3", "Table 2", "图 1"... just below or above the region
     (for a table, a table's label before a figure's: the caption of the figure above a table
     is often within reach too); else, for an unlabelled chart, its title (``_title_above``)."""
+    box = text.as_read(shown_box)
     # The whole width: a caption is often set flush left under a centred figure.
     below = (0.0, box[3], 1.0, min(1.0, box[3] + CAPTION_BAND))
     above = (0.0, max(0.0, box[1] - CAPTION_BAND), 1.0, box[1])
     # Nearest first: down from the region's foot, then up from its head.
     lines = [
-        *_lines_in(text_page, below, width, height),
-        *reversed(_lines_in(text_page, above, width, height)),
+        *text.lines(below),
+        *reversed(text.lines(above)),
     ]
     labelled = [match for match in map(CAPTION.match, lines) if match]
     if table:
         labelled.sort(key=lambda match: not _names_a_table(match))  # stable: nearest first
     if labelled:
         return " ".join(labelled[0].string.split())
-    return _title_above(text_page, box, width, height)
+    return _title_above(text, box)
 
 
 def _names_a_table(label: re.Match[str]) -> bool:
     return label.group(1).lower() in ("table", "表")
 
 
-def _title_above(text_page: pdfium.PdfTextPage, box: BBox, width: float, height: float) -> str:
+def _title_above(text: _PageText, box: BBox) -> str:
     """The lines printed just above a chart, across its width: reports, slides and filings
     title their charts there without a "Figure n" label ("Views of China's growing military
     power", one title over each panel of a grid of small charts), and that title is what a
@@ -374,7 +391,7 @@ def _title_above(text_page: pdfium.PdfTextPage, box: BBox, width: float, height:
         band = (0.0, top, 1.0, box[1])
     else:
         band = (max(0.0, box[0] - TITLE_SLACK), top, min(1.0, box[2] + TITLE_SLACK), box[1])
-    lines = [" ".join(line.split()) for line in _lines_in(text_page, band, width, height)]
+    lines = [" ".join(line.split()) for line in text.lines(band)]
     lines = [line for line in lines if line]
     if lines and lines[-1].endswith(PROSE_ENDS):
         # The end of a paragraph, not a title: a table under body text was captioned by it.
@@ -383,22 +400,7 @@ def _title_above(text_page: pdfium.PdfTextPage, box: BBox, width: float, height:
     return title[:TITLE_CHARS].strip()
 
 
-def _lines_in(text_page: pdfium.PdfTextPage, band: BBox, width: float, height: float) -> list[str]:
-    left, right = band[0] * width, band[2] * width
-    top, bottom = (1 - band[1]) * height, (1 - band[3]) * height
-    raw: str = text_page.get_text_bounded(left=left, bottom=bottom, right=right, top=top)
-    return raw.splitlines()
-
-
 def may_hold_table(page: pdfium.PdfPage) -> bool:
     """Whether a text-born page's lines may form a ruled table: the pages whose tables are read
     (the extraction checks the path count, and ``ruled_tables`` the grid, on pages it has open)."""
-    return _table_sized(_path_count(page)) and may_hold_ruled_table(page)
-
-
-def _table_sized(paths: int) -> bool:
-    return MIN_TABLE_PATHS <= paths <= MAX_TABLE_PATHS
-
-
-def _path_count(page: pdfium.PdfPage) -> int:
-    return sum(1 for _ in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2))
+    return table_sized(path_count(page)) and may_hold_ruled_table(page)
