@@ -4,7 +4,8 @@ Each document's entry is one small JSON object stored next to its original
 (``{namespace}/{kb}/{document_id}/lakehouse-lineage.json``): deleting the document or the KB
 deletes it with the rest, and a re-ingested file (a new document id, the old one removed)
 replaces it. Readers merge whatever entries exist, so the graph does not depend on the order
-files were ingested in; ``ref()`` names resolve against every file of the KB.
+files were ingested in. Names resolve within one project of one KB (a :data:`Scope`): a
+``ref()`` in KB A's project never reaches a same-named model of KB B, or of another project.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from plugins.lakehouse_bi.model import RELATIONS, SemanticObject
 ENTRY_NAME = "lakehouse-lineage.json"
 CACHE_LIMIT = 20_000
 MAX_DEPTH = 10
+# Lineage names resolve within one project of one knowledge base: (kb_name, project).
+Scope = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,24 @@ class LineageGraph:
         }
 
 
+@dataclass(slots=True)
+class ScopedLineage:
+    """One :class:`LineageGraph` per project of each knowledge base read."""
+
+    graphs: dict[Scope, LineageGraph] = field(default_factory=dict)
+
+    def add(self, kb_name: str, entry: Entry) -> None:
+        self.graphs.setdefault((kb_name, entry.project), LineageGraph()).add(entry)
+
+    def of(self, kb_name: str, project: str) -> LineageGraph:
+        """The graph of one project of one KB (an empty one for a scope with no entries)."""
+        return self.graphs.get((kb_name, project)) or LineageGraph()
+
+    def names(self) -> set[str]:
+        """Every relation name of every scope."""
+        return {name for graph in self.graphs.values() for name in graph.objects}
+
+
 class LineageIndex:
     """Reads and writes the entries of one namespace's KBs in the object store."""
 
@@ -132,8 +153,13 @@ class LineageIndex:
         self._objects.put(key, io.BytesIO(data), content_type="application/json")
         self._cache[key] = entry
 
-    def graph(self, kb_names: Iterable[str]) -> LineageGraph:
-        return self.graph_of(e for kb_name in kb_names for e in self.entries(kb_name))
+    def graph(self, kb_names: Iterable[str]) -> ScopedLineage:
+        """The lineage of these KBs, one graph per (KB, project)."""
+        lineage = ScopedLineage()
+        for kb_name in dict.fromkeys(kb_names):
+            for entry in self.entries(kb_name):
+                lineage.add(kb_name, entry)
+        return lineage
 
     @staticmethod
     def graph_of(entries: Iterable[Entry]) -> LineageGraph:

@@ -7,7 +7,9 @@ what the hits show, so ``{"upstream": "stg_orders"}`` is resolved against the sa
 relations whose direct upstream holds ``stg_orders`` (``stg_orders``'s direct downstream in the
 graph), then every typed chunk of those relations: the relation's own chunks by name, its
 columns, measures and dimensions by model. Chunks whose stored list names the value as written
-(an explore named after its base view) match too. Values are names, compared exactly.
+(an explore named after its base view) match too. Values are names, compared exactly, and
+resolve within each project of each KB (a :data:`Scope`): KB B's ``fct_orders`` built on
+``legacy_eu_orders`` does not make KB A's ``fct_orders`` match.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from eagle_rag.index.filters import (
     Scalar,
     all_of,
     any_of,
+    eq,
     json_contains_any,
+    json_eq,
     json_in,
     not_,
 )
-from plugins.lakehouse_bi.lineage import LineageGraph, LineageIndex
+from plugins.lakehouse_bi.lineage import LineageIndex, Scope, ScopedLineage
 from plugins.lakehouse_bi.model import DOC, EXPOSURE, GROUP, METRIC, RELATIONS
 
 UPSTREAM = "upstream"
@@ -44,27 +48,48 @@ def lineage_resolver(
 
     def resolve(kb_names: tuple[str, ...], values: tuple[Scalar, ...]) -> Filter:
         names = _names(direction, values)
-        graph = index.graph(kb_names)
-        return lineage_condition(direction, names, graph)
+        return lineage_condition(direction, names, index.graph(kb_names))
 
     return resolve
 
 
-def lineage_condition(direction: str, names: tuple[str, ...], graph: LineageGraph) -> Filter:
+def lineage_condition(direction: str, names: tuple[str, ...], lineage: ScopedLineage) -> Filter:
     """Typed chunks whose direct ``direction`` list (as hits show it) holds any of ``names``."""
-    # "upstream holds X" is "is one of X's downstream", and the other way round
-    edges = graph.downstream if direction == UPSTREAM else graph.upstream
-    relations = sorted({r for name in names for r in edges.get(name, ()) if r != name})
-    if len(relations) > MAX_LIST:
+    selected = _selected(direction, names, lineage)
+    total = sum(len(relations) for relations in selected.values())
+    if total > MAX_LIST:
         raise InvalidInputError(
-            f"filter {direction!r} selects {len(relations)} relations, more than {MAX_LIST}; "
+            f"filter {direction!r} selects {total} relations, more than {MAX_LIST}; "
             "narrow it with object_type or model",
             filter=direction,
         )
     as_written = json_contains_any("metadata", direction, names)
-    if not relations:
+    if not selected:
         return as_written
-    return any_of(as_written, _relation_chunks(relations), _child_chunks(relations))
+    return any_of(as_written, *(_in_scope(scope, rels) for scope, rels in selected.items()))
+
+
+def _selected(
+    direction: str, names: tuple[str, ...], lineage: ScopedLineage
+) -> dict[Scope, list[str]]:
+    """The relations each scope's graph puts in the filter (scopes with none left out)."""
+    found = {}
+    for scope, graph in sorted(lineage.graphs.items()):
+        # "upstream holds X" is "is one of X's downstream", and the other way round
+        edges = graph.downstream if direction == UPSTREAM else graph.upstream
+        relations = sorted({r for name in names for r in edges.get(name, ()) if r != name})
+        if relations:
+            found[scope] = relations
+    return found
+
+
+def _in_scope(scope: Scope, relations: list[str]) -> Filter:
+    kb_name, project = scope
+    return all_of(
+        eq("kb_name", kb_name),
+        json_eq("metadata", "project", project),
+        any_of(_relation_chunks(relations), _child_chunks(relations)),
+    )
 
 
 def _relation_chunks(relations: Iterable[str]) -> Filter:

@@ -277,8 +277,11 @@ class LakehouseBiPlugin:
         index = self._require(self._index, "lineage index")
         if not any(_typed(h) for h in reordered):
             return reordered if reordered != merged else None
-        graph = await asyncio.to_thread(index.graph, ctx.kb_names)
-        return tuple(with_lineage(h, graph) if _typed(h) else h for h in reordered)
+        lineage = await asyncio.to_thread(index.graph, ctx.kb_names)
+        return tuple(
+            with_lineage(h, lineage.of(h.kb_name, _project(h))) if _typed(h) else h
+            for h in reordered
+        )
 
     @staticmethod
     def _require(value: Any, what: str) -> Any:
@@ -296,6 +299,10 @@ def _typed(hit: RetrievedHit) -> bool:
         "summary",
         "group",
     )
+
+
+def _project(hit: RetrievedHit) -> str:
+    return str(hit.metadata["fields"].get("project", ""))
 
 
 def scope_filter(

@@ -107,13 +107,18 @@ class LakehouseTools:
             )
         where = all_of(_kbs(kbs), json_in("metadata", "object_type", types))
         hits = await self.search(question, kbs, top_k, where)
-        graph = await asyncio.to_thread(self._index.graph, kbs or sorted({h.kb_name for h in hits}))
+        lineage = await asyncio.to_thread(
+            self._index.graph, kbs or sorted({h.kb_name for h in hits})
+        )
         terms = self._terms(question)
         return {
             "question": question,
             "identifiers": list(terms.identifiers),
             "translations": list(terms.translations),
-            "objects": [_object(n, h, graph) for n, h in enumerate(hits, start=1)],
+            "objects": [
+                _object(n, h, lineage.of(h.kb_name, str(_fields(h).get("project", ""))))
+                for n, h in enumerate(hits, start=1)
+            ],
             "note": "Definitions only: Eagle-RAG runs no SQL. Cite objects by their path.",
         }
 
@@ -130,8 +135,10 @@ class LakehouseTools:
         text = " ".join([question, *named])
         where = all_of(_kbs(kbs), json_in("metadata", "source_type", ANALYSIS_SOURCES))
         hits = await self.search(text, kbs, top_k, where)
-        graph = await asyncio.to_thread(self._index.graph, kbs or sorted({h.kb_name for h in hits}))
-        known = set(named) | set(graph.objects)
+        lineage = await asyncio.to_thread(
+            self._index.graph, kbs or sorted({h.kb_name for h in hits})
+        )
+        known = set(named) | lineage.names()
         return {
             "question": question,
             "analyses": [
