@@ -3,9 +3,10 @@
 Each document's entry is one small JSON object stored next to its original
 (``{namespace}/{kb}/{document_id}/lakehouse-lineage.json``): deleting the document or the KB
 deletes it with the rest, and a re-ingested file (a new document id, the old one removed)
-replaces it. Readers merge whatever entries exist, so the graph does not depend on the order
-files were ingested in. Names resolve within one project of one KB (a :data:`Scope`): a
-``ref()`` in KB A's project never reaches a same-named model of KB B, or of another project.
+replaces it. Readers merge the entries of completed documents (one cancelled or failed after
+its PARSE wrote the entry is no evidence), so the graph does not depend on the order files were
+ingested in. Names resolve within one project of one KB (a :data:`Scope`): a ``ref()`` in
+KB A's project never reaches a same-named model of KB B, or of another project.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from plugins.lakehouse_bi.model import RELATIONS, SemanticObject
 
 ENTRY_NAME = "lakehouse-lineage.json"
 CACHE_LIMIT = 20_000
+_PAGE = 500  # the document repository's largest page
 MAX_DEPTH = 10
 # Lineage names resolve within one project of one knowledge base: (kb_name, project).
 Scope = tuple[str, str]
@@ -130,11 +132,13 @@ class ScopedLineage:
 
 
 class LineageIndex:
-    """Reads and writes the entries of one namespace's KBs in the object store."""
+    """Reads and writes the entries of one namespace's KBs in the object store; ``documents``
+    (the host's document repository) tells which documents completed."""
 
-    def __init__(self, objects: Any, namespace: str) -> None:
+    def __init__(self, objects: Any, namespace: str, documents: Any = None) -> None:
         self._objects = objects
         self._namespace = namespace
+        self._documents = documents
         self._cache: dict[str, Entry] = {}
 
     def key(self, kb_name: str, document_id: str) -> str:
@@ -154,7 +158,7 @@ class LineageIndex:
         self._cache[key] = entry
 
     def graph(self, kb_names: Iterable[str]) -> ScopedLineage:
-        """The lineage of these KBs, one graph per (KB, project)."""
+        """The lineage of these KBs' completed documents, one graph per (KB, project)."""
         lineage = ScopedLineage()
         for kb_name in dict.fromkeys(kb_names):
             for entry in self.entries(kb_name):
@@ -174,14 +178,33 @@ class LineageIndex:
         return self._cache.get(key) or self._read(key)
 
     def entries(self, kb_name: str) -> list[Entry]:
+        """The entries of the KB's completed documents."""
         prefix = validate_prefix(self._namespace, kb_name)
         keys = [k for k in self._objects.list(prefix) if k.endswith("/" + ENTRY_NAME)]
+        completed = self._completed(kb_name) if keys else None
         found = []
         for key in keys:
             entry = self._cache.get(key) or self._read(key)
-            if entry is not None:
+            if entry is not None and (completed is None or entry.document_id in completed):
                 found.append(entry)
         return found
+
+    def _completed(self, kb_name: str) -> set[str] | None:
+        """The KB's completed documents (None without a document repository: all count).
+
+        Read at every call, not cached: a KB rebuild sets completed documents pending again."""
+        if self._documents is None:
+            return None
+        ids: set[str] = set()
+        offset = 0
+        while True:
+            page = self._documents.list(
+                kb_name=kb_name, status="completed", limit=_PAGE, offset=offset
+            )
+            ids.update(d.id for d in page)
+            offset += _PAGE
+            if len(page) < _PAGE:
+                return ids
 
     def _read(self, key: str) -> Entry | None:
         try:

@@ -99,7 +99,7 @@ class LakehouseBiPlugin:
         self._glossary.update({str(k): tuple(str(w) for w in v) for k, v in extra.items()})
         if ctx.host.objects is None:
             raise PluginError("lakehouse-bi needs the host's object store", plugin=NAMESPACE)
-        self._index = LineageIndex(ctx.host.objects, ctx.default_namespace)
+        self._index = LineageIndex(ctx.host.objects, ctx.default_namespace, ctx.host.documents)
         ctx.register_parser("lakehouse-bi", LakehouseParser())
         for name, kind in FILTER_FIELDS.items():
             ctx.register_filter_field(name, kind)

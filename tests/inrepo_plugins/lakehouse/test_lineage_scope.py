@@ -58,3 +58,31 @@ async def test_two_projects_of_one_kb_keep_their_own_lineage(lakehouse_app: Eagl
     assert selected == {}  # nothing of either project is upstream of stg_orders
     selected = await upstream_by_scope(lakehouse_app, ("two",), {"upstream": "stg_orders"})
     assert selected == {("two", "proj_a"): ["stg_orders"]}
+
+
+async def test_a_failed_documents_lineage_does_not_count(lakehouse_app: EagleApp) -> None:
+    ghost = b"""version: 2
+semantic_models:
+  - name: ghost_sm
+    model: ref('fct_orders')
+    entities: [{name: order, type: primary, expr: order_id}]
+"""
+    files = {"fct_orders.sql": sql("stg_orders"), "ghost.yml": ghost}
+    outcome = await ingest_files(lakehouse_app, "kb", files)
+
+    async def fct_orders(filters: dict[str, Any]) -> list[dict[str, Any]]:
+        request = QueryRequest("fct_orders", kb_names=("kb",), top_k=20, filters=filters)
+        pack = await lakehouse_app.retrieval.search(request)
+        return [p.metadata["fields"] for p in pack.passages]
+
+    [model] = await fct_orders({"object_type": "model"})
+    assert model["downstream"] == ["ghost_sm"]
+    # What a cancel (or a failure after PARSE) leaves: the document failed, its rows removed,
+    # its lineage entry still stored beside its original.
+    ghost_id = outcome["ghost.yml"]["id"]
+    lakehouse_app.repositories.documents.set_fields(ghost_id, status="failed", error="cancelled")
+    lakehouse_app.vectors.delete_documents([ghost_id])
+    await lakehouse_app.flush_vectors()
+    [model] = await fct_orders({"object_type": "model"})
+    assert "downstream" not in model
+    assert await fct_orders({"downstream": "ghost_sm"}) == []
