@@ -20,7 +20,7 @@ from typing import Any
 
 from eagle_rag.errors import NotFoundError
 from eagle_rag.storage.keys import object_key, validate_prefix
-from plugins.lakehouse_bi.model import RELATIONS, SemanticObject
+from plugins.lakehouse_bi.model import MEASURE, METRIC, RELATIONS, SemanticObject
 
 ENTRY_NAME = "lakehouse-lineage.json"
 CACHE_LIMIT = 20_000
@@ -54,16 +54,40 @@ class LineageGraph:
         default_factory=lambda: defaultdict(list)
     )
 
+    # MetricFlow measure -> its semantic models, and the metrics built on each measure name:
+    # a metric is linked to the semantic model of its measures, whichever file comes first.
+    measure_models: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    metrics_on: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
     def add(self, entry: Entry) -> None:
         for obj in entry.objects:
             if obj.object_type in RELATIONS or not obj.model:
                 self.objects[obj.name].append((obj, entry))
             else:
                 self.children[obj.model].append((obj, entry))
+            if _metricflow(obj, MEASURE):
+                self._measure(obj.name, obj.model)
             for parent in obj.upstream:
                 if parent != obj.name:
-                    self.upstream[obj.name].add(parent)
-                    self.downstream[parent].add(obj.name)
+                    self._link(obj.name, parent)
+                if _metricflow(obj, METRIC):
+                    self._metric_on(obj.name, parent)
+
+    def _link(self, child: str, parent: str) -> None:
+        self.upstream[child].add(parent)
+        self.downstream[parent].add(child)
+
+    def _measure(self, measure: str, model: str) -> None:
+        self.measure_models[measure].add(model)
+        for metric in self.metrics_on.get(measure, ()):
+            if metric != model:
+                self._link(metric, model)
+
+    def _metric_on(self, metric: str, measure: str) -> None:
+        self.metrics_on[measure].add(metric)
+        for model in self.measure_models.get(measure, ()):
+            if model != metric:
+                self._link(metric, model)
 
     def walk(self, name: str, direction: str, depth: int = MAX_DEPTH) -> list[str]:
         """Names reachable upstream or downstream, nearest first; cycles are walked once."""
@@ -216,6 +240,10 @@ class LineageIndex:
             self._cache.clear()
         self._cache[key] = entry
         return entry
+
+
+def _metricflow(obj: SemanticObject, object_type: str) -> bool:
+    return obj.object_type == object_type and obj.framework == "metricflow"
 
 
 def entry_from_json(value: Mapping[str, Any]) -> Entry:

@@ -230,7 +230,8 @@ def _object(citation: int, hit: RetrievedHit, graph: LineageGraph) -> dict[str, 
     fields = _fields(hit)
     kind = str(fields.get("object_type", ""))
     name = str(fields.get("name", ""))
-    relation = name if kind in RELATIONS else str(fields.get("model", ""))
+    # a metric, exposure or doc is a lineage node under its own name, as hits show it
+    relation = name if kind in RELATIONS else str(fields.get("model") or name)
     item: dict[str, Any] = {
         "citation": citation,
         "object_type": kind,
