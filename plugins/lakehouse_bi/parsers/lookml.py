@@ -16,7 +16,7 @@ from plugins.lakehouse_bi.model import (
     as_list,
     clean,
 )
-from plugins.lakehouse_bi.parsers.common import named_items
+from plugins.lakehouse_bi.parsers.common import named_items, table_relation
 
 
 def read_lookml(text: str, filename: str) -> FileCatalog:
@@ -46,7 +46,8 @@ def read_lookml(text: str, filename: str) -> FileCatalog:
 def _view(view: dict[str, Any]) -> list[SemanticObject]:
     name = clean(view["name"])
     table = clean(view.get("sql_table_name"))
-    upstream = (table.split(".")[-1],) if table else ()
+    relation = table_relation(table)
+    upstream = (relation,) if relation else ()
     details = [("SQL table", table)] if table else []
     if view.get("derived_table"):
         sql = (

@@ -166,6 +166,21 @@ def test_lookml_views_fields_and_explores() -> None:
     assert explore.upstream == ("order_facts", "customer_facts", "store_facts")
 
 
+def test_quoted_table_names_read_the_relation_without_quotes() -> None:
+    views = objects(
+        "v.view.lkml",
+        """view: bq { sql_table_name: `acme-prod.marts.fct_orders` ;; }
+view: sf { sql_table_name: "ANALYTICS"."MARTS"."fct_orders" ;; }
+view: ms { sql_table_name: [dbo].[fct_orders] ;; }
+view: plain { sql_table_name: marts.fct_orders ;; }""",
+    )
+    assert {v.name: v.upstream for v in views.values()} == dict.fromkeys(
+        ("bq", "sf", "ms", "plain"), ("fct_orders",)
+    )
+    cube = objects("c.yml", 'cubes:\n  - name: c\n    sql_table: \'"MARTS"."fct_orders"\'\n')
+    assert cube[("c",)].upstream == ("fct_orders",)
+
+
 def test_cube_yaml() -> None:
     cube = objects("c.yml", (PROJECT / "cube/supply_chain.yml").read_text())
     assert cube[("supplies_cube",)].upstream == ("supplies", "products_cube")
