@@ -181,6 +181,26 @@ view: plain { sql_table_name: marts.fct_orders ;; }""",
     assert cube[("c",)].upstream == ("fct_orders",)
 
 
+def test_a_lookml_refinement_adds_to_the_view_it_refines() -> None:
+    found = objects(
+        "orders_refinements.lkml",
+        """view: +orders {
+  dimension: is_big_order { type: yesno sql: ${TABLE}.order_total > 100 ;; }
+}
+explore: +orders { join: customers { relationship: many_to_one } }""",
+    )
+    view = found[("orders",)]
+    assert (view.object_type, view.name, view.details) == (
+        "view",
+        "orders",
+        (("Refines", "orders"),),
+    )
+    big = found[("orders", "is_big_order")]
+    assert (big.object_type, big.model) == ("dimension", "orders")
+    explore = found[("explores", "orders")]
+    assert explore.name == "orders" and explore.upstream == ("orders", "customers")
+
+
 def test_cube_yaml() -> None:
     cube = objects("c.yml", (PROJECT / "cube/supply_chain.yml").read_text())
     assert cube[("supplies_cube",)].upstream == ("supplies", "products_cube")
