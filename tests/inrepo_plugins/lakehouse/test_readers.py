@@ -150,6 +150,50 @@ def test_ddl_keys_read_as_dbt_tests_and_the_primary_key_is_the_grain() -> None:
     )
 
 
+def test_ddl_table_level_and_altered_keys_are_tests_and_grain() -> None:
+    created = "CREATE TABLE public.invoices (invoice_id BIGINT NOT NULL, account_id BIGINT{});"
+    keys = (
+        ", PRIMARY KEY (invoice_id), CONSTRAINT fk_acct FOREIGN KEY (account_id) "
+        "REFERENCES public.accounts (account_id)"
+    )
+    altered = created.format("") + (
+        "\nALTER TABLE public.invoices ADD CONSTRAINT pk PRIMARY KEY (invoice_id);"
+        "\nALTER TABLE public.invoices ADD CONSTRAINT fk FOREIGN KEY (account_id) "
+        "REFERENCES public.accounts (account_id);"
+    )
+    for text in (created.format(keys), altered):
+        found = objects("pg.sql", text)
+        assert found[("public.invoices",)].grain == "one row per invoice_id", text
+        assert found[("public.invoices", "invoice_id")].tests == ("not_null", "primary_key")
+        assert found[("public.invoices", "account_id")].tests == (
+            "relationships(public.accounts.account_id)",
+        )
+
+
+def test_ddl_names_keep_their_database_and_bigquery_backticks() -> None:
+    found = objects(
+        "three.sql",
+        "CREATE TABLE prod.public.accounts (a INT);\nCREATE TABLE dev.public.accounts (b INT);",
+    )
+    assert {k for k in found if len(k) == 1} == {
+        ("prod.public.accounts",),
+        ("dev.public.accounts",),
+    }
+    # The generic dialect kept this as an opaque command, and the file became a dbt model "bq".
+    found = objects(
+        "bq.sql",
+        "CREATE TABLE `acme-prod.marts.sessions` (\n"
+        '  session_id STRING NOT NULL OPTIONS(description="Session key"),\n  user_email STRING);',
+    )
+    session = found[("acme-prod.marts.sessions", "session_id")]
+    assert (session.object_type, session.data_type, session.tests) == (
+        "column",
+        "STRING",
+        ("not_null",),
+    )
+    assert session.description == "Session key"
+
+
 def test_lookml_views_fields_and_explores() -> None:
     view = objects("v.lkml", (PROJECT / "lookml/order_facts.view.lkml").read_text())
     assert view[("order_facts",)].grain == "one row per order_id"
