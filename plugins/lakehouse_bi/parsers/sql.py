@@ -8,6 +8,7 @@ AST and the model is kept without its output columns, with a note saying why.
 from __future__ import annotations
 
 import bisect
+import re
 from pathlib import PurePosixPath
 
 import sqlglot
@@ -34,6 +35,20 @@ SQL_EXCERPT = 600
 
 def is_templated(text: str) -> bool:
     return "{{" in text or "{%" in text
+
+
+# dbt's non-model Jinja files: macros, generic tests, materializations (``macros/*.sql``,
+# ``tests/generic/*.sql``), and comments.
+_NON_MODEL_BLOCK = re.compile(
+    r"\{%-?\s*(macro|test|materialization)\b.*?\{%-?\s*end\1\s*-?%\}|\{#.*?#\}", re.S
+)
+
+
+def is_macro_file(text: str) -> bool:
+    """Only ``{% macro %}`` (or generic ``{% test %}``, ``{% materialization %}``) blocks: a
+    library of Jinja, not a model (it would be indexed as a model named after the file)."""
+    blocks = [m.group(1) for m in _NON_MODEL_BLOCK.finditer(text)]  # None for a comment
+    return any(blocks) and not _NON_MODEL_BLOCK.sub("", text).strip()
 
 
 # The words that start a column constraint, so end the column's type in its definition.
@@ -106,6 +121,8 @@ class TypeSpelling:
 
 
 def read_dbt_model(text: str, filename: str) -> FileCatalog:
+    if is_macro_file(text):
+        raise InvalidInputError("the file holds dbt macros, not a model", filename=filename)
     name = PurePosixPath(filename).stem
     calls = template_calls(text)
     notes: list[str] = []

@@ -141,6 +141,14 @@ async def test_lineage_does_not_depend_on_ingest_order(lakehouse_app: EagleApp) 
     assert "ecom.raw_payments" in lineage["all_upstream"]
 
 
+async def test_a_dbt_macro_file_is_no_model(lakehouse_app: EagleApp) -> None:
+    macros = b"{% macro cents_to_dollars(col, scale=2) %}\n  ({{ col }} / 100)\n{% endmacro %}\n"
+    outcome = await ingest_files(lakehouse_app, "kb", {"macros/cents_to_dollars.sql": macros})
+    assert [o["status"] for o in outcome.values()] == ["completed"]
+    assert rows(lakehouse_app, "kb", object_type="model") == []
+    assert rows(lakehouse_app, "kb")  # kept as Core's text, still searchable
+
+
 def big_manifest(target_bytes: int) -> bytes:
     nodes: dict[str, Any] = {}
     padding = "select 1 -- " + "x" * 250_000

@@ -332,6 +332,11 @@ def test_the_parser_claims_semantic_files_only() -> None:
     assert not parser.claims("compose.yml", b"services:\n  web: {}\n")
     assert not parser.claims("notes.md", b"# Notes\nplain text")
     assert not parser.claims("data.json", b'{"a": 1}')
+    macros = b"{% macro cents_to_dollars(col) %}\n  ({{ col }} / 100)\n{% endmacro %}\n"
+    assert not parser.claims("macros/cents_to_dollars.sql", macros)  # Core's text, no model
+    assert parser.claims("m.sql", macros + b"select {{ cents_to_dollars('amount') }} from t")
+    with pytest.raises(InvalidInputError, match="macros, not a model"):
+        read_file(macros.decode(), "cents_to_dollars.sql")
     # Core's selection: a claim wins for text types, never for binary ones.
     parsers = [*builtin_parsers(), parser]
     assert parser_for(TEXT, parsers, filename="orders.sql", data=b"select 1") is parser
