@@ -56,6 +56,34 @@ def test_sources_and_semantic_layer() -> None:
     )
 
 
+def test_metric_parameters_that_change_its_value_are_kept() -> None:
+    found = objects(
+        "metrics.yml",
+        """version: 2
+metrics:
+  - name: revenue_growth_mom
+    type: derived
+    type_params:
+      expr: revenue - revenue_prev
+      metrics: [{name: revenue}, {name: revenue, offset_window: 1 month, alias: revenue_prev}]
+  - name: revenue_7d
+    type: cumulative
+    type_params: {measure: revenue_total, window: 7 days}
+  - name: revenue_mtd
+    type: cumulative
+    type_params: {measure: revenue_total, cumulative_type_params: {grain_to_date: month}}
+""",
+    )
+    expressions = {key[1]: o.expression for key, o in found.items()}
+    assert expressions == {
+        "revenue_growth_mom": "derived: expr revenue - revenue_prev; "
+        "of metrics revenue, revenue (offset_window 1 month) as revenue_prev",
+        "revenue_7d": "cumulative: measure revenue_total; window 7 days",
+        "revenue_mtd": "cumulative: measure revenue_total; grain_to_date month",
+    }
+    assert found[("metrics", "revenue_growth_mom")].upstream == ("revenue",)
+
+
 def test_sql_models_keep_lineage_through_heavy_jinja() -> None:
     model = read_file((PROJECT / "models/marts/orders.sql").read_text(), "orders.sql").objects[0]
     assert model.upstream == ("stg_orders", "stg_payments", "refunds", "order_items")
