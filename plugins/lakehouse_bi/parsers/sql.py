@@ -147,6 +147,8 @@ def read_dbt_model(text: str, filename: str) -> FileCatalog:
         details.append(("Materialized", clean(config["materialized"])))
     if columns:
         details.append(("Output columns", ", ".join(columns)))
+    # Said in the model's own chunk: what a reader of it must know it lacks, and why.
+    details.extend(("Note", note) for note in notes)
     excerpt = " ".join(text.split())[:SQL_EXCERPT]
     details.append(("SQL", excerpt))
     model = SemanticObject(
