@@ -20,7 +20,14 @@ from typing import Any
 
 from eagle_rag.errors import NotFoundError
 from eagle_rag.storage.keys import object_key, validate_prefix
-from plugins.lakehouse_bi.model import MEASURE, METRIC, RELATIONS, SemanticObject
+from plugins.lakehouse_bi.model import MEASURE, RELATIONS, SemanticObject
+from plugins.lakehouse_bi.nodes import (
+    MEASURE_NODE,
+    SEMANTIC_NODE,
+    Node,
+    relation_node,
+    resolve,
+)
 
 ENTRY_NAME = "lakehouse-lineage.json"
 CACHE_LIMIT = 20_000
@@ -43,77 +50,93 @@ class Entry:
 
 @dataclass(slots=True)
 class LineageGraph:
-    """Relations (models, sources, views...) by name, with their edges both ways."""
+    """Relations (models, sources, views, metrics...) as :data:`Node` s, with their edges both
+    ways. References are resolved once every entry is in (:func:`resolve` needs to know which
+    nodes exist), so the graph does not depend on the order entries are added in."""
 
-    objects: dict[str, list[tuple[SemanticObject, Entry]]] = field(
+    objects: dict[Node, list[tuple[SemanticObject, Entry]]] = field(
         default_factory=lambda: defaultdict(list)
     )
-    upstream: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    downstream: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    children: dict[str, list[tuple[SemanticObject, Entry]]] = field(
+    children: dict[Node, list[tuple[SemanticObject, Entry]]] = field(
         default_factory=lambda: defaultdict(list)
     )
-
-    # MetricFlow measure -> its semantic models, and the metrics built on each measure name:
-    # a metric is linked to the semantic model of its measures, whichever file comes first.
-    measure_models: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    metrics_on: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    # (referring node, the name it references): resolved into edges on first read
+    _references: list[tuple[Node, str]] = field(default_factory=list)
+    # MetricFlow measure name -> the semantic models defining it
+    _measures: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    _edges: tuple[dict[Node, set[Node]], dict[Node, set[Node]]] | None = None
+    _named: dict[str, set[Node]] | None = None
 
     def add(self, entry: Entry) -> None:
         for obj in entry.objects:
+            node = relation_node(obj.object_type, obj.framework, obj.name, obj.model)
             if obj.object_type in RELATIONS or not obj.model:
-                self.objects[obj.name].append((obj, entry))
+                self.objects[node].append((obj, entry))
             else:
-                self.children[obj.model].append((obj, entry))
-            if _metricflow(obj, MEASURE):
-                self._measure(obj.name, obj.model)
-            for parent in obj.upstream:
-                if parent != obj.name:
-                    self._link(obj.name, parent)
-                if _metricflow(obj, METRIC):
-                    self._metric_on(obj.name, parent)
+                self.children[node].append((obj, entry))
+            if obj.object_type == MEASURE and obj.framework == "metricflow":
+                self._measures[obj.name].add(obj.model)
+            self._references += [(node, parent) for parent in obj.upstream]
+        self._edges = self._named = None
 
-    def _link(self, child: str, parent: str) -> None:
-        self.upstream[child].add(parent)
-        self.downstream[parent].add(child)
+    @property
+    def upstream(self) -> dict[Node, set[Node]]:
+        return self._resolved()[0]
 
-    def _measure(self, measure: str, model: str) -> None:
-        self.measure_models[measure].add(model)
-        for metric in self.metrics_on.get(measure, ()):
-            if metric != model:
-                self._link(metric, model)
+    @property
+    def downstream(self) -> dict[Node, set[Node]]:
+        return self._resolved()[1]
 
-    def _metric_on(self, metric: str, measure: str) -> None:
-        self.metrics_on[measure].add(metric)
-        for model in self.measure_models.get(measure, ()):
-            if model != metric:
-                self._link(metric, model)
+    def nodes(self, name: str) -> list[Node]:
+        """Every node of this name (a view, an explore and a table may share one)."""
+        if self._named is None:
+            named: dict[str, set[Node]] = defaultdict(set)
+            for node in (*self.objects, *self.upstream, *self.downstream):
+                named[node[1]].add(node)
+            self._named = named
+        return sorted(self._named.get(name, ()))
 
-    def walk(self, name: str, direction: str, depth: int = MAX_DEPTH) -> list[str]:
+    def _resolved(self) -> tuple[dict[Node, set[Node]], dict[Node, set[Node]]]:
+        if self._edges is None:
+            upstream: dict[Node, set[Node]] = defaultdict(set)
+            downstream: dict[Node, set[Node]] = defaultdict(set)
+            defined = set(self.objects) | {(MEASURE_NODE, m) for m in self._measures}
+            for node, name in self._references:
+                parents = [resolve(node[0], name, defined)]
+                if parents[0][0] == MEASURE_NODE:  # a metric reads its measure's models too
+                    parents += [(SEMANTIC_NODE, m) for m in sorted(self._measures.get(name, ()))]
+                for parent in parents:
+                    if parent != node:
+                        upstream[node].add(parent)
+                        downstream[parent].add(node)
+            self._edges = upstream, downstream
+        return self._edges
+
+    def walk(self, start: Node, direction: str, depth: int = MAX_DEPTH) -> list[str]:
         """Names reachable upstream or downstream, nearest first; cycles are walked once."""
         edges = self.upstream if direction == "upstream" else self.downstream
-        seen: dict[str, None] = {}
-        frontier = [name]
+        seen: dict[Node, None] = {}
+        frontier = [start]
         for _ in range(depth):
             following = []
             for node in frontier:
-                for neighbour in sorted(edges.get(node, ())):
-                    if neighbour != name and neighbour not in seen:
+                for neighbour in sorted(edges.get(node, ()), key=_by_name):
+                    if neighbour != start and neighbour not in seen:
                         seen[neighbour] = None
                         following.append(neighbour)
             if not following:
                 break
             frontier = following
-        return list(seen)
+        return list(dict.fromkeys(name for _, name in seen))
 
-    def cycle_through(self, name: str) -> list[str]:
-        """A reference cycle that passes through ``name`` (empty if none): a -> b -> a."""
-        path: list[str] = []
-        visiting: set[str] = set()
+    def cycle_through(self, start: Node) -> list[str]:
+        """A reference cycle that passes through ``start`` (empty if none): a -> b -> a."""
+        path: list[Node] = []
+        visiting: set[Node] = set()
 
-        def visit(node: str) -> bool:
-            for parent in sorted(self.upstream.get(node, ())):
-                if parent == name:
+        def visit(node: Node) -> bool:
+            for parent in sorted(self.upstream.get(node, ()), key=_by_name):
+                if parent == start:
                     path.append(parent)
                     return True
                 if parent in visiting or len(path) > MAX_DEPTH * 10:
@@ -125,15 +148,20 @@ class LineageGraph:
                 path.pop()
             return False
 
-        return [name, *path] if visit(name) else []
+        return [start[1], *(n for _, n in path)] if visit(start) else []
 
-    def lineage(self, name: str) -> dict[str, Any]:
+    def direct(self, node: Node, direction: str) -> list[str]:
+        """The names of the node's direct upstream or downstream."""
+        edges = self.upstream if direction == "upstream" else self.downstream
+        return sorted({name for _, name in edges.get(node, ())})
+
+    def lineage(self, node: Node) -> dict[str, Any]:
         return {
-            "upstream": sorted(self.upstream.get(name, ())),
-            "downstream": sorted(self.downstream.get(name, ())),
-            "all_upstream": self.walk(name, "upstream"),
-            "all_downstream": self.walk(name, "downstream"),
-            "cycle": self.cycle_through(name),
+            "upstream": self.direct(node, "upstream"),
+            "downstream": self.direct(node, "downstream"),
+            "all_upstream": self.walk(node, "upstream"),
+            "all_downstream": self.walk(node, "downstream"),
+            "cycle": self.cycle_through(node),
         }
 
 
@@ -152,7 +180,7 @@ class ScopedLineage:
 
     def names(self) -> set[str]:
         """Every relation name of every scope."""
-        return {name for graph in self.graphs.values() for name in graph.objects}
+        return {name for graph in self.graphs.values() for _, name in graph.objects}
 
 
 class LineageIndex:
@@ -242,8 +270,8 @@ class LineageIndex:
         return entry
 
 
-def _metricflow(obj: SemanticObject, object_type: str) -> bool:
-    return obj.object_type == object_type and obj.framework == "metricflow"
+def _by_name(node: Node) -> tuple[str, str]:
+    return node[1], node[0]
 
 
 def entry_from_json(value: Mapping[str, Any]) -> Entry:

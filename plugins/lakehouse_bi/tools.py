@@ -30,6 +30,7 @@ from eagle_rag.retrieval.orchestrator import RetrieverOrchestrator
 from eagle_rag.retrieval.relevance import relevance
 from eagle_rag.retrieval.scope import excluding
 from eagle_rag.settings import Settings
+from plugins.lakehouse_bi.enrich import hit_node
 from plugins.lakehouse_bi.exact import EXACT_KEY, GRAIN_MATCH, exact_first, named_hits
 from plugins.lakehouse_bi.lineage import LineageGraph, LineageIndex
 from plugins.lakehouse_bi.model import RELATIONS
@@ -230,8 +231,7 @@ def _object(citation: int, hit: RetrievedHit, graph: LineageGraph) -> dict[str, 
     fields = _fields(hit)
     kind = str(fields.get("object_type", ""))
     name = str(fields.get("name", ""))
-    # a metric, exposure or doc is a lineage node under its own name, as hits show it
-    relation = name if kind in RELATIONS else str(fields.get("model") or name)
+    node = hit_node(fields)  # a metric's own, a column's its model's: as hits show it
     item: dict[str, Any] = {
         "citation": citation,
         "object_type": kind,
@@ -252,8 +252,8 @@ def _object(citation: int, hit: RetrievedHit, graph: LineageGraph) -> dict[str, 
         },
         "score": hit.score,
     }
-    if relation:
-        item["lineage"] = {"of": relation, **graph.lineage(relation)}
+    if node[1]:
+        item["lineage"] = {"of": node[1], **graph.lineage(node)}
     if kind in RELATIONS:
         item["columns"] = [
             {
@@ -262,6 +262,6 @@ def _object(citation: int, hit: RetrievedHit, graph: LineageGraph) -> dict[str, 
                 "data_type": o.data_type,
                 "description": o.description,
             }
-            for o, _ in graph.children.get(name, [])
+            for o, _ in graph.children.get(node, [])
         ]
     return item
