@@ -1,9 +1,9 @@
 """CHUNK enrichment: each chunk of a lakehouse file gets its object's typed metadata.
 
 A chunk's path is ``project/<object path>``; the object with that path gives the fields. At
-query time :func:`with_lineage` lays the KB's whole lineage graph over a hit: the references
-other files make (a schema.yml model learns the upstream of its .sql, a source learns the
-models built on it).
+query time :func:`with_lineage` lays the lineage graph of the hit's project over it: the
+references other files of that project make (a schema.yml model learns the upstream of its
+.sql, a source learns the models built on it).
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ _FRAMEWORK_NODES = {"lookml": VIEW_NODE, "cube": CUBE_NODE}
 _NON_METRICFLOW = ("lookml", "cube")
 
 # The chunks of a node of each kind: (object types selected by name, object types selected by
-# their relation, the source_type they must have or must not have).
+# their relation, source types, True if the chunk's source_type must be one of them / False if
+# it must be none of them). A measure of a LookML view is not one of a semantic model.
 CHUNKS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]] = {
     TABLE_NODE: ((MODEL, SOURCE_TABLE, TABLE), (COLUMN,), (), True),
     SEMANTIC_NODE: ((SEMANTIC_MODEL,), (MEASURE, DIMENSION, ENTITY), _NON_METRICFLOW, False),

@@ -9,7 +9,8 @@
   the file's own upstream refs, owner, tags).
 - QUERY_ASSEMBLE / QUERY_DENSE_EXPAND: identifiers and glossary terms of the question.
 - RETRIEVE_SUPPLEMENT / RRF_POST_MERGE: objects the question names (or its grain) come first;
-  every typed hit gets its upstream/downstream from the KB's whole lineage index.
+  every typed hit gets its upstream/downstream from its KB's and project's lineage (completed
+  documents only).
 - MCP (read-only): ``lakehouse_bi_query_semantic_context`` and
   ``lakehouse_bi_retrieve_historical_analysis``.
 
