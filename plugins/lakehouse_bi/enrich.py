@@ -1,20 +1,21 @@
 """CHUNK enrichment: each chunk of a lakehouse file gets its object's typed metadata.
 
 A chunk's path is ``project/<object path>``; the object with that path gives the fields. At
-query time :func:`with_lineage` lays the KB's whole lineage graph over a hit: the references
-other files make (a schema.yml model learns the upstream of its .sql, a source learns the
-models built on it).
+query time :func:`with_lineage` lays the lineage graph of the hit's project over it: the
+references other files of that project make (a schema.yml model learns the upstream of its
+.sql, a source learns the models built on it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from eagle_rag.plugins.payloads import RetrievedHit, TextChunk
 from plugins.lakehouse_bi.lineage import Entry, LineageGraph
 from plugins.lakehouse_bi.model import RELATIONS, SemanticObject
+from plugins.lakehouse_bi.nodes import Node, relation_node
 from plugins.lakehouse_bi.render import object_path
 
 SOURCE_TYPES = {
@@ -59,23 +60,18 @@ def enrich_chunks(
     return tuple(out)
 
 
-def lineage_of(
-    name: str, relation: str, own: Iterable[str], graph: LineageGraph
-) -> tuple[list[str], list[str]]:
-    """Direct upstream and downstream of the object's relation (a column's are its model's):
-    its own refs plus what other files say about the same relation, from the KB's graph."""
-    # An explore may be named after its base view: its own refs are kept as written.
-    upstream = sorted(set(own) | (graph.upstream.get(relation, set()) - {relation}))
-    downstream = sorted(graph.downstream.get(relation, set()) - {relation})
+def lineage_of(node: Node, own: Iterable[str], graph: LineageGraph) -> tuple[list[str], list[str]]:
+    """Direct upstream and downstream of the object's relation node (a column's are its
+    model's): its own refs plus what other files say about the same node, from the graph."""
+    upstream = sorted(set(own) | set(graph.direct(node, "upstream")))
+    downstream = graph.direct(node, "downstream")
     return upstream[:MAX_LISTED], downstream[:MAX_LISTED]
 
 
 def with_lineage(hit: RetrievedHit, graph: LineageGraph) -> RetrievedHit:
     """A search hit whose ``upstream`` / ``downstream`` are the index's (not as of its ingest)."""
     fields = dict(hit.metadata["fields"])
-    name = str(fields.get("name", ""))
-    relation = name if fields.get("object_type") in RELATIONS else str(fields.get("model") or name)
-    upstream, downstream = lineage_of(name, relation, fields.get("upstream") or (), graph)
+    upstream, downstream = lineage_of(hit_node(fields), fields.get("upstream") or (), graph)
     for key, value in (("upstream", upstream), ("downstream", downstream)):
         if value:
             fields[key] = value
@@ -84,9 +80,19 @@ def with_lineage(hit: RetrievedHit, graph: LineageGraph) -> RetrievedHit:
     return replace(hit, metadata={**hit.metadata, "fields": fields})
 
 
+def hit_node(fields: Mapping[str, Any]) -> Node:
+    """The lineage node a typed chunk's fields stand for (a column's: its model's)."""
+    return relation_node(
+        str(fields.get("object_type", "")),
+        str(fields.get("source_type", "")),
+        str(fields.get("name", "")),
+        str(fields.get("model") or ""),
+    )
+
+
 def object_fields(obj: SemanticObject, graph: LineageGraph) -> dict[str, Any]:
-    relation = obj.name if obj.object_type in RELATIONS or not obj.model else obj.model
-    upstream, downstream = lineage_of(obj.name, relation, obj.upstream, graph)
+    node = relation_node(obj.object_type, obj.framework, obj.name, obj.model)
+    upstream, downstream = lineage_of(node, obj.upstream, graph)
     fields: dict[str, Any] = {
         "object_type": obj.object_type,
         "name": obj.name,

@@ -5,14 +5,18 @@ A chunk stores only its own file's references (a ``schema.yml`` model does not k
 lineage is laid over it from the KB's lineage index when it is returned. A filter must select
 what the hits show, so ``{"upstream": "stg_orders"}`` is resolved against the same index: the
 relations whose direct upstream holds ``stg_orders`` (``stg_orders``'s direct downstream in the
-graph), then every typed chunk of those relations: the relation's own chunks by name, its
-columns, measures and dimensions by model. Chunks whose stored list names the value as written
-(an explore named after its base view) match too. Values are names, compared exactly.
+graph, from every node of that name), then every typed chunk of those nodes: the node's own
+chunks by name, its columns, measures and dimensions by model, each of the node's kind (a
+LookML view ``orders`` selects the view and its fields, not the dbt model or the explore
+``orders``). Chunks whose stored list names the value as written match too. Values are names,
+compared exactly, and resolve within each project of each KB (a :data:`Scope`): KB B's
+``fct_orders`` built on ``legacy_eu_orders`` does not make KB A's ``fct_orders`` match.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import defaultdict
+from collections.abc import Callable
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.index.filters import (
@@ -22,19 +26,17 @@ from eagle_rag.index.filters import (
     Scalar,
     all_of,
     any_of,
+    eq,
     json_contains_any,
+    json_eq,
     json_in,
     not_,
 )
-from plugins.lakehouse_bi.lineage import LineageGraph, LineageIndex
-from plugins.lakehouse_bi.model import DOC, EXPOSURE, GROUP, METRIC, RELATIONS
+from plugins.lakehouse_bi.lineage import LineageIndex, Scope, ScopedLineage
+from plugins.lakehouse_bi.nodes import CHUNKS, Node
 
 UPSTREAM = "upstream"
 DOWNSTREAM = "downstream"
-# Objects that are lineage nodes under their own name although they are no relation: their
-# lineage is their own (a metric's semantic model), not a model's.
-_TOP_LEVEL = frozenset({METRIC, EXPOSURE, DOC})
-_NOT_OBJECTS = ("summary", GROUP)  # headings, not objects: hits show no lineage for them
 
 
 def lineage_resolver(
@@ -44,42 +46,72 @@ def lineage_resolver(
 
     def resolve(kb_names: tuple[str, ...], values: tuple[Scalar, ...]) -> Filter:
         names = _names(direction, values)
-        graph = index.graph(kb_names)
-        return lineage_condition(direction, names, graph)
+        return lineage_condition(direction, names, index.graph(kb_names))
 
     return resolve
 
 
-def lineage_condition(direction: str, names: tuple[str, ...], graph: LineageGraph) -> Filter:
+def lineage_condition(direction: str, names: tuple[str, ...], lineage: ScopedLineage) -> Filter:
     """Typed chunks whose direct ``direction`` list (as hits show it) holds any of ``names``."""
-    # "upstream holds X" is "is one of X's downstream", and the other way round
-    edges = graph.downstream if direction == UPSTREAM else graph.upstream
-    relations = sorted({r for name in names for r in edges.get(name, ()) if r != name})
-    if len(relations) > MAX_LIST:
+    selected = _selected(direction, names, lineage)
+    total = sum(len(relations) for relations in selected.values())
+    if total > MAX_LIST:
         raise InvalidInputError(
-            f"filter {direction!r} selects {len(relations)} relations, more than {MAX_LIST}; "
+            f"filter {direction!r} selects {total} relations, more than {MAX_LIST}; "
             "narrow it with object_type or model",
             filter=direction,
         )
     as_written = json_contains_any("metadata", direction, names)
-    if not relations:
+    if not selected:
         return as_written
-    return any_of(as_written, _relation_chunks(relations), _child_chunks(relations))
+    return any_of(as_written, *(_in_scope(scope, rels) for scope, rels in selected.items()))
 
 
-def _relation_chunks(relations: Iterable[str]) -> Filter:
+def _selected(
+    direction: str, names: tuple[str, ...], lineage: ScopedLineage
+) -> dict[Scope, list[Node]]:
+    """The nodes each scope's graph puts in the filter (scopes with none left out)."""
+    found = {}
+    for scope, graph in sorted(lineage.graphs.items()):
+        # "upstream holds X" is "is one of X's downstream", and the other way round
+        edges = graph.downstream if direction == UPSTREAM else graph.upstream
+        nodes = sorted({r for name in names for n in graph.nodes(name) for r in edges.get(n, ())})
+        if nodes:
+            found[scope] = nodes
+    return found
+
+
+def _in_scope(scope: Scope, nodes: list[Node]) -> Filter:
+    kb_name, project = scope
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for kind, name in nodes:
+        by_kind[kind].append(name)
     return all_of(
-        json_in("metadata", "object_type", sorted(RELATIONS | _TOP_LEVEL)),
-        json_in("metadata", "name", relations),
+        eq("kb_name", kb_name),
+        json_eq("metadata", "project", project),
+        any_of(*(_chunks_of(kind, names) for kind, names in sorted(by_kind.items()))),
     )
 
 
-def _child_chunks(relations: Iterable[str]) -> Filter:
-    """Columns, measures, dimensions... of the relations: their lineage is their model's."""
+def _chunks_of(kind: str, names: list[str]) -> Filter:
+    """The chunks of these nodes of one kind: their own, and their columns, measures,
+    dimensions (whose lineage is their relation's), told apart from same-named objects of
+    other kinds by object type and source type."""
+    by_name, by_relation, sources, allowed = CHUNKS.get(kind, ((kind,), (), (), True))
+    source = json_in("metadata", "source_type", sources) if sources else None
     return all_of(
-        not_(json_in("metadata", "object_type", sorted({*RELATIONS, *_TOP_LEVEL, *_NOT_OBJECTS}))),
-        json_in("metadata", "model", relations),
+        any_of(
+            _typed(by_name, "name", names),
+            _typed(by_relation, "model", names),
+        ),
+        (source if allowed else not_(source)) if source is not None else None,
     )
+
+
+def _typed(object_types: tuple[str, ...], key: str, names: list[str]) -> Filter | None:
+    if not object_types:
+        return None
+    return all_of(json_in("metadata", "object_type", object_types), json_in("metadata", key, names))
 
 
 def _names(direction: str, values: tuple[Scalar, ...]) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ Claims (asked only for text files, see ``eagle_rag.ingest.parsers.registry.parse
 - ``.yml`` / ``.yaml`` whose top-level keys are dbt's (``models:``, ``sources:``,
   ``semantic_models:``, ``metrics:``, ``exposures:``...), Cube's (``cubes:``) or a
   ``dbt_project.yml``;
-- ``.sql`` (a dbt model, or DDL);
+- ``.sql`` (a dbt model, or DDL; not a file of dbt macros only);
 - ``.lkml``;
 - ``.js`` that calls Cube's ``cube()`` / ``view()`` (a Cube JavaScript model);
 - ``.json`` that is a dbt manifest (``metadata.dbt_schema_version``);
@@ -34,7 +34,7 @@ from plugins.lakehouse_bi.parsers.dbt_yaml import DBT_KEYS, is_dbt_yaml, read_db
 from plugins.lakehouse_bi.parsers.docs import has_docs_blocks, read_docs
 from plugins.lakehouse_bi.parsers.lookml import read_lookml
 from plugins.lakehouse_bi.parsers.manifest import is_manifest, read_manifest
-from plugins.lakehouse_bi.parsers.sql import read_sql
+from plugins.lakehouse_bi.parsers.sql import is_macro_file, read_sql
 from plugins.lakehouse_bi.render import to_parse_result
 
 YAML_SUFFIXES = (".yml", ".yaml")
@@ -53,7 +53,9 @@ class LakehouseParser:
 
     def claims(self, filename: str, data: bytes) -> bool:
         suffix = PurePosixPath(filename.lower()).suffix
-        if suffix in (".sql", ".lkml"):
+        if suffix == ".sql":  # a dbt macro file stays Core text: it defines no model
+            return not is_macro_file(decode_text(data) or "")
+        if suffix == ".lkml":
             return True
         head = data[:SNIFF_BYTES].decode("utf-8", errors="ignore")
         if suffix in YAML_SUFFIXES:

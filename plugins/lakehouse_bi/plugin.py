@@ -9,7 +9,8 @@
   the file's own upstream refs, owner, tags).
 - QUERY_ASSEMBLE / QUERY_DENSE_EXPAND: identifiers and glossary terms of the question.
 - RETRIEVE_SUPPLEMENT / RRF_POST_MERGE: objects the question names (or its grain) come first;
-  every typed hit gets its upstream/downstream from the KB's whole lineage index.
+  every typed hit gets its upstream/downstream from its KB's and project's lineage (completed
+  documents only).
 - MCP (read-only): ``lakehouse_bi_query_semantic_context`` and
   ``lakehouse_bi_retrieve_historical_analysis``.
 
@@ -99,7 +100,7 @@ class LakehouseBiPlugin:
         self._glossary.update({str(k): tuple(str(w) for w in v) for k, v in extra.items()})
         if ctx.host.objects is None:
             raise PluginError("lakehouse-bi needs the host's object store", plugin=NAMESPACE)
-        self._index = LineageIndex(ctx.host.objects, ctx.default_namespace)
+        self._index = LineageIndex(ctx.host.objects, ctx.default_namespace, ctx.host.documents)
         ctx.register_parser("lakehouse-bi", LakehouseParser())
         for name, kind in FILTER_FIELDS.items():
             ctx.register_filter_field(name, kind)
@@ -277,8 +278,11 @@ class LakehouseBiPlugin:
         index = self._require(self._index, "lineage index")
         if not any(_typed(h) for h in reordered):
             return reordered if reordered != merged else None
-        graph = await asyncio.to_thread(index.graph, ctx.kb_names)
-        return tuple(with_lineage(h, graph) if _typed(h) else h for h in reordered)
+        lineage = await asyncio.to_thread(index.graph, ctx.kb_names)
+        return tuple(
+            with_lineage(h, lineage.of(h.kb_name, _project(h))) if _typed(h) else h
+            for h in reordered
+        )
 
     @staticmethod
     def _require(value: Any, what: str) -> Any:
@@ -296,6 +300,10 @@ def _typed(hit: RetrievedHit) -> bool:
         "summary",
         "group",
     )
+
+
+def _project(hit: RetrievedHit) -> str:
+    return str(hit.metadata["fields"].get("project", ""))
 
 
 def scope_filter(

@@ -30,6 +30,7 @@ from eagle_rag.retrieval.orchestrator import RetrieverOrchestrator
 from eagle_rag.retrieval.relevance import relevance
 from eagle_rag.retrieval.scope import excluding
 from eagle_rag.settings import Settings
+from plugins.lakehouse_bi.enrich import hit_node
 from plugins.lakehouse_bi.exact import EXACT_KEY, GRAIN_MATCH, exact_first, named_hits
 from plugins.lakehouse_bi.lineage import LineageGraph, LineageIndex
 from plugins.lakehouse_bi.model import RELATIONS
@@ -107,13 +108,18 @@ class LakehouseTools:
             )
         where = all_of(_kbs(kbs), json_in("metadata", "object_type", types))
         hits = await self.search(question, kbs, top_k, where)
-        graph = await asyncio.to_thread(self._index.graph, kbs or sorted({h.kb_name for h in hits}))
+        lineage = await asyncio.to_thread(
+            self._index.graph, kbs or sorted({h.kb_name for h in hits})
+        )
         terms = self._terms(question)
         return {
             "question": question,
             "identifiers": list(terms.identifiers),
             "translations": list(terms.translations),
-            "objects": [_object(n, h, graph) for n, h in enumerate(hits, start=1)],
+            "objects": [
+                _object(n, h, lineage.of(h.kb_name, str(_fields(h).get("project", ""))))
+                for n, h in enumerate(hits, start=1)
+            ],
             "note": "Definitions only: Eagle-RAG runs no SQL. Cite objects by their path.",
         }
 
@@ -130,8 +136,10 @@ class LakehouseTools:
         text = " ".join([question, *named])
         where = all_of(_kbs(kbs), json_in("metadata", "source_type", ANALYSIS_SOURCES))
         hits = await self.search(text, kbs, top_k, where)
-        graph = await asyncio.to_thread(self._index.graph, kbs or sorted({h.kb_name for h in hits}))
-        known = set(named) | set(graph.objects)
+        lineage = await asyncio.to_thread(
+            self._index.graph, kbs or sorted({h.kb_name for h in hits})
+        )
+        known = set(named) | lineage.names()
         return {
             "question": question,
             "analyses": [
@@ -223,7 +231,7 @@ def _object(citation: int, hit: RetrievedHit, graph: LineageGraph) -> dict[str, 
     fields = _fields(hit)
     kind = str(fields.get("object_type", ""))
     name = str(fields.get("name", ""))
-    relation = name if kind in RELATIONS else str(fields.get("model", ""))
+    node = hit_node(fields)  # a metric's own, a column's its model's: as hits show it
     item: dict[str, Any] = {
         "citation": citation,
         "object_type": kind,
@@ -244,8 +252,8 @@ def _object(citation: int, hit: RetrievedHit, graph: LineageGraph) -> dict[str, 
         },
         "score": hit.score,
     }
-    if relation:
-        item["lineage"] = {"of": relation, **graph.lineage(relation)}
+    if node[1]:
+        item["lineage"] = {"of": node[1], **graph.lineage(node)}
     if kind in RELATIONS:
         item["columns"] = [
             {
@@ -254,6 +262,6 @@ def _object(citation: int, hit: RetrievedHit, graph: LineageGraph) -> dict[str, 
                 "data_type": o.data_type,
                 "description": o.description,
             }
-            for o, _ in graph.children.get(name, [])
+            for o, _ in graph.children.get(node, [])
         ]
     return item

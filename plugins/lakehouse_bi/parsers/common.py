@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -9,6 +10,10 @@ import yaml
 from eagle_rag.errors import InvalidInputError
 from plugins.lakehouse_bi.jinja import template_calls
 from plugins.lakehouse_bi.model import as_list, clean
+
+# One part of a table name: `backticked` (BigQuery: may hold a whole dotted path), "quoted",
+# [bracketed], or bare.
+_NAME_PART = re.compile(r'`([^`]*)`|"((?:[^"]|"")*)"|\[([^\]]*)\]|([^.`"\[\]]+)')
 
 # libyaml's loader when PyYAML was built with it: about ten times faster on large files.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -90,3 +95,19 @@ def mapping(value: object) -> dict[str, Any]:
 def named_items(value: object) -> list[dict[str, Any]]:
     """A YAML list of objects that each have a ``name`` (others are skipped)."""
     return [v for v in as_list(value) if isinstance(v, dict) and clean(v.get("name"))]
+
+
+def table_relation(table: str) -> str:
+    """The relation a table name reads, without database, schema or quotes: BigQuery's
+    backticked ``acme-prod.marts.fct_orders``, ``"ANALYTICS"."MARTS"."fct_orders"`` and
+    ``marts.fct_orders`` all read ``fct_orders`` (a dot inside double quotes is the name's)."""
+    parts: list[str] = []
+    for backticked, quoted, bracketed, bare in _NAME_PART.findall(table.strip()):
+        if backticked:
+            parts.extend(backticked.split("."))
+        elif quoted or bracketed:
+            parts.append((quoted or bracketed).replace('""', '"'))
+        else:
+            parts.extend(p.strip() for p in bare.split("."))
+    names = [p for p in parts if p]
+    return names[-1] if names else ""

@@ -15,7 +15,7 @@ from plugins.lakehouse_bi.model import (
     SemanticObject,
     clean,
 )
-from plugins.lakehouse_bi.parsers.common import named_items
+from plugins.lakehouse_bi.parsers.common import named_items, table_relation
 
 _MEMBER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -55,7 +55,7 @@ def _cube(cube: dict[str, Any]) -> list[SemanticObject]:
     name = clean(cube["name"])
     table = clean(cube.get("sql_table"))
     joins = named_items(cube.get("joins"))
-    upstream = [table.split(".")[-1]] if table else []
+    upstream = [r for r in (table_relation(table),) if r]
     upstream += [clean(j["name"]) for j in joins]
     details = [("SQL table", table)] if table else []
     if cube.get("sql"):

@@ -232,9 +232,11 @@ def _metric(node: dict[str, Any]) -> SemanticObject:
             parts.append(f"{key} {measure}")
     if params.get("expr"):
         parts.append(f"expr {clean(params['expr'])}")
-    referenced = [clean(mapping(m).get("name") or m) for m in as_list(params.get("metrics"))]
+    parts += _cumulative(params)
+    metrics = as_list(params.get("metrics"))
+    referenced = [clean(mapping(m).get("name") or m) for m in metrics]
     if referenced:
-        parts.append("of metrics " + ", ".join(referenced))
+        parts.append("of metrics " + ", ".join(_metric_input(m) for m in metrics))
     details = [("Label", clean(node["label"]))] if node.get("label") else []
     if node.get("filter"):
         details.append(("Filter", clean(node["filter"])))
@@ -251,6 +253,38 @@ def _metric(node: dict[str, Any]) -> SemanticObject:
         tags=tags_of(node),
         details=tuple(details),
     )
+
+
+def _cumulative(params: dict[str, Any]) -> list[str]:
+    """A cumulative metric's window or grain to date (``type_params`` or, in newer MetricFlow,
+    ``cumulative_type_params``), in MetricFlow's words: "revenue over 7 days" is not "revenue"."""
+    found = []
+    for where in (params, mapping(params.get("cumulative_type_params"))):
+        for key in ("window", "grain_to_date", "period_agg"):
+            if where.get(key):
+                found.append(f"{key} {_interval(where[key])}")
+    return found
+
+
+def _interval(value: object) -> str:
+    """``7 days`` as written, or a manifest's ``{count: 7, granularity: day}``."""
+    if isinstance(value, dict):
+        return " ".join(clean(value.get(k)) for k in ("count", "granularity") if value.get(k))
+    return clean(value)
+
+
+def _metric_input(value: object) -> str:
+    """One input of a derived metric, with what changes its value: ``revenue (offset_window
+    1 month) as revenue_prev`` (the expression names the alias, not the metric)."""
+    node = mapping(value)
+    name = clean(node.get("name") or value)
+    changes = [
+        f"{key} {_interval(node[key])}"
+        for key in ("offset_window", "offset_to_grain", "filter")
+        if _interval(node.get(key))
+    ]
+    text = f"{name} ({'; '.join(changes)})" if changes else name
+    return f"{text} as {clean(node['alias'])}" if node.get("alias") else text
 
 
 def _exposure(node: dict[str, Any]) -> SemanticObject:

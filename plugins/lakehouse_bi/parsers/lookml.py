@@ -16,7 +16,7 @@ from plugins.lakehouse_bi.model import (
     as_list,
     clean,
 )
-from plugins.lakehouse_bi.parsers.common import named_items
+from plugins.lakehouse_bi.parsers.common import named_items, table_relation
 
 
 def read_lookml(text: str, filename: str) -> FileCatalog:
@@ -43,11 +43,22 @@ def read_lookml(text: str, filename: str) -> FileCatalog:
     return FileCatalog("lookml", tuple(objects))
 
 
+def _refined(node: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    """The name a view or explore defines, and a detail saying so when it refines one:
+    ``view: +orders`` adds its fields to ``orders`` (LookML refinements), it is no new view."""
+    name = clean(node["name"])
+    if name.startswith("+") and name[1:].strip():
+        name = name[1:].strip()
+        return name, [("Refines", name)]
+    return name, []
+
+
 def _view(view: dict[str, Any]) -> list[SemanticObject]:
-    name = clean(view["name"])
+    name, details = _refined(view)
     table = clean(view.get("sql_table_name"))
-    upstream = (table.split(".")[-1],) if table else ()
-    details = [("SQL table", table)] if table else []
+    relation = table_relation(table)
+    upstream = (relation,) if relation else ()
+    details += [("SQL table", table)] if table else []
     if view.get("derived_table"):
         sql = (
             clean(view["derived_table"].get("sql"))
@@ -110,10 +121,10 @@ def _field(kind: str, node: dict[str, Any], view: str, *, group: bool = False) -
 
 
 def _explore(node: dict[str, Any]) -> SemanticObject:
-    name = clean(node["name"])
+    name, refines = _refined(node)
     base = clean(node.get("from") or node.get("view_name")) or name
     joins = named_items(node.get("joins"))
-    details = [
+    details = refines + [
         (
             f"Join {clean(j['name'])}",
             "; ".join(

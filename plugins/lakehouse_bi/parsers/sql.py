@@ -8,6 +8,7 @@ AST and the model is kept without its output columns, with a note saying why.
 from __future__ import annotations
 
 import bisect
+import re
 from pathlib import PurePosixPath
 
 import sqlglot
@@ -36,6 +37,20 @@ def is_templated(text: str) -> bool:
     return "{{" in text or "{%" in text
 
 
+# dbt's non-model Jinja files: macros, generic tests, materializations (``macros/*.sql``,
+# ``tests/generic/*.sql``), and comments.
+_NON_MODEL_BLOCK = re.compile(
+    r"\{%-?\s*(macro|test|materialization)\b.*?\{%-?\s*end\1\s*-?%\}|\{#.*?#\}", re.S
+)
+
+
+def is_macro_file(text: str) -> bool:
+    """Only ``{% macro %}`` (or generic ``{% test %}``, ``{% materialization %}``) blocks: a
+    library of Jinja, not a model (it would be indexed as a model named after the file)."""
+    blocks = [m.group(1) for m in _NON_MODEL_BLOCK.finditer(text)]  # None for a comment
+    return any(blocks) and not _NON_MODEL_BLOCK.sub("", text).strip()
+
+
 # The words that start a column constraint, so end the column's type in its definition.
 _CONSTRAINT_WORDS = frozenset(
     {
@@ -62,15 +77,21 @@ def _parse(sql: str) -> list[exp.Expression] | None:
 
 
 def _parse_with_dialect(sql: str) -> tuple[str | None, list[exp.Expression]] | None:
+    """The first dialect that reads every statement; a dialect that gave up on one (sqlglot
+    keeps it as an opaque Command: BigQuery's backticked names in the generic dialect) only
+    when no dialect reads them all (a GRANT is a Command in every dialect)."""
+    fallback = None
     for dialect in DIALECTS:
         try:
             parsed = sqlglot.parse(sql, read=dialect)
         except (ParseError, TokenError, ValueError):
             continue
         statements = [s for s in parsed if isinstance(s, exp.Expression)]
-        if statements:
+        if statements and not any(isinstance(s, exp.Command) for s in statements):
             return dialect, statements
-    return None
+        if statements and fallback is None:
+            fallback = dialect, statements
+    return fallback
 
 
 class TypeSpelling:
@@ -100,6 +121,8 @@ class TypeSpelling:
 
 
 def read_dbt_model(text: str, filename: str) -> FileCatalog:
+    if is_macro_file(text):
+        raise InvalidInputError("the file holds dbt macros, not a model", filename=filename)
     name = PurePosixPath(filename).stem
     calls = template_calls(text)
     notes: list[str] = []
@@ -124,6 +147,8 @@ def read_dbt_model(text: str, filename: str) -> FileCatalog:
         details.append(("Materialized", clean(config["materialized"])))
     if columns:
         details.append(("Output columns", ", ".join(columns)))
+    # Said in the model's own chunk: what a reader of it must know it lacks, and why.
+    details.extend(("Note", note) for note in notes)
     excerpt = " ".join(text.split())[:SQL_EXCERPT]
     details.append(("SQL", excerpt))
     model = SemanticObject(
@@ -160,6 +185,8 @@ def read_ddl(
             _create(statement, tables, order, spelling)
         elif isinstance(statement, exp.Comment):
             _comment(statement, tables)
+        elif isinstance(statement, exp.Alter):
+            _alter(statement, tables)
     objects: list[SemanticObject] = []
     for name in order:
         table = tables[name]
@@ -215,7 +242,8 @@ def _type(column: exp.ColumnDef, spelling: TypeSpelling | None) -> str:
 
 
 def _relation(table: exp.Table) -> str:
-    return ".".join(p for p in (table.db, table.name) if p)
+    """``catalog.schema.table`` as written: prod.public.accounts is not dev.public.accounts."""
+    return ".".join(p for p in (table.catalog, table.db, table.name) if p)
 
 
 def _create(
@@ -230,25 +258,10 @@ def _create(
     if not isinstance(table, exp.Table):
         return
     name = _relation(table)
-    columns = []
-    for column in schema.expressions if schema is not None else []:
-        if not isinstance(column, exp.ColumnDef):
-            continue
-        comment, constraints = "", []
-        for constraint in column.constraints:
-            kind = constraint.kind
-            if isinstance(kind, exp.CommentColumnConstraint):
-                comment = clean(kind.this.name if isinstance(kind.this, exp.Literal) else kind.this)
-            else:
-                constraints.append(_constraint_name(kind))
-        columns.append(
-            {
-                "name": column.name,
-                "type": _type(column, spelling),
-                "comment": comment,
-                "constraints": ",".join(constraints),
-            }
-        )
+    defined = schema.expressions if schema is not None else []
+    columns = [_column(c, spelling) for c in defined if isinstance(c, exp.ColumnDef)]
+    for node in defined:
+        _add_tests(columns, _key_tests(node))
     upstream: list[str] = []
     query = statement.expression
     if isinstance(query, exp.Expression):
@@ -274,6 +287,64 @@ def _create(
     }
 
 
+def _column(column: exp.ColumnDef, spelling: TypeSpelling | None) -> dict[str, str]:
+    comment, constraints = "", []
+    for constraint in column.constraints:
+        kind = constraint.kind
+        if isinstance(kind, exp.CommentColumnConstraint):
+            comment = clean(kind.this.name if isinstance(kind.this, exp.Literal) else kind.this)
+        elif isinstance(kind, exp.Properties):  # BigQuery's OPTIONS(description = "...")
+            described = [p.args.get("value") for p in kind.expressions if p.name == "description"]
+            comment = next((clean(d.name) for d in described if d is not None), comment)
+        else:
+            constraints.append(_constraint_name(kind))
+    return {
+        "name": column.name,
+        "type": _type(column, spelling),
+        "comment": comment,
+        "constraints": ",".join(constraints),
+    }
+
+
+def _key_tests(node: exp.Expression) -> list[tuple[str, str]]:
+    """(column, test) of a table-level key, named as a column's: ``PRIMARY KEY (a, b)`` gives
+    a and b ``primary_key``; ``[CONSTRAINT fk] FOREIGN KEY (a) REFERENCES t (x)`` gives a
+    ``relationships(t.x)``."""
+    tests: list[tuple[str, str]] = []
+    for part in node.expressions if isinstance(node, exp.Constraint) else [node]:
+        if isinstance(part, exp.PrimaryKey):
+            tests += [(c.name, "primary_key") for c in part.expressions if c.name]
+        elif isinstance(part, exp.ForeignKey):
+            reference = part.args.get("reference")
+            target = reference.this if isinstance(reference, exp.Reference) else None
+            if isinstance(target, exp.Schema) and isinstance(target.this, exp.Table):
+                table = _relation(target.this)
+                pairs = zip(part.expressions, target.expressions, strict=False)
+                tests += [(c.name, f"relationships({table}.{r.name})") for c, r in pairs]
+    return tests
+
+
+def _add_tests(columns: list[dict[str, str]], tests: list[tuple[str, str]]) -> None:
+    for name, test in tests:
+        for column in columns:
+            held = [c for c in column["constraints"].split(",") if c]
+            if column["name"] == name and test not in held:
+                column["constraints"] = ",".join([*held, test])
+
+
+def _alter(statement: exp.Alter, tables: dict[str, dict[str, object]]) -> None:
+    """``ALTER TABLE t ADD [CONSTRAINT c] PRIMARY KEY / FOREIGN KEY``: the keys of a table this
+    file created (a later statement, as dumps from pg_dump write them)."""
+    target = statement.this
+    entry = tables.get(_relation(target)) if isinstance(target, exp.Table) else None
+    if entry is None:
+        return
+    for action in statement.args.get("actions") or []:
+        if isinstance(action, exp.AddConstraint):
+            for node in action.expressions:
+                _add_tests(entry["columns"], _key_tests(node))  # type: ignore[arg-type]
+
+
 def _comment(statement: exp.Comment, tables: dict[str, dict[str, object]]) -> None:
     text = clean(statement.expression.name) if statement.expression is not None else ""
     target = statement.this
@@ -283,9 +354,8 @@ def _comment(statement: exp.Comment, tables: dict[str, dict[str, object]]) -> No
         if entry is not None:
             entry["comment"] = text
     elif kind == "COLUMN" and isinstance(target, exp.Column):
-        entry = tables.get(
-            ".".join(p for p in (target.args.get("db") and target.db, target.table) if p)
-        )
+        parts = (target.args.get("catalog") and target.catalog, target.args.get("db") and target.db)
+        entry = tables.get(".".join(p for p in (*parts, target.table) if p))
         if entry is None:
             return
         for column in entry["columns"]:  # type: ignore[attr-defined]

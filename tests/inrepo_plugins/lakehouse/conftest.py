@@ -34,14 +34,17 @@ async def lakehouse_app(tmp_path: Path) -> AsyncIterator[EagleApp]:
 
 
 async def ingest_files(
-    app: EagleApp, kb: str, files: dict[str, bytes]
+    app: EagleApp, kb: str, files: dict[str, bytes], metadata: dict[str, str] | None = None
 ) -> dict[str, dict[str, str]]:
-    """Submit every file, wait for all, return {filename: {"status", "error", "id"}}."""
+    """Submit every file (with this upload ``metadata``), wait for all, return
+    {filename: {"status", "error", "id"}}."""
     if kb not in {k.name for k in app.repositories.knowledge_bases.list()}:
         await app.knowledge.create(kb, description="", creation_settings={})
     submitted = {}
     for name, data in files.items():
-        submission = app.ingest.submit_file(kb_name=kb, filename=name, stream=io.BytesIO(data))
+        submission = app.ingest.submit_file(
+            kb_name=kb, filename=name, stream=io.BytesIO(data), metadata=metadata
+        )
         submitted[name] = submission.document_id
     for _ in range(1200):
         documents = {n: app.repositories.documents.get(i) for n, i in submitted.items()}

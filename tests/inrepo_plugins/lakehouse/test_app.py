@@ -141,6 +141,29 @@ async def test_lineage_does_not_depend_on_ingest_order(lakehouse_app: EagleApp) 
     assert "ecom.raw_payments" in lineage["all_upstream"]
 
 
+async def test_a_dbt_macro_file_is_no_model(lakehouse_app: EagleApp) -> None:
+    macros = b"{% macro cents_to_dollars(col, scale=2) %}\n  ({{ col }} / 100)\n{% endmacro %}\n"
+    outcome = await ingest_files(lakehouse_app, "kb", {"macros/cents_to_dollars.sql": macros})
+    assert [o["status"] for o in outcome.values()] == ["completed"]
+    assert rows(lakehouse_app, "kb", object_type="model") == []
+    assert rows(lakehouse_app, "kb")  # kept as Core's text, still searchable
+
+
+async def test_a_model_whose_jinja_did_not_render_says_so(lakehouse_app: EagleApp) -> None:
+    files = {
+        "huge.sql": b"select {{ 'x' * 1000000000 }} as a from {{ ref('stg_orders') }}",
+        "unclosed.sql": b"select a from {{ ref('stg_orders') }} {% if x %}\n",
+    }
+    outcome = await ingest_files(lakehouse_app, "kb", files)
+    assert {o["status"] for o in outcome.values()} == {"completed"}
+    texts = {
+        r["metadata"]["name"]: r["text"] for r in rows(lakehouse_app, "kb", object_type="model")
+    }
+    assert "Note: the Jinja did not render; output columns unknown" in texts["huge"]
+    assert "Note: Jinja not parsed (" in texts["unclosed"]
+    assert "lineage may be incomplete" in texts["unclosed"]
+
+
 def big_manifest(target_bytes: int) -> bytes:
     nodes: dict[str, Any] = {}
     padding = "select 1 -- " + "x" * 250_000

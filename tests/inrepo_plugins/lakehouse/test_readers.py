@@ -56,6 +56,34 @@ def test_sources_and_semantic_layer() -> None:
     )
 
 
+def test_metric_parameters_that_change_its_value_are_kept() -> None:
+    found = objects(
+        "metrics.yml",
+        """version: 2
+metrics:
+  - name: revenue_growth_mom
+    type: derived
+    type_params:
+      expr: revenue - revenue_prev
+      metrics: [{name: revenue}, {name: revenue, offset_window: 1 month, alias: revenue_prev}]
+  - name: revenue_7d
+    type: cumulative
+    type_params: {measure: revenue_total, window: 7 days}
+  - name: revenue_mtd
+    type: cumulative
+    type_params: {measure: revenue_total, cumulative_type_params: {grain_to_date: month}}
+""",
+    )
+    expressions = {key[1]: o.expression for key, o in found.items()}
+    assert expressions == {
+        "revenue_growth_mom": "derived: expr revenue - revenue_prev; "
+        "of metrics revenue, revenue (offset_window 1 month) as revenue_prev",
+        "revenue_7d": "cumulative: measure revenue_total; window 7 days",
+        "revenue_mtd": "cumulative: measure revenue_total; grain_to_date month",
+    }
+    assert found[("metrics", "revenue_growth_mom")].upstream == ("revenue",)
+
+
 def test_sql_models_keep_lineage_through_heavy_jinja() -> None:
     model = read_file((PROJECT / "models/marts/orders.sql").read_text(), "orders.sql").objects[0]
     assert model.upstream == ("stg_orders", "stg_payments", "refunds", "order_items")
@@ -150,6 +178,50 @@ def test_ddl_keys_read_as_dbt_tests_and_the_primary_key_is_the_grain() -> None:
     )
 
 
+def test_ddl_table_level_and_altered_keys_are_tests_and_grain() -> None:
+    created = "CREATE TABLE public.invoices (invoice_id BIGINT NOT NULL, account_id BIGINT{});"
+    keys = (
+        ", PRIMARY KEY (invoice_id), CONSTRAINT fk_acct FOREIGN KEY (account_id) "
+        "REFERENCES public.accounts (account_id)"
+    )
+    altered = created.format("") + (
+        "\nALTER TABLE public.invoices ADD CONSTRAINT pk PRIMARY KEY (invoice_id);"
+        "\nALTER TABLE public.invoices ADD CONSTRAINT fk FOREIGN KEY (account_id) "
+        "REFERENCES public.accounts (account_id);"
+    )
+    for text in (created.format(keys), altered):
+        found = objects("pg.sql", text)
+        assert found[("public.invoices",)].grain == "one row per invoice_id", text
+        assert found[("public.invoices", "invoice_id")].tests == ("not_null", "primary_key")
+        assert found[("public.invoices", "account_id")].tests == (
+            "relationships(public.accounts.account_id)",
+        )
+
+
+def test_ddl_names_keep_their_database_and_bigquery_backticks() -> None:
+    found = objects(
+        "three.sql",
+        "CREATE TABLE prod.public.accounts (a INT);\nCREATE TABLE dev.public.accounts (b INT);",
+    )
+    assert {k for k in found if len(k) == 1} == {
+        ("prod.public.accounts",),
+        ("dev.public.accounts",),
+    }
+    # The generic dialect kept this as an opaque command, and the file became a dbt model "bq".
+    found = objects(
+        "bq.sql",
+        "CREATE TABLE `acme-prod.marts.sessions` (\n"
+        '  session_id STRING NOT NULL OPTIONS(description="Session key"),\n  user_email STRING);',
+    )
+    session = found[("acme-prod.marts.sessions", "session_id")]
+    assert (session.object_type, session.data_type, session.tests) == (
+        "column",
+        "STRING",
+        ("not_null",),
+    )
+    assert session.description == "Session key"
+
+
 def test_lookml_views_fields_and_explores() -> None:
     view = objects("v.lkml", (PROJECT / "lookml/order_facts.view.lkml").read_text())
     assert view[("order_facts",)].grain == "one row per order_id"
@@ -164,6 +236,41 @@ def test_lookml_views_fields_and_explores() -> None:
         ("explores", "order_facts")
     ]
     assert explore.upstream == ("order_facts", "customer_facts", "store_facts")
+
+
+def test_quoted_table_names_read_the_relation_without_quotes() -> None:
+    views = objects(
+        "v.view.lkml",
+        """view: bq { sql_table_name: `acme-prod.marts.fct_orders` ;; }
+view: sf { sql_table_name: "ANALYTICS"."MARTS"."fct_orders" ;; }
+view: ms { sql_table_name: [dbo].[fct_orders] ;; }
+view: plain { sql_table_name: marts.fct_orders ;; }""",
+    )
+    assert {v.name: v.upstream for v in views.values()} == dict.fromkeys(
+        ("bq", "sf", "ms", "plain"), ("fct_orders",)
+    )
+    cube = objects("c.yml", 'cubes:\n  - name: c\n    sql_table: \'"MARTS"."fct_orders"\'\n')
+    assert cube[("c",)].upstream == ("fct_orders",)
+
+
+def test_a_lookml_refinement_adds_to_the_view_it_refines() -> None:
+    found = objects(
+        "orders_refinements.lkml",
+        """view: +orders {
+  dimension: is_big_order { type: yesno sql: ${TABLE}.order_total > 100 ;; }
+}
+explore: +orders { join: customers { relationship: many_to_one } }""",
+    )
+    view = found[("orders",)]
+    assert (view.object_type, view.name, view.details) == (
+        "view",
+        "orders",
+        (("Refines", "orders"),),
+    )
+    big = found[("orders", "is_big_order")]
+    assert (big.object_type, big.model) == ("dimension", "orders")
+    explore = found[("explores", "orders")]
+    assert explore.name == "orders" and explore.upstream == ("orders", "customers")
 
 
 def test_cube_yaml() -> None:
@@ -253,6 +360,11 @@ def test_the_parser_claims_semantic_files_only() -> None:
     assert not parser.claims("compose.yml", b"services:\n  web: {}\n")
     assert not parser.claims("notes.md", b"# Notes\nplain text")
     assert not parser.claims("data.json", b'{"a": 1}')
+    macros = b"{% macro cents_to_dollars(col) %}\n  ({{ col }} / 100)\n{% endmacro %}\n"
+    assert not parser.claims("macros/cents_to_dollars.sql", macros)  # Core's text, no model
+    assert parser.claims("m.sql", macros + b"select {{ cents_to_dollars('amount') }} from t")
+    with pytest.raises(InvalidInputError, match="macros, not a model"):
+        read_file(macros.decode(), "cents_to_dollars.sql")
     # Core's selection: a claim wins for text types, never for binary ones.
     parsers = [*builtin_parsers(), parser]
     assert parser_for(TEXT, parsers, filename="orders.sql", data=b"select 1") is parser
