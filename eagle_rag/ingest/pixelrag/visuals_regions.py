@@ -9,7 +9,8 @@ object, extraction runs the layout model itself and reads the text layer inside 
 
 Bounded: a region smaller than ``min_side`` of the page's side (a logo, a stamp) or covering
 nearly the whole page (the page is the picture: its tile has it) is skipped, and at most
-``max_regions`` are kept per page, the most confident first.
+``max_regions`` are kept per page, the most confident first. A caption goes to one region
+only.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ CAPTIONS = {"figure": "figure_caption", "table": "table_caption"}
 PAGE_SIZED = 0.8
 # A caption region belongs to the figure whose edge is at most this far (of the page height).
 CAPTION_GAP = 0.06
+# A caption on the side captions are not usually printed (above a figure, below a table) fits
+# as one this much further away (of the page height): a chart and an empty region the model
+# saw below it both touched "Figure 3: ...", printed under the chart.
+OTHER_SIDE = 0.02
+# A caption printed inside a region is a line in this strip (of the page height) at its top or
+# bottom.
+INSIDE_STRIP = 0.02
 TEXT_CHARS = 1200  # what a summary can use; the region's full text is in the text chunks
 METADATA_KEY = "layout_regions"
 # Parse metadata: [[page, degrees], ...] for each OCR'd page that was read turned upright, so
@@ -82,9 +90,10 @@ def region_visuals(
         wanted = region.kind in VISUAL_REGIONS and _sized(region.bbox, min_side)
         if wanted and not any(_same_place(region.bbox, other.bbox) for other in kept):
             kept.append(region)
+    kept = kept[:max_regions]
+    captions = _captions(kept, regions, text_in)
     found = []
-    for region in kept[:max_regions]:
-        caption = _caption(region, regions, text_in)
+    for region, caption in zip(kept, captions, strict=True):
         text = text_in(region.bbox)[:TEXT_CHARS]
         kind = VISUAL_REGIONS[region.kind]
         found.append(RegionVisual(page, kind, region.bbox, text, caption, region.score))
@@ -157,27 +166,69 @@ def _sized(box: BBox, min_side: float) -> bool:
     return min(box[2] - box[0], box[3] - box[1]) >= min_side and area(box) <= PAGE_SIZED
 
 
-def _caption(region: Region, regions: Sequence[Region], text_in: Callable[[BBox], str]) -> str:
-    """The text of the nearest caption region of the matching kind just above or below; else
-    a "Figure 2: ..." line in the band just below or above (the model often calls a caption
-    a plain text or reference region)."""
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    """A region's caption and how well it fits: the lower ``rank``, the better."""
+
+    source: object  # the caption region's index; the text of a caption line found in a band
+    text: str
+    rank: float
+
+
+def _captions(
+    kept: Sequence[Region], regions: Sequence[Region], text_in: Callable[[BBox], str]
+) -> list[str]:
+    """Each region's caption. A caption two regions reach (a chart, and an empty region the
+    model saw below it) goes to the one it fits best; the other gets none."""
+    claims = [_caption(region, regions, text_in) for region in kept]
+    winners: dict[object, tuple[float, int]] = {}
+    for index, claim in enumerate(claims):
+        if claim is not None and (
+            claim.source not in winners or claim.rank < winners[claim.source][0]
+        ):
+            winners[claim.source] = (claim.rank, index)
+    return [
+        claim.text if claim is not None and winners[claim.source][1] == index else ""
+        for index, claim in enumerate(claims)
+    ]
+
+
+def _caption(
+    region: Region, regions: Sequence[Region], text_in: Callable[[BBox], str]
+) -> _Claim | None:
+    """A "Table 2 ..." line printed at the region's top or bottom, inside it (the model often
+    draws a table's region over its caption); else the nearest caption region of the matching
+    kind just above or below; else a "Figure 2: ..." line in the band just below or above (the
+    model often calls a caption a plain text or reference region)."""
+    x0, y0, x1, y1 = region.bbox
+    for strip in (
+        (x0, y0, x1, min(y1, y0 + INSIDE_STRIP)),
+        (x0, max(y0, y1 - INSIDE_STRIP), x1, y1),
+    ):
+        text = " ".join(text_in(strip).split())
+        if CAPTION.match(text):
+            return _Claim(("inside", region.bbox), text, 0.0)
     wanted = CAPTIONS[region.kind]
-    best: tuple[float, Region] | None = None
-    for other in regions:
-        if other.kind != wanted:
-            continue
-        shared = min(other.bbox[2], region.bbox[2]) - max(other.bbox[0], region.bbox[0])
-        gap = max(other.bbox[1] - region.bbox[3], region.bbox[1] - other.bbox[3])
-        if shared > 0 and gap <= CAPTION_GAP and (best is None or gap < best[0]):
-            best = (gap, other)
+    best: tuple[float, int] | None = None
+    for index, other in enumerate(regions):
+        shared = min(other.bbox[2], x1) - max(other.bbox[0], x0)
+        gap = max(other.bbox[1] - y1, y0 - other.bbox[3])
+        if other.kind == wanted and shared > 0 and gap <= CAPTION_GAP:
+            rank = gap + _side_penalty(region, below=other.bbox[1] >= y1)
+            best = best if best is not None and best[0] <= rank else (rank, index)
     if best is not None:
-        return " ".join(text_in(best[1].bbox).split())
-    y0, y1 = region.bbox[1], region.bbox[3]
-    for band in (
-        (0.0, y1, 1.0, min(1.0, y1 + CAPTION_GAP)),
-        (0.0, max(0.0, y0 - CAPTION_GAP), 1.0, y0),
+        return _Claim(best[1], " ".join(text_in(regions[best[1]].bbox).split()), best[0])
+    for band, below in (
+        ((0.0, y1, 1.0, min(1.0, y1 + CAPTION_GAP)), True),
+        ((0.0, max(0.0, y0 - CAPTION_GAP), 1.0, y0), False),
     ):
         text = " ".join(text_in(band).split())
         if CAPTION.match(text):
-            return text
-    return ""
+            return _Claim(text, text, CAPTION_GAP / 2 + _side_penalty(region, below=below))
+    return None
+
+
+def _side_penalty(region: Region, *, below: bool) -> float:
+    """Captions are printed below figures and above tables: one on the other side fits less."""
+    usual = below if region.kind == "figure" else not below
+    return 0.0 if usual else OTHER_SIDE
