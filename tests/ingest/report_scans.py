@@ -113,6 +113,13 @@ def chart_page() -> Image.Image:
     return speckled(numbered(clean, 1), 1, 0.8)
 
 
+def table_page(*, specks: bool = True) -> Image.Image:
+    """A paragraph and a ruled table under its caption: on the speckled page the model finds a
+    figure over the empty lower half (only the page number is there)."""
+    clean = numbered(page("2 Glacier Survey", (GLACIER,), table=True), 2)
+    return speckled(clean, 2, -0.6) if specks else clean.convert("RGB")
+
+
 def set_table_page() -> Image.Image:
     """The table page set in Times with fpdf2 and rendered: the model draws the table's region
     over the caption printed above it, and finds no caption region."""

@@ -7,18 +7,20 @@ from __future__ import annotations
 from PIL import Image
 
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
-from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, ocr_region_visuals
+from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, ink_share, ocr_region_visuals
 from tests.ingest import report_scans as rs
 
 
-def _visuals(ocr: OcrEngine, image: Image.Image) -> list[RegionVisual]:
-    return ocr_region_visuals(ocr.read(image), 1, min_side=0.08, max_regions=8)
+def _visuals(ocr: OcrEngine, image: Image.Image, *, judge_ink: bool = True) -> list[RegionVisual]:
+    page = ocr.read(image)
+    picture = image if judge_ink else None
+    return ocr_region_visuals(page, 1, min_side=0.08, max_regions=8, picture=picture)
 
 
 def test_one_caption_goes_to_one_region_the_figure_above_it(ocr: OcrEngine) -> None:
     """The model found the chart and a figure over the empty paper below its caption: both
     were captioned "Figure 3: ...", and the empty one was sent with answers as the figure."""
-    found = _visuals(ocr, rs.chart_page())
+    found = _visuals(ocr, rs.chart_page(), judge_ink=False)
     captioned = [v for v in found if v.caption]
     assert len(found) == 2 and len(captioned) == 1
     [chart] = captioned
@@ -31,3 +33,23 @@ def test_a_caption_inside_the_table_region_is_its_caption(ocr: OcrEngine) -> Non
     caption region: the table was stored without "Table 2 ..."."""
     [table] = _visuals(ocr, rs.set_table_page())
     assert table.kind == "table" and table.caption == rs.TABLE_CAPTION
+
+
+def test_a_region_over_empty_speckled_paper_is_no_figure(ocr: OcrEngine) -> None:
+    """Speckles on the empty lower half of a page made the model see a figure there (its only
+    text the page number): it was stored and summarised as an image."""
+    assert [v.kind for v in _visuals(ocr, rs.table_page())] == ["table"]
+    assert [v.kind for v in _visuals(ocr, rs.table_page(specks=False))] == ["table"]
+    [chart] = _visuals(ocr, rs.chart_page())  # ink enough: the chart stays
+    assert chart.caption == rs.FIGURE_CAPTION
+
+
+def test_ink_is_told_from_speckles_and_paper_tone() -> None:
+    blank = rs.speckled(Image.new("L", rs.SIZE, 255), 7)
+    ink = ink_share(blank)
+    assert ink((0.0, 0.0, 1.0, 1.0)) < 0.001
+    toned = Image.new("RGB", (400, 400), (226, 220, 200))  # yellowed paper, a thin rule drawn
+    toned.paste((40, 40, 40), (50, 200, 350, 202))
+    share = ink_share(toned)
+    assert share((0.0, 0.0, 1.0, 0.4)) < 0.001  # the paper's tone is no ink
+    assert share((0.1, 0.45, 0.9, 0.55)) > 0.05  # a hairline is

@@ -8,16 +8,19 @@ them from the page picture. On a text-born page whose drawn chart PDFium cannot 
 object, extraction runs the layout model itself and reads the text layer inside the regions.
 
 Bounded: a region smaller than ``min_side`` of the page's side (a logo, a stamp) or covering
-nearly the whole page (the page is the picture: its tile has it) is skipped, and at most
-``max_regions`` are kept per page, the most confident first. A caption goes to one region
-only.
+nearly the whole page (the page is the picture: its tile has it) is skipped, and so are
+regions of empty paper (speckles the model saw a figure in); at most ``max_regions`` are kept
+per page, the most confident first. A caption goes to one region only.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from PIL import Image
 
 from eagle_rag.ingest.pixelrag.engine import OcrPage, Region
 from eagle_rag.ingest.pixelrag.geometry import (
@@ -45,6 +48,11 @@ OTHER_SIDE = 0.02
 # A caption printed inside a region is a line in this strip (of the page height) at its top or
 # bottom.
 INSIDE_STRIP = 0.02
+# A region with less than this share of ink (on 4x4-pixel cells: INK_CELL) is empty paper; a
+# cell is ink when its grey differs from the paper's by more than INK_CONTRAST.
+MIN_INK = 0.005
+INK_CELL = 4
+INK_CONTRAST = 32
 TEXT_CHARS = 1200  # what a summary can use; the region's full text is in the text chunks
 METADATA_KEY = "layout_regions"
 # Parse metadata: [[page, degrees], ...] for each OCR'd page that was read turned upright, so
@@ -82,12 +90,19 @@ def region_visuals(
     *,
     min_side: float,
     max_regions: int,
+    ink: Callable[[BBox], float] | None = None,
 ) -> list[RegionVisual]:
     """The figure and table regions worth a visual, with their text and caption. Where the
-    model saw one thing twice (a chart as figure and as table), the more confident wins."""
+    model saw one thing twice (a chart as figure and as table), the more confident wins.
+    ``ink``: the share of a box that is not paper (None: not judged); a region with less is
+    empty paper the model saw a figure in."""
     kept: list[Region] = []
     for region in sorted(regions, key=lambda r: -r.score):
-        wanted = region.kind in VISUAL_REGIONS and _sized(region.bbox, min_side)
+        wanted = (
+            region.kind in VISUAL_REGIONS
+            and _sized(region.bbox, min_side)
+            and (ink is None or ink(region.bbox) >= MIN_INK)
+        )
         if wanted and not any(_same_place(region.bbox, other.bbox) for other in kept):
             kept.append(region)
     kept = kept[:max_regions]
@@ -101,10 +116,16 @@ def region_visuals(
 
 
 def ocr_region_visuals(
-    ocr: OcrPage, page: int, *, min_side: float = 0.0, max_regions: int = 100
+    ocr: OcrPage,
+    page: int,
+    *,
+    min_side: float = 0.0,
+    max_regions: int = 100,
+    picture: Image.Image | None = None,
 ) -> list[RegionVisual]:
     """Figure and table regions of an OCR'd page, their text what OCR read inside them; boxes
-    mapped back onto the page as stored (OCR read it turned upright)."""
+    mapped back onto the page as stored (OCR read it turned upright). ``picture``: the page as
+    stored, to leave out regions of empty paper (None: not judged)."""
 
     def text_in(box: BBox) -> str:
         inside = [
@@ -114,13 +135,35 @@ def ocr_region_visuals(
         ]
         return join([line for row in rows(inside) for line in row])[0]
 
-    found = region_visuals(ocr.regions, text_in, page, min_side=min_side, max_regions=max_regions)
+    ink = None if picture is None else ink_share(picture, ocr.rotation)
+    found = region_visuals(
+        ocr.regions, text_in, page, min_side=min_side, max_regions=max_regions, ink=ink
+    )
     if not ocr.rotation:
         return found
     return [
         RegionVisual(v.page, v.kind, unrotate(v.bbox, ocr.rotation), v.text, v.caption, v.score)
         for v in found
     ]
+
+
+def ink_share(picture: Image.Image, rotation: int = 0) -> Callable[[BBox], float]:
+    """The share of a box (on the page read turned ``rotation``) that differs from the paper.
+    Judged on 4x4-pixel cells, so that a scan's lone speckles (one dark pixel in a cell) are
+    paper and a hairline (a row of them) is ink; the paper is the page's median grey."""
+    cells = picture.convert("L").reduce(INK_CELL)
+    paper = int(statistics.median(cells.resize((64, 64)).tobytes()))
+    marked = cells.point(lambda v: 255 if abs(v - paper) > INK_CONTRAST else 0)
+
+    def share(box: BBox) -> float:
+        x0, y0, x1, y1 = unrotate(box, rotation)
+        w, h = marked.size
+        left, top = int(x0 * w), int(y0 * h)
+        crop = marked.crop((left, top, max(left + 1, int(x1 * w)), max(top + 1, int(y1 * h))))
+        histogram = crop.histogram()
+        return histogram[255] / max(1, sum(histogram))
+
+    return share
 
 
 def from_metadata(metadata: Mapping[str, Any]) -> dict[int, list[RegionVisual]]:
