@@ -120,6 +120,17 @@ def table_page(*, specks: bool = True) -> Image.Image:
     return speckled(clean, 2, -0.6) if specks else clean.convert("RGB")
 
 
+def bulletin_page(number: int, title: str, paragraph: str, seed: int | None = None) -> Image.Image:
+    """A page of a bulletin: its small running head set close above the page's title, and
+    "Page N of 3" at the foot; speckled by ``seed`` (by default the page's index)."""
+    image = page(title, (paragraph, paragraph))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, SIZE[0], 110), fill=255)
+    draw.text((100, 50), RUNNING_HEAD, font=_font(20), fill=0)
+    draw.text((SIZE[0] - 260, SIZE[1] - 70), f"Page {number} of 3", font=_font(20), fill=0)
+    return speckled(image, number - 1 if seed is None else seed)
+
+
 def set_table_page() -> Image.Image:
     """The table page set in Times with fpdf2 and rendered: the model draws the table's region
     over the caption printed above it, and finds no caption region."""

@@ -7,8 +7,10 @@ from __future__ import annotations
 from PIL import Image
 
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from eagle_rag.ingest.pixelrag.reading import page_blocks, to_sections
 from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, ink_share, ocr_region_visuals
 from tests.ingest import report_scans as rs
+from tests.ingest.scans import squash
 
 
 def _visuals(ocr: OcrEngine, image: Image.Image, *, judge_ink: bool = True) -> list[RegionVisual]:
@@ -53,3 +55,28 @@ def test_ink_is_told_from_speckles_and_paper_tone() -> None:
     share = ink_share(toned)
     assert share((0.0, 0.0, 1.0, 0.4)) < 0.001  # the paper's tone is no ink
     assert share((0.1, 0.45, 0.9, 0.55)) > 0.05  # a hairline is
+
+
+BULLETIN = ((2, "2 Glacier Survey", rs.GLACIER), (3, "3 Cable Repairs", rs.CABLE))
+
+
+def test_a_running_head_set_above_the_title_is_dropped_not_glued_to_it(ocr: OcrEngine) -> None:
+    """Unclaimed by any region, the head joined the title 0.02 of the page below it: "Northern
+    Valley Agriculture Bulletin 3 Cable Repairs" became the section's heading, and a block
+    reaching below the margin band was never tested as a running head."""
+    pages = [(n, page_blocks(ocr.read(rs.bulletin_page(n, t, text)), n)) for n, t, text in BULLETIN]
+    sections = to_sections(pages)
+    assert [s.heading for s in sections if s.heading] == ["2 Glacier Survey", "3 Cable Repairs"]
+    assert not any("bulletin" in squash(s.heading or s.content) for s in sections)
+
+
+def test_a_running_head_in_one_region_with_the_title_is_dropped(ocr: OcrEngine) -> None:
+    """Speckled otherwise, page 3 had the head and its title in one figure region: they were
+    one block, as the stray lines were."""
+    pages = [
+        (n, page_blocks(ocr.read(rs.bulletin_page(n, t, text, seed=12 if n == 3 else None)), n))
+        for n, t, text in BULLETIN
+    ]
+    texts = [squash(s.heading or s.content) for s in to_sections(pages) if s.page == 3]
+    assert texts[0] == squash("3 Cable Repairs")
+    assert not any("bulletin" in text for text in texts)
