@@ -80,3 +80,13 @@ def test_a_running_head_in_one_region_with_the_title_is_dropped(ocr: OcrEngine) 
     texts = [squash(s.heading or s.content) for s in to_sections(pages) if s.page == 3]
     assert texts[0] == squash("3 Cable Repairs")
     assert not any("bulletin" in text for text in texts)
+
+
+def test_a_surer_figure_region_over_a_paragraph_does_not_split_it(ocr: OcrEngine) -> None:
+    """The model saw page 3's first paragraph as text (0.77) and drew a figure (0.88) from its
+    second line to the page's foot: the figure took the lines its box held, and the paragraph
+    was cut after "three vessels and a remotely"."""
+    page = ocr.read(rs.bulletin_page(3, "3 Cable Repairs", rs.CABLE))
+    texts = [squash(b.text) for b in page_blocks(page, 3) if b.kind == "text"]
+    first = next(text for text in texts if text.startswith("submarinecable"))
+    assert first.endswith("wasrestored.")

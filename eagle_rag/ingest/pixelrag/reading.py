@@ -169,15 +169,22 @@ def _pads(width: int, height: int) -> tuple[float, float]:
 def _region_of(
     box: BBox, regions: Sequence[Region], pads: tuple[float, float] = (REGION_PAD, REGION_PAD)
 ) -> int | None:
+    """The region holding the line's centre, the most confident of several; a figure region
+    only where no other holds it (the model draws figure regions over paragraphs it also
+    calls text, and a more confident one took a paragraph's middle lines)."""
     x, y = center(box)
     pad_x, pad_y = pads
     best: int | None = None
     for index, region in enumerate(regions):
         x0, y0, x1, y1 = region.bbox
         inside = x0 - pad_x <= x <= x1 + pad_x and y0 - pad_y <= y <= y1 + pad_y
-        if inside and (best is None or region.score > regions[best].score):
+        if inside and (best is None or _rank(region) > _rank(regions[best])):
             best = index
     return best
+
+
+def _rank(region: Region) -> tuple[bool, float]:
+    return region.kind != "figure", region.score
 
 
 def _block(kind: str, members: list[Line]) -> PageBlock:
