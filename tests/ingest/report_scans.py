@@ -29,12 +29,23 @@ RUNNING_HEAD = "Northern Valley Agriculture Bulletin"
 TABLE = (("Station", "Depth", "Temp"), ("Alpha", "120 m", "4.2"), ("Bravo", "340 m", "3.1"))
 
 
-def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    return ImageFont.load_default(size)
+def _font(size: int, face: str | None = None) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    return ImageFont.load_default(size) if face is None else ImageFont.truetype(face, size)
 
 
-def _wrap(draw: ImageDraw.ImageDraw, text: str, y: int) -> int:
-    font, line = _font(26), ""
+def sans_face() -> str | None:
+    """DejaVu Sans, as OpenCV's wheel bundles it (OCR needs OpenCV); None where it does not."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("cv2")
+    origin = spec.origin if spec is not None else None
+    path = Path(origin).parent / "qt" / "fonts" / "DejaVuSans.ttf" if origin else None
+    return str(path) if path is not None and path.exists() else None
+
+
+def _wrap(draw: ImageDraw.ImageDraw, text: str, y: int, face: str | None) -> int:
+    font, line = _font(26, face), ""
     for word in text.split():
         longer = f"{line} {word}".strip()
         if draw.textlength(longer, font=font) > SIZE[0] - 200:
@@ -46,15 +57,15 @@ def _wrap(draw: ImageDraw.ImageDraw, text: str, y: int) -> int:
     return y + 39
 
 
-def _chart(draw: ImageDraw.ImageDraw, y: int) -> int:
+def _chart(draw: ImageDraw.ImageDraw, y: int, face: str | None) -> int:
     x0, y0, x1, y1 = 200, y + 20, 1040, y + 470
     draw.rectangle((x0, y0, x1, y1), outline=0, width=3)
     for i, value in enumerate((3, 7, 5, 9, 4, 6)):
         bx = x0 + 60 + i * 125
         draw.rectangle((bx, y1 - 30 - value * 40, bx + 70, y1 - 30), fill=80)
-        draw.text((bx, y1 - 28), f"Q{i + 1}", font=_font(20), fill=0)
-    draw.text((x0 + 20, y0 + 10), "Yield (tonnes)", font=_font(22), fill=0)
-    draw.text((200, y1 + 15), FIGURE_CAPTION, font=_font(24), fill=0)
+        draw.text((bx, y1 - 28), f"Q{i + 1}", font=_font(20, face), fill=0)
+    draw.text((x0 + 20, y0 + 10), "Yield (tonnes)", font=_font(22, face), fill=0)
+    draw.text((200, y1 + 15), FIGURE_CAPTION, font=_font(24, face), fill=0)
     return y1 + 85
 
 
@@ -70,17 +81,23 @@ def _table(draw: ImageDraw.ImageDraw, y: int) -> int:
 
 
 def page(
-    title: str, paragraphs: tuple[str, ...], *, chart: bool = False, table: bool = False
+    title: str,
+    paragraphs: tuple[str, ...],
+    *,
+    chart: bool = False,
+    table: bool = False,
+    face: str | None = None,
 ) -> Image.Image:
-    """A clean page: a 44 px title at the top, the paragraphs, then the chart or the table."""
+    """A clean page: a 44 px title at the top, the paragraphs, then the chart or the table;
+    set in Pillow's own font, or the TrueType ``face``."""
     image = Image.new("L", SIZE, 255)
     draw = ImageDraw.Draw(image)
-    draw.text((100, 120), title, font=_font(44), fill=0)
+    draw.text((100, 120), title, font=_font(44, face), fill=0)
     y = 220
     for paragraph in paragraphs:
-        y = _wrap(draw, paragraph, y) + 25
+        y = _wrap(draw, paragraph, y, face) + 25
     if chart:
-        y = _chart(draw, y)
+        y = _chart(draw, y, face)
     if table:
         y = _table(draw, y)
     return image
@@ -99,9 +116,10 @@ def speckled(image: Image.Image, seed: int, skew: float = 0.0) -> Image.Image:
     return out.convert("RGB")
 
 
-def numbered(image: Image.Image, number: int) -> Image.Image:
+def numbered(image: Image.Image, number: int, face: str | None = None) -> Image.Image:
     out = image.copy()
-    ImageDraw.Draw(out).text((SIZE[0] // 2 - 10, SIZE[1] - 80), str(number), font=_font(22), fill=0)
+    place = (SIZE[0] // 2 - 10, SIZE[1] - 80)
+    ImageDraw.Draw(out).text(place, str(number), font=_font(22, face), fill=0)
     return out
 
 
@@ -111,6 +129,18 @@ def chart_page() -> Image.Image:
     figure over the empty paper below the caption."""
     clean = page("1 Harvest Report", (HARVEST, HARVEST.replace("Pumpkin", "Squash")), chart=True)
     return speckled(numbered(clean, 1), 1, 0.8)
+
+
+def sans_chart_page(seed: int, face: str) -> Image.Image:
+    """The chart page set in DejaVu Sans, turned 0.8 degrees: the model labels its first
+    paragraph both text and figure, either the more confident by the speckles."""
+    clean = page(
+        "1 Harvest Report",
+        (HARVEST, HARVEST.replace("Pumpkin", "Squash")),
+        chart=True,
+        face=face,
+    )
+    return speckled(numbered(clean, 1, face), seed, 0.8)
 
 
 def table_page(*, specks: bool = True) -> Image.Image:

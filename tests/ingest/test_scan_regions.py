@@ -4,6 +4,7 @@ which regions are empty paper or a paragraph, and which lines make a paragraph o
 
 from __future__ import annotations
 
+import pytest
 from PIL import Image
 
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
@@ -44,6 +45,17 @@ def test_a_region_over_empty_speckled_paper_is_no_figure(ocr: OcrEngine) -> None
     assert [v.kind for v in _visuals(ocr, rs.table_page(specks=False))] == ["table"]
     [chart] = _visuals(ocr, rs.chart_page())  # ink enough: the chart stays
     assert chart.caption == rs.FIGURE_CAPTION
+
+
+@pytest.mark.parametrize("seed", [1, 2])  # the text region the surer; the figure the surer
+def test_a_paragraph_labelled_text_and_figure_is_no_figure(ocr: OcrEngine, seed: int) -> None:
+    """The model labelled the page's first paragraph text and figure: the paragraph was
+    stored and sent with answers as a picture."""
+    face = rs.sans_face()
+    if face is None:
+        pytest.skip("no DejaVu Sans beside OpenCV")
+    [chart] = _visuals(ocr, rs.sans_chart_page(seed, face))
+    assert chart.caption == rs.FIGURE_CAPTION and chart.bbox[1] > 0.2
 
 
 def test_ink_is_told_from_speckles_and_paper_tone() -> None:

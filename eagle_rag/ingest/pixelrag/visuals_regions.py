@@ -9,8 +9,9 @@ object, extraction runs the layout model itself and reads the text layer inside 
 
 Bounded: a region smaller than ``min_side`` of the page's side (a logo, a stamp) or covering
 nearly the whole page (the page is the picture: its tile has it) is skipped, and so are
-regions of empty paper (speckles the model saw a figure in); at most ``max_regions`` are kept
-per page, the most confident first. A caption goes to one region only.
+regions of empty paper (speckles the model saw a figure in) and figure regions that are a
+paragraph the model also called text; at most ``max_regions`` are kept per page, the most
+confident first. A caption goes to one region only.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ OTHER_SIDE = 0.02
 # A caption printed inside a region is a line in this strip (of the page height) at its top or
 # bottom.
 INSIDE_STRIP = 0.02
+# A figure region this much covered by a text region is that paragraph when the text region is
+# the more confident, or when text lines cover TEXT_LINES of it (a paragraph's lines cover
+# 60-80% of it, a chart's labels under 15%).
+TEXT_COVERED = 0.5
+TEXT_LINES = 0.4
 # A region with less than this share of ink (on 4x4-pixel cells: INK_CELL) is empty paper; a
 # cell is ink when its grey differs from the paper's by more than INK_CONTRAST.
 MIN_INK = 0.005
@@ -91,16 +97,19 @@ def region_visuals(
     min_side: float,
     max_regions: int,
     ink: Callable[[BBox], float] | None = None,
+    lines: Callable[[BBox], float] | None = None,
 ) -> list[RegionVisual]:
     """The figure and table regions worth a visual, with their text and caption. Where the
     model saw one thing twice (a chart as figure and as table), the more confident wins.
     ``ink``: the share of a box that is not paper (None: not judged); a region with less is
-    empty paper the model saw a figure in."""
+    empty paper the model saw a figure in. ``lines``: the share of a box that text lines cover
+    (None: not judged); a figure region under a text region and mostly lines is a paragraph."""
     kept: list[Region] = []
     for region in sorted(regions, key=lambda r: -r.score):
         wanted = (
             region.kind in VISUAL_REGIONS
             and _sized(region.bbox, min_side)
+            and not _paragraph(region, regions, lines)
             and (ink is None or ink(region.bbox) >= MIN_INK)
         )
         if wanted and not any(_same_place(region.bbox, other.bbox) for other in kept):
@@ -135,9 +144,12 @@ def ocr_region_visuals(
         ]
         return join([line for row in rows(inside) for line in row])[0]
 
+    def lines(box: BBox) -> float:
+        return sum(overlap(line.bbox, box) for line in ocr.lines) / max(area(box), 1e-9)
+
     ink = None if picture is None else ink_share(picture, ocr.rotation)
     found = region_visuals(
-        ocr.regions, text_in, page, min_side=min_side, max_regions=max_regions, ink=ink
+        ocr.regions, text_in, page, min_side=min_side, max_regions=max_regions, ink=ink, lines=lines
     )
     if not ocr.rotation:
         return found
@@ -207,6 +219,24 @@ def _same_place(a: BBox, b: BBox) -> bool:
 
 def _sized(box: BBox, min_side: float) -> bool:
     return min(box[2] - box[0], box[3] - box[1]) >= min_side and area(box) <= PAGE_SIZED
+
+
+def _paragraph(
+    region: Region, regions: Sequence[Region], lines: Callable[[BBox], float] | None
+) -> bool:
+    """A figure region mostly under a text region, which is the more confident or whose box
+    is mostly text lines, is a paragraph the model saw twice (labelled text and figure)."""
+    if region.kind != "figure":
+        return False
+    under = [
+        other
+        for other in regions
+        if other.kind == "text"
+        and overlap(other.bbox, region.bbox) > TEXT_COVERED * area(region.bbox)
+    ]
+    return any(other.score > region.score for other in under) or bool(
+        under and lines is not None and lines(region.bbox) >= TEXT_LINES
+    )
 
 
 @dataclass(frozen=True, slots=True)
