@@ -51,7 +51,7 @@ OTHER_SIDE = 0.02
 INSIDE_STRIP = 0.02
 # A figure region this much covered by a text region is that paragraph when the text region is
 # the more confident, or when text lines cover TEXT_LINES of it (a paragraph's lines cover
-# 60-80% of it, a chart's labels under 15%).
+# 60-85% of it, a chart's labels under 15%).
 TEXT_COVERED = 0.5
 TEXT_LINES = 0.4
 # A region with less than this share of ink (on 4x4-pixel cells: INK_CELL) is empty paper; a
@@ -287,7 +287,8 @@ def _caption(
         shared = min(other.bbox[2], x1) - max(other.bbox[0], x0)
         gap = max(other.bbox[1] - y1, y0 - other.bbox[3])
         if other.kind == wanted and shared > 0 and gap <= CAPTION_GAP:
-            rank = gap + _side_penalty(region, below=other.bbox[1] >= y1)
+            below = other.bbox[1] + other.bbox[3] > y0 + y1  # its centre below the region's
+            rank = gap + _side_penalty(region, below=below)
             best = best if best is not None and best[0] <= rank else (rank, index)
     if best is not None:
         return _Claim(best[1], " ".join(text_in(regions[best[1]].bbox).split()), best[0])
