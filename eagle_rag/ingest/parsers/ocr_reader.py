@@ -42,5 +42,5 @@ class OcrReader:
         """One page read once: its text blocks, its figure and table regions (cropped later by
         visual extraction, so a scan's figures and tables become visual chunks) and its turn."""
         page = self.ocr.read(image)
-        regions = ocr_region_visuals(page, number, max_regions=MAX_RECORDED_REGIONS)
+        regions = ocr_region_visuals(page, number, max_regions=MAX_RECORDED_REGIONS, picture=image)
         return PageReading(page_blocks(page, number), regions, page.rotation)

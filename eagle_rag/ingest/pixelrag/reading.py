@@ -42,6 +42,9 @@ REGION_PAD = 0.01
 PAD_ASPECT = 1.5
 # Two stray lines belong to one block when the gap between them is under this many line heights.
 LINE_GAP = 0.9
+# Two lines are set the same size when one's box is at most this much taller (a bold lead-in,
+# a line without descenders); a title is 1.4-2x body size, a running head smaller than body.
+SAME_SIZE = 1.15
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,15 +69,41 @@ def page_blocks(page: OcrPage, number: int) -> list[PageBlock]:
             stray.append(line)
         else:
             groups.setdefault(index, []).append(line)
-    built = [(page.regions[i].kind, _block(page.regions[i].kind, m)) for i, m in groups.items()]
-    built += [("text", _block("text", members)) for members in _stray_groups(stray)]
-    blocks = _headings_by_size(built)
     band = MARGIN_BAND * min(1.0, PAD_ASPECT * page.width / page.height) if page.height else 0.0
+    built = _region_blocks(groups, page.regions, band)
+    built += [("text", _block("text", members)) for members in _stray_groups(stray, band)]
+    blocks = _headings_by_size(built)
     blocks = [_as_margin(b) if _in_margin_band(b, band) else b for b in blocks]
     ordered = reading_order([b for b in blocks if b.text.strip()])
     if page.rotation:
         ordered = [_unrotated(b, page.rotation) for b in ordered]
     return ordered
+
+
+def _region_blocks(
+    groups: dict[int, list[Line]], regions: Sequence[Region], band: float
+) -> list[tuple[str, PageBlock]]:
+    """Each region's block, the region's kind beside it. A region's lines in the top or bottom
+    band set another size than the line next to them (a running head the model put in one
+    region with the title below it) are a text block of their own."""
+    built: list[tuple[str, PageBlock]] = []
+    for index, members in groups.items():
+        kind = regions[index].kind
+        parts = [members] if kind == "table" else _band_parts(members, band)
+        for part in parts:
+            part_kind = "text" if len(parts) > 1 and _band_side(part[0], band) else kind
+            built.append((part_kind, _block(part_kind, part)))
+    return built
+
+
+def _band_parts(lines: list[Line], band: float) -> list[list[Line]]:
+    parts: list[list[Line]] = []
+    for line in (line for row in rows(lines) for line in row):
+        if parts and _joins(parts[-1][-1], line, band):
+            parts[-1].append(line)
+        else:
+            parts.append([line])
+    return parts
 
 
 def _headings_by_size(built: list[tuple[str, PageBlock]]) -> list[PageBlock]:
@@ -140,15 +169,22 @@ def _pads(width: int, height: int) -> tuple[float, float]:
 def _region_of(
     box: BBox, regions: Sequence[Region], pads: tuple[float, float] = (REGION_PAD, REGION_PAD)
 ) -> int | None:
+    """The region holding the line's centre, the most confident of several; a figure region
+    only where no other holds it (the model draws figure regions over paragraphs it also
+    calls text, and a more confident one took a paragraph's middle lines)."""
     x, y = center(box)
     pad_x, pad_y = pads
     best: int | None = None
     for index, region in enumerate(regions):
         x0, y0, x1, y1 = region.bbox
         inside = x0 - pad_x <= x <= x1 + pad_x and y0 - pad_y <= y <= y1 + pad_y
-        if inside and (best is None or region.score > regions[best].score):
+        if inside and (best is None or _rank(region) > _rank(regions[best])):
             best = index
     return best
+
+
+def _rank(region: Region) -> tuple[bool, float]:
+    return region.kind != "figure", region.score
 
 
 def _block(kind: str, members: list[Line]) -> PageBlock:
@@ -191,12 +227,17 @@ def _table_text(grouped: list[list[Line]]) -> tuple[str, tuple[PageBox, ...]]:
     return text, tuple(boxes)
 
 
-def _stray_groups(lines: list[Line]) -> list[list[Line]]:
-    """Lines no region claimed, grouped into paragraphs by vertical gap and horizontal overlap."""
+def _stray_groups(lines: list[Line], band: float = 0.0) -> list[list[Line]]:
+    """Lines no region claimed, grouped into paragraphs by vertical gap and horizontal overlap.
+    A line wholly in the top or bottom ``band`` joins a line out of it only when set the same
+    size: a running head set close above a page's title is a block of its own, judged as one."""
     groups: list[list[Line]] = []
     for row in rows(lines):
         for line in row:
-            target = next((g for g in reversed(groups) if _continues(g[-1], line)), None)
+            target = next(
+                (g for g in reversed(groups) if _continues(g[-1], line, band)),
+                None,
+            )
             if target is None:
                 groups.append([line])
             else:
@@ -204,10 +245,28 @@ def _stray_groups(lines: list[Line]) -> list[list[Line]]:
     return groups
 
 
-def _continues(previous: Line, line: Line) -> bool:
+def _continues(previous: Line, line: Line, band: float = 0.0) -> bool:
     gap = line.bbox[1] - previous.bbox[3]
     shared = min(previous.bbox[2], line.bbox[2]) - max(previous.bbox[0], line.bbox[0])
-    return -previous.height < gap < LINE_GAP * max(previous.height, line.height) and shared > 0
+    near = -previous.height < gap < LINE_GAP * max(previous.height, line.height) and shared > 0
+    return near and _joins(previous, line, band)
+
+
+def _joins(previous: Line, line: Line, band: float) -> bool:
+    """Lines on both sides of a band's edge are one block only when set the same size."""
+    return _band_side(previous, band) == _band_side(line, band) or _same_size(previous, line)
+
+
+def _band_side(line: Line, band: float) -> int:
+    """-1 for a line wholly in the top band, 1 in the bottom band, 0 elsewhere."""
+    if line.bbox[3] <= band:
+        return -1
+    return 1 if line.bbox[1] >= 1 - band else 0
+
+
+def _same_size(a: Line, b: Line) -> bool:
+    low, high = sorted((a.height, b.height))
+    return high <= SAME_SIZE * low
 
 
 def reading_order(blocks: list[PageBlock]) -> list[PageBlock]:
