@@ -82,6 +82,27 @@ def test_a_running_head_repeated_on_every_page_is_dropped() -> None:
     assert _text(pages) == ["Body text of page 1.", "Body text of page 2.", "Body text of page 3."]
 
 
+def test_a_running_head_ocr_read_without_a_space_on_one_page_is_still_dropped() -> None:
+    """OCR read "NorthernValley" on page 2: it matched no other page and stayed as text."""
+    head = Region("header", (0.05, 0.02, 0.95, 0.06), 0.9)
+    heads = {
+        1: "Northern Valley Bulletin",
+        2: "NorthernValley Bulletin",
+        3: "Northern Valley Bulletin",
+    }
+    pages = [
+        _page(
+            [
+                (heads[n], (0.06, 0.03, 0.60, 0.05)),
+                (f"Body text of page {n}.", (0.10, 0.20, 0.80, 0.22)),
+            ],
+            head,
+        )
+        for n in (1, 2, 3)
+    ]
+    assert _text(pages) == ["Body text of page 1.", "Body text of page 2.", "Body text of page 3."]
+
+
 def test_running_heads_and_page_numbers_the_layout_model_did_not_label_are_dropped() -> None:
     """The layout model called the head "header" on page 1 only and found no footer: the head
     stayed on page 2, and the page numbers were read into the text ("Left column | 2 | ...")."""

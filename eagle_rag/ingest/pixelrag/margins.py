@@ -66,8 +66,9 @@ def _follows_page(text: str, page: int, other: str, other_page: int) -> bool:
 
 
 def margin_text(text: str) -> str:
-    """A margin text as ``running_margins`` compares it: case and spacing aside."""
-    return " ".join(text.casefold().split())
+    """A margin text as ``running_margins`` compares it: case and spaces aside (OCR reads
+    "Northern Valley Bulletin" on one page and "NorthernValley Bulletin" on the next)."""
+    return "".join(text.casefold().split())
 
 
 def is_running(page: int, text: str, running: set[tuple[int, str]]) -> bool:
