@@ -328,6 +328,9 @@ def test_the_charset_a_server_declares_is_applied_to_the_page(
         ("Grüße".encode("cp1252"), "text/plain; charset=no-such-codec"),
         ("\ufeffGrüße".encode("utf-16"), "text/plain; charset=windows-1251"),  # its own BOM
         ("日本語の段落です".encode()[:-1], "text/plain; charset=ascii"),  # does not fit
+        # Latin-1 fits every byte: a PDF a server labels as text stays a PDF.
+        (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n", "text/plain; charset=ISO-8859-1"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff", "text/plain; charset=ISO-8859-1"),
     ],
 )
 def test_a_body_the_declared_charset_does_not_apply_to_is_stored_as_it_came(
