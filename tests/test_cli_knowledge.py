@@ -295,3 +295,7 @@ def test_a_link_leading_out_of_a_folder_is_skipped(corpus: Path, tmp_path: Path)
     names = {p.name for p in expand_paths([str(corpus)])}
     assert names == {"guide.md", "report.pdf", "broken.pdf", "guide-link.md"}
     assert expand_paths([str(corpus / "notes.txt")]) == [corpus / "notes.txt"]  # named: read
+    # A glob follows links too: what it matches must stay inside its fixed part (review).
+    globbed = {p.name for p in expand_paths([str(corpus / "**" / "*.txt")])}
+    assert globbed == set()
+    assert {p.name for p in expand_paths([str(corpus / "*")])} == names

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import glob
+import itertools
 import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -184,17 +185,20 @@ def _unmatched(pattern: str) -> str:
 def expand_paths(patterns: list[str]) -> list[Path]:
     """Files named directly, every non-hidden file under a folder, and glob matches; no repeats.
 
-    A link under a folder that leads out of it is skipped: ``docs/notes.txt ->
-    ~/.aws/credentials`` put a secret into the knowledge base of whoever ingested ``docs``. A
-    file or link named directly is the caller's choice and is read."""
+    A link under a folder, or matched by a glob, that leads out of the folder (the glob's fixed
+    part, ``docs`` of ``docs/**/*.md``) is skipped: ``docs/notes.txt -> ~/.aws/credentials``
+    put a secret into the knowledge base of whoever ingested ``docs``. A file or link named
+    directly is the caller's choice and is read."""
     found: dict[Path, None] = {}
     for pattern in patterns:
         # glob.glob, not Path.glob: user patterns may be absolute and contain "**".
         matches = [Path(m) for m in glob.glob(pattern, recursive=True)]  # noqa: PTH207
         matches = matches or [Path(pattern)]
+        inside = _fixed_part(pattern).resolve()
         for match in matches:
+            if not match.resolve().is_relative_to(inside):
+                continue
             if match.is_dir():
-                inside = match.resolve()
                 for child in sorted(match.rglob("*")):
                     hidden = any(part.startswith(".") for part in child.relative_to(match).parts)
                     if child.is_file() and not hidden and child.resolve().is_relative_to(inside):
@@ -202,6 +206,13 @@ def expand_paths(patterns: list[str]) -> list[Path]:
             elif match.is_file():
                 found[match] = None
     return list(found)
+
+
+def _fixed_part(pattern: str) -> Path:
+    """The folders of a glob before its first wildcard (the whole path when it has none)."""
+    parts = Path(pattern).parts
+    fixed = list(itertools.takewhile(lambda part: not glob.has_magic(part), parts))
+    return Path(*fixed) if fixed else Path()
 
 
 async def _ingest_all(
