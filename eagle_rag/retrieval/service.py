@@ -403,15 +403,16 @@ class RetrievalService:
     ) -> RankedList | None:
         """A KB bound to another engine contributes its ranked list to the same RRF; a failure
         is logged, and kept in ``failures`` for the outage check. The engines take no
-        ``filters``: a filtered search leaves the KB out (a warning step), rather than mix its
-        unfiltered hits into results the caller asked to be filtered."""
+        ``filters``, ``document_ids`` or ``tags``: a search narrowed by any leaves the KB out
+        (a warning step), rather than mix its unnarrowed hits into results the caller asked
+        to be narrowed."""
         started = log.now()
-        if request.filters:
+        narrowed = _narrowing(request)
+        if narrowed:
             log.add(
                 f"{kb.name}:{kb.engine}",
                 "warning",
-                f"left out: the {kb.engine} engine cannot apply filters "
-                f"({', '.join(sorted(request.filters))})",
+                f"left out: the {kb.engine} engine cannot apply {narrowed}",
             )
             return None
         try:
@@ -574,6 +575,18 @@ class RetrievalService:
             token_count=tokens,
             truncated=truncated,
         )
+
+
+def _narrowing(request: QueryRequest) -> str:
+    """What narrows ``request`` that a bridged engine cannot apply ("" when nothing does)."""
+    parts = []
+    if request.filters:
+        parts.append(f"filters ({', '.join(sorted(request.filters))})")
+    if request.document_ids:
+        parts.append("document_ids")
+    if request.tags:
+        parts.append("tags")
+    return ", ".join(parts)
 
 
 def _lists_full(depth: int, live: Sequence[PlanResult], bridged: Sequence[RankedList]) -> bool:

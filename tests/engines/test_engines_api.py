@@ -247,3 +247,8 @@ def test_a_filtered_search_leaves_a_bridged_kb_out_and_says_so(
     assert len(recorded.requests) == asked  # the engine was not asked
     unfiltered = client.post("/search", json={**body, "filters": {}}).json()
     assert any(s["kb_name"] == "remote" for s in unfiltered["sources"]["text"])
+    local = client.get("/documents", params={"kb_name": "local"}).json()[0]["document_id"]
+    scoped = client.post("/search", json={**body, "filters": {}, "document_ids": [local]})
+    assert {s["kb_name"] for s in scoped.json()["sources"]["text"]} == {"local"}
+    [step] = [s for s in scoped.json()["steps"] if s["name"] == "remote:dify"]
+    assert step["detail"] == "left out: the dify engine cannot apply document_ids"
