@@ -72,7 +72,10 @@ class BridgeClient:
             raise BackendUnavailableError(
                 f"{self.service} did not answer within {self._timeout:g} s", backend=self.service
             ) from exc
-        except httpx.LocalProtocolError as exc:  # ours, not an outage; its text quotes the key
+        except (
+            httpx.LocalProtocolError,
+            UnicodeEncodeError,
+        ) as exc:  # ours: its text quotes the key
             raise InvalidInputError(
                 f"{self.service} cannot be called with these creation_settings: a header value "
                 "(the api_key) holds a character HTTP does not allow",
@@ -189,14 +192,14 @@ def check_dataset_id(settings: Mapping[str, Any]) -> None:
 
 
 def check_api_key(settings: Mapping[str, Any]) -> None:
-    """Refuse an ``api_key`` with a line break or other control character (a key pasted with
-    its newline): it was sent, refused by HTTP itself, and reported as the service being
-    unreachable, the key quoted in the message."""
+    """Refuse an ``api_key`` no HTTP header can carry: a line break or other control character
+    (a key pasted with its newline) was sent, refused by HTTP itself and reported as the service
+    being unreachable, the key quoted; a non-ASCII one (a zero-width space) was a 500."""
     key = setting(settings, "api_key")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in key):
+    if not key.isascii() or any(ord(ch) < 32 or ord(ch) == 127 for ch in key):
         raise InvalidInputError(
-            "creation_settings: api_key holds a line break or another control character "
-            "(pasted with a newline?)",
+            "creation_settings: api_key holds a line break, a control character or a "
+            "character outside ASCII (pasted with a newline?)",
             field="api_key",
         )
 
@@ -242,8 +245,8 @@ class BridgeEngine:
         self._transport = transport
 
     async def check_creation_settings(self, settings: Mapping[str, Any]) -> None:
-        """Refuse a ``dataset_id`` that is not one plain path segment and a ``base_url`` the
-        guard would refuse, before the KB is stored or called."""
+        """Refuse a ``dataset_id`` that is not one plain path segment, an ``api_key`` no header
+        can carry and a ``base_url`` the guard would refuse, before the KB is stored or called."""
         check_dataset_id(settings)
         check_api_key(settings)
         await self._guard.check(self.service, setting(settings, "base_url"))

@@ -186,21 +186,25 @@ def test_a_stored_dataset_id_stays_one_path_segment(
     assert sent in paths and not any(p.startswith("/x") for p in paths)
 
 
-@pytest.mark.parametrize("engine", ["dify", "ragflow", "fastgpt"])
+@pytest.mark.parametrize(
+    ("engine", "odd"), [("dify", "\n"), ("ragflow", "\r\n"), ("fastgpt", "\u200b")]
+)
 def test_an_api_key_pasted_with_its_newline_is_refused_without_quoting_it(
-    server: RunningServer, engine: str
+    server: RunningServer, engine: str, odd: str
 ) -> None:
     """It was a 503 "unreachable: Illegal header value b'Bearer sk-…\\n'": the key quoted in
     the message, and Retry-After telling the caller to wait for an outage that was not one."""
     fake = {"dify": dify, "ragflow": ragflow, "fastgpt": fastgpt}[engine]
     client = server.client()
     with serve(fake) as (url, recorded):
-        settings = {"base_url": url, "api_key": KEY + "\n", "dataset_id": DATASET}
+        settings = {"base_url": url, "api_key": KEY + odd, "dataset_id": DATASET}
         answer = client.post(
             "/knowledge_bases",
             json={"kb_name": f"{engine}-newline", "engine": engine, "creation_settings": settings},
         )
-        assert answer.status_code == 400 and "api_key holds a line break" in answer.text
+        assert answer.status_code == 400 and "api_key holds a line break" in answer.text, (
+            answer.text
+        )
         assert KEY not in answer.text and recorded.requests == []
         # One stored before keys were checked: a 400 naming the key, not an outage.
         name = f"{engine}-old-key-{uuid.uuid4().hex[:6]}"
