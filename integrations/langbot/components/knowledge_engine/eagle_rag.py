@@ -63,9 +63,8 @@ LANGBOT_ID = "langbot_document_id"
 LANGBOT_KB = "langbot_kb_id"
 LANGBOT_KEY = "langbot_storage_key"
 SHARE = "eagle-share"  # plugin storage: eagle-share/<eagle doc>/<LangBot kb>/<LangBot doc>
-# LangBot's names for a file in a retrieval filter, and Eagle-RAG's own filter keys.
+# LangBot's names for a file in a retrieval filter.
 ID_FILTERS = ("file_id", "document_id", LANGBOT_ID)
-EAGLE_FILTERS = frozenset({"source_type", "year", "pages", "type", "metadata"})
 logger = logging.getLogger(__name__)
 # Where a host may put the name the user uploaded the file under, most specific first.
 ORIGINAL_NAME_KEYS = ("original_filename", "original_name", "display_name", "file_name", "name")
@@ -186,12 +185,14 @@ class EagleRagEngine(KnowledgeEngine):
                         return RetrievalResponse(
                             results=[], total_found=0, metadata={"warnings": warnings}
                         )
-                found = await client.search(
+                found = await _search_dropping_unknown(
+                    client,
                     context.query,
                     _kb_name(config),
                     top_k=top_k,
-                    filters=filters or None,
+                    filters=filters,
                     document_ids=scope,
+                    warnings=warnings,
                 )
             except EagleError as exc:
                 raise _error(exc) from exc
@@ -254,9 +255,39 @@ def _share_key(eagle_id: str, kb_id: str, langbot_document_id: str) -> str:
     return "/".join([SHARE, *(quote(part, safe="") for part in parts)])
 
 
+async def _search_dropping_unknown(
+    client: AsyncEagleClient,
+    query: str,
+    kb_name: str,
+    *,
+    top_k: int,
+    filters: dict[str, Any],
+    document_ids: list[str] | None,
+    warnings: list[str],
+) -> Any:
+    """The search; a filter key the server does not know (no plugin there declares it) is
+    dropped with a warning and the search asked again, rather than fail the retrieval. What
+    a server knows depends on its plugins (lakehouse-bi's ``upstream``), so it is asked."""
+    remaining = dict(filters)
+    while True:
+        try:
+            return await client.search(
+                query, kb_name, top_k=top_k, filters=remaining or None, document_ids=document_ids
+            )
+        except EagleError as exc:
+            details = exc.fields.get("details") or {}
+            key = details.get("filter") if isinstance(details, Mapping) else None
+            if exc.fields.get("remote_code") != "invalid_input" or key not in remaining:
+                raise
+            del remaining[key]
+            warnings.append(f"filter {key!r} dropped: {exc.message}")
+            logger.warning("Eagle-RAG retrieval: filter %r dropped: %s", key, exc.message)
+
+
 def split_filters(filters: Mapping[str, Any]) -> tuple[set[str] | None, dict[str, Any], list[str]]:
-    """LangBot's filters as (the LangBot document ids to keep, None: any; Eagle-RAG's filters;
-    a warning for each filter dropped because Eagle-RAG has no equivalent)."""
+    """LangBot's filters as (the LangBot document ids to keep, None: any; the filters passed
+    on to Eagle-RAG, which drops with a warning those it does not know; a warning for each id
+    filter that holds no id)."""
     files: set[str] | None = None
     eagle: dict[str, Any] = {}
     warnings: list[str] = []
@@ -267,11 +298,8 @@ def split_filters(filters: Mapping[str, Any]) -> tuple[set[str] | None, dict[str
                 warnings.append(f"filter {key!r} dropped: not an id, a list, $eq or $in")
             else:
                 files = ids if files is None else files & ids
-        elif key in EAGLE_FILTERS:
-            eagle[key] = value
         else:
-            known = ", ".join([*ID_FILTERS, *sorted(EAGLE_FILTERS)])
-            warnings.append(f"filter {key!r} dropped: Eagle-RAG has no such filter ({known})")
+            eagle[key] = value
     return files, eagle, warnings
 
 
