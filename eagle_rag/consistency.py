@@ -10,16 +10,19 @@ the three for the instance namespace and reports:
 - ``orphan_object``: a stored original no document points at;
 - ``missing_vectors``: a completed document with fewer vectors than its catalog count (or none);
 - ``extra_vectors``: a completed document with more (rows an older chunking left behind);
-- ``missing_object``: a document whose original is gone (it can be searched, not rebuilt).
+- ``missing_object``: a document whose original is gone (it can be searched, not rebuilt);
+- ``replaced_version``: a completed document that a completed upload of the same filename in
+  the same KB replaced, still here (a crash came between that completion and its removal).
 
 A plugin's view collection (``collection_views`` in its manifest) holds second copies of base
 rows, so it is left out of the missing/extra counts; its rows still count as orphans or as a
 failed attempt's leftovers.
 
-``repair`` removes orphans and a failed document's vectors, and sends a document with missing or
-extra vectors through the pipeline again (a new task, picked up by whichever queue runs next);
-one whose original is also gone is removed, since nothing could rebuild it. Documents still in
-flight (pending, processing) are left alone: their vectors are being written.
+``repair`` removes orphans, a failed document's vectors and a replaced version, and sends a
+document with missing or extra vectors through the pipeline again (a new task, picked up by
+whichever queue runs next); one whose original is also gone is removed, since nothing could
+rebuild it. Documents still in flight (pending, processing) are left alone: their vectors are
+being written.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ def check(app: Runtime, *, repair: bool = False) -> ConsistencyReport:
     findings = [
         *_vector_findings(documents, counts, views),
         *_object_findings(documents, keys, app.objects),
+        *_replaced_findings(app, documents),
     ]
     if repair:
         findings = [_repaired(app, f, documents) for f in findings]
@@ -125,6 +129,18 @@ def _vector_findings(
     return findings
 
 
+def _replaced_findings(app: Runtime, documents: dict[str, DocumentRecord]) -> list[Finding]:
+    """Older versions of a re-uploaded file still completed beside the newer one (a crash
+    between the newer one's completion and their removal)."""
+    findings = []
+    for document_id in app.repositories.ingest_runs.replaced_versions():
+        document = documents.get(document_id)
+        if document is not None:
+            detail = f"{document.filename!r} was uploaded again and that version completed"
+            findings.append(Finding("replaced_version", detail, document_id))
+    return findings
+
+
 def _object_findings(
     documents: dict[str, DocumentRecord], keys: list[str], objects: Any
 ) -> list[Finding]:
@@ -161,6 +177,12 @@ def _repaired(app: Runtime, finding: Finding, documents: dict[str, DocumentRecor
         return _done(finding, "object deleted")
     if kind in ("missing_vectors", "extra_vectors"):
         return _done(finding, _rebuild(app, documents[document_id]))
+    if kind == "replaced_version":
+        try:
+            remove_document(app, document_id)
+        except NotFoundError:
+            return _done(finding, "document deleted meanwhile")
+        return _done(finding, "document removed (the newer version stays)")
     return finding  # missing_object: nothing can bring the original back; stray_object: not ours
 
 

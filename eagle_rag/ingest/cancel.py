@@ -10,13 +10,21 @@ finishes before its worker looks again stays completed; the request then reports
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from eagle_rag.db.records import TaskRecord
 from eagle_rag.db.repositories.tasks import LIVE_STATUSES, TaskRepository
-from eagle_rag.errors import ConflictError, EagleError
+from eagle_rag.db.tables import utcnow
+from eagle_rag.errors import ConflictError, EagleError, NotFoundError
 
+if TYPE_CHECKING:
+    from eagle_rag.runtime import Runtime
+
+logger = logging.getLogger(__name__)
 CANCELLED = "cancelled by request"
 
 
@@ -103,3 +111,36 @@ class CancelWatch:
             why = CANCELLED if status == "failed" else f"superseded (the task is {status})"
             self._stopped = f"the ingest was {why}"
             raise IngestCancelledError(self._stopped)
+
+
+def undo_abandoned(app: Runtime, owner: str, lease_s: float) -> list[str]:
+    """Finish the undo of cancelled attempts whose worker died before it (``kill -9`` right
+    after the cancel): their vectors and pictures stayed, as ``failed_with_vectors``, until
+    ``doctor --consistency --repair``. A stopped attempt keeps its lease until it has undone
+    its writes; one whose lease expired, or whose process is gone, never will. The cleanup is
+    taken over under ``owner``'s lease first (a retry waits while it is held), then the rows
+    go and the lease ends. Returns the task ids."""
+    from eagle_rag.ingest.leases import host_prefix, owner_gone
+    from eagle_rag.ingest.pixelrag.visuals import visuals_prefix
+
+    repos, now, done = app.repositories, utcnow(), []
+    for task in repos.tasks.abandoned_cleanups(now=now, host_prefix=host_prefix()):
+        expiry = task.lease_expires_at
+        if expiry is not None and expiry >= now and not owner_gone(task.lease_owner):
+            continue  # the stopped attempt runs and cleans up itself
+        until = utcnow() + timedelta(seconds=lease_s)
+        if not repos.tasks.take_cleanup(task, owner=owner, until=until):
+            continue
+        document = repos.documents.find(task.document_id)
+        if document is not None and document.status != "completed":
+            app.vectors.delete_documents([document.id])
+            app.objects.delete_prefix(visuals_prefix(app.namespace, document.kb_name, document.id))
+        note = f"attempt {task.attempts} stopped with its worker; its writes were undone"
+        try:
+            repos.tasks.end_stopped(task.id, owner=owner, attempt=task.attempts, note=note)
+        except NotFoundError:  # deleted meanwhile
+            continue
+        done.append(task.id)
+    if done:
+        logger.warning("undid the writes of %d cancelled attempt(s) whose worker died", len(done))
+    return done

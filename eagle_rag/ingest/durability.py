@@ -17,8 +17,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from eagle_rag.db.tables import utcnow
-from eagle_rag.errors import InvalidInputError
+from eagle_rag.errors import InvalidInputError, NotFoundError
 from eagle_rag.index.filters import eq
+from eagle_rag.ingest.cancel import undo_abandoned
+from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.leases import Leases
 
 if TYPE_CHECKING:
@@ -66,8 +68,47 @@ def stored_vectors(app: Runtime, document_id: str, collections: tuple[str, ...])
 
 
 def lost_on_crash(app: Runtime, leases: Leases) -> list[str]:
-    """Re-queue (held by ``leases``) the completed tasks whose vectors a crash lost."""
-    return requeue_lost(app, leases.owner, leases.until())
+    """Re-queue (held by ``leases``) the completed tasks whose vectors a crash lost; then
+    finish what the crash interrupted (``finish_interrupted``)."""
+    lost = requeue_lost(app, leases.owner, leases.until())
+    finish_interrupted(app, leases.owner, leases.lease_s)
+    return lost
+
+
+def finish_interrupted(app: Runtime, owner: str, lease_s: float) -> None:
+    """Finish what a killed process left half done: the removal of the versions a re-upload
+    replaced, and the undo of a cancelled attempt (``cancel.undo_abandoned``). A store that is
+    down leaves it to the next round (or doctor --consistency --repair)."""
+    try:
+        remove_replaced(app)
+    except Exception:
+        logger.exception("could not remove the older versions a crash left")
+    try:
+        undo_abandoned(app, owner, lease_s)
+    except Exception:
+        logger.exception("could not undo the writes of cancelled attempts a crash left")
+
+
+def remove_replaced(app: Runtime) -> list[str]:
+    """Remove the older versions of a re-uploaded file that a crash left beside the new one.
+
+    A completion removes them only after it committed (a removal cannot join the catalog's
+    transaction: it deletes vectors and objects too); a ``kill -9`` in between left both
+    versions completed and searchable. Run at start, before anything else does. A newer
+    version whose vectors the crash lost was queued again just before (``requeue_lost``), so
+    it is not completed here and the older one stays until it is."""
+    removed = []
+    for document_id in app.repositories.ingest_runs.replaced_versions():
+        try:
+            remove_document(app, document_id)
+        except NotFoundError:  # deleted meanwhile
+            continue
+        removed.append(document_id)
+    if removed:
+        logger.warning(
+            "removed %d older version(s) of re-uploaded files that a crash left", len(removed)
+        )
+    return removed
 
 
 def requeue_lost(

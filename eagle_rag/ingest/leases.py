@@ -33,6 +33,10 @@ from eagle_rag.db.tables import utcnow
 from eagle_rag.errors import BackendUnavailableError
 
 logger = logging.getLogger(__name__)
+# As long as the broker's visibility timeout (celery_app.py): an unacknowledged message comes
+# back after that long by itself; one a worker acknowledged and then lost never does. A task
+# still waiting in a long backlog is sent twice at worst, and its second delivery is skipped.
+UNHELD_RESEND_S = 15 * 60
 
 
 def process_owner() -> str:
@@ -125,6 +129,9 @@ class Leases:
     runs: IngestRunRepository
     owner: str
     lease_s: float
+    # A broker's task (no owner, no expiry) queued and unchanged this long is sent again: its
+    # message may be lost. None: never (a holder that takes no broker tasks' place).
+    unheld_s: float | None = UNHELD_RESEND_S
 
     @property
     def interval_s(self) -> float:
@@ -147,30 +154,46 @@ class Leases:
         broker drops, and which brings them back here if that send fails too.
         """
         now = utcnow()
-        recovered, why_counts = [], {"its lease expired": 0, "its worker's process is gone": 0}
+        unheld_before = None if self.unheld_s is None else now - timedelta(seconds=self.unheld_s)
+        recovered, why_counts = [], dict.fromkeys(_WHY, 0)
         for state in self.tasks.lease_candidates(
-            now=now, host_prefix=host_prefix(), own=self.owner
+            now=now, host_prefix=host_prefix(), own=self.owner, unheld_before=unheld_before
         ):
-            expired = state.expires_at is not None and state.expires_at < now
-            if not expired and not owner_gone(state.owner):
+            why = _why_stranded(state.owner, state.expires_at, now)
+            if why is None:
                 continue
-            why = "its lease expired" if expired else "its worker's process is gone"
             taken = self.runs.requeue(
                 state.task_id,
                 note=f"re-queued: {why} (was {state.status}, held by {state.owner or 'nobody'})",
                 lease_owner=self.owner if hold else None,
                 lease_until=self.until(),
                 expect=(state.owner, state.expires_at),
+                live_only=True,
             )
             if taken:
                 recovered.append(state.task_id)
                 why_counts[why] += 1
         if recovered:
-            # Which of the two tells an operator a clean stop (leases handed back: expired)
-            # from a crash (kill -9, OOM: the process is gone).
+            # Which of these tells an operator a clean stop (leases handed back: expired) from
+            # a crash (kill -9, OOM: the process is gone) and from a lost broker message.
             reasons = ", ".join(f"{n}: {why}" for why, n in why_counts.items() if n)
             logger.warning("re-queued %d stranded ingest task(s) (%s)", len(recovered), reasons)
         return recovered
+
+
+_EXPIRED = "its lease expired"
+_GONE = "its worker's process is gone"
+_UNHELD = "no worker claimed it in time (its broker message may be lost)"
+_WHY = (_EXPIRED, _GONE, _UNHELD)
+
+
+def _why_stranded(owner: str | None, expires_at: datetime | None, now: datetime) -> str | None:
+    """Why recovery takes a candidate over (lease_candidates), or None: it is held."""
+    if expires_at is None:  # no owner, no expiry: the scan found it unclaimed for too long
+        return _UNHELD if owner is None else None
+    if expires_at < now:
+        return _EXPIRED
+    return _GONE if owner_gone(owner) else None
 
 
 def leases_for(repositories: Any, lease_s: float) -> Leases:

@@ -412,11 +412,14 @@ class IngestPipeline:
                 repos.tasks.finish(task_id, status="failed", error="the document was deleted")
             return PipelineResult(document.id, "failed", error="document deleted")
         # A changed file uploaded under the same name replaces the older document's chunks.
-        # This one is committed now: a failure here must not undo it (doctor --consistency
-        # finds what is left of an older version).
+        # This one is committed now: a failure here must not undo it. A crash here leaves both
+        # completed: the next start (durability.remove_replaced) or doctor --repair removes
+        # the older ones.
         for older_id in older_versions:
             try:
                 remove_document(self._app, older_id)
+            except NotFoundError:  # removed meanwhile (durability.remove_replaced, a delete)
+                continue
             except Exception:
                 logger.exception("could not remove %s, replaced by %s", older_id, document.id)
         self._app.stage_metrics.ingested(chunks, document.size)

@@ -32,7 +32,7 @@ from celery.signals import (
 from eagle_rag.db.tables import utcnow
 from eagle_rag.errors import SettingsError
 from eagle_rag.ingest.celery_app import TASK_NAME, CeleryQueue, make_celery
-from eagle_rag.ingest.leases import Leases, ProcessOwner, heartbeat
+from eagle_rag.ingest.leases import Leases, ProcessOwner, heartbeat, transient
 from eagle_rag.ingest.parsers.registry import warm_in_background
 from eagle_rag.ingest.task_loop import TaskLoop
 from eagle_rag.ingest.worker_metrics import WorkerMetrics
@@ -91,13 +91,18 @@ class CoalescedFlush:
             self._pending = False
 
     def idle_loop(self) -> None:
-        """The worker's flush thread: what the last tasks wrote is flushed once they stop."""
+        """The worker's flush thread: what the last tasks wrote is flushed once they stop; and
+        what a killed worker left half done is finished (every third of a lease)."""
+        swept = time.monotonic()
         while not _stop.wait(self.interval_s):
             if _app is not None and time.monotonic() - self._last >= self.interval_s:
                 try:
                     self.flush(_app)
                 except Exception:  # the store may be down: the next round tries again
                     logger.exception("flushing the vector store failed")
+            if _app is not None and time.monotonic() - swept >= settings.ingest.lease_s / 3:
+                swept = time.monotonic()
+                _finish_interrupted(_app)
 
 
 flusher = CoalescedFlush(settings.worker.flush_interval_s)
@@ -114,15 +119,47 @@ async def _run(task_id: str) -> str:
         threading.Thread(target=flusher.idle_loop, name="eagle-flush", daemon=True).start()
         if settings.ingest.ocr_warm:  # this process reads scans from now on: load OCR now
             warm_in_background([r.component for r in _app.registries.parsers])
+        await asyncio.to_thread(_finish_interrupted, _app)
     async with heartbeat(_leases(_app.repositories), task_id):
         result = await _app.pipeline.run(task_id, owner=owner())
         await asyncio.to_thread(flusher.task_done, _app)
     return str(result.status)
 
 
-@celery.task(name=TASK_NAME)  # type: ignore[untyped-decorator]
-def run_ingest(task_id: str) -> str:
-    return task_loop.run(_run(task_id))
+# The longest wait between two tries of a task whose claim met an outage (the first waits
+# ingest.retry_backoff_s, each next one twice as long).
+MAX_RETRY_DELAY_S = 60.0
+
+
+def _finish_interrupted(app: EagleApp) -> None:
+    """What a killed worker left half done (a re-upload's removal of the older version, a
+    cancelled attempt's undo: durability.finish_interrupted); each worker process looks when
+    its app starts and then every third of a lease (its flush thread)."""
+    from eagle_rag.ingest.durability import finish_interrupted
+
+    finish_interrupted(app, owner(), settings.ingest.lease_s)
+
+
+@celery.task(name=TASK_NAME, bind=True, max_retries=None)  # type: ignore[untyped-decorator]
+def run_ingest(self: Any, task_id: str) -> str:
+    """Run the task; one that failed before the pipeline could record anything (the metadata
+    database down at the claim or at the app's start) is sent again later, not acknowledged
+    and lost: its row stays queued with no lease, which recovery only re-sends after
+    ``leases.UNHELD_RESEND_S``. A failure the pipeline recorded never gets here (it re-queues
+    the task itself); a duplicate delivery is skipped by the claim."""
+    try:
+        return task_loop.run(_run(task_id))
+    except Exception as exc:
+        if not transient(exc):
+            raise
+        delay = retry_delay(settings.ingest.retry_backoff_s, self.request.retries)
+        logger.warning("task %s could not start, sent again in %g s: %s", task_id, delay, exc)
+        raise self.retry(exc=exc, countdown=delay) from exc
+
+
+def retry_delay(backoff_s: float, retries: int) -> float:
+    """The wait before the next try: ``backoff_s`` doubling per try, at most MAX_RETRY_DELAY_S."""
+    return min(MAX_RETRY_DELAY_S, backoff_s * 2.0 ** min(int(retries), 16))
 
 
 def _recovery_loop() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import text
+from sqlalchemy import text, update
 
 from eagle_rag.db.database import MIGRATIONS, Database
 from eagle_rag.db.repositories import (
@@ -25,7 +25,7 @@ from eagle_rag.db.repositories import (
     TaskRepository,
 )
 from eagle_rag.db.repositories.ingest_runs import AttemptSupersededError
-from eagle_rag.db.tables import utcnow
+from eagle_rag.db.tables import DocumentRow, TaskRow, utcnow
 from eagle_rag.errors import NotFoundError
 from eagle_rag.ingest.cancel import CANCELLED, SUPERSEDED, attempt_status
 from eagle_rag.ingest.leases import (
@@ -370,3 +370,70 @@ def test_a_retry_right_after_a_cancel_is_not_taken_over_by_the_old_attempt(
     assert attempt_status(tasks.get(task_id), "new", 1) == SUPERSEDED
     assert _complete(runs, task_id, new.document, owner="new", attempt=2) == []
     assert tasks.get(task_id).status == "completed"
+
+
+def test_recovery_sends_again_a_broker_task_nobody_claimed_for_too_long(
+    db: Database, ns: str, runs: IngestRunRepository, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker that acknowledged a message and failed before its claim (the database was
+    down) lost it: the task stayed queued, with no lease, and no recovery round looked at it."""
+    tasks = TaskRepository(db, ns)
+    lost = _accept(runs).task.id  # handed to the broker: no owner, no expiry
+    fresh = _accept(runs).task.id
+    held = _accept(runs).task.id
+    runs.start(held, owner="elsewhere:4:w", lease_s=3600, max_attempts=3)
+    done = _accept(runs).task.id
+    runs.start(done, owner="elsewhere:5:v", lease_s=3600, max_attempts=3)
+    runs.fail(done, None, "a bad file")  # finished: no owner, no expiry either
+    with db.session() as session:  # the lost one and the finished one waited an hour
+        session.execute(
+            update(TaskRow)
+            .where(TaskRow.id.in_([lost, done]))
+            .values(updated_at=utcnow() - timedelta(hours=1))
+        )
+    me = Leases(tasks, runs, process_owner(), lease_s=30, unheld_s=600)
+    assert me.recover(hold=False) == [lost]
+    assert "no worker claimed it in time" in caplog.messages[-1]
+    task = tasks.get(lost)
+    assert (task.status, task.attempts, task.lease_owner) == ("queued", 0, None)
+    assert task.lease_expires_at is not None  # a send lease, until the broker takes it again
+    assert tasks.hand_to_broker(lost)
+    assert me.recover(hold=False) == []  # sent just now: not again until it waits again
+    assert tasks.get(held).lease_owner == "elsewhere:4:w"
+    assert (tasks.get(fresh).lease_expires_at, tasks.get(done).status) == (None, "failed")
+
+
+def test_replaced_versions_are_older_completed_uploads_of_the_same_name(
+    db: Database, ns: str, runs: IngestRunRepository
+) -> None:
+    """What a crash between a re-upload's completion and its removal of the older version
+    leaves: both completed. Only the older one is reported; an upload still running replaces
+    nothing yet, and another name is another document."""
+    documents = DocumentRepository(db, ns)
+    old, new, _still_pending = (_accept(runs).document.id for _ in range(3))
+    other = _accept(runs).document.id
+    for document_id in (old, new, other):
+        documents.set_fields(document_id, status="completed")
+    with db.session() as session:
+        session.execute(update(DocumentRow).where(DocumentRow.id == other).values(filename="b.txt"))
+    assert runs.replaced_versions() == [old]
+
+
+def test_a_cancelled_attempt_s_cleanup_is_taken_over_only_once_its_holder_is_gone(
+    db: Database, ns: str, runs: IngestRunRepository
+) -> None:
+    tasks = TaskRepository(db, ns)
+    dead, live = _accept(runs).task.id, _accept(runs).task.id
+    runs.start(dead, owner=_dead_owner(), lease_s=3600, max_attempts=3)
+    runs.start(live, owner=process_owner(), lease_s=3600, max_attempts=3)
+    for task_id in (dead, live):
+        assert tasks.cancel(task_id, CANCELLED)  # the attempt keeps its lease to clean up
+    found = {t.id: t for t in tasks.abandoned_cleanups(now=utcnow(), host_prefix=host_prefix())}
+    assert set(found) == {dead, live}  # the caller checks whether the holder still runs
+    assert owner_gone(found[dead].lease_owner) and not owner_gone(found[live].lease_owner)
+    until = utcnow() + timedelta(seconds=30)
+    assert tasks.take_cleanup(found[dead], owner="cleaner", until=until)
+    assert not tasks.take_cleanup(found[dead], owner="another", until=until)  # taken
+    tasks.end_stopped(dead, owner="cleaner", attempt=1, note="undone")
+    task = tasks.get(dead)
+    assert (task.status, task.lease_owner, task.lease_expires_at) == ("failed", None, None)

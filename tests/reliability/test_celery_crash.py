@@ -14,19 +14,25 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import redis
+from sqlalchemy import update
 
 from benchmarks.crash_recovery import document_text, marker
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.consistency import check
+from eagle_rag.db.tables import DocumentRow, TaskRow, utcnow
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.ingest.cancel import CANCELLED
+from eagle_rag.ingest.leases import host_prefix
 from eagle_rag.settings import load_settings
 from tests.databases import postgres_database
 from tests.ingest.celery_setup import celery_environment
+from tests.outage_proxy import CuttableProxy
 from tests.servers import milvus_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -174,5 +180,111 @@ async def test_a_killed_prefork_child_s_task_is_re_queued_by_its_own_worker(
                 worker.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 worker.kill()
+        await app.stop()
+        redis.Redis.from_url(BROKER).flushdb()
+
+
+async def test_a_claim_that_meets_a_database_outage_is_tried_again_not_lost(
+    tmp_path: Path, own_stores: tuple[str, str]
+) -> None:
+    """A short PostgreSQL outage at a worker's claim: the error escaped the Celery task, the
+    message was acknowledged and lost, and the task stayed queued (no lease, attempts 0) for
+    good. The worker now sends it again after a backoff; it completes once the database is
+    back, and the failed claim counts no attempt."""
+    postgres_url = own_stores[0]
+    env = _env(tmp_path, own_stores)
+    app = await bootstrap(load_settings(env))
+    log = tmp_path / "worker.log"
+    with CuttableProxy.for_url(postgres_url) as proxy:
+        worker = _worker({**env, "EAGLE_DATABASE_URL": proxy.url(postgres_url)}, log)
+        try:
+            app.repositories.knowledge_bases.create("pg-outage")
+
+            def submit(name: str) -> str:
+                text = f"# {name}\n\nA note about {name}, its inverter and its wiring."
+                return app.ingest.submit_file(
+                    kb_name="pg-outage", filename=f"{name}.md", stream=io.BytesIO(text.encode())
+                ).job_id
+
+            warm = submit("warm")  # the worker's app is built; the next task goes to the claim
+            assert await _wait(app, [warm], "all-settled", 120) == {warm: "completed"}, (
+                log.read_text()[-3000:]
+            )
+            proxy.cut()
+            job = submit("cut")
+            broker = redis.Redis.from_url(BROKER)
+            for _ in range(300):  # until the worker took the message
+                if not broker.llen("eagle_rag_ingest"):
+                    break
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(3)  # the worker took the message and its claim failed
+            proxy.restore()
+            final = await _wait(app, [job], "all-settled", 90)
+            assert final == {job: "completed"}, (final, log.read_text()[-3000:])
+            assert app.repositories.tasks.get(job).attempts == 1
+        finally:
+            worker.terminate()
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+            await app.stop()
+            redis.Redis.from_url(BROKER).flushdb()
+
+
+async def test_a_worker_undoes_a_cancelled_attempt_whose_worker_was_killed(
+    tmp_path: Path, own_stores: tuple[str, str]
+) -> None:
+    """A worker killed right after a cancel, before its stopped attempt deleted what it wrote:
+    the failed document's vectors stayed until doctor --repair. A live worker now takes the
+    cleanup over once the stopped attempt's lease names a process that is gone."""
+    env = _env(tmp_path, own_stores, EAGLE_RAG_INGEST__LEASE_S="3")  # a sweep every second
+    app = await bootstrap(load_settings(env))
+    log = tmp_path / "worker.log"
+    worker = _worker(env, log)
+    try:
+        app.repositories.knowledge_bases.create("cancel-kill")
+        text = b"# Wombats\n\nThe cancelled document talks about wombats.\n"
+        job = app.ingest.submit_file(
+            kb_name="cancel-kill", filename="c.md", stream=io.BytesIO(text)
+        )
+        final = await _wait(app, [job.job_id], "all-settled", 120)
+        assert final == {job.job_id: "completed"}, log.read_text()[-3000:]
+        # What the kill left: the cancel failed task and document, the stopped attempt kept
+        # its lease to undo its writes, and its process is gone.
+        dead = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+        await dead.wait()
+        with app.database.session() as session:
+            session.execute(
+                update(TaskRow)
+                .where(TaskRow.id == job.job_id)
+                .values(
+                    status="failed",
+                    error=CANCELLED,
+                    lease_owner=f"{host_prefix()}{dead.pid}:deadbeef",
+                    lease_expires_at=utcnow() + timedelta(minutes=5),
+                )
+            )
+            session.execute(
+                update(DocumentRow)
+                .where(DocumentRow.id == job.document_id)
+                .values(status="failed", error=CANCELLED)
+            )
+        where = f.eq("document_id", job.document_id)
+        assert app.vectors.count(TEXT_COLLECTION, where) > 0
+        for _ in range(100):
+            task = app.repositories.tasks.get(job.job_id)
+            if task.lease_owner is None:
+                break
+            await asyncio.sleep(0.2)
+        assert (task.status, task.lease_owner) == ("failed", None), log.read_text()[-3000:]
+        assert "its writes were undone" in task.log[-1]
+        assert app.vectors.count(TEXT_COLLECTION, where) == 0
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
         await app.stop()
         redis.Redis.from_url(BROKER).flushdb()

@@ -7,16 +7,26 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+from sqlalchemy import update
 from typer.testing import CliRunner
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.cli import app as cli
 from eagle_rag.db.repositories.base import new_id
+from eagle_rag.db.tables import TaskRow
+from eagle_rag.index.collections import TEXT_COLLECTION
+from eagle_rag.ingest import pipeline as pipeline_module
+from eagle_rag.ingest.cancel import CANCELLED, cancel_task
 from eagle_rag.ingest.deletion import remove_document
+from eagle_rag.ingest.leases import host_prefix
+from eagle_rag.ingest.pipeline import PipelineResult
 from eagle_rag.settings import load_settings
 from eagle_rag.storage.keys import object_key
 
@@ -131,3 +141,132 @@ def test_consistency_finds_repairs_and_then_passes(tmp_path: Path) -> None:
 def test_repair_needs_consistency(tmp_path: Path) -> None:
     result = runner.invoke(cli, ["doctor", "--repair"], env=_env(tmp_path / "data"))
     assert result.exit_code == 2 and "--repair needs --consistency" in result.output
+
+
+async def _replaced_but_left(app: EagleApp) -> tuple[str, str]:
+    """Two versions of report.md, the process gone between the second one's completion and
+    its removal of the first (a kill -9 there): both completed and searchable."""
+    app.repositories.knowledge_bases.create("docs")
+    ids = []
+    for word in ("aardvarks", "pangolins"):
+        text = f"# Report\n\nThis version of the report is about {word}.\n"
+        submission = app.ingest.submit_file(
+            kb_name="docs", filename="report.md", stream=io.BytesIO(text.encode())
+        )
+        await app.queue.join()  # type: ignore[attr-defined]
+        ids.append(submission.document_id)
+    await app.flush_vectors()
+    statuses = {app.repositories.documents.get(i).status for i in ids}
+    assert statuses == {"completed"}
+    return ids[0], ids[1]
+
+
+def _die_before_removing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def killed(app: EagleApp, document_id: str) -> None:
+        raise RuntimeError("the process died here")
+
+    monkeypatch.setattr(pipeline_module, "remove_document", killed)
+
+
+def _searchable(app: EagleApp, word: str) -> set[str]:
+    [hits] = app.vectors.search_sparse(TEXT_COLLECTION, [word], top_k=10)
+    return {h.fields["document_id"] for h in hits}
+
+
+def test_a_replacement_a_crash_interrupted_is_found_and_repaired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    _die_before_removing(monkeypatch)
+    old, _new = asyncio.run(_with_app(data, _replaced_but_left))
+    monkeypatch.undo()
+
+    code, report = _doctor(data)
+    assert code == 1
+    assert [(f["kind"], f["document_id"]) for f in report["findings"]] == [
+        ("replaced_version", old)
+    ]
+    code, repaired = _doctor(data, "--repair")
+    assert repaired["findings"][0]["repaired"].startswith("document removed")
+    code, final = _doctor(data)
+    assert (code, final["findings"], final["documents"]) == (0, [], 1)
+
+
+def test_a_restart_finishes_a_replacement_a_crash_interrupted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    _die_before_removing(monkeypatch)
+    old, new = asyncio.run(_with_app(data, _replaced_but_left))
+    monkeypatch.undo()
+
+    async def restarted(app: EagleApp) -> None:
+        assert app.repositories.documents.find(old) is None
+        assert app.repositories.documents.get(new).status == "completed"
+        assert _searchable(app, "aardvarks") == set()
+        assert _searchable(app, "pangolins") == {new}
+
+    asyncio.run(_with_app(data, restarted))
+    code, final = _doctor(data)
+    assert (code, final["findings"], final["documents"]) == (0, [], 1)
+
+
+def _dead_owner() -> str:
+    """The lease owner id of a process of this host that has exited (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return f"{host_prefix()}{child.pid}:deadbeef"
+
+
+async def _cancelled_then_killed(app: EagleApp, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A cancel that lands once the attempt wrote its vectors, and the process killed before
+    the stopped attempt undid them: the task and document are failed, the vectors stay, and
+    the lease the cancel left the attempt names a process that is gone."""
+    app.repositories.knowledge_bases.create("docs")
+    pipeline = app.pipeline
+    ingest = pipeline._ingest
+
+    async def ingest_then_cancel(task_id: str, *args: Any, **kwargs: Any) -> Any:
+        done = await ingest(task_id, *args, **kwargs)
+        cancel_task(app.repositories.tasks, task_id)  # POST /tasks/{id}/cancel, just now
+        return done
+
+    async def killed(task_id: str, document: Any, exc: Exception, held: Any) -> Any:
+        return PipelineResult(document.id, "failed", error="killed", stopped=True)
+
+    monkeypatch.setattr(pipeline, "_ingest", ingest_then_cancel)
+    monkeypatch.setattr(pipeline, "_stopped", killed)
+    text = b"# Wombats\n\nThe cancelled document talks about wombats.\n"
+    submission = app.ingest.submit_file(
+        kb_name="docs", filename="cancelled.md", stream=io.BytesIO(text)
+    )
+    await app.queue.join()  # type: ignore[attr-defined]
+    await app.flush_vectors()
+    monkeypatch.undo()
+    task = app.repositories.tasks.get(submission.job_id)
+    assert (task.status, task.error, task.lease_owner is not None) == ("failed", CANCELLED, True)
+    with app.database.session() as session:  # the attempt's process: killed with the server
+        session.execute(
+            update(TaskRow).where(TaskRow.id == task.id).values(lease_owner=_dead_owner())
+        )
+    assert _searchable(app, "wombats") == {submission.document_id}
+    return submission.job_id
+
+
+def test_a_restart_undoes_a_cancelled_attempt_whose_process_was_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    job = asyncio.run(_with_app(data, lambda app: _cancelled_then_killed(app, monkeypatch)))
+    code, report = _doctor(data)
+    assert [f["kind"] for f in report["findings"]] == ["failed_with_vectors"]
+
+    async def restarted(app: EagleApp) -> None:
+        assert _searchable(app, "wombats") == set()
+        task = app.repositories.tasks.get(job)
+        assert (task.status, task.lease_owner, task.lease_expires_at) == ("failed", None, None)
+        assert "its writes were undone" in task.log[-1]
+
+    asyncio.run(_with_app(data, restarted))
+    code, final = _doctor(data)
+    assert (code, final["findings"]) == (0, [])

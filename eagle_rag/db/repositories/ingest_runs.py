@@ -22,6 +22,7 @@ from sqlalchemy import (
     Table,
     and_,
     bindparam,
+    exists,
     func,
     insert,
     or_,
@@ -145,6 +146,23 @@ _NEWER_VERSION = (
     .where(*_SAME_NAME, DOCUMENTS.c.status == "completed", ~_UPLOADED_BEFORE)
     .limit(1)
 )
+_NEWER = DOCUMENTS.alias("newer")
+# Completed documents a completed upload of the same name made after them replaced: the
+# completion removes them right after its commit, so they outlive it only after a crash there.
+_REPLACED = select(DOCUMENTS.c.id).where(
+    DOCUMENTS.c.plugin_namespace == _NS,
+    DOCUMENTS.c.status == "completed",
+    exists().where(
+        _NEWER.c.plugin_namespace == DOCUMENTS.c.plugin_namespace,
+        _NEWER.c.kb_name == DOCUMENTS.c.kb_name,
+        _NEWER.c.filename == DOCUMENTS.c.filename,
+        _NEWER.c.status == "completed",
+        or_(
+            _NEWER.c.created_at > DOCUMENTS.c.created_at,
+            and_(_NEWER.c.created_at == DOCUMENTS.c.created_at, _NEWER.c.id > DOCUMENTS.c.id),
+        ),
+    ),
+)
 _TASK_LOG = select(TASKS.c.log).where(*_THE_TASK)
 _COMPLETE_TASK = (
     update(TASKS)
@@ -203,6 +221,24 @@ class Attempt:
     # delivery); exhausted: no attempts were left, the task is now failed with ``reason``.
     outcome: str = "claimed"
     reason: str | None = None
+
+
+def _expected(expect: tuple[str | None, datetime | None] | None, *, live_only: bool) -> list[Any]:
+    """A take-over's conditions: the lease (owner, expiry) the caller saw, a live status."""
+    conditions: list[Any] = []
+    if expect is not None:
+        owner, expiry = expect
+        conditions.append(
+            TASKS.c.lease_owner.is_(None) if owner is None else TASKS.c.lease_owner == owner
+        )
+        conditions.append(
+            TASKS.c.lease_expires_at.is_(None)
+            if expiry is None
+            else TASKS.c.lease_expires_at == expiry
+        )
+    if live_only:
+        conditions.append(TASKS.c.status.in_(LIVE_STATUSES))
+    return conditions
 
 
 class IngestRunRepository(NamespacedRepository):
@@ -364,26 +400,19 @@ class IngestRunRepository(NamespacedRepository):
         expect: tuple[str | None, datetime | None] | None = None,
         grant_attempts: int | None = None,
         reopen: bool = False,
+        live_only: bool = False,
     ) -> bool:
         """Put a task back to ``queued`` under a new lease, its document back to ``pending``.
 
         ``expect`` (owner, expiry) makes it a take-over: it only happens if the lease is still
         the one the caller saw, so two recoverers never both re-queue a task. ``grant_attempts``
         (a retry by hand) allows that many attempts more; ``reopen`` re-queues a completed
-        document too (its vectors were lost). Returns whether it happened.
+        document too (its vectors were lost); ``live_only`` (recovery) leaves a task alone that
+        finished meanwhile (a cancel keeps the lease it saw). Returns whether it happened.
         """
         now = utcnow()
         conditions = [TASKS.c.plugin_namespace == self.namespace, TASKS.c.id == task_id]
-        if expect is not None:
-            owner, expiry = expect
-            conditions.append(
-                TASKS.c.lease_owner.is_(None) if owner is None else TASKS.c.lease_owner == owner
-            )
-            conditions.append(
-                TASKS.c.lease_expires_at.is_(None)
-                if expiry is None
-                else TASKS.c.lease_expires_at == expiry
-            )
+        conditions += _expected(expect, live_only=live_only)
         with self._db.session() as session:
             state = session.execute(select(TASKS).where(*conditions)).first()
             if state is None:
@@ -443,6 +472,13 @@ class IngestRunRepository(NamespacedRepository):
                 )
                 .values(status="failed", error=reason, updated_at=now)
             )
+
+    def replaced_versions(self) -> list[str]:
+        """Completed documents that a completed, later upload of the same filename in the same
+        KB replaced, and that are still here (a crash between that completion and its removal
+        of the older versions, IngestPipeline._succeed): the ids to remove."""
+        with self._db.session() as session:
+            return [str(i) for i in session.execute(_REPLACED, {"ns": self.namespace}).scalars()]
 
     def complete(
         self,

@@ -253,25 +253,34 @@ class TaskRepository(NamespacedRepository):
             return bool(getattr(result, "rowcount", 0))
 
     def lease_candidates(
-        self, *, now: datetime, host_prefix: str, own: str
+        self, *, now: datetime, host_prefix: str, own: str, unheld_before: datetime | None = None
     ) -> builtins.list[LeaseState]:
         """Live tasks that may be stranded: leases that expired, and leases held by another
         process of this host (the caller checks whether that process still runs).
 
-        Tasks without an expiry are held by a broker and never show up here.
+        A task without an expiry is held by a broker; given ``unheld_before``, such a queued
+        task that no worker claimed and nothing changed since then shows up too (its message
+        may be lost: a worker acknowledged it and failed before the claim).
         """
+        leased = (TaskRow.lease_expires_at.is_not(None)) & or_(
+            TaskRow.lease_expires_at < now,
+            (TaskRow.lease_owner.startswith(host_prefix, autoescape=True))
+            & (TaskRow.lease_owner != own),
+        )
+        if unheld_before is not None:
+            leased = leased | (
+                (TaskRow.status == "queued")
+                & TaskRow.lease_owner.is_(None)
+                & TaskRow.lease_expires_at.is_(None)
+                & (TaskRow.updated_at < unheld_before)
+            )
         with self._db.session() as session:
             query = (
                 select(TaskRow.id, TaskRow.status, TaskRow.lease_owner, TaskRow.lease_expires_at)
                 .where(
                     TaskRow.plugin_namespace == self.namespace,
                     TaskRow.status.in_(LIVE_STATUSES),
-                    TaskRow.lease_expires_at.is_not(None),
-                    or_(
-                        TaskRow.lease_expires_at < now,
-                        (TaskRow.lease_owner.startswith(host_prefix, autoescape=True))
-                        & (TaskRow.lease_owner != own),
-                    ),
+                    leased,
                 )
                 .order_by(TaskRow.created_at)
                 .limit(STALE_SCAN_LIMIT)
@@ -356,6 +365,47 @@ class TaskRepository(NamespacedRepository):
                 .execution_options(synchronize_session=False)
             )
         return True
+
+    def abandoned_cleanups(self, *, now: datetime, host_prefix: str) -> builtins.list[TaskRecord]:
+        """Cancelled tasks whose stopped attempt still holds the lease a cancel left it (to undo
+        its writes) and may be gone: the lease expired, or its holder is a process of this
+        host (the caller checks whether it still runs)."""
+        with self._db.session() as session:
+            query = (
+                select(TaskRow)
+                .where(
+                    TaskRow.plugin_namespace == self.namespace,
+                    TaskRow.status == "failed",
+                    TaskRow.lease_expires_at.is_not(None),
+                    or_(
+                        TaskRow.lease_expires_at < now,
+                        TaskRow.lease_owner.startswith(host_prefix, autoescape=True),
+                    ),
+                )
+                .order_by(TaskRow.updated_at)
+                .limit(STALE_SCAN_LIMIT)
+            )
+            return [task_record(r) for r in session.scalars(query)]
+
+    def take_cleanup(self, task: TaskRecord, *, owner: str, until: datetime) -> bool:
+        """Take over the cleanup lease of ``task`` as it was read (abandoned_cleanups): a retry
+        waits while it is held. False: the row changed meanwhile (a retry, the attempt's own
+        end)."""
+        with self._db.session() as session:
+            result = session.execute(
+                update(TaskRow)
+                .where(
+                    TaskRow.plugin_namespace == self.namespace,
+                    TaskRow.id == task.id,
+                    TaskRow.status == "failed",
+                    TaskRow.attempts == task.attempts,
+                    TaskRow.lease_owner == task.lease_owner,
+                    TaskRow.lease_expires_at == task.lease_expires_at,
+                )
+                .values(lease_owner=owner, lease_expires_at=until)
+                .execution_options(synchronize_session=False)
+            )
+            return bool(getattr(result, "rowcount", 0))
 
     def end_stopped(self, task_id: str, *, owner: str, attempt: int, note: str) -> None:
         """The attempt ``attempt`` of ``owner`` that a cancel stopped has undone its writes:
