@@ -7,9 +7,14 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from eagle_rag.ingest.pixelrag.engine import OcrEngine
+from eagle_rag.ingest.pixelrag.engine import OcrEngine, Region
 from eagle_rag.ingest.pixelrag.reading import page_blocks, to_sections
-from eagle_rag.ingest.pixelrag.visuals_regions import RegionVisual, ink_share, ocr_region_visuals
+from eagle_rag.ingest.pixelrag.visuals_regions import (
+    RegionVisual,
+    ink_share,
+    ocr_region_visuals,
+    region_visuals,
+)
 from tests.ingest import report_scans as rs
 from tests.ingest.scans import squash
 
@@ -102,3 +107,22 @@ def test_a_surer_figure_region_over_a_paragraph_does_not_split_it(ocr: OcrEngine
     texts = [squash(b.text) for b in page_blocks(page, 3) if b.kind == "text"]
     first = next(text for text in texts if text.startswith("submarinecable"))
     assert first.endswith("wasrestored.")
+
+
+def test_a_caption_found_as_a_region_and_as_a_line_goes_to_one_region_only() -> None:
+    """The chart found "Figure 3: ..." as a caption region, the table below it as a line in its
+    band: the two claims were told apart by how they were found, and both regions got it."""
+    caption = "Figure 3: Quarterly pumpkin yield"
+    caption_box = (0.1, 0.42, 0.9, 0.45)
+    regions = [
+        Region("figure", (0.1, 0.10, 0.9, 0.40), 0.9),
+        Region("figure_caption", caption_box, 0.8),
+        Region("table", (0.1, 0.49, 0.9, 0.70), 0.7),
+    ]
+
+    def text_in(box: tuple[float, float, float, float]) -> str:
+        middle = (caption_box[1] + caption_box[3]) / 2
+        return caption if box[1] <= middle <= box[3] and box[0] <= 0.5 <= box[2] else ""
+
+    found = region_visuals(regions, text_in, 1, min_side=0.05, max_regions=5)
+    assert [(v.kind, v.caption) for v in found] == [("image", caption), ("table", "")]

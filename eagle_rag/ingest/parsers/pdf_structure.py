@@ -93,7 +93,7 @@ def _upright(pages: Sequence[PageLines]) -> list[PageLines]:
     return [
         replace(
             page,
-            lines=tuple(replace(line, bbox=unrotate(line.bbox, -line.turn)) for line in page.lines),
+            lines=tuple(_turned_upright(line) for line in page.lines),
         )
         if any(line.turn for line in page.lines)
         else page

@@ -243,7 +243,6 @@ def _paragraph(
 class _Claim:
     """A region's caption and how well it fits: the lower ``rank``, the better."""
 
-    source: object  # the caption region's index; the text of a caption line found in a band
     text: str
     rank: float
 
@@ -252,16 +251,16 @@ def _captions(
     kept: Sequence[Region], regions: Sequence[Region], text_in: Callable[[BBox], str]
 ) -> list[str]:
     """Each region's caption. A caption two regions reach (a chart, and an empty region the
-    model saw below it) goes to the one it fits best; the other gets none."""
+    model saw below it) goes to the one it fits best; the other gets none. Captions are told
+    apart by their text, whichever way a region found one (a caption region, a line in a band
+    or inside it): "Figure 3: ..." names one figure."""
     claims = [_caption(region, regions, text_in) for region in kept]
-    winners: dict[object, tuple[float, int]] = {}
+    winners: dict[str, tuple[float, int]] = {}
     for index, claim in enumerate(claims):
-        if claim is not None and (
-            claim.source not in winners or claim.rank < winners[claim.source][0]
-        ):
-            winners[claim.source] = (claim.rank, index)
+        if claim is not None and (claim.text not in winners or claim.rank < winners[claim.text][0]):
+            winners[claim.text] = (claim.rank, index)
     return [
-        claim.text if claim is not None and winners[claim.source][1] == index else ""
+        claim.text if claim is not None and winners[claim.text][1] == index else ""
         for index, claim in enumerate(claims)
     ]
 
@@ -280,7 +279,7 @@ def _caption(
     ):
         text = " ".join(text_in(strip).split())
         if CAPTION.match(text):
-            return _Claim(("inside", region.bbox), text, 0.0)
+            return _Claim(text, 0.0)
     wanted = CAPTIONS[region.kind]
     best: tuple[float, int] | None = None
     for index, other in enumerate(regions):
@@ -291,14 +290,14 @@ def _caption(
             rank = gap + _side_penalty(region, below=below)
             best = best if best is not None and best[0] <= rank else (rank, index)
     if best is not None:
-        return _Claim(best[1], " ".join(text_in(regions[best[1]].bbox).split()), best[0])
+        return _Claim(" ".join(text_in(regions[best[1]].bbox).split()), best[0])
     for band, below in (
         ((0.0, y1, 1.0, min(1.0, y1 + CAPTION_GAP)), True),
         ((0.0, max(0.0, y0 - CAPTION_GAP), 1.0, y0), False),
     ):
         text = " ".join(text_in(band).split())
         if CAPTION.match(text):
-            return _Claim(text, text, CAPTION_GAP / 2 + _side_penalty(region, below=below))
+            return _Claim(text, CAPTION_GAP / 2 + _side_penalty(region, below=below))
     return None
 
 
