@@ -126,15 +126,21 @@ async def test_a_killed_worker_s_task_is_taken_over_and_everything_completes(
         report = await asyncio.to_thread(check, app)
         assert report.clean, report.findings
     finally:
-        for process in (first, second):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-        await app.stop()
-        redis.Redis.from_url(BROKER).flushdb()
+        await _shut_down(app, first, second)
+
+
+async def _shut_down(app: EagleApp, *workers: subprocess.Popen[bytes] | None) -> None:
+    """Stop the workers (killed when one does not stop within 20 s) and the app, and empty the
+    broker's database for the next test."""
+    for worker in workers:
+        if worker is not None and worker.poll() is None:
+            worker.terminate()
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+    await app.stop()
+    redis.Redis.from_url(BROKER).flushdb()
 
 
 def _children(pid: int) -> list[int]:
@@ -174,14 +180,7 @@ async def test_a_killed_prefork_child_s_task_is_re_queued_by_its_own_worker(
         final = await _wait(app, [job], "all-settled", 180)  # the same worker, a new child
         assert final == {job: "completed"}, (final, log.read_text()[-3000:])
     finally:
-        if worker.poll() is None:
-            worker.terminate()
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-        await app.stop()
-        redis.Redis.from_url(BROKER).flushdb()
+        await _shut_down(app, worker)
 
 
 async def test_a_claim_that_meets_a_database_outage_is_tried_again_not_lost(
@@ -223,13 +222,7 @@ async def test_a_claim_that_meets_a_database_outage_is_tried_again_not_lost(
             assert final == {job: "completed"}, (final, log.read_text()[-3000:])
             assert app.repositories.tasks.get(job).attempts == 1
         finally:
-            worker.terminate()
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-            await app.stop()
-            redis.Redis.from_url(BROKER).flushdb()
+            await _shut_down(app, worker)
 
 
 async def test_a_worker_undoes_a_cancelled_attempt_whose_worker_was_killed(
@@ -281,10 +274,4 @@ async def test_a_worker_undoes_a_cancelled_attempt_whose_worker_was_killed(
         assert "its writes were undone" in task.log[-1]
         assert app.vectors.count(TEXT_COLLECTION, where) == 0
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-        await app.stop()
-        redis.Redis.from_url(BROKER).flushdb()
+        await _shut_down(app, worker)
