@@ -31,7 +31,6 @@ from plugins.lakehouse_bi.nodes import (
 
 ENTRY_NAME = "lakehouse-lineage.json"
 CACHE_LIMIT = 20_000
-_PAGE = 500  # the document repository's largest page
 MAX_DEPTH = 10
 # Lineage names resolve within one project of one knowledge base: (kb_name, project).
 Scope = tuple[str, str]
@@ -247,16 +246,7 @@ class LineageIndex:
         Read at every call, not cached: a KB rebuild sets completed documents pending again."""
         if self._documents is None:
             return None
-        ids: set[str] = set()
-        offset = 0
-        while True:
-            page = self._documents.list(
-                kb_name=kb_name, status="completed", limit=_PAGE, offset=offset
-            )
-            ids.update(d.id for d in page)
-            offset += _PAGE
-            if len(page) < _PAGE:
-                return ids
+        return set(self._documents.ids_in_kb(kb_name, status="completed"))
 
     def _read(self, key: str) -> Entry | None:
         try:

@@ -224,6 +224,7 @@ def test_document_listing_filters_and_pages(db: Database, ns: str) -> None:
     assert documents.ids_with_tags(["even"], kb_names=["docs"]) == sorted([ids[0], ids[2], ids[4]])
     assert documents.count(kb_name="docs") == 5
     assert sorted(documents.ids_in_kb("docs")) == sorted(ids)
+    assert documents.ids_in_kb("docs", status="failed") == [ids[0]]
     by_name = {d.id: d.status for d in documents.list(filename="a.pdf")}
     assert sorted(by_name) == sorted(ids) and by_name[ids[0]] == "failed"
     with pytest.raises(InvalidInputError):

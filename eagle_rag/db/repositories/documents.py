@@ -256,11 +256,14 @@ class DocumentRepository(NamespacedRepository):
             )
             return [document_record(r, []) for r in rows]
 
-    def ids_in_kb(self, kb_name: str) -> builtins.list[str]:
+    def ids_in_kb(self, kb_name: str, *, status: str | None = None) -> builtins.list[str]:
+        """The ids of the KB's documents (of one ``status``): one statement, no rows built."""
         with self._db.session() as session:
             query = select(DocumentRow.id).where(
                 DocumentRow.plugin_namespace == self.namespace, DocumentRow.kb_name == kb_name
             )
+            if status is not None:
+                query = query.where(DocumentRow.status == status)
             return list(session.scalars(query))
 
     def ids_with_tags(
