@@ -178,6 +178,10 @@ def _repaired(app: Runtime, finding: Finding, documents: dict[str, DocumentRecor
     if kind in ("missing_vectors", "extra_vectors"):
         return _done(finding, _rebuild(app, documents[document_id]))
     if kind == "replaced_version":
+        # Checked again: a repair before it (the newer version's missing vectors) may have sent
+        # the newer one through the pipeline again, and the older one must stay until it is.
+        if not app.repositories.ingest_runs.replaced_versions(document_id):
+            return finding
         try:
             remove_document(app, document_id)
         except NotFoundError:

@@ -113,6 +113,21 @@ class CancelWatch:
             raise IngestCancelledError(self._stopped)
 
 
+def _undo(app: Runtime, task: TaskRecord, owner: str) -> None:
+    from eagle_rag.ingest.pixelrag.visuals import visuals_prefix
+
+    document = app.repositories.documents.find(task.document_id)
+    if document is not None and document.status != "completed":
+        app.vectors.delete_documents([document.id])
+        app.objects.delete_prefix(visuals_prefix(app.namespace, document.kb_name, document.id))
+    note = f"attempt {task.attempts} stopped with its worker; its writes were undone"
+    app.repositories.tasks.end_stopped(task.id, owner=owner, attempt=task.attempts, note=note)
+
+
+# The undo's lease, in leases: held well past the deletes, ended as soon as they are done.
+UNDO_LEASES = 10
+
+
 def undo_abandoned(app: Runtime, owner: str, lease_s: float) -> list[str]:
     """Finish the undo of cancelled attempts whose worker died before it (``kill -9`` right
     after the cancel): their vectors and pictures stayed, as ``failed_with_vectors``, until
@@ -121,24 +136,23 @@ def undo_abandoned(app: Runtime, owner: str, lease_s: float) -> list[str]:
     taken over under ``owner``'s lease first (a retry waits while it is held), then the rows
     go and the lease ends. Returns the task ids."""
     from eagle_rag.ingest.leases import host_prefix, owner_gone
-    from eagle_rag.ingest.pixelrag.visuals import visuals_prefix
 
     repos, now, done = app.repositories, utcnow(), []
     for task in repos.tasks.abandoned_cleanups(now=now, host_prefix=host_prefix()):
         expiry = task.lease_expires_at
         if expiry is not None and expiry >= now and not owner_gone(task.lease_owner):
             continue  # the stopped attempt runs and cleans up itself
-        until = utcnow() + timedelta(seconds=lease_s)
+        # Held well past the deletes (slow stores, many pictures): while it is held a retry
+        # waits, and a retry's new writes must not be deleted by this undo. It ends at once.
+        until = utcnow() + timedelta(seconds=UNDO_LEASES * lease_s)
         if not repos.tasks.take_cleanup(task, owner=owner, until=until):
             continue
-        document = repos.documents.find(task.document_id)
-        if document is not None and document.status != "completed":
-            app.vectors.delete_documents([document.id])
-            app.objects.delete_prefix(visuals_prefix(app.namespace, document.kb_name, document.id))
-        note = f"attempt {task.attempts} stopped with its worker; its writes were undone"
         try:
-            repos.tasks.end_stopped(task.id, owner=owner, attempt=task.attempts, note=note)
+            _undo(app, task, owner)
         except NotFoundError:  # deleted meanwhile
+            continue
+        except Exception:  # the lease runs out and a later sweep tries again; the others go now
+            logger.exception("could not undo the writes of task %s's stopped attempt", task.id)
             continue
         done.append(task.id)
     if done:

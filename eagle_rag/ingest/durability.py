@@ -94,16 +94,21 @@ def remove_replaced(app: Runtime) -> list[str]:
 
     A completion removes them only after it committed (a removal cannot join the catalog's
     transaction: it deletes vectors and objects too); a ``kill -9`` in between left both
-    versions completed and searchable. Run at start, before anything else does. A newer
-    version whose vectors the crash lost was queued again just before (``requeue_lost``), so
-    it is not completed here and the older one stays until it is."""
-    removed = []
-    for document_id in app.repositories.ingest_runs.replaced_versions():
+    versions completed and searchable. Run at start (a newer version whose vectors the crash
+    lost was queued again just before, ``requeue_lost``, so it is not completed here and the
+    older one stays until it is) and, in Celery workers, beside running pipelines. Each is
+    checked again just before it goes (the newer one may have been deleted or sent through
+    the pipeline again meanwhile), and one that cannot be removed costs only itself."""
+    runs, removed = app.repositories.ingest_runs, []
+    for document_id in runs.replaced_versions():
         try:
-            remove_document(app, document_id)
+            if runs.replaced_versions(document_id):
+                remove_document(app, document_id)
+                removed.append(document_id)
         except NotFoundError:  # deleted meanwhile
             continue
-        removed.append(document_id)
+        except Exception:  # the next sweep tries again; the others go now
+            logger.exception("could not remove %s, an older version of a re-upload", document_id)
     if removed:
         logger.warning(
             "removed %d older version(s) of re-uploaded files that a crash left", len(removed)

@@ -198,7 +198,10 @@ def _why_stranded(owner: str | None, expires_at: datetime | None, now: datetime)
 
 def leases_for(repositories: Any, lease_s: float) -> Leases:
     """This process's leases over the app's task and ingest-run repositories."""
-    return Leases(repositories.tasks, repositories.ingest_runs, process_owner(), lease_s)
+    # No broker's task is this queue's to send again: its own tasks always have an owner.
+    return Leases(
+        repositories.tasks, repositories.ingest_runs, process_owner(), lease_s, unheld_s=None
+    )
 
 
 @contextlib.asynccontextmanager

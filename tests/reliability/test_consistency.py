@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.cli import app as cli
+from eagle_rag.consistency import check
 from eagle_rag.db.repositories.base import new_id
 from eagle_rag.db.tables import TaskRow
 from eagle_rag.index.collections import TEXT_COLLECTION
@@ -190,6 +191,29 @@ def test_a_replacement_a_crash_interrupted_is_found_and_repaired(
     assert repaired["findings"][0]["repaired"].startswith("document removed")
     code, final = _doctor(data)
     assert (code, final["findings"], final["documents"]) == (0, [], 1)
+
+
+def test_a_replaced_version_stays_while_its_newer_one_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The newer version's vectors were lost too: repair sent it through the pipeline again
+    and then removed the older one, the only searchable version, from findings read before."""
+    _die_before_removing(monkeypatch)
+
+    async def crashed_then_repaired(app: EagleApp) -> None:
+        old, new = await _replaced_but_left(app)
+        monkeypatch.undo()
+        app.vectors.delete_documents([new])
+        await app.flush_vectors()
+        # In the event loop's own thread: the queue's workers cannot run before it returns.
+        report = check(app, repair=True)
+        repaired = {(f.kind, f.document_id): f.repaired for f in report.findings}
+        assert repaired[("missing_vectors", new)]
+        assert not repaired[("replaced_version", old)]  # left for the rebuild to decide
+        assert app.repositories.documents.get(old).status == "completed"
+        assert app.repositories.documents.get(new).status == "pending"  # until it completes
+
+    asyncio.run(_with_app(tmp_path / "data", crashed_then_repaired))
 
 
 def test_a_restart_finishes_a_replacement_a_crash_interrupted(

@@ -473,12 +473,14 @@ class IngestRunRepository(NamespacedRepository):
                 .values(status="failed", error=reason, updated_at=now)
             )
 
-    def replaced_versions(self) -> list[str]:
+    def replaced_versions(self, document_id: str | None = None) -> list[str]:
         """Completed documents that a completed, later upload of the same filename in the same
         KB replaced, and that are still here (a crash between that completion and its removal
-        of the older versions, IngestPipeline._succeed): the ids to remove."""
+        of the older versions, IngestPipeline._succeed): the ids to remove. With
+        ``document_id``: that one, if it still is one (checked again just before it goes)."""
+        query = _REPLACED if document_id is None else _REPLACED.where(DOCUMENTS.c.id == document_id)
         with self._db.session() as session:
-            return [str(i) for i in session.execute(_REPLACED, {"ns": self.namespace}).scalars()]
+            return [str(i) for i in session.execute(query, {"ns": self.namespace}).scalars()]
 
     def complete(
         self,
