@@ -7,12 +7,11 @@ everywhere else. Those clients read only their own shape: the ``openai`` package
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from eagle_rag.api.asgi import Scope, Send, send_json
 from eagle_rag.api.errors import status_for
-from eagle_rag.api.routes.dify import dify_error
+from eagle_rag.api.routes.dify import dify_error_body
 from eagle_rag.api.routes.openai_compat import openai_error_body
 from eagle_rag.errors import EagleError
 
@@ -30,7 +29,6 @@ def refusal_body(path: str, error: EagleError, status: int) -> dict[str, Any]:
     if path == OPENAI_PREFIX or path.startswith(OPENAI_PREFIX + "/"):
         return {"error": openai_error_body(error, status)}
     if path.rstrip("/") == DIFY_PATH:
-        # Dify's route owns its code table; its status stays this refusal's (413, 403).
-        body: dict[str, Any] = json.loads(bytes(dify_error(error).body))
-        return body
+        # Dify's route owns its code table; the status stays this refusal's (413, 403).
+        return dify_error_body(error)[0]
     return error.to_dict()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -502,9 +503,10 @@ def test_chapter_headings_numbered_like_their_pages_are_kept() -> None:
 _WORK = ("The pumps are drained.", "The seals are replaced.", "The motors are tested.")
 
 
-def _report_with_ruled_table() -> bytes:
-    """A numbered heading, a paragraph, a caption and a ruled table whose header row fpdf2
-    sets in bold, as most table tools do."""
+def _reservoir_report(borders: str) -> Any:
+    """An fpdf2 page: a numbered heading, a paragraph and a table of reservoir levels whose
+    header row fpdf2 sets in bold, as most table tools do (``borders``: ``ALL`` ruled, ``NONE``
+    laid out in columns only). The caller adds what follows the table."""
     from fpdf import FPDF
 
     pdf = FPDF()
@@ -514,17 +516,24 @@ def _report_with_ruled_table() -> bytes:
     pdf.set_font("helvetica", "", 11)
     pdf.multi_cell(0, 6, "Levels fell through the dry summer and recovered. " * 4)
     pdf.ln(4)
-    pdf.multi_cell(0, 6, "Table 4: Reservoir levels in percent", new_x="LMARGIN", new_y="NEXT")
+    if borders == "ALL":
+        pdf.multi_cell(0, 6, "Table 4: Reservoir levels in percent", new_x="LMARGIN", new_y="NEXT")
     rows = [
         ("Reservoir", "June", "August"),
         ("Kestrel Lake", "81", "64"),
         ("Heron Dam", "72", "55"),
     ]
-    with pdf.table(borders_layout="ALL") as table:
+    with pdf.table(borders_layout=borders) as table:
         for row in rows:
             cells = table.row()
             for value in row:
                 cells.cell(value)
+    return pdf
+
+
+def _report_with_ruled_table() -> bytes:
+    """The reservoir report with a caption and a ruled table."""
+    pdf = _reservoir_report("ALL")
     pdf.multi_cell(0, 6, "The lake recovered first. " * 3)
     return bytes(pdf.output())
 
@@ -540,25 +549,7 @@ def test_the_bold_header_row_of_a_ruled_table_is_no_heading() -> None:
 def test_the_bold_header_row_of_a_table_without_rules_is_no_heading() -> None:
     """A table laid out in columns with no lines: its bold header row's cells stand far apart,
     where a heading's words sit a space apart."""
-    from fpdf import FPDF
-
-    pdf = FPDF()
-    pdf.add_page()
-    pdf.set_font("helvetica", "B", 18)
-    pdf.multi_cell(0, 10, "2 Reservoir Levels", new_x="LMARGIN", new_y="NEXT")
-    pdf.set_font("helvetica", "", 11)
-    pdf.multi_cell(0, 6, "Levels fell through the dry summer and recovered. " * 4)
-    pdf.ln(4)
-    rows = [
-        ("Reservoir", "June", "August"),
-        ("Kestrel Lake", "81", "64"),
-        ("Heron Dam", "72", "55"),
-    ]
-    with pdf.table(borders_layout="NONE") as table:
-        for row in rows:
-            cells = table.row()
-            for value in row:
-                cells.cell(value)
+    pdf = _reservoir_report("NONE")
     pdf.ln(4)
     pdf.set_font("helvetica", "B", 11)
     pdf.multi_cell(0, 6, "Storage Outlook", new_x="LMARGIN", new_y="NEXT")

@@ -193,18 +193,22 @@ class _AuthHeaderError(AuthenticationError):
 
 
 def dify_error(error: EagleError) -> JSONResponse:
+    body, status = dify_error_body(error)
+    headers = {}
+    if status in RETRY_AFTER_S:  # a rate limit or an outage: when to come back, as on every route
+        headers["Retry-After"] = str(error.fields.get("retry_after", RETRY_AFTER_S[status]))
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def dify_error_body(error: EagleError) -> tuple[dict[str, Any], int]:
+    """Dify's ``{error_code, error_msg}`` for ``error``, and the status Dify's route gives it."""
     code, status = _DIFY_CODES.get(type(error)) or next(
         ((c, s) for kind, (c, s) in _DIFY_CODES.items() if isinstance(error, kind)), (5001, 503)
     )
     message = error.message
     if code == 1002 and isinstance(error, AuthenticationError):
         message = "Authorization failed"
-    headers = {}
-    if status in RETRY_AFTER_S:  # a rate limit or an outage: when to come back, as on every route
-        headers["Retry-After"] = str(error.fields.get("retry_after", RETRY_AFTER_S[status]))
-    return JSONResponse(
-        {"error_code": code, "error_msg": message}, status_code=status, headers=headers
-    )
+    return {"error_code": code, "error_msg": message}, status
 
 
 # Dify's documented codes (1001, 1002, 2001) answered with 403 and 404 as its examples do.
