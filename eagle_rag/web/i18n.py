@@ -202,6 +202,26 @@ ZH: Mapping[str, str] = {
     "kb_name_rule": "只能使用小写字母、数字、- 和 _，以字母或数字开头，最多 64 个字符。",
     "boxes_one": "{count} 个框",
     "boxes_many": "{count} 个框",
+    # The server's messages are English: a failure is named in Chinese by its code first, and
+    # the server's own words follow (they name the file, the field or the limit).
+    "err_unauthorized": "需要有效的 API 密钥",
+    "err_forbidden": "无权执行此操作",
+    "err_namespace_forbidden": "无权访问此命名空间",
+    "err_rate_limited": "请求过于频繁，请稍后再试",
+    "err_not_found": "未找到",
+    "err_conflict": "与已有内容冲突",
+    "err_invalid_input": "输入无效",
+    "err_invalid_request": "请求无效",
+    "err_payload_too_large": "文件或请求过大",
+    "err_unsupported_media_type": "不支持此文件类型",
+    "err_backend_unavailable": "后端服务暂不可用",
+    "err_model_provider_error": "模型服务出错",
+    "err_upstream_error": "上游服务出错",
+    "err_vector_store_error": "向量库出错",
+    "err_hook_invocation_error": "插件出错",
+    "err_component_error": "组件出错",
+    "err_internal_error": "服务器内部错误",
+    "err_method_not_allowed": "不支持此请求方法",
 }
 
 CATALOGS: Mapping[str, Mapping[str, str]] = {"en": EN, "zh": ZH}

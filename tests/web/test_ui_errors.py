@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from eagle_rag.web.i18n import ZH
 from tests.api.server import RunningServer, running_server
 from tests.web.helpers import choose_files, upload_row, wait_status
 
@@ -123,3 +124,28 @@ def test_a_task_just_claimed_shows_one_state_not_processing_queued(
     row = upload_row(page, "claimed.md")
     assert row.locator(".badge").inner_text() == "processing"
     assert row.locator(".phase").inner_text() == ""
+
+
+def test_in_chinese_a_refusal_is_named_in_chinese_before_the_servers_words(
+    browser: Any, server: RunningServer
+) -> None:
+    """The server's messages are English; a zh screen named its failures in English only."""
+    with server.client() as client:
+        assert client.post("/knowledge_bases", json={"kb_name": "zh-refusals"}).status_code == 201
+        said = client.post(
+            "/ingest",
+            data={"kb_name": "zh-refusals"},
+            files={"file": ("tool.exe", b"MZ\x90\x00" + bytes(64), "application/octet-stream")},
+        ).json()
+    assert said["code"] == "unsupported_media_type"
+    context = browser.new_context(locale="zh-CN")
+    try:
+        page = context.new_page()
+        page.goto(server.url + "/ui/kb/zh-refusals")
+        page.wait_for_selector("#dropzone")
+        choose_files(page, [("tool.exe", "application/octet-stream", b"MZ\x90\x00" + bytes(64))])
+        wait_status(page, "tool.exe", "failed")
+        reason = upload_row(page, "tool.exe").locator(".reason").inner_text()
+        assert reason == ZH["err_unsupported_media_type"] + "：" + said["message"]
+    finally:
+        context.close()

@@ -50,10 +50,17 @@
     return response;
   }
 
+  // An error body ({code, message}) in words: the catalog's name for its code, where the
+  // language has one (only Chinese: the server speaks English), then the server's own message.
+  function errorText(body, fallback) {
+    const said = body.message || body.code || fallback;
+    const named = body.code && T["err_" + body.code];
+    return named && named !== said ? named + "：" + said : said;
+  }
+
   async function errorMessage(response) {
     try {
-      const body = await response.json();
-      return body.message || body.code || response.statusText;
+      return errorText(await response.json(), response.statusText);
     } catch (e) {
       return response.status + " " + response.statusText;
     }
@@ -152,10 +159,10 @@
       // A form's own fields failing to load say so in the notice and keep the form, unless no key
       // was accepted: then nothing in it can work, and its fields say why instead of "Loading…".
       if (event.detail.requestConfig.verb === "get" && target && (!target.closest("form") || xhr.status === 401)) {
-        fragmentFailed(target, xhr.status, body.message);
+        fragmentFailed(target, xhr.status, errorText(body, ""));
         return;
       }
-      notice((T.error || "Error") + ": " + (body.message || xhr.status), "err");
+      notice((T.error || "Error") + ": " + errorText(body, String(xhr.status)), "err");
       const field = body.details && body.details.field;
       const form = event.detail.elt.closest("form");
       if (field && form) markField(form, field, body.message);
@@ -484,7 +491,7 @@
           if (event === "progress" || event === "done") { last = data; showTask(ui, data); tries = 0; }
           if (event === "done") return last;
           if (event === "error" && !/^5\d\d$/.test(data.code)) {
-            showFailure(ui, data.message || String(data), null);
+            showFailure(ui, errorText(data, String(data)), null);
             return null;
           }
           if (event === "error") break; // a 5xx: a server or proxy on its way back
@@ -614,7 +621,7 @@
           if (data.session_id) sessionId = data.session_id;
           answered = true;
         } else if (event === "error") {
-          ui.error.textContent = (T.error || "Error") + ": " + (data.message || data.code || "");
+          ui.error.textContent = (T.error || "Error") + ": " + errorText(data, "");
           ui.error.hidden = false;
         }
       }
