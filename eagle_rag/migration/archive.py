@@ -24,7 +24,13 @@ from typing import IO, Any
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.index.collections import CollectionSpec
 from eagle_rag.migration import metadata, objects
-from eagle_rag.migration.copier import Check, CopyReport, Progress, _quiet
+from eagle_rag.migration.copier import (
+    Check,
+    CopyReport,
+    Progress,
+    _quiet,
+    refuse_knowledge_base_clashes,
+)
 from eagle_rag.migration.stores import Stores
 
 FORMAT = "eagle-rag-export"
@@ -119,24 +125,27 @@ def import_archive(
     The whole archive is read once before anything is written: an export cut short (killed,
     a disk that filled up, a partial copy) used to be imported up to the break, leaving
     documents without their vectors or originals."""
-    _verify_archive(path)
+    knowledge_bases = _verify_archive(path)
     try:
         with tarfile.open(path, "r|*") as tar:
-            return _import(tar, path, open_target, progress)
+            return _import(tar, path, open_target, progress, knowledge_bases)
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise InvalidInputError(
             f"{path} could not be read to its end on the second reading: {exc}", path=str(path)
         ) from exc
 
 
-def _verify_archive(path: Path) -> None:
+def _verify_archive(path: Path) -> dict[str, str]:
     """Refuse, before anything is written, an archive that does not read to its end or does
-    not hold the rows, vectors and objects its summary counts."""
+    not hold the rows, vectors and objects its summary counts. Returns its knowledge bases,
+    name -> id."""
+    knowledge_bases: dict[str, str] = {}
     try:
         with tarfile.open(path, "r|*") as tar:
             members = iter(tar)
             manifest = _read_manifest(tar, next(members, None), path)
-            found, summary = _count_members(tar, members, str(manifest["namespace"]))
+            namespace = str(manifest["namespace"])
+            found, summary = _count_members(tar, members, namespace, knowledge_bases)
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise InvalidInputError(
             f"{path} is not a readable Eagle-RAG export: {exc}; nothing was written",
@@ -155,14 +164,19 @@ def _verify_archive(path: Path) -> None:
             path=str(path),
             found=differ,
         )
+    return knowledge_bases
 
 
 def _count_members(
-    tar: tarfile.TarFile, members: Iterator[tarfile.TarInfo], namespace: str
+    tar: tarfile.TarFile,
+    members: Iterator[tarfile.TarInfo],
+    namespace: str,
+    knowledge_bases: dict[str, str],
 ) -> tuple[dict[str, int], dict[str, int] | None]:
     """Rows per table and collection and the objects, read to the end; and the summary. A row
     or object of another namespace (an edited or hostile archive) is refused here, before
-    anything is written: found while importing, it stopped the import half-way."""
+    anything is written: found while importing, it stopped the import half-way. The knowledge
+    bases' names and ids go into ``knowledge_bases``."""
     found: dict[str, int] = {}
     summary: dict[str, int] | None = None
     for member in members:
@@ -176,7 +190,10 @@ def _count_members(
             item = rest.split("/", 1)[0]
             data = handle.read()
             if kind == "metadata":
-                _check_namespace(_rows(data), namespace, item)
+                rows = _rows(data)
+                _check_namespace(rows, namespace, item)
+                if item == "knowledge_bases":
+                    knowledge_bases.update({str(r["name"]): str(r["id"]) for r in rows})
             item = item if kind == "metadata" else f"vectors:{item}"
             found[item] = found.get(item, 0) + sum(1 for _ in _lines(data))
         elif kind == "objects":
@@ -192,6 +209,7 @@ def _import(
     path: Path,
     open_target: Callable[[str], AbstractContextManager[Stores]],
     progress: Progress,
+    knowledge_bases: dict[str, str],
 ) -> CopyReport:
     report = CopyReport()
     members = iter(tar)
@@ -199,6 +217,10 @@ def _import(
     held = _Held()
     summary: dict[str, int] = {}
     with open_target(str(manifest["namespace"])) as target:
+        # A KB re-created under an exported name since: its rows would clash mid-import.
+        refuse_knowledge_base_clashes(
+            knowledge_bases, metadata.knowledge_base_ids(target.database, target.namespace)
+        )
         specs = [CollectionSpec(**_spec(s)) for s in manifest.get("collections", [])]
         # Present collections too: see copier.copy_namespace.
         target.vectors.ensure(specs)

@@ -9,7 +9,7 @@ sides and a sample of vector rows field by field (dense vectors to float32 preci
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from eagle_rag.errors import ConflictError, InvalidInputError
@@ -110,10 +110,15 @@ def _refuse_the_same_stores(source: Stores, target: Stores) -> None:
 
 
 def _refuse_knowledge_base_clashes(source: Stores, target: Stores) -> None:
-    """Refuse, before anything is written, a knowledge base the target has under the same
-    name but as another KB (another id): its documents would join the target's."""
-    ours = metadata.knowledge_base_ids(source.database, source.namespace)
-    theirs = metadata.knowledge_base_ids(target.database, target.namespace)
+    refuse_knowledge_base_clashes(
+        metadata.knowledge_base_ids(source.database, source.namespace),
+        metadata.knowledge_base_ids(target.database, target.namespace),
+    )
+
+
+def refuse_knowledge_base_clashes(ours: Mapping[str, str], theirs: Mapping[str, str]) -> None:
+    """Refuse, before anything is written, a knowledge base (name -> id) the target has under
+    the same name but as another KB (another id): its documents would join the target's."""
     clashes = sorted(name for name, kb_id in ours.items() if theirs.get(name, kb_id) != kb_id)
     if clashes:
         raise ConflictError(

@@ -166,6 +166,42 @@ async def test_a_first_version_finishing_after_the_second_does_not_replace_it(
     assert _vectors(app, first.document_id) == 0
 
 
+async def test_a_revert_while_the_next_version_ingests_keeps_the_revert(
+    app: EagleApp, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v1 completed, v2 uploaded, then v1's bytes uploaded again while v2 was still on its way:
+    the revert was answered with v1's id (same bytes), then v2 completed and removed v1 as an
+    older version, so the id just given out was gone and the KB held the version reverted."""
+    v1_bytes, v2_bytes = b"Version one says kangaroo.", b"Version two says platypus."
+    v1 = await _ingest(app, kb, v1_bytes, "policy.txt")
+    release, held = threading.Event(), threading.Event()
+    succeed = app.pipeline._succeed
+
+    def v2_waits(task_id: str, document: Any, done: Any, hold: Any) -> Any:
+        if document.size == len(v2_bytes):
+            held.set()
+            release.wait(30)
+        return succeed(task_id, document, done, hold)
+
+    monkeypatch.setattr(app.pipeline, "_succeed", v2_waits)
+    submit = app.ingest.submit_file
+    v2 = await asyncio.to_thread(
+        submit, kb_name=kb, filename="policy.txt", stream=io.BytesIO(v2_bytes)
+    )
+    assert await asyncio.to_thread(held.wait, 30)
+    revert = await asyncio.to_thread(
+        submit, kb_name=kb, filename="policy.txt", stream=io.BytesIO(v1_bytes)
+    )
+    assert revert.dedup_hit and revert.document_id == v1.document_id
+    release.set()
+    await app.queue.join()  # type: ignore[attr-defined]
+    assert app.repositories.documents.get(v1.document_id).status == "completed"
+    assert _vectors(app, v1.document_id) > 0
+    with pytest.raises(NotFoundError):
+        app.repositories.documents.get(v2.document_id)
+    assert _vectors(app, v2.document_id) == 0
+
+
 async def test_failure_rolls_back_vectors_and_catalog_then_retry_succeeds(
     app: EagleApp, kb: str
 ) -> None:

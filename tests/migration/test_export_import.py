@@ -253,6 +253,37 @@ def test_import_refuses_rows_of_another_namespace(exported: Path, tmp_path: Path
         asyncio.run(app.stop())
 
 
+def test_import_refuses_a_kb_of_the_same_name_made_since_and_writes_nothing(
+    exported: Path, tmp_path: Path
+) -> None:
+    """The target had deleted the exported "wiki" and made a new one: the import wrote what
+    came before the KB rows, then died on the unique name with a raw IntegrityError, exit 1."""
+    env = _env(tmp_path / "data")
+
+    async def make_another_wiki() -> None:
+        app = await bootstrap(load_settings(env))
+        try:
+            app.repositories.knowledge_bases.create("wiki")
+        finally:
+            await app.stop()
+
+    asyncio.run(make_another_wiki())
+    result = _run(["import", str(exported)], env)
+    assert result.exit_code == 2, result.output
+    said = _one_line(result.output)
+    assert "already has other knowledge bases of these names: wiki" in said, said
+    assert "IntegrityError" not in said
+
+    async def documents() -> int:
+        app = await bootstrap(load_settings(env))
+        try:
+            return app.repositories.documents.count(kb_name="wiki")
+        finally:
+            await app.stop()
+
+    assert asyncio.run(documents()) == 0
+
+
 @pytest.mark.parametrize("key", ["core/../tenant2/x.pdf", "tenant2/x.pdf", "core//x.pdf"])
 def test_an_object_key_out_of_the_namespace_is_refused_before_anything_is_written(
     exported: Path, tmp_path: Path, key: str

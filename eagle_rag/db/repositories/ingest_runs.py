@@ -147,6 +147,25 @@ _NEWER_VERSION = (
     .limit(1)
 )
 _NEWER = DOCUMENTS.alias("newer")
+# An upload of a completed version's bytes again (a revert) while a later version of its name is
+# still on its way: the revert is now the latest upload of that name, so the completed version
+# takes the upload time; the later version, when it completes, finds a version uploaded after it
+# and removes itself (as any version overtaken by a later upload does), not the reverted one.
+_REAFFIRM = (
+    update(DOCUMENTS)
+    .where(
+        *_THE_DOCUMENT,
+        DOCUMENTS.c.status == "completed",
+        exists().where(
+            _NEWER.c.plugin_namespace == DOCUMENTS.c.plugin_namespace,
+            _NEWER.c.kb_name == DOCUMENTS.c.kb_name,
+            _NEWER.c.filename == DOCUMENTS.c.filename,
+            _NEWER.c.id != DOCUMENTS.c.id,
+            _NEWER.c.status.in_(("pending", "processing")),
+        ),
+    )
+    .values(created_at=_NOW, updated_at=_NOW)
+)
 # Completed documents a completed upload of the same name made after them replaced: the
 # completion removes them right after its commit, so they outlive it only after a crash there.
 _REPLACED = select(DOCUMENTS.c.id).where(
@@ -289,10 +308,21 @@ class IngestRunRepository(NamespacedRepository):
             existing = self._documents.find_by_sha(kb_name, sha256)
             if existing is None:
                 raise
+            if existing.filename == filename and self._reaffirm(existing.id, now):
+                existing = self._documents.get(existing.id)
             return Accepted(existing, None)
         return Accepted(
             document_record(DocumentRow(**document), tag_list), task_record(TaskRow(**task))
         )
+
+    def _reaffirm(self, document_id: str, now: datetime) -> bool:
+        """Make a completed document the latest upload of its name if a later version of that
+        name is still pending or processing (``_REAFFIRM``); whether it was."""
+        with self._db.session() as session:
+            done = session.execute(
+                _REAFFIRM, {"ns": self.namespace, "did": document_id, "now": now}
+            )
+            return bool(cast(Any, done).rowcount)
 
     def _insert_accepted(
         self,
