@@ -164,6 +164,24 @@ def test_complete_names_the_older_versions_of_the_file(db: Database, ns: str) ->
     assert pending.document.id not in older
 
 
+def test_a_revert_accepted_while_the_next_version_runs_outranks_it(db: Database, ns: str) -> None:
+    """The same bytes as a completed version, under its name, while a later version is still
+    running: the completed one becomes the latest upload, so the later one, completing,
+    names itself to remove (a later upload completed) and not the reverted one."""
+    KnowledgeBaseRepository(db, ns).create("docs")
+    runs = IngestRunRepository(db, ns)
+    v1 = _accept(runs, sha="1" * 64)
+    _complete(runs, v1.task.id, _start(runs, v1.task.id).document)
+    v2 = _accept(runs, sha="2" * 64)
+    running = _start(runs, v2.task.id).document
+    revert = _accept(runs, sha="1" * 64)
+    assert not revert.created and revert.document.id == v1.document.id
+    assert revert.document.created_at > v2.document.created_at
+    assert _complete(runs, v2.task.id, running) == [v2.document.id]
+    renamed = _accept(runs, sha="1" * 64, filename="other.txt")  # not a revert of its name
+    assert renamed.document.created_at == revert.document.created_at
+
+
 def test_complete_after_the_document_was_deleted_changes_nothing(db: Database, ns: str) -> None:
     kbs = KnowledgeBaseRepository(db, ns)
     kbs.create("docs")
