@@ -402,6 +402,29 @@ def test_a_top_line_that_does_not_repeat_is_kept() -> None:
     assert "Memo to the board" in " ".join(s.content for s in parsed.sections)
 
 
+def test_pages_that_carry_only_the_same_few_top_lines_keep_them() -> None:
+    """A notice printed twice: both pages hold the same two lines, set in the top band. All
+    of them were taken for running heads and the PDF failed as having no text."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_auto_page_break(False)
+    pdf.set_font("helvetica", size=12)
+    for _ in range(2):
+        pdf.add_page()
+        pdf.multi_cell(
+            0,
+            8,
+            "Safety notice. Fault code E-30 means overheating of the unit. The inverter must be "
+            "wired with copper cables of 6 mm2 cross section.",
+        )
+        pdf.set_y(-15)
+        pdf.cell(0, 6, str(pdf.page_no()), align="C")
+    parsed = _parse(bytes(pdf.output()))
+    assert [s.page for s in parsed.sections if "Fault code E-30" in s.content] == [1, 2]
+    assert not any(re.fullmatch(r"\s*[12]\s*", s.content) for s in parsed.sections)
+
+
 def test_the_part_of_a_paragraph_on_the_next_page_names_only_that_page() -> None:
     long_body = "Every valve is checked before the pump starts. " * 30  # well onto page 2
     parsed = _parse(scans.text_pdf([("Valves", long_body), ("Pumps", "Pumps are fine.")]))

@@ -82,6 +82,19 @@ def test_a_running_head_repeated_on_every_page_is_dropped() -> None:
     assert _text(pages) == ["Body text of page 1.", "Body text of page 2.", "Body text of page 3."]
 
 
+def test_scanned_pages_of_only_the_same_top_lines_keep_them() -> None:
+    """A notice scanned twice: its two lines sit in the top band of both pages, so both were
+    "running heads" and every page came out bare."""
+    notice = [
+        ("Safety notice: fault code E-30 means overheating.", (0.10, 0.03, 0.90, 0.05)),
+        ("Wire the inverter with 6 mm2 copper cables.", (0.10, 0.055, 0.90, 0.075)),
+    ]
+    pages = [_page([*notice, (str(n), (0.49, 0.95, 0.51, 0.97))]) for n in (1, 2)]
+    said = _text(pages)
+    assert len([t for t in said if "E-30" in t]) == 2
+    assert not any(t.strip() in ("1", "2") for t in said)
+
+
 def test_a_running_head_ocr_read_without_a_space_on_one_page_is_still_dropped() -> None:
     """OCR read "NorthernValley" on page 2: it matched no other page and stayed as text."""
     head = Region("header", (0.05, 0.02, 0.95, 0.06), 0.9)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from eagle_rag.ingest.pixelrag.engine import OcrPage, Region
 from eagle_rag.ingest.pixelrag.geometry import BBox, center, union, unrotate
 from eagle_rag.ingest.pixelrag.lines import Line, join, rows
-from eagle_rag.ingest.pixelrag.margins import MARGIN, is_running, running_margins
+from eagle_rag.ingest.pixelrag.margins import MARGIN, is_page_number, is_running, running_margins
 from eagle_rag.plugins.payloads import PageBox, SectionKind, TextSection
 
 MARGIN_REGIONS = frozenset({"header", "footer"})
@@ -297,6 +297,16 @@ def _unrotated(block: PageBlock, rotation: int) -> PageBlock:
     )
 
 
+def _kept(
+    number: int, blocks: Sequence[PageBlock], running: set[tuple[int, str]]
+) -> Sequence[PageBlock]:
+    """The page's blocks but its running heads and page numbers. A page of a few lines set
+    high (a notice scanned twice) lies wholly in the band, its lines "running" as they repeat:
+    a page left bare keeps its text (parsers/pdf_margins does the same for a text layer)."""
+    body = [b for b in blocks if not (b.kind == MARGIN and is_running(number, b.text, running))]
+    return body or [b for b in blocks if not is_page_number(b.text)]
+
+
 def to_sections(pages: Sequence[tuple[int, Sequence[PageBlock]]]) -> list[TextSection]:
     """Blocks of every page → sections. Heading levels follow title size across the document:
     titles within 85% of the tallest are level 1, the rest level 2. Running heads and page
@@ -307,9 +317,7 @@ def to_sections(pages: Sequence[tuple[int, Sequence[PageBlock]]]) -> list[TextSe
     running = running_margins(margins)
     sections = []
     for number, blocks in pages:
-        for block in blocks:
-            if block.kind == MARGIN and is_running(number, block.text, running):
-                continue
+        for block in _kept(number, blocks, running):
             if block.kind == "heading":
                 level = 1 if block.line_height >= 0.85 * tallest else 2
                 sections.append(
