@@ -626,3 +626,19 @@ def test_a_left_to_right_line_turns_only_its_right_to_left_words() -> None:
 
     laid_out = "The word ملاعلا means 3 things"  # "العالم" as drawn, right to left
     assert reading_order(laid_out, range(len(laid_out))) == "The word العالم means 3 things"
+
+
+@pytest.mark.parametrize(
+    "laid_out",
+    [
+        "2024 םלוע םולש",  # drawn right to left: the number stays left to right
+        "שלום עולם 2024",  # drawn left to right by a generator without bidi support
+    ],
+)
+def test_a_hebrew_line_is_read_right_to_left_unless_its_words_show_it_was_drawn_mirrored(
+    laid_out: str,
+) -> None:
+    """Hebrew's final letters (ם) only end words: at a word's start they show a mirrored line."""
+    from eagle_rag.ingest.parsers.pdf_bidi import reading_order
+
+    assert reading_order(laid_out, range(len(laid_out))) == "שלום עולם 2024"
