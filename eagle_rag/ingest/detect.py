@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 from typing import IO
 
 from eagle_rag.errors import InvalidInputError, UnsupportedMediaTypeError
+from eagle_rag.ingest.legacy_charsets import legacy_reading
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -211,7 +212,9 @@ def _office_type(data: bytes) -> str:
 
 def decode_text(data: bytes) -> str | None:
     """Decode text, or None if binary: UTF-16 with BOM; UTF-8 with or without BOM (a few broken
-    bytes in otherwise UTF-8 text become U+FFFD); GB18030; else Windows-1252 / Latin-1.
+    bytes in otherwise UTF-8 text become U+FFFD); Shift_JIS, EUC-KR, KOI8-R or Windows-1256 when
+    the text reads as Japanese, Korean, Russian or Arabic in it (:mod:`legacy_charsets`);
+    GB18030; else Windows-1252 / Latin-1.
 
     GB18030 decodes most Latin-1 text too ("Müller" as "M黮ler": an accented letter and the
     letter after it make one valid pair), so a GB18030 reading whose non-ASCII characters sit
@@ -240,6 +243,9 @@ def _readings(data: bytes) -> Iterator[str]:
         others = sum(1 for ch in lenient if ord(ch) > 127) - broken
         if others and broken <= max(1, len(lenient) // 1000):  # UTF-8 with a stray byte
             yield lenient
+    legacy = legacy_reading(data)
+    if legacy is not None:
+        yield legacy
     try:
         text = data.decode("gb18030")
     except UnicodeDecodeError:

@@ -95,6 +95,48 @@ def test_text_is_read_in_its_own_encoding(text: str, encoding: str) -> None:
     assert d.decode_text(text.encode(encoding)) == text
 
 
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("東京大学の研究者は新しい触媒を開発しました。", "shift_jis"),
+        ("こんにちは、世界。", "cp932"),
+        ("서울대학교 연구팀은 새로운 배터리 기술을 개발했습니다.", "euc-kr"),
+        ("안녕하세요 여러분", "cp949"),
+        ("Учёные из Новосибирска создали новый аккумулятор.", "koi8-r"),
+        ("Привет, мир!", "koi8-r"),
+        ("اكتشف العلماء في جامعة القاهرة دواء جديدا لعلاج مرض السكري.", "windows-1256"),
+        ("مرحبا بالعالم", "windows-1256"),
+    ],
+)
+def test_text_in_a_legacy_charset_of_its_language_is_read_in_it(text: str, encoding: str) -> None:
+    """Shift_JIS and EUC-KR were read as GB18030, KOI8-R and Windows-1256 as Windows-1252:
+    stored as mojibake, without a warning."""
+    assert d.decode_text(text.encode(encoding)) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("北京", "gb18030"),
+        ("中心上", "gb18030"),
+        ("格股票公", "gb18030"),
+        ("中华人民", "gb18030"),
+        ("脑手机朋友", "gb18030"),
+        ("北京大学的科学家发现了一种新的超导材料。", "gb18030"),
+        ("Café", "cp1252"),
+        ("à la carte, très bien", "cp1252"),
+        ("Größe über Äpfel", "cp1252"),
+        ("Señor José", "cp1252"),
+        ("Århus, Ærø og søster", "latin-1"),
+    ],
+)
+def test_short_chinese_and_latin_text_is_not_taken_for_a_legacy_charset(
+    text: str, encoding: str
+) -> None:
+    """A few Chinese characters can read as Hangul, Cyrillic or Arabic letters by chance."""
+    assert d.decode_text(text.encode(encoding)) == text
+
+
 def test_utf8_text_with_a_stray_byte_keeps_its_other_characters() -> None:
     data = "Café crème, naïve résumé. ".encode() * 40 + b"It\x92s here.\n"
     decoded = d.decode_text(data)

@@ -58,6 +58,12 @@ def test_the_charset_a_page_declares_is_honoured(declaration: str, codec: str, w
     assert result.text == words and result.metadata["title"] == words
 
 
+def test_a_page_without_a_declaration_is_read_in_the_legacy_charset_of_its_language() -> None:
+    """A Shift_JIS page without ``<meta charset>`` was read as GB18030."""
+    page = "<html><body><p>富士山は日本で一番高い山です。</p></body></html>"
+    assert _parse(page.encode("shift_jis")).text == "富士山は日本で一番高い山です。"
+
+
 @pytest.mark.parametrize("label", ["no-such-charset", "utf-16", "base64", "rot13", "undefined"])
 def test_a_bogus_or_impossible_charset_falls_back_to_detection(label: str) -> None:
     page = f"<html><head><meta charset='{label}'></head><body><p>Grüße, 检索</p></body></html>"

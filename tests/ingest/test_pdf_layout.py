@@ -583,3 +583,85 @@ def test_the_bold_header_row_of_a_table_without_rules_is_no_heading() -> None:
         "2 Reservoir Levels",
         "Storage Outlook",
     ]
+
+
+# An Arabic line with numbers and a Latin name inside: (word, whether it reads left to right).
+_ARABIC_WORDS = [
+    ("اكتشف", False),
+    ("العلماء", False),
+    ("3.5", True),
+    ("في", False),
+    ("جامعة", False),
+    ("Cairo University", True),
+    ("دواء.", False),
+]
+
+
+def _arabic_line_pdf(layout: str) -> bytes:
+    """The line laid out right to left, written in ``visual`` order (one run, left to right, as
+    shaping engines emit it) or glyph by glyph in ``reading`` order; or, ``unidirectional``, laid
+    out left to right in reading order by a generator without bidi support (fpdf2 without text
+    shaping)."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.add_font("dejavu", fname="/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+    pdf.set_font("dejavu", size=14)
+    if layout == "unidirectional":
+        pdf.multi_cell(0, 8, " ".join(word for word, _ in _ARABIC_WORDS))
+        return bytes(pdf.output())
+    words, logical = [], 0
+    for word, left_to_right in _ARABIC_WORDS:
+        chars = list(enumerate(word, logical))
+        words.append(chars if left_to_right else chars[::-1])
+        logical += len(word) + 1
+    placed, x = [], 20.0
+    for word in reversed(words):
+        for index, char in [*word, (max(i for i, _ in word) + 1, " ")]:
+            placed.append((index, x, char))
+            x += pdf.get_string_width(char)
+    if layout == "visual":  # one run, as shaping engines emit it
+        pdf.text(20, 30, "".join(char for _, _, char in placed))
+    else:
+        for _, x, char in sorted(placed):
+            pdf.text(x, 30, char)
+    return bytes(pdf.output())
+
+
+@pytest.mark.parametrize("layout", ["visual", "reading", "unidirectional"])
+def test_a_right_to_left_line_is_read_in_reading_order_however_its_glyphs_were_written(
+    layout: str,
+) -> None:
+    """Arabic text was stored mirrored ("يخفض" as "ضفخي"): PDFium's order was kept."""
+    import pypdfium2 as pdfium
+
+    from eagle_rag.ingest.parsers.pdf_text import read_text_layer
+
+    page = pdfium.PdfDocument(_arabic_line_pdf(layout))[0]
+    lines = read_text_layer(page).lines
+    assert [line.text for line in lines] == [" ".join(word for word, _ in _ARABIC_WORDS)]
+    assert lines[0].bbox[2] - lines[0].bbox[0] > 0.3  # the box still spans the line
+
+
+def test_a_left_to_right_line_turns_only_its_right_to_left_words() -> None:
+    from eagle_rag.ingest.parsers.pdf_bidi import reading_order
+
+    laid_out = "The word ملاعلا means 3 things"  # "العالم" as drawn, right to left
+    assert reading_order(laid_out, range(len(laid_out))) == "The word العالم means 3 things"
+
+
+@pytest.mark.parametrize(
+    "laid_out",
+    [
+        "2024 םלוע םולש",  # drawn right to left: the number stays left to right
+        "שלום עולם 2024",  # drawn left to right by a generator without bidi support
+    ],
+)
+def test_a_hebrew_line_is_read_right_to_left_unless_its_words_show_it_was_drawn_mirrored(
+    laid_out: str,
+) -> None:
+    """Hebrew's final letters (ם) only end words: at a word's start they show a mirrored line."""
+    from eagle_rag.ingest.parsers.pdf_bidi import reading_order
+
+    assert reading_order(laid_out, range(len(laid_out))) == "שלום עולם 2024"

@@ -3,7 +3,8 @@
 A byte order mark wins (it cannot be wrong about itself), and valid UTF-8 (see below); then
 ``<meta charset>`` or ``<meta http-equiv="Content-Type" content="...; charset=...">`` in the
 page's head; then :func:`~eagle_rag.ingest.detect.decode_text`'s guess, which took Shift_JIS
-for GB18030 and Windows-1251 for Windows-1252. The charset of a fetched page's HTTP
+for GB18030 and Windows-1251 for Windows-1252 (it now knows Shift_JIS, EUC-KR, KOI8-R and
+Windows-1256 text by its language, not Windows-1251). The charset of a fetched page's HTTP
 ``Content-Type``, which outranks the page's own declaration, is applied when the page is fetched
 (:func:`eagle_rag.ingest.http_charset.as_declared_utf8`).
 """

@@ -22,7 +22,8 @@
       else if (name === "text") node.textContent = value;
       else if (name.startsWith("data-") || name.startsWith("aria-") || name === "role" ||
                name === "type" || name === "title" || name === "alt" || name === "hidden" ||
-               name === "tabindex" || name === "max" || name === "value" || name === "lang") {
+               name === "tabindex" || name === "max" || name === "value" || name === "lang" ||
+               name === "dir") {
         node.setAttribute(name, value === true ? "" : String(value));
       } else node[name] = value;
     }
@@ -365,7 +366,7 @@
     const reason = el("div", { class: "reason", hidden: true });
     const actions = el("span", { class: "row-actions" });
     const row = el("li", { "data-upload": name },
-      el("span", { class: "name", text: name }), el("span", {}, status, " ", phase, " ", actions), bar, reason);
+      el("span", { class: "name", dir: "auto", text: name }), el("span", {}, status, " ", phase, " ", actions), bar, reason);
     document.getElementById("uploads").prepend(row);
     return { row, status, phase, bar, reason, actions };
   }
@@ -558,12 +559,12 @@
   }
 
   function userMessage(text) {
-    return el("div", { class: "msg user" }, el("div", { class: "who", text: T.you || "You" }), el("div", { class: "answer", text: text }));
+    return el("div", { class: "msg user" }, el("div", { class: "who", text: T.you || "You" }), el("div", { class: "answer", dir: "auto", text: text }));
   }
 
   function assistantShell() {
     const steps = el("ol", { class: "steps", "aria-label": T.steps || "Steps" });
-    const answer = el("div", { class: "answer" });
+    const answer = el("div", { class: "answer", dir: "auto" });
     const error = el("p", { class: "error", hidden: true, role: "alert" });
     const sources = el("div", { class: "sources-slot" });
     const msg = el("div", { class: "msg assistant", "aria-busy": "true" },
@@ -668,15 +669,15 @@
     for (const s of texts) {
       const pages = pagesOf(s);
       details.append(el("div", { class: "source", "data-index": s.index },
-        el("div", {}, citeButton(s), " ", el("strong", { class: "wrap", text: s.filename || s.document_id }),
+        el("div", {}, citeButton(s), " ", el("strong", { class: "wrap", dir: "auto", text: s.filename || s.document_id }),
           el("span", { class: "muted small", text: " · " + (s.path || "") + (pages.length ? " · " + (T.page || "p.") + " " + pages.join(", ") : "") + " · " + (T.score || "score") + " " + fmtScore(s.score) })),
-        el("pre", { text: s.content || "" })));
+        el("pre", { dir: "auto", text: s.content || "" })));
     }
     if (images.length) {
       const row = el("div", { class: "thumbs" });
       for (const img of images) {
         const figure = el("figure", {}, el("img", { alt: img.content_summary || img.filename || "", "data-src": img.image_id ? "/images/" + encodeURIComponent(img.image_id) : img.page ? "/documents/" + encodeURIComponent(img.document_id) + "/pages/" + img.page + "?width=300" : "" }),
-          el("figcaption", { class: "small wrap", text: (img.filename || "") + (img.page ? " · " + img.page : "") }));
+          el("figcaption", { class: "small wrap", dir: "auto", text: (img.filename || "") + (img.page ? " · " + img.page : "") }));
         row.append(figure);
       }
       details.append(el("h3", { text: T.images || "Images" }), row);
@@ -713,9 +714,9 @@
       clearTimeout(timer);
       const pages = pagesOf(s);
       card.replaceChildren(
-        el("strong", { class: "wrap", text: "[" + s.index + "] " + (s.filename || s.document_id) }),
-        el("div", { class: "muted small wrap", text: s.path || "" }),
-        el("div", { class: "excerpt", text: (s.content || "").slice(0, 600) }),
+        el("strong", { class: "wrap", dir: "auto", text: "[" + s.index + "] " + (s.filename || s.document_id) }),
+        el("div", { class: "muted small wrap", dir: "auto", text: s.path || "" }),
+        el("div", { class: "excerpt", dir: "auto", text: (s.content || "").slice(0, 600) }),
         el("div", { class: "muted small", text: (pages.length ? (T.page || "Page") + " " + pages.join(", ") + " · " : "") + (T.score || "Score") + " " + fmtScore(s.score) }));
       card.dataset.index = s.index;
       card.hidden = false;
@@ -765,7 +766,7 @@
     const boxes = boxesOf(source);
     const pages = pagesOf(source);
     if (!boxes.length) holder.append(el("p", { class: "muted", text: pages.length ? T.no_boxes : T.no_pages }));
-    if (!pages.length) { holder.append(el("pre", { class: "text", text: source.content || "" })); return; }
+    if (!pages.length) { holder.append(el("pre", { class: "text", dir: "auto", text: source.content || "" })); return; }
     for (const page of pages) {
       const frame = el("div", { class: "page", "data-page": page });
       const img = el("img", { alt: (T.page || "Page") + " " + page });
