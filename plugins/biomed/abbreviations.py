@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 _PAREN = re.compile(r"\(([^()]{2,10})\)")
 _WORD = re.compile(r"\S+")
+# Where the text before a "(" stops belonging to the long form: a sentence end (a long form is
+# found within its sentence, as Schwartz-Hearst do) or another parenthesis.
+_BOUNDARY = re.compile(r"[.;?!](?=\s)|[。！？；]|[()]")
 MAX_SHORT_FORMS = 50_000  # a corpus cannot grow the book without bound
 MAX_LONG_CHARS = 120
 SAVE_INTERVAL_S = 10.0
@@ -50,11 +53,17 @@ def find_pairs(text: str) -> Iterator[tuple[str, str]]:
         short = match.group(1).strip()
         if not _is_short_form(short):
             continue
-        before = _WORD.findall(text[max(0, match.start() - 200) : match.start()])
+        before = _WORD.findall(_within_sentence(text[max(0, match.start() - 200) : match.start()]))
         window = before[-min(len(short) + 5, 2 * len(short)) :]
         long = _long_form(short, " ".join(window))
-        if long and len(long) <= MAX_LONG_CHARS:
+        if long and len(long) <= MAX_LONG_CHARS and not _BOUNDARY.search(long):
             yield short, long
+
+
+def _within_sentence(before: str) -> str:
+    """The end of ``before`` after its last sentence end or parenthesis."""
+    ends = [boundary.end() for boundary in _BOUNDARY.finditer(before)]
+    return before[ends[-1] :] if ends else before
 
 
 def _is_short_form(short: str) -> bool:

@@ -193,6 +193,22 @@ def test_parenthesised_text_that_is_no_abbreviation_is_ignored() -> None:
     assert list(find_pairs("results (see below) and values (p < 0.05) and (2019)")) == []
 
 
+def test_a_long_form_stays_within_its_sentence() -> None:
+    text = (
+        "Patients with lung cancer harbouring the T790M resistance mutation progress on "
+        "first-generation tyrosine kinase inhibitors (TKIs). We evaluated osimertinib (Tagrisso) "
+        "80 mg. Doses were low; given as Tagrisso (TG). 据报道。Hello Kitty (HK)"
+    )
+    pairs = dict(find_pairs(text))
+    assert pairs["TKIs"] == "tyrosine kinase inhibitors"
+    assert "Tagrisso" not in pairs  # "We evaluated osimertinib" does not spell it
+    assert pairs["TG"] == "Tagrisso"
+    assert pairs["HK"] == "Hello Kitty"
+    # Nor does a long form reach back over an earlier parenthesis.
+    text = "protein kinase (PK) kinase inhibitors (PKKI)"
+    assert dict(find_pairs(text)) == {"PK": "protein kinase"}
+
+
 def test_missing_lexicon_package_is_a_clear_error() -> None:
     with pytest.raises(LexiconUnavailableError) as caught:
         load_lexicon(mesh_package="no_such_mesh_package")
@@ -245,6 +261,17 @@ def test_sections_from_headings_and_cues() -> None:
     assert chunk_section("doc", "Patients were randomized and we measured glucose.") == "methods"
     assert chunk_section("doc", "In conclusion, these findings suggest a benefit.") == "conclusions"
     assert chunk_section("doc", "Plain words.") == "unknown"
+
+
+def test_the_document_title_is_not_a_section_heading() -> None:
+    # Paths start at the title ("<title>/<heading>/..."); a BEIR-style document's path is its
+    # title alone. "Patients with sepsis" names the paper, not its methods.
+    references = "1. Singer M. The Third International Consensus Definitions. JAMA. 2016."
+    assert section_from_path("Patients with sepsis/References") is None
+    assert section_from_path("Sepsis outcomes") is None
+    assert chunk_section("Sepsis outcomes/Abstract", "Sepsis is frequent.") == "unknown"
+    assert chunk_section("Patients with sepsis/References", references) == "unknown"
+    assert section_from_path("Patients with sepsis/Results") == "results"
 
 
 def test_query_intents() -> None:
