@@ -7,6 +7,7 @@ no term covered are looked up as symbols ("IL33") and as learned short forms ("A
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -100,13 +101,15 @@ class EntityFinder:
 
     def _short_form(self, surface: str, start: int, end: int) -> list[Mention]:
         # What this corpus defined a short form as beats the lexicon's symbol of that name.
-        long = self.book.long_form(surface)
+        # The surface is the text's own; symbols are looked up in NFKC, as terms are.
+        symbol = unicodedata.normalize("NFKC", surface)
+        long = self.book.long_form(symbol)
         ids: tuple[str, ...]
         if long is not None:
-            ids = self._resolve(long) or (f"abbr:{surface}",)
+            ids = self._resolve(long) or (f"abbr:{symbol}",)
             via = "abbreviation"
         else:
-            ids = self.lexicon.symbols.get(surface, ())
+            ids = self.lexicon.symbols.get(symbol, ())
             via = "symbol"
         if not ids:
             return []

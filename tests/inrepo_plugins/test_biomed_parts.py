@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from eagle_rag.plugins.payloads import RetrievedHit
 from plugins.biomed.abbreviations import AbbreviationBook, find_pairs
@@ -230,6 +232,22 @@ def test_token_trie_prefers_the_longest_leftmost_term() -> None:
     trie.add(normalise_term("neoplasm"), "N")
     found = [(m.concepts, m.start, m.end) for m in trie.find(tokens("Breast neoplasm, neoplasms"))]
     assert found == [(("BN",), 0, 15), (("N",), 17, 26)]
+
+
+def test_token_spans_are_the_original_text_after_ligatures(lexicon: Lexicon) -> None:
+    text = "Signiﬁcant ﬁbrosis was seen; the eﬃcacy of aspirin was low, e\u0301te\u0301."
+    found = tokens(text)
+    assert all(text[t.start : t.end] == t.surface for t in found)
+    assert [t.norm for t in found][:3] == ["significant", "fibrosis", "was"]
+    assert "été" in [t.norm for t in found]
+    mentions = finder_for(lexicon).mentions(text)
+    assert all(text[m.start : m.end] == m.surface for m in mentions)
+    assert {"ﬁbrosis", "aspirin"} <= {m.surface for m in mentions}
+
+
+@given(st.text(alphabet="aZ ﬁﬃ½①\u0301é-(", max_size=30))
+def test_token_spans_always_slice_the_original_text(text: str) -> None:
+    assert all(text[t.start : t.end] == t.surface for t in tokens(text))
 
 
 def test_ten_thousand_entity_abstract_is_capped_not_crashing(lexicon: Lexicon) -> None:
