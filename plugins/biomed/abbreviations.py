@@ -1,14 +1,16 @@
 """What the plugin learns from the corpus: abbreviations ("long form (SHORT)" pairs found in
-ingested text) and how many chunks name each entity (for entity weights, IDF-style).
+ingested text), per knowledge base, and how many chunks name each entity (for entity weights,
+IDF-style).
 
-Pairs are found with the Schwartz-Hearst rule (PSB 2003): the short form is 2-10 characters
-in parentheses, with a letter and an upper-case letter; its characters occur, in order and from
-the right, in the words just before it, its first character starting a word. The book keeps,
-per short form, the long form seen most often, and persists to a JSON file so what one ingest
-learned serves later queries after a restart and in the instance's other processes (a save
-merges into the file, a reader reloads it when it changed: corpus_file.py). Entity counts only
-grow (deleting documents does not lower them): they weigh entities against each other, where
-that drift is harmless.
+Pairs are found with the Schwartz-Hearst rule (PSB 2003): the short form is 2-10 characters in
+parentheses, with a letter and an upper-case letter; its characters occur, in order and from the
+right, in the words just before it, its first character starting a word. The book keeps, per
+knowledge base and short form, the long form seen most often (a long form is a document's text:
+only callers of that KB may see it or be routed by it), and persists to a JSON file so what one
+ingest learned serves later queries after a restart and in the instance's other processes (a
+save merges into the file, a reader reloads it when it changed: corpus_file.py). Entity counts
+only grow (deleting documents does not lower them): they weigh entities against each other,
+where that drift is harmless.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,9 @@ log = logging.getLogger(__name__)
 
 _PAREN = re.compile(r"\(([^()]{2,10})\)")
 _WORD = re.compile(r"\S+")
+# Where the text before a "(" stops belonging to the long form: a sentence end (a long form is
+# found within its sentence, as Schwartz-Hearst do) or another parenthesis.
+_BOUNDARY = re.compile(r"[.;?!](?=\s)|[。！？；]|[()]")
 MAX_SHORT_FORMS = 50_000  # a corpus cannot grow the book without bound
 MAX_LONG_CHARS = 120
 SAVE_INTERVAL_S = 10.0
@@ -37,11 +42,17 @@ RELOAD_INTERVAL_S = 2.0
 
 @dataclass(frozen=True, slots=True)
 class Abbreviation:
-    """One learned pair and how often the corpus used it."""
+    """One learned pair, the knowledge base that taught it and how often it used it."""
 
     short: str
     long: str
     count: int = 1
+    kb_name: str = ""
+
+
+# Which knowledge bases' definitions a lookup may use: these names, or None for every KB (a
+# caller no key restricts).
+KbScope = Collection[str] | None
 
 
 def find_pairs(text: str) -> Iterator[tuple[str, str]]:
@@ -50,11 +61,17 @@ def find_pairs(text: str) -> Iterator[tuple[str, str]]:
         short = match.group(1).strip()
         if not _is_short_form(short):
             continue
-        before = _WORD.findall(text[max(0, match.start() - 200) : match.start()])
+        before = _WORD.findall(_within_sentence(text[max(0, match.start() - 200) : match.start()]))
         window = before[-min(len(short) + 5, 2 * len(short)) :]
         long = _long_form(short, " ".join(window))
-        if long and len(long) <= MAX_LONG_CHARS:
+        if long and len(long) <= MAX_LONG_CHARS and not _BOUNDARY.search(long):
             yield short, long
+
+
+def _within_sentence(before: str) -> str:
+    """The end of ``before`` after its last sentence end or parenthesis."""
+    ends = [boundary.end() for boundary in _BOUNDARY.finditer(before)]
+    return before[ends[-1] :] if ends else before
 
 
 def _is_short_form(short: str) -> bool:
@@ -100,13 +117,14 @@ class AbbreviationBook:
         self._reload_interval_s = reload_interval_s
         self._lock = threading.Lock()
         self._save_lock = threading.Lock()  # one save at a time: each merges a disjoint delta
-        self._counts: dict[str, dict[str, int]] = {}  # the file's counts plus _pending's
-        self._best: dict[str, str] = {}
+        # kb → short → long → count: the file's counts plus _pending's
+        self._counts: dict[str, dict[str, dict[str, int]]] = {}
+        self._best: dict[str, dict[str, str]] = {}  # kb → short → its most frequent long form
         self._entity_chunks: dict[str, int] = {}
         self.chunks = 0
         self._pending = CorpusCounts()
         self._stamp: Stamp | None = None  # of the file content last merged in
-        self._fresh: list[tuple[str, str]] = []  # best forms a reload changed, not yet taken
+        self._fresh: list[tuple[str, str, str]] = []  # (kb, short, long) a reload changed
         self.version = 0  # grows whenever a best long form changes (for caches of mentions)
         self._saved_at = self._checked_at = time.monotonic()
         self._deferred: threading.Timer | None = None  # the save a burst of documents left due
@@ -115,29 +133,47 @@ class AbbreviationBook:
             self._fresh.clear()  # the finder indexes items() when it is built
 
     def __len__(self) -> int:
-        return len(self._best)
+        return sum(len(shorts) for shorts in self._best.values())
 
-    def long_form(self, short: str) -> str | None:
-        return self._best.get(short)
+    def long_form(self, short: str, kbs: KbScope = None) -> str | None:
+        """The long form the KBs in scope use most for ``short`` (None: none defines it)."""
+        with self._lock:  # another thread may be adding a KB
+            found = [
+                (self._counts[kb][short][long], long)
+                for kb, shorts in self._best.items()
+                if (kbs is None or kb in kbs) and (long := shorts.get(short)) is not None
+            ]
+        return max(found)[1] if found else None
 
     def items(self) -> list[Abbreviation]:
         with self._lock:
-            return [Abbreviation(s, lf, self._counts[s][lf]) for s, lf in self._best.items()]
+            return [
+                Abbreviation(s, lf, self._counts[kb][s][lf], kb)
+                for kb, shorts in self._best.items()
+                for s, lf in shorts.items()
+            ]
 
-    def learn(self, pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-        """Count pairs; returns the (short, long) pairs whose best long form changed."""
-        changed: list[tuple[str, str]] = []
+    def learn(self, kb_name: str, pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str, str]]:
+        """Count pairs a document of ``kb_name`` wrote; returns the (kb, short, long) whose best
+        long form changed."""
+        changed: list[tuple[str, str, str]] = []
+        pairs = list(pairs)
+        if not pairs:
+            return changed
         with self._lock:
+            mine = self._counts.setdefault(kb_name, {})
+            best = self._best.setdefault(kb_name, {})
+            pending = self._pending.pairs.setdefault(kb_name, {})
             for short, long in pairs:
-                if short not in self._counts and len(self._counts) >= MAX_SHORT_FORMS:
+                if short not in mine and len(mine) >= MAX_SHORT_FORMS:
                     continue
-                for counts in (self._counts, self._pending.pairs):
+                for counts in (mine, pending):
                     forms = counts.setdefault(short, {})
                     forms[long] = forms.get(long, 0) + 1
-                best = _best_form(self._counts[short])
-                if self._best.get(short) != best:
-                    self._best[short] = best
-                    changed.append((short, best))
+                form = _best_form(mine[short])
+                if best.get(short) != form:
+                    best[short] = form
+                    changed.append((kb_name, short, form))
             self.version += bool(changed)
         return changed
 
@@ -155,10 +191,10 @@ class AbbreviationBook:
         seen = self._entity_chunks.get(concept_id, 0)
         return math.log(1.0 + (self.chunks + 1) / (seen + 1))
 
-    def refresh(self) -> list[tuple[str, str]]:
+    def refresh(self) -> list[tuple[str, str, str]]:
         """Take in what other processes saved (the file is looked at, one ``stat``, at most
-        every ``reload_interval_s``); returns the (short, long) best forms that changed since
-        the last call, for the entity finder's index."""
+        every ``reload_interval_s``); returns the (kb, short, long) best forms that changed
+        since the last call, for the entity finder's index."""
         now = time.monotonic()
         if self._file is not None and now - self._checked_at >= self._reload_interval_s:
             self._checked_at = now
@@ -233,8 +269,16 @@ class AbbreviationBook:
         """The file's counts plus this process's unsaved ones become the book (lock held)."""
         current = disk.copy()
         current.add(self._pending, max_short_forms=MAX_SHORT_FORMS)
-        best = {short: _best_form(forms) for short, forms in current.pairs.items() if forms}
-        changed = [(s, lf) for s, lf in best.items() if self._best.get(s) != lf]
+        best = {
+            kb: {short: _best_form(forms) for short, forms in shorts.items() if forms}
+            for kb, shorts in current.pairs.items()
+        }
+        changed = [
+            (kb, s, lf)
+            for kb, shorts in best.items()
+            for s, lf in shorts.items()
+            if self._best.get(kb, {}).get(s) != lf
+        ]
         self._counts, self._best = current.pairs, best
         self._entity_chunks, self.chunks = current.entity_chunks, current.chunks
         self._stamp = stamp

@@ -1,5 +1,12 @@
 """The file where an instance keeps what the biomed plugin learned from its corpus
-(``<data_dir>/biomed/corpus.json``): abbreviation pair counts and entity chunk counts.
+(``<data_dir>/biomed/corpus.json``): abbreviation pair counts per knowledge base and entity
+chunk counts.
+
+Pairs are kept per knowledge base because a long form is text copied from a document: a caller
+who may not read that KB must not be shown it, nor have its definitions re-route its queries.
+A file of format 1 (one instance-wide book) still loads: its pairs are kept, untouched, as
+``unscoped`` and name nothing, since no one can tell which KB taught them, and lending them to
+every KB would go on showing one KB's text to callers of another.
 
 Several processes share it (the API and Celery workers of the production profile), so a save
 adds this process's counts since its last save to what is on disk, under an exclusive lock,
@@ -22,34 +29,38 @@ try:
 except ImportError:  # not POSIX (Windows): saves are not serialised between processes there
     fcntl = None  # type: ignore[assignment]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 Stamp = tuple[int, int, int]  # (mtime_ns, size, inode): every atomic write changes it
 
 
 @dataclass(slots=True)
 class CorpusCounts:
-    """Counts the book keeps: per short form, how often each long form was seen; how many
-    chunks named each entity; how many chunks were counted."""
+    """Counts the book keeps: per knowledge base and short form, how often each long form was
+    seen; how many chunks named each entity; how many chunks were counted."""
 
-    pairs: dict[str, dict[str, int]] = field(default_factory=dict)
+    pairs: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # kb → short → …
     entity_chunks: dict[str, int] = field(default_factory=dict)
     chunks: int = 0
+    unscoped: dict[str, dict[str, int]] = field(default_factory=dict)  # a format-1 file's pairs
 
     def __bool__(self) -> bool:
         return bool(self.pairs or self.entity_chunks or self.chunks)
 
     def copy(self) -> CorpusCounts:
-        pairs = {short: dict(forms) for short, forms in self.pairs.items()}
-        return CorpusCounts(pairs, dict(self.entity_chunks), self.chunks)
+        pairs = {kb: _copy_forms(shorts) for kb, shorts in self.pairs.items()}
+        return CorpusCounts(pairs, dict(self.entity_chunks), self.chunks, self.unscoped)
 
     def add(self, other: CorpusCounts, *, max_short_forms: int) -> None:
-        """Add ``other``'s counts to these (a new short form only while under the cap)."""
-        for short, forms in other.pairs.items():
-            if short not in self.pairs and len(self.pairs) >= max_short_forms:
-                continue
-            mine = self.pairs.setdefault(short, {})
-            for long, count in forms.items():
-                mine[long] = mine.get(long, 0) + count
+        """Add ``other``'s counts to these (a new short form only while its KB is under the
+        cap)."""
+        for kb, shorts in other.pairs.items():
+            book = self.pairs.setdefault(kb, {})
+            for short, forms in shorts.items():
+                if short not in book and len(book) >= max_short_forms:
+                    continue
+                mine = book.setdefault(short, {})
+                for long, count in forms.items():
+                    mine[long] = mine.get(long, 0) + count
         for concept_id, count in other.entity_chunks.items():
             self.entity_chunks[concept_id] = self.entity_chunks.get(concept_id, 0) + count
         self.chunks += other.chunks
@@ -109,22 +120,35 @@ def _stamp(status: os.stat_result) -> Stamp:
     return (status.st_mtime_ns, status.st_size, status.st_ino)
 
 
+def _copy_forms(shorts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    return {short: dict(forms) for short, forms in shorts.items()}
+
+
 def _parse(data: object) -> CorpusCounts:
     if not isinstance(data, dict) or not isinstance(data.get("counts"), dict):
         raise ValueError("not a biomed corpus file")
-    pairs = {
+    by_kb = data.get("kb_counts") or {}
+    pairs = {str(kb): _parse_forms(shorts) for kb, shorts in dict(by_kb).items()}
+    entity_chunks = {str(k): int(v) for k, v in dict(data.get("entity_chunks") or {}).items()}
+    unscoped = _parse_forms(data["counts"])
+    return CorpusCounts(pairs, entity_chunks, int(data.get("chunks") or 0), unscoped)
+
+
+def _parse_forms(shorts: object) -> dict[str, dict[str, int]]:
+    if not isinstance(shorts, dict):
+        return {}
+    return {
         str(short): {str(lf): max(1, int(c)) for lf, c in forms.items()}
-        for short, forms in data["counts"].items()
+        for short, forms in shorts.items()
         if isinstance(forms, dict)
     }
-    entity_chunks = {str(k): int(v) for k, v in dict(data.get("entity_chunks") or {}).items()}
-    return CorpusCounts(pairs, entity_chunks, int(data.get("chunks") or 0))
 
 
 def _dump(counts: CorpusCounts) -> dict[str, object]:
     return {
         "version": FORMAT_VERSION,
-        "counts": counts.pairs,
+        "counts": counts.unscoped,  # format 1's instance-wide pairs, kept and unused
+        "kb_counts": counts.pairs,
         "entity_chunks": counts.entity_chunks,
         "chunks": counts.chunks,
     }

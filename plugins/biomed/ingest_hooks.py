@@ -35,15 +35,16 @@ class IngestHooks:
         self, chunks: tuple[TextChunk, ...], source: DocumentSource
     ) -> tuple[TextChunk, ...]:
         """CHUNK: add ``biomed_section``, ``biomed_entities``; text, path and order untouched."""
-        return await asyncio.to_thread(self._enrich, chunks)
+        return await asyncio.to_thread(self._enrich, chunks, source.kb_name)
 
-    def _enrich(self, chunks: tuple[TextChunk, ...]) -> tuple[TextChunk, ...]:
+    def _enrich(self, chunks: tuple[TextChunk, ...], kb_name: str) -> tuple[TextChunk, ...]:
+        """Abbreviations are learned for, and resolved with, the document's own KB only."""
         finder = self._rt.finder
         pairs = [pair for chunk in chunks for pair in find_pairs(chunk.text)]
-        finder.learn(pairs)
+        finder.learn(kb_name, pairs)
         found = []
         for chunk in chunks:
-            counts = Counter(m.concept_id for m in finder.mentions(chunk.text))
+            counts = Counter(m.concept_id for m in finder.mentions(chunk.text, (kb_name,)))
             entities = [cid for cid, _ in counts.most_common(self._rt.options.max_chunk_entities)]
             finder.book.observe_entities(entities)
             found.append(entities)

@@ -54,14 +54,15 @@ class QueryHooks:
         (eagle_text's dense only unless ``base_bm25``: the view's BM25 stands in for it), and
         the entity-anchored supplement search started, to run beside the plans."""
         rt = self._rt
-        entities = rt.query_entities(query.text)
+        kbs = _kb_scope(ctx)
+        entities = rt.query_entities(query.text, kbs)
         if not entities and not rt.options.default_dual_text_search:
             return None  # abstain: Core routes
-        self._start_supplement(query, entities, getattr(ctx, "kb_names", ()))
+        self._start_supplement(query, entities, kbs)
         core = core_route(query, rt.text_encoder, rt.encoders)
         if entities and not rt.options.base_bm25:
             core = replace(core, plans=tuple(_dense_only(p) for p in core.plans))
-        names = ", ".join(rt.finder.name_of(e) for e in entities[:5]) or "dual text search"
+        names = ", ".join(rt.finder.name_of(e, kbs) for e in entities[:5]) or "dual text search"
         same_vectors = rt.passage_encoder == rt.text_encoder
         view = "" if same_vectors and not rt.options.view_dense else rt.query_encoder
         # An exploratory collection holds rows of its own (no base plan's dense list covers
@@ -76,17 +77,21 @@ class QueryHooks:
             core.plans + extra, classifier=NAMESPACE, reason=f"biomed entities: {names}"
         )
 
-    def dense_expand(self, query: QueryRequest, plan: CollectionQueryPlan) -> QueryExpansion | None:
+    def dense_expand(
+        self, query: QueryRequest, plan: CollectionQueryPlan, ctx: object
+    ) -> QueryExpansion | None:
         """QUERY_DENSE_EXPAND, for the specialized plan only: the entities' concept tokens (and
         their other names' words) to BM25, entities and intent to the hints. The eagle_text
         plan keeps Core's query, so its lists are Core's (the fusion adds the view's)."""
         rt = self._rt
         if plan.collection != rt.collection:
             return None
-        entities = rt.query_entities(query.text)
+        kbs = _kb_scope(ctx)
+        entities = rt.query_entities(query.text, kbs)
         if not entities:
             return None
-        terms = self._expansion_terms(query.text, entities) if rt.options.expand_sparse else ()
+        expand = rt.options.expand_sparse
+        terms = self._expansion_terms(query.text, entities, kbs) if expand else ()
         concepts = self._concept_terms(entities)
         intents = query_intents(query.text)
         hints = {"biomed_entities": entities, "biomed_intents": list(intents)}
@@ -100,12 +105,14 @@ class QueryHooks:
         limit = self._rt.options.max_expansion_terms
         return tuple(concept_token(e) for e in entities[:limit])
 
-    def _expansion_terms(self, text: str, entities: list[str]) -> tuple[str, ...]:
+    def _expansion_terms(
+        self, text: str, entities: list[str], kbs: tuple[str, ...]
+    ) -> tuple[str, ...]:
         """Words of the entities' other names that the query does not already contain."""
         seen = {t.norm for t in tokens(text)}
         terms: list[str] = []
         for entity in entities:
-            for name in self._rt.finder.synonyms_of(entity):
+            for name in self._rt.finder.synonyms_of(entity, kbs):
                 words = _word_norms(name)
                 fresh = [w for w, norm in words if norm not in seen]
                 seen.update(norm for _, norm in words)
@@ -118,8 +125,8 @@ class QueryHooks:
         """RETRIEVE_SUPPLEMENT, for an entity query: the dense feedback list (feedback.py) and,
         when on, the entity-anchored BM25 search; two lists are fused into one by RRF."""
         rt = self._rt
-        entities = rt.query_entities(query.text)
-        kb_names = tuple(getattr(ctx, "kb_names", ()))
+        kb_names = _kb_scope(ctx)
+        entities = rt.query_entities(query.text, kb_names)
         started = rt.early_supplements.take(_supplement_key(query, entities, kb_names))
         if not entities or rt.collection not in hits_by_plan:
             if started is not None:
@@ -132,7 +139,7 @@ class QueryHooks:
         elif started is not None:
             discard(started)
         elif rt.options.supplement and scope is not None:
-            found.append(await self._supplement_search(query, entities, scope))
+            found.append(await self._supplement_search(query, entities, scope, kb_names))
         if rt.options.feedback:
             found.append(await self._feedback_list(query, hits_by_plan))
         return self._one_list([hits for hits in found if hits])
@@ -197,14 +204,14 @@ class QueryHooks:
         scope = in_("kb_name", list(kb_names))
         rt.early_supplements.start(
             _supplement_key(query, entities, tuple(kb_names)),
-            lambda: self._supplement_search(query, entities, scope),
+            lambda: self._supplement_search(query, entities, scope, kb_names),
         )
 
     async def _supplement_search(
-        self, query: QueryRequest, entities: list[str], scope: Filter
+        self, query: QueryRequest, entities: list[str], scope: Filter, kbs: tuple[str, ...]
     ) -> tuple[RetrievedHit, ...]:
         rt = self._rt
-        names = [name for e in entities for name in rt.finder.synonyms_of(e)[:3]]
+        names = [name for e in entities for name in rt.finder.synonyms_of(e, kbs)[:3]]
         text = " ".join([query.text, *names, *self._concept_terms(entities)])
         where = all_of(scope, entity_filter(entities))
         found = await asyncio.to_thread(
@@ -237,11 +244,11 @@ class QueryHooks:
         return tuple(fused)
 
     async def rerank_merged(
-        self, query: QueryRequest, merged: tuple[RetrievedHit, ...]
+        self, query: QueryRequest, merged: tuple[RetrievedHit, ...], ctx: object
     ) -> tuple[RetrievedHit, ...] | None:
         """RERANK_MERGED: fused score + entity overlap + section/intent (+ cross-encoder)."""
         rt = self._rt
-        entities = rt.query_entities(query.text)
+        entities = rt.query_entities(query.text, _kb_scope(ctx))
         if not entities or not merged:
             return None  # Core's configured reranker (or the fused order) applies
         sections = tuple(s for i in query_intents(query.text) for s in INTENT_SECTIONS[i])
@@ -286,6 +293,11 @@ def _supplement_key(
     query: QueryRequest, entities: list[str], kb_names: tuple[str, ...]
 ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     return (query.text, tuple(kb_names), tuple(entities))
+
+
+def _kb_scope(ctx: object) -> tuple[str, ...]:
+    """The search's resolved knowledge bases: the only ones whose abbreviations it may use."""
+    return tuple(getattr(ctx, "kb_names", ()))
 
 
 def _word_norms(name: str) -> list[tuple[str, str]]:

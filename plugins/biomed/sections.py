@@ -169,8 +169,13 @@ _WORDS = re.compile(r"[a-z]+")
 
 
 def section_from_path(path: str) -> str | None:
-    """The section a heading in ``path`` names ("doc/Results/..."), innermost first."""
-    for part in reversed(path.split("/")):
+    """The section a heading in ``path`` names ("doc/Results/..."), innermost first.
+
+    The first part is the document's title, in every format (the chunker roots paths at it,
+    and a BEIR-style document's path is its title alone), not a heading: a paper titled
+    "Patients with sepsis" is not all methods.
+    """
+    for part in reversed(path.split("/")[1:]):
         words = _WORDS.findall(part.lower())
         if not words or len(words) > 4:
             continue

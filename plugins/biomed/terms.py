@@ -57,14 +57,39 @@ def normalise_word(word: str) -> str:
 
 
 def tokens(text: str) -> list[Token]:
-    """Tokens of ``text`` with their spans in the original string."""
-    normalized = unicodedata.normalize("NFKC", text)
-    # NFKC may change lengths; spans are only exact when it did not, which is the usual case.
-    source = text if len(normalized) == len(text) else normalized
-    return [
-        Token(normalise_word(m.group()), m.group(), m.start(), m.end())
-        for m in _TOKEN.finditer(source)
-    ]
+    """Tokens of ``text`` with their spans in the original string (``surface`` is
+    ``text[start:end]`` even where NFKC changes lengths, as ligatures such as "ﬁ" do)."""
+    if unicodedata.is_normalized("NFKC", text):  # the usual case: spans are the text's own
+        return [
+            Token(normalise_word(m.group()), m.group(), m.start(), m.end())
+            for m in _TOKEN.finditer(text)
+        ]
+    normalized, starts, ends = _normalized_with_offsets(text)
+    found = []
+    for m in _TOKEN.finditer(normalized):
+        start, end = starts[m.start()], ends[m.end() - 1]
+        found.append(Token(normalise_word(m.group()), text[start:end], start, end))
+    return found
+
+
+def _normalized_with_offsets(text: str) -> tuple[str, list[int], list[int]]:
+    """NFKC of ``text`` and, per character of it, the span of the original it came from.
+
+    A base character is normalised with the combining marks that follow it, so "e" + U+0301
+    still composes into one "é"."""
+    pieces: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    cluster_start = 0
+    for index in range(1, len(text) + 1):
+        if index < len(text) and unicodedata.combining(text[index]):
+            continue
+        piece = unicodedata.normalize("NFKC", text[cluster_start:index])
+        pieces.append(piece)
+        starts.extend([cluster_start] * len(piece))
+        ends.extend([index] * len(piece))
+        cluster_start = index
+    return "".join(pieces), starts, ends
 
 
 def normalise_term(term: str) -> tuple[str, ...]:

@@ -47,14 +47,16 @@ class BiomedTools:
     async def query_entities(self, text: str) -> dict[str, Any]:
         """Entities a text names (lexicon ids, names, synonyms, mentions), its abbreviations
         and the intent of a question."""
-        mcp_caller(self._gate)  # admitted as every tool is: key, namespace, rate limit
+        caller = mcp_caller(self._gate)  # admitted as every tool is: key, namespace, rate limit
         _check_text(text, "text")
-        return await asyncio.to_thread(self._entities, text)
+        # Abbreviations learned from the KBs the key may read only: a long form is their text.
+        kbs = None if caller.kb_names is None else tuple(caller.kb_names)
+        return await asyncio.to_thread(self._entities, text, kbs)
 
-    def _entities(self, text: str) -> dict[str, Any]:
+    def _entities(self, text: str, kbs: tuple[str, ...] | None) -> dict[str, Any]:
         finder = self._rt.finder
         grouped: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
-        for mention in finder.mentions(text):
+        for mention in finder.mentions(text, kbs):
             grouped.setdefault(mention.concept_id, []).append(
                 {
                     "surface": mention.surface,
@@ -66,8 +68,8 @@ class BiomedTools:
         entities = [
             {
                 "id": concept_id,
-                "name": finder.name_of(concept_id),
-                "synonyms": list(finder.synonyms_of(concept_id)[1:]),
+                "name": finder.name_of(concept_id, kbs),
+                "synonyms": list(finder.synonyms_of(concept_id, kbs)[1:]),
                 "mentions": mentions,
             }
             for concept_id, mentions in grouped.items()
@@ -90,16 +92,16 @@ class BiomedTools:
             raise InvalidInputError(f"top_k must be between 1 and {MAX_TOP_K}", field="top_k")
         evidence = await asyncio.to_thread(self._evidence, kb_name, scope)
         rt = self._rt
-        ids = rt.query_entities(compound)
+        ids = rt.query_entities(compound, scope)
         if not ids:
             raise InvalidInputError(
                 f"{compound!r} names no entity of the biomedical lexicon", field="compound"
             )
         where = all_of(in_("kb_name", scope) if scope else None, evidence, entity_filter(ids))
-        names = [name for i in ids for name in rt.finder.synonyms_of(i)[:5]]
+        names = [name for i in ids for name in rt.finder.synonyms_of(i, scope)[:5]]
         hits = await self._search(" ".join([compound, *names]), where, max(top_k, rt.candidates))
         return {
-            "compound": [{"id": i, "name": rt.finder.name_of(i)} for i in ids],
+            "compound": [{"id": i, "name": rt.finder.name_of(i, scope)} for i in ids],
             "passages": [_passage(h, ids) for h in hits[:top_k]],
         }
 

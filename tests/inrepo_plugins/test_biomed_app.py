@@ -396,7 +396,7 @@ async def test_dense_expand_adds_long_forms_synonyms_and_intent(app: EagleApp) -
 async def test_concept_tokens_are_capped_by_max_expansion_terms(app: EagleApp) -> None:
     runtime = plugin_of(app).runtime
     query = QueryRequest("aspirin, metformin, atorvastatin and warfarin after stroke")
-    entities = runtime.query_entities(query.text)
+    entities = runtime.query_entities(query.text, None)
     assert len(entities) > 2
     plan = CollectionQueryPlan(COLLECTION, "x", 5)
     shipped = runtime.options

@@ -26,7 +26,7 @@ async def test_what_a_worker_learns_serves_the_api_process(tmp_path: Path) -> No
     api = await bootstrap(biomed_settings(tmp_path / "api", abbreviations_path=shared))
     try:
         answers = plugin_of(api).runtime
-        assert answers.query_entities("Is FBP raised?") == []  # unknown, and now cached
+        assert answers.query_entities("Is FBP raised?", ("med",)) == []  # unknown, and now cached
         worker.repositories.knowledge_bases.create("med")
         worker.ingest.submit_file(
             kb_name="med", filename="fbp.md", stream=io.BytesIO(ARTICLE.encode())
@@ -34,11 +34,11 @@ async def test_what_a_worker_learns_serves_the_api_process(tmp_path: Path) -> No
         await worker.queue.join()  # type: ignore[attr-defined]
         plugin_of(worker).runtime.finder.book.save()  # as save_if_due does, every 10 s
         await asyncio.sleep(RELOAD_INTERVAL_S + 0.2)
-        assert answers.query_entities("Is FBP raised?") == ["abbr:FBP"]
+        assert answers.query_entities("Is FBP raised?", ("med",)) == ["abbr:FBP"]
         assert answers.finder.book.idf("mesh:D001241") < answers.finder.book.idf("mesh:D1")
     finally:
         await api.stop()
         await worker.stop()
     # The API learned nothing, so its unload saved nothing over the worker's counts.
     data = json.loads(await asyncio.to_thread(Path(shared).read_text))
-    assert data["counts"]["FBP"] == {"foo binding protein": 1}
+    assert data["kb_counts"]["med"]["FBP"] == {"foo binding protein": 1}

@@ -16,6 +16,8 @@ from eagle_rag.api.security import NAMESPACE_HEADER
 from tests.api.server import RunningServer, running_server, wait_for_task
 from tests.inrepo_plugins.test_biomed_mcp import ARTICLE
 
+# A private document that defines a short form: its long form is the KB's text.
+MEMO = "# Board memo\n\n## Background\n\nThe hexa quinase (HXQ) deal is scheduled for March.\n"
 KEYS = [
     {"name": "admin", "key": "admin-key"},
     {"name": "med", "key": "med-key", "kb_names": ["med"]},
@@ -40,6 +42,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
                     files={"file": (f"{kb}.md", ARTICLE.encode(), "text/markdown")},
                 ).json()
                 assert wait_for_task(http, job["job_id"])["status"] == "completed"
+            job = http.post(
+                "/ingest",
+                data={"kb_name": "private"},
+                files={"file": ("memo.md", MEMO.encode(), "text/markdown")},
+            ).json()
+            assert wait_for_task(http, job["job_id"])["status"] == "completed"
         yield running
 
 
@@ -67,6 +75,22 @@ async def test_a_restricted_key_gets_evidence_from_its_own_kbs_only(server: Runn
         assert own["passages"] and {p["kb_name"] for p in own["passages"]} == {"med"}
         with pytest.raises(ToolError, match="may not use knowledge base 'private'"):
             await mcp.call_tool("biomed_retrieve_compounds", {**arguments, "kb_name": "private"})
+
+
+async def test_abbreviations_a_kb_taught_are_not_shown_to_keys_of_other_kbs(
+    server: RunningServer,
+) -> None:
+    async with client(server, "admin-key") as mcp:
+        admin: dict[str, Any] = (
+            await mcp.call_tool("biomed_query_entities", {"text": "Is HXQ on?"})
+        ).data
+    assert [(e["id"], e["name"]) for e in admin["entities"]] == [("abbr:HXQ", "hexa quinase")]
+    async with client(server, "med-key") as mcp:
+        result = await mcp.call_tool("biomed_query_entities", {"text": "Is HXQ on?"})
+        with pytest.raises(ToolError, match="names no entity"):
+            await mcp.call_tool("biomed_retrieve_compounds", {"compound": "HXQ"})
+    assert result.data["entities"] == []
+    assert "quinase" not in str(result.content)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from eagle_rag.plugins.payloads import RetrievedHit
 from plugins.biomed.abbreviations import AbbreviationBook, find_pairs
@@ -77,7 +79,7 @@ def test_abbreviations_are_learned_and_resolve_to_lexicon_concepts(lexicon: Lexi
         "IL-6": "interleukin 6",
     }
     finder = finder_for(lexicon)
-    assert finder.learn(pairs.items()) == 3
+    assert finder.learn("k", pairs.items()) == 3
     later = {m.surface: m.concept_id for m in finder.mentions("T2DM, FBP and IL-6 rose.")}
     assert later == {"T2DM": "mesh:D003924", "FBP": "abbr:FBP", "IL-6": "mesh:D015850"}
     # a learned long form unknown to the lexicon is found written out in full, too
@@ -87,7 +89,9 @@ def test_abbreviations_are_learned_and_resolve_to_lexicon_concepts(lexicon: Lexi
 def test_abbreviation_book_persists_pairs_and_entity_counts(tmp_path: Path) -> None:
     path = tmp_path / "corpus.json"
     book = AbbreviationBook(path)
-    book.learn([("ACE", "angiotensin converting enzyme")] * 2 + [("ACE", "acetylcholinesterase")])
+    book.learn(
+        "k", [("ACE", "angiotensin converting enzyme")] * 2 + [("ACE", "acetylcholinesterase")]
+    )
     book.observe_entities(["mesh:D1", "mesh:D2"])
     book.observe_entities(["mesh:D1"])
     book.save()
@@ -103,12 +107,12 @@ def test_a_book_sees_what_another_process_saved_once_the_file_changed(tmp_path: 
     worker = AbbreviationBook(path)
     api = AbbreviationBook(path, reload_interval_s=0)  # another process's, looking every time
     slow = AbbreviationBook(path, reload_interval_s=3600)
-    worker.learn([("FBP", "foo binding protein")])
+    worker.learn("k", [("FBP", "foo binding protein")])
     worker.observe_entities(["mesh:D1"])
     assert api.refresh() == [] and api.long_form("FBP") is None  # not saved yet
     worker.save()
     assert slow.refresh() == [] and slow.long_form("FBP") is None  # not looked at yet
-    assert api.refresh() == [("FBP", "foo binding protein")]
+    assert api.refresh() == [("k", "FBP", "foo binding protein")]
     assert api.long_form("FBP") == "foo binding protein" and api.chunks == 1
     assert api.refresh() == []  # unchanged file: nothing new
 
@@ -119,14 +123,14 @@ def test_what_a_burst_learned_is_saved_when_due_without_another_ingest(tmp_path:
     path = tmp_path / "corpus.json"
     worker = AbbreviationBook(path)
     worker.save_if_due(interval_s=0.2)  # nothing learned: no timer, nothing written
-    worker.learn([("T2DM", "type 2 diabetes mellitus")])
+    worker.learn("k", [("T2DM", "type 2 diabetes mellitus")])
     worker.save_if_due(interval_s=0.2)  # not due yet: deferred, not dropped
     assert AbbreviationBook(path).long_form("T2DM") is None
     deadline = time.monotonic() + 10
     while AbbreviationBook(path).long_form("T2DM") is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert AbbreviationBook(path).long_form("T2DM") == "type 2 diabetes mellitus"
-    worker.learn([("MI", "myocardial infarction")])
+    worker.learn("k", [("MI", "myocardial infarction")])
     worker.save_if_due(interval_s=60)  # deferred a minute; closing saves it now
     worker.close()
     assert AbbreviationBook(path).long_form("MI") == "myocardial infarction"
@@ -135,17 +139,17 @@ def test_what_a_burst_learned_is_saved_when_due_without_another_ingest(tmp_path:
 def test_saves_merge_with_the_file_and_count_each_observation_once(tmp_path: Path) -> None:
     path = tmp_path / "corpus.json"
     first, second = AbbreviationBook(path), AbbreviationBook(path)
-    first.learn([("ACE", "angiotensin converting enzyme")])
+    first.learn("k", [("ACE", "angiotensin converting enzyme")])
     first.observe_entities(["mesh:D1"])
     first.save()
-    second.learn([("ACE", "acetylcholinesterase")] * 2 + [("LDL", "low density lipoprotein")])
+    second.learn("k", [("ACE", "acetylcholinesterase")] * 2 + [("LDL", "low density lipoprotein")])
     second.observe_entities(["mesh:D1", "mesh:D2"])
     second.save()  # merges: the first book's counts stay
     first.save()  # nothing new since its last save: counted once, not again
-    first.learn([("ACE", "angiotensin converting enzyme")])
+    first.learn("k", [("ACE", "angiotensin converting enzyme")])
     first.save()
     data = json.loads(path.read_text())
-    assert data["counts"] == {
+    assert data["kb_counts"]["k"] == {
         "ACE": {"angiotensin converting enzyme": 2, "acetylcholinesterase": 2},
         "LDL": {"low density lipoprotein": 1},
     }
@@ -162,15 +166,17 @@ def test_concurrent_saves_of_many_books_lose_nothing(tmp_path: Path) -> None:
     def work(index: int) -> None:
         book = AbbreviationBook(path)
         for round_ in range(rounds):
-            book.learn([(f"S{index}X{round_}", f"long form {index} {round_}"), ("SH", "shared")])
+            book.learn(
+                "k", [(f"S{index}X{round_}", f"long form {index} {round_}"), ("SH", "shared")]
+            )
             book.observe_entities([f"mesh:D{index}", "mesh:D0"])
             book.save()
 
     with ThreadPoolExecutor(books) as pool:
         list(pool.map(work, range(books)))
     data = json.loads(path.read_text())
-    assert len(data["counts"]) == books * rounds + 1
-    assert data["counts"]["SH"] == {"shared": books * rounds}
+    assert len(data["kb_counts"]["k"]) == books * rounds + 1
+    assert data["kb_counts"]["k"]["SH"] == {"shared": books * rounds}
     assert data["chunks"] == books * rounds
     assert data["entity_chunks"]["mesh:D0"] == books * rounds
     assert all(data["entity_chunks"][f"mesh:D{i}"] == rounds for i in range(1, books))
@@ -183,14 +189,66 @@ def test_a_finder_indexes_long_forms_another_process_learned(
     reader = EntityFinder(lexicon, AbbreviationBook(path, reload_interval_s=0))
     assert reader.mentions("FBP rose") == []
     writer = AbbreviationBook(path)
-    writer.learn([("FBP", "foo binding protein")])
+    writer.learn("k", [("FBP", "foo binding protein")])
     writer.save()
     assert [m.concept_id for m in reader.mentions("the foo binding protein")] == ["abbr:FBP"]
     assert [m.concept_id for m in reader.mentions("FBP rose")] == ["abbr:FBP"]
 
 
+def test_abbreviations_serve_only_the_knowledge_bases_that_taught_them(lexicon: Lexicon) -> None:
+    finder = finder_for(lexicon)
+    finder.learn("private", [("HXQ", "hexa quinase")])
+    assert finder.mentions("HXQ rose", ("public",)) == []
+    assert finder.mentions("the hexa quinase", ("public",)) == []
+    assert finder.name_of("abbr:HXQ", ("public",)) == "HXQ"  # never the private long form
+    assert [m.name for m in finder.mentions("HXQ rose", ("private", "public"))] == ["hexa quinase"]
+    assert [m.concept_id for m in finder.mentions("the hexa quinase")] == ["abbr:HXQ"]  # all KBs
+
+
+def test_a_definition_of_a_lexicon_symbol_keeps_the_symbols_concepts(lexicon: Lexicon) -> None:
+    finder = finder_for(lexicon)
+    finder.learn("other", [("BRCA1", "breast cancer 1 gene")])
+    # Chunks tagged with the symbol's id (in other KBs, or before the definition) stay
+    # findable by it: the short form names both what the KB defined and the lexicon's symbol.
+    named = [(m.concept_id, m.via) for m in finder.mentions("BRCA1 carriers", ("other",))]
+    assert named == [("abbr:BRCA1", "abbreviation"), ("mesh:D019313", "symbol")]
+    assert finder.concept_ids("BRCA1 carriers", ("onc",)) == ["mesh:D019313"]
+
+
+def test_a_format_1_corpus_file_loads_and_its_pairs_name_nothing(tmp_path: Path) -> None:
+    # Its pairs were learned instance-wide, from no KB one can tell: lent to every KB, they
+    # would go on showing one KB's text to callers of another.
+    path = tmp_path / "corpus.json"
+    old = {"version": 1, "counts": {"FBP": {"foo binding protein": 3}}, "chunks": 2}
+    path.write_text(json.dumps({**old, "entity_chunks": {"mesh:D1": 1}}))
+    book = AbbreviationBook(path)
+    assert len(book) == 0 and book.long_form("FBP") is None and book.chunks == 2
+    book.learn("k", [("LDL", "low density lipoprotein")])
+    book.save()
+    data = json.loads(path.read_text())
+    assert data["counts"] == old["counts"]  # kept as it was, for whoever needs it
+    assert data["kb_counts"] == {"k": {"LDL": {"low density lipoprotein": 1}}}
+    assert AbbreviationBook(path).long_form("LDL", ("k",)) == "low density lipoprotein"
+
+
 def test_parenthesised_text_that_is_no_abbreviation_is_ignored() -> None:
     assert list(find_pairs("results (see below) and values (p < 0.05) and (2019)")) == []
+
+
+def test_a_long_form_stays_within_its_sentence() -> None:
+    text = (
+        "Patients with lung cancer harbouring the T790M resistance mutation progress on "
+        "first-generation tyrosine kinase inhibitors (TKIs). We evaluated osimertinib (Tagrisso) "
+        "80 mg. Doses were low; given as Tagrisso (TG). 据报道。Hello Kitty (HK)"
+    )
+    pairs = dict(find_pairs(text))
+    assert pairs["TKIs"] == "tyrosine kinase inhibitors"
+    assert "Tagrisso" not in pairs  # "We evaluated osimertinib" does not spell it
+    assert pairs["TG"] == "Tagrisso"
+    assert pairs["HK"] == "Hello Kitty"
+    # Nor does a long form reach back over an earlier parenthesis.
+    text = "protein kinase (PK) kinase inhibitors (PKKI)"
+    assert dict(find_pairs(text)) == {"PK": "protein kinase"}
 
 
 def test_missing_lexicon_package_is_a_clear_error() -> None:
@@ -214,6 +272,22 @@ def test_token_trie_prefers_the_longest_leftmost_term() -> None:
     trie.add(normalise_term("neoplasm"), "N")
     found = [(m.concepts, m.start, m.end) for m in trie.find(tokens("Breast neoplasm, neoplasms"))]
     assert found == [(("BN",), 0, 15), (("N",), 17, 26)]
+
+
+def test_token_spans_are_the_original_text_after_ligatures(lexicon: Lexicon) -> None:
+    text = "Signiﬁcant ﬁbrosis was seen; the eﬃcacy of aspirin was low, e\u0301te\u0301."
+    found = tokens(text)
+    assert all(text[t.start : t.end] == t.surface for t in found)
+    assert [t.norm for t in found][:3] == ["significant", "fibrosis", "was"]
+    assert "été" in [t.norm for t in found]
+    mentions = finder_for(lexicon).mentions(text)
+    assert all(text[m.start : m.end] == m.surface for m in mentions)
+    assert {"ﬁbrosis", "aspirin"} <= {m.surface for m in mentions}
+
+
+@given(st.text(alphabet="aZ ﬁﬃ½①\u0301é-(", max_size=30))
+def test_token_spans_always_slice_the_original_text(text: str) -> None:
+    assert all(text[t.start : t.end] == t.surface for t in tokens(text))
 
 
 def test_ten_thousand_entity_abstract_is_capped_not_crashing(lexicon: Lexicon) -> None:
@@ -245,6 +319,17 @@ def test_sections_from_headings_and_cues() -> None:
     assert chunk_section("doc", "Patients were randomized and we measured glucose.") == "methods"
     assert chunk_section("doc", "In conclusion, these findings suggest a benefit.") == "conclusions"
     assert chunk_section("doc", "Plain words.") == "unknown"
+
+
+def test_the_document_title_is_not_a_section_heading() -> None:
+    # Paths start at the title ("<title>/<heading>/..."); a BEIR-style document's path is its
+    # title alone. "Patients with sepsis" names the paper, not its methods.
+    references = "1. Singer M. The Third International Consensus Definitions. JAMA. 2016."
+    assert section_from_path("Patients with sepsis/References") is None
+    assert section_from_path("Sepsis outcomes") is None
+    assert chunk_section("Sepsis outcomes/Abstract", "Sepsis is frequent.") == "unknown"
+    assert chunk_section("Patients with sepsis/References", references) == "unknown"
+    assert section_from_path("Patients with sepsis/Results") == "results"
 
 
 def test_query_intents() -> None:
