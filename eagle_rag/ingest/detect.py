@@ -220,29 +220,55 @@ def decode_text(data: bytes) -> str | None:
     letter after it make one valid pair), so a GB18030 reading whose non-ASCII characters sit
     alone inside Latin words (real Chinese comes in runs) is taken for Western text instead.
     """
+    read = _reading(data)
+    return None if read is None else read[1]
+
+
+def text_charset(data: bytes) -> str | None:
+    """The charset ``decode_text`` reads ``data`` in, by its IANA name (for a Content-Type);
+    None if binary. Judged on what is given: the head of a file will do."""
+    read = _reading(data)
+    return None if read is None else _IANA.get(read[0], read[0])
+
+
+# Python's codec names as HTTP names them.
+_IANA = {
+    "utf-8-sig": "utf-8",
+    "cp932": "Shift_JIS",
+    "cp949": "EUC-KR",
+    "koi8_r": "KOI8-R",
+    "cp1256": "windows-1256",
+    "gb18030": "GB18030",
+    "cp1252": "windows-1252",
+    "latin-1": "ISO-8859-1",
+}
+
+
+def _reading(data: bytes) -> tuple[str, str] | None:
+    """The codec and text ``decode_text`` takes; None if binary."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
-            return data.decode("utf-16")
+            return "utf-16", data.decode("utf-16")
         except UnicodeDecodeError:
             return None
     if b"\x00" in data[:8192]:
         return None
-    for text in _readings(data):
+    for codec, text in _readings(data):
         controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\t\n\r\f")
-        return text if controls <= len(text[:8192]) * 0.01 else None
+        return (codec, text) if controls <= len(text[:8192]) * 0.01 else None
     return None
 
 
-def _readings(data: bytes) -> Iterator[str]:
-    """The plausible decodings of ``data``, best first."""
+def _readings(data: bytes) -> Iterator[tuple[str, str]]:
+    """The plausible decodings of ``data``, best first, each with its codec."""
     try:
-        yield data.decode("utf-8-sig")
+        yield "utf-8-sig", data.decode("utf-8-sig")
     except UnicodeDecodeError:
         lenient = data.decode("utf-8-sig", errors="replace")
         broken = lenient.count("\ufffd")
         others = sum(1 for ch in lenient if ord(ch) > 127) - broken
         if others and broken <= max(1, len(lenient) // 1000):  # UTF-8 with a stray byte
-            yield lenient
+            yield "utf-8-sig", lenient
     legacy = legacy_reading(data)
     if legacy is not None:
         yield legacy
@@ -252,11 +278,11 @@ def _readings(data: bytes) -> Iterator[str]:
         pass
     else:
         if not _latin_in_disguise(text):
-            yield text
+            yield "gb18030", text
     try:
-        yield data.decode("cp1252")
+        yield "cp1252", data.decode("cp1252")
     except UnicodeDecodeError:  # one of its five unassigned bytes
-        yield data.decode("latin-1")
+        yield "latin-1", data.decode("latin-1")
 
 
 _LONE_IN_WORD = re.compile(r"(?<![^\x00-\x7f])[^\x00-\x7f](?![^\x00-\x7f])")

@@ -34,15 +34,15 @@ _WORD = re.compile(r"[^\W\d_]+")  # a run of letters
 _INVISIBLE = frozenset("\u200c\u200d\u200e\u200f\xa0")
 
 
-def legacy_reading(data: bytes) -> str | None:
+def legacy_reading(data: bytes) -> tuple[str, str] | None:
     """``data`` read as Shift_JIS, EUC-KR, KOI8-R or Windows-1256 when that reading is
-    plausibly Japanese, Korean, Russian or Arabic; else None."""
+    plausibly Japanese, Korean, Russian or Arabic, with the codec's name; else None."""
     head, whole = data[:SAMPLE_BYTES], len(data) <= SAMPLE_BYTES
     for encoding, plausible in _CHARSETS:
         try:
             # A cut through a two-byte character at the head's end is held back, not an error.
             if plausible(codecs.getincrementaldecoder(encoding)().decode(head, final=whole)):
-                return data.decode(encoding)
+                return encoding, data.decode(encoding)
         except UnicodeDecodeError:
             continue
     return None

@@ -145,6 +145,37 @@ def test_a_quote_in_an_uploaded_file_name_is_kept(
     assert sent.status_code == 202, sent.text
     document = client.get(f"/documents/{sent.json()['document_id']}").json()
     assert document["filename"] == 'the "final" plan.md'
+    wait_for_task(client, sent.json()["job_id"])
+    # The download named it without its quotes, and only in filename* (curl -OJ saved "file").
+    said = client.get(f"/documents/{document['document_id']}/file").headers["content-disposition"]
+    assert said == (
+        "attachment; filename=\"the _final_ plan.md\"; filename*=UTF-8''the%20%22final%22%20plan.md"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "charset"),
+    [
+        ("gbk.txt", "变压器每年检修一次，检修前必须断电。".encode("gb18030"), "GB18030"),
+        (
+            "sjis.txt",
+            "変圧器は毎年点検します。点検の前に電源を切ってください。".encode("cp932"),
+            "Shift_JIS",
+        ),
+        ("utf8.md", "# Ünits\n\nThe pump runs at 50 °C.".encode(), "utf-8"),
+    ],
+)
+def test_a_text_original_is_downloaded_in_the_charset_it_was_read_in(
+    client: httpx.Client, name: str, data: bytes, charset: str
+) -> None:
+    """Starlette labelled every text original utf-8: a GBK file showed as mojibake."""
+    sent = client.post("/ingest", data={"kb_name": "energy"}, files={"file": (name, data)})
+    assert sent.status_code == 202, sent.text
+    wait_for_task(client, sent.json()["job_id"])
+    original = client.get(f"/documents/{sent.json()['document_id']}/file")
+    assert original.content == data
+    assert original.headers["content-type"].endswith(f"; charset={charset}")
+    assert original.text == data.decode(original.encoding or "")
 
 
 def test_same_bytes_again_is_a_dedup_hit(client: httpx.Client, solar: dict[str, str]) -> None:

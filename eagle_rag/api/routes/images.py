@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Request, Response
 
 from eagle_rag.api.deps import App, Who
+from eagle_rag.api.etags import not_modified
 from eagle_rag.api.schemas import ERRORS
 from eagle_rag.errors import InvalidInputError, NotFoundError
 from eagle_rag.index.collections import VISUAL_COLLECTION
@@ -70,14 +71,9 @@ async def get_image(image_id: str, request: Request, app: App, who: Who) -> Resp
         raise NotFoundError(f"image {image_id} has no stored picture", image_id=image_id) from None
     etag = f'"{hashlib.sha256(data).hexdigest()[:32]}"'
     headers = {"ETag": etag, "Cache-Control": CACHE, "X-Content-Type-Options": "nosniff"}
-    if _etags(request.headers.get("if-none-match")) & {etag, "*"}:
+    if not_modified(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers=headers)
     return Response(data, media_type=media_type, headers=headers)
-
-
-def _etags(header: str | None) -> set[str]:
-    """The entity tags of an If-None-Match header (a list; weak ones compare weakly)."""
-    return {tag.strip().removeprefix("W/") for tag in (header or "").split(",") if tag.strip()}
 
 
 def _row(app: EagleApp, image_id: str, within: Collection[str] | None) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import between, eq
 from eagle_rag.ingest import cancel
 from eagle_rag.ingest.deletion import remove_document
+from eagle_rag.ingest.detect import text_charset
 
 router = APIRouter(responses=ERRORS)
 TERMINAL = ("completed", "failed")
@@ -367,12 +368,28 @@ async def get_file(document_id: str, app: App, who: Who) -> StreamingResponse:
     # first chunk is read here, so a missing object is still a 404 rather than a cut response.
     body = iter(app.objects.open(key))
     first = await asyncio.to_thread(next, body, b"")
-    safe = document.filename.replace('"', "")
-    return StreamingResponse(
+    response = StreamingResponse(
         itertools.chain([first], body),
-        media_type=document.mime_type or "application/octet-stream",
-        headers={"Content-Disposition": f"attachment; filename*=UTF-8''{_quote(safe)}"},
+        headers={"Content-Disposition": _attachment(document.filename)},
     )
+    # Set here, not as media_type: Starlette labels every text/* type utf-8, and a GBK or
+    # Shift_JIS original then showed as mojibake. Its charset is the one ingest read it in.
+    response.headers["Content-Type"] = _content_type(document.mime_type, first)
+    return response
+
+
+def _content_type(mime_type: str | None, head: bytes) -> str:
+    mime = mime_type or "application/octet-stream"
+    charset = text_charset(head) if mime.startswith("text/") else None
+    return f"{mime}; charset={charset}" if charset else mime
+
+
+def _attachment(filename: str) -> str:
+    """A Content-Disposition naming ``filename`` whole (RFC 6266): ``filename*`` in UTF-8,
+    percent-encoded (quotes and all), and a plain ``filename`` for clients that read only it
+    (``curl -OJ``), its non-ASCII letters, quotes, backslashes and controls as ``_``."""
+    plain = "".join(c if " " <= c < "\x7f" and c not in '"\\' else "_" for c in filename)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{_quote(filename)}"
 
 
 @router.delete("/documents/{document_id}", tags=["documents"])

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from eagle_rag.api.deps import App, Who
+from eagle_rag.api.etags import not_modified
 from eagle_rag.api.page_images import MAX_WIDTH, MIN_WIDTH, is_paged, page_image
 from eagle_rag.api.schemas import ERRORS
 from eagle_rag.errors import NotFoundError
@@ -40,7 +41,7 @@ async def get_page(
         raise NotFoundError(f"{document.filename} has no page images", document_id=document_id)
     etag = f'"{document.sha256}-{page}-{width}"'
     headers = {"ETag": etag, "Cache-Control": CACHE}
-    if request.headers.get("if-none-match") == etag:
+    if not_modified(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers=headers)
     key = document.object_key
     data = await asyncio.to_thread(lambda: b"".join(app.objects.open(key)))
