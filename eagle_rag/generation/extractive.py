@@ -42,9 +42,11 @@ _ASKS = re.compile(rf"[?？]{_CLOSERS}\s*$")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _WORDS = re.compile(r"\w+")
 # A code: letters and digits in one token, maybe joined by a hyphen ("F9", "SX-5000", "R32",
-# "COVID-19", "5G"), not a plain number or word.
+# "COVID-19", "5G"), not a plain number or word; whole with the dotted or hyphenated parts
+# after it ("v3.1.4", "SX-5000-B"): "v3" alone is named by every 3.x release's notes.
 _CODE = re.compile(
-    r"(?<![A-Za-z0-9])(?:[A-Za-z]+-?\d+[A-Za-z0-9]*|\d+[A-Za-z]+[A-Za-z0-9]*)(?![A-Za-z0-9])"
+    r"(?<![A-Za-z0-9])(?:[A-Za-z]+-?\d+[A-Za-z0-9]*|\d+[A-Za-z]+[A-Za-z0-9]*)"
+    r"(?:[.-][A-Za-z0-9]+)*(?![A-Za-z0-9])"
 )
 _ENDS = re.compile(rf"[.!?。！？]{_CLOSERS}$")  # a line that ends as a sentence does
 # "1." or "b." alone is the marker of a list item, not a sentence: the item starts with it.

@@ -220,3 +220,13 @@ def test_a_sentence_that_says_only_its_headings_word_is_still_quoted() -> None:
     assert (
         answer == "The warranty covers parts and labour. [1] It lasts 10 years from purchase. [1]"
     )
+
+
+def test_a_dotted_version_is_one_code() -> None:
+    """The code of "v3.1.4" was "v3", which every 3.x release's notes name: the answer quoted
+    v3.1.0's change beside v3.1.4's."""
+    refs = [
+        Reference(1, "Release notes/v3.1.0", "Changed the plugin loader."),
+        Reference(2, "Release notes/v3.1.4", "Fixes the login timeout."),
+    ]
+    assert compose("What changed in v3.1.4?", refs, "en") == "Fixes the login timeout. [2]"
