@@ -9,7 +9,7 @@ are not crowded out of the candidates.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -99,18 +99,42 @@ def _compare(check: Callable[[float, float], bool]) -> Callable[[Any, Any], bool
     return test
 
 
-def _date(value: Any) -> datetime | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value)
+# A date is an instant; a year (Core's ``year``: an integer 1000-9999) is all of that year.
+Span = tuple[datetime, datetime]  # first and last instant
+
+
+def _span(value: Any) -> Span | None:
+    """The time ``value`` stands for. An integer 1000-9999 (or such a string) is a year, never
+    a Unix timestamp: ``year=2025`` was read as 1970-01-01 00:33:45 and was "before
+    2021-01-01"; another number is a Unix timestamp, as Dify sends dates."""
+    if isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    if isinstance(value, int) or text.isdigit():
+        number = int(text) if text.isdigit() else value
+        if 1000 <= number <= 9999:
+            return datetime(number, 1, 1), datetime(number + 1, 1, 1) - timedelta.resolution
+    if isinstance(value, int | float):
+        moment = datetime.fromtimestamp(value)
+        return moment, moment
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).replace(tzinfo=None)
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)
     except ValueError:
         return None
+    return moment, moment
 
 
-def _dates(check: Callable[[datetime, datetime], bool]) -> Callable[[Any, Any], bool]:
+def _before(a: Span, b: Span) -> bool:
+    return a[0] < b[0]  # starts before the other starts: year 2024 is not before 2024-01-01
+
+
+def _after(a: Span, b: Span) -> bool:
+    return a[1] > b[1]  # ends after the other ends: year 2024 is after 2024-01-01
+
+
+def _dates(check: Callable[[Span, Span], bool]) -> Callable[[Any, Any], bool]:
     def test(field: Any, value: Any) -> bool:
-        a, b = _date(field), _date(value)
+        a, b = _span(field), _span(value)
         return a is not None and b is not None and check(a, b)
 
     return test
@@ -153,6 +177,6 @@ _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     ">=": _compare(lambda a, b: a >= b),
     "≤": _compare(lambda a, b: a <= b),
     "<=": _compare(lambda a, b: a <= b),
-    "before": _dates(lambda a, b: a < b),
-    "after": _dates(lambda a, b: a > b),
+    "before": _dates(_before),
+    "after": _dates(_after),
 }

@@ -42,9 +42,11 @@ _ASKS = re.compile(rf"[?？]{_CLOSERS}\s*$")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _WORDS = re.compile(r"\w+")
 # A code: letters and digits in one token, maybe joined by a hyphen ("F9", "SX-5000", "R32",
-# "COVID-19", "5G"), not a plain number or word.
+# "COVID-19", "5G"), not a plain number or word; whole with the dotted or hyphenated parts
+# after it ("v3.1.4", "SX-5000-B"): "v3" alone is named by every 3.x release's notes.
 _CODE = re.compile(
-    r"(?<![A-Za-z0-9])(?:[A-Za-z]+-?\d+[A-Za-z0-9]*|\d+[A-Za-z]+[A-Za-z0-9]*)(?![A-Za-z0-9])"
+    r"(?<![A-Za-z0-9])(?:[A-Za-z]+-?\d+[A-Za-z0-9]*|\d+[A-Za-z]+[A-Za-z0-9]*)"
+    r"(?:[.-][A-Za-z0-9]+)*(?![A-Za-z0-9])"
 )
 _ENDS = re.compile(rf"[.!?。！？]{_CLOSERS}$")  # a line that ends as a sentence does
 # "1." or "b." alone is the marker of a list item, not a sentence: the item starts with it.
@@ -102,13 +104,16 @@ def compose(
     scored: list[_Scored] = []
     for rank, ref in enumerate(references):
         for position, (sentence, heading) in enumerate(_sentences(ref)):
-            words = set(tokenize(sentence)) | heading
+            said = frozenset(tokenize(sentence))
+            words = said | heading
             hits = frozenset(terms & words)
             if hits:
                 about = hits | (topic & words)
                 score = len(hits) + TOPIC_WEIGHT * len(topic & words) - rank * 0.01
                 echo = asked.echoed_by(sentence)
-                scored.append(_Scored(score, rank, position, sentence, ref, hits, about, echo))
+                scored.append(
+                    _Scored(score, rank, position, sentence, ref, hits, about, echo, heading, said)
+                )
     # A line that only echoes the question is quoted only when nothing else matches.
     scored = [s for s in scored if not s.echo] or scored
     joiner = "" if language == "zh" else " "
@@ -135,6 +140,8 @@ class _Scored:
     hits: frozenset[str]  # the question's words it has
     about: frozenset[str]  # those and the earlier question's (a follow-up's topic)
     echo: bool  # a line that only repeats the question (_Asked.echoed_by)
+    heading: frozenset[str]  # the words of the heading it stands under
+    said: frozenset[str]  # the words of the sentence itself
 
 
 def _from_sources_naming_the_codes(candidates: list[_Scored], question: str) -> list[_Scored]:
@@ -166,11 +173,27 @@ def _adding_something(ranked: Sequence[_Scored]) -> list[_Scored]:
     quoted: set[str] = set()
     for candidate in ranked:
         text = " ".join(candidate.sentence.split()).casefold()
-        if text in quoted or any(candidate.about < better.about for better in kept):
+        if text in quoted or any(_matches_part_of(candidate, better) for better in kept):
             continue
         kept.append(candidate)
         quoted.add(text)
     return kept
+
+
+def _matches_part_of(candidate: _Scored, better: _Scored) -> bool:
+    """Whether ``candidate`` matches only part of what ``better`` matches.
+
+    Of the question as asked, or of it and the question a follow-up continues: the earlier
+    question's words only break ties, so "and sick leave?" after a question about parental leave
+    no longer quotes the parental-leave sentence (it matches "leave" and "parental", the
+    sick-leave ones "sick" and "leave"). A heading the two share makes no sentence say more than
+    the other: under "Firmware", "Version v2.9.8 is no longer supported" matched "firmware" too,
+    and "The current firmware is v2.10.3", which says it itself, was left out.
+    """
+    narrower = candidate.hits < better.hits or candidate.about < better.about
+    if not narrower or candidate.heading != better.heading:
+        return narrower
+    return candidate.about & candidate.said <= better.about & better.said
 
 
 def _question_terms(question: str) -> set[str]:

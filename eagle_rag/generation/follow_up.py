@@ -24,6 +24,21 @@ _CONTINUES = re.compile(
 )
 # At most this many words besides function words: too few to name a topic of their own.
 _ELLIPTICAL_TERMS = 2
+# A question that asks with one of these and a verb ("Who is the security officer?") is whole
+# however few its words: "who is", "what does … mean" name what they ask about themselves.
+_ASKS_WHOLE = re.compile(
+    r"^\s*(?:who|whom|whose|what|which|when|where|why|how)\b.*?"
+    r"\b(?:is|are|was|were|do|does|did|can|could|will|would|should|shall|must|may|has|have|had)\b",
+    re.IGNORECASE,
+)
+_ZH_ASKS = re.compile(r"谁|什么|哪|几|多少|多久|多长|怎么|怎样|为什么|如何")
+# A word that points back at the conversation ("What does that mean?", "Who signs it?", "他们的
+# 电话是多少？"): the question leans on the one before, whatever else it says.
+_POINTS_BACK = re.compile(
+    r"\b(?:it|its|they|them|their|theirs|he|him|his|she|her|hers|this|that|these|those|one|ones)\b"
+    r"|[它他她这那]|呢\s*[?？]?\s*$",
+    re.IGNORECASE,
+)
 
 
 def is_follow_up(question: str) -> bool:
@@ -31,7 +46,19 @@ def is_follow_up(question: str) -> bool:
     if _CONTINUES.match(question):
         return True
     terms = [t for t in tokenize(question, query=True) if t not in QUERY_STOPWORDS]
+    if terms and _asks_on_its_own(question):
+        return False
     return len(terms) <= _ELLIPTICAL_TERMS
+
+
+def _asks_on_its_own(question: str) -> bool:
+    """A question word and a verb, and no word pointing back: "Who is the security officer?"
+    after a question about annual leave was searched joined to it (two words of its own, so
+    taken for elliptical) and answered with the leave policy. "What year?" and "Who is he?"
+    still lean on the question before."""
+    if _POINTS_BACK.search(question):
+        return False
+    return bool(_ASKS_WHOLE.match(question) or _ZH_ASKS.search(question))
 
 
 def standalone_query(question: str, earlier: Sequence[str], *, limit: int = MAX_QUERY_CHARS) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from eagle_rag.errors import InvalidInputError
 
@@ -27,10 +28,37 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 @dataclass(frozen=True, slots=True)
+class TypedMatch:
+    """A JSON key whose value must be one of ``values``, of the same type. Milvus compares JSON
+    loosely (``metadata["p"] == true`` matches 1 and 1.0, ``== 0`` matches false) and has no
+    function that tells a boolean from a number, so the store checks the rows it returns."""
+
+    field: str
+    key: str
+    values: tuple[Scalar, ...]
+
+    def admits(self, row: Mapping[str, Any]) -> bool:
+        document = row.get(self.field)
+        if not isinstance(document, Mapping) or self.key not in document:
+            return True  # not returned with the row: the expression alone decides
+        return any(_same(document[self.key], value) for value in self.values)
+
+
+def _same(stored: Any, wanted: Scalar) -> bool:
+    return isinstance(stored, bool) == isinstance(wanted, bool) and stored == wanted
+
+
+@dataclass(frozen=True, slots=True)
 class Filter:
-    """A boolean Milvus expression, built only by the functions of this module."""
+    """A boolean Milvus expression, built only by the functions of this module, and the typed
+    matches Milvus cannot tell (checked on the rows it returns; kept under ``and`` only)."""
 
     expression: str
+    typed: tuple[TypedMatch, ...] = ()
+
+    def admits(self, row: Mapping[str, Any]) -> bool:
+        """Whether a row the expression matched also has the types asked for."""
+        return all(match.admits(row) for match in self.typed)
 
     def __and__(self, other: Filter) -> Filter:
         return all_of(self, other)
@@ -116,13 +144,20 @@ def between(field: str, *, ge: int | float | None = None, le: int | float | None
 
 
 def json_eq(field: str, key: str, value: Scalar) -> Filter:
-    return Filter(f"{_json_path(field, key)} == {literal(value)}")
+    return Filter(f"{_json_path(field, key)} == {literal(value)}", _typed(field, key, [value]))
 
 
 def json_in(field: str, key: str, values: Iterable[Scalar]) -> Filter:
     # Milvus Lite rejects `in` on JSON paths: an OR of equalities means the same everywhere.
-    path = _json_path(field, key)
-    return Filter("(" + " or ".join(f"{path} == {literal(v)}" for v in _values(values)) + ")")
+    path, items = _json_path(field, key), _values(values)
+    expression = "(" + " or ".join(f"{path} == {literal(v)}" for v in items) + ")"
+    return Filter(expression, _typed(field, key, items))
+
+
+def _typed(field: str, key: str, values: Sequence[Scalar]) -> tuple[TypedMatch, ...]:
+    """The typed match for values Milvus confuses (booleans, and the numbers 0 and 1)."""
+    loose = any(isinstance(v, bool) or (not isinstance(v, str) and v in (0, 1)) for v in values)
+    return (TypedMatch(field, key, tuple(values)),) if loose else ()
 
 
 def json_between(
@@ -153,7 +188,8 @@ def array_contains_any(field: str, values: Iterable[Scalar]) -> Filter:
 
 def all_of(*filters: Filter | None) -> Filter:
     parts = _present(filters)
-    return Filter(" and ".join(f"({f.expression})" for f in parts)) if parts else Filter("")
+    typed = tuple(match for f in parts for match in f.typed)
+    return Filter(" and ".join(f"({f.expression})" for f in parts), typed) if parts else Filter("")
 
 
 def any_of(*filters: Filter | None) -> Filter:

@@ -394,7 +394,7 @@ class MilvusVectorStore:
             ),
             "search",
         )
-        return [_ranked(_hit(h) for h in hits) for hits in results]
+        return [_ranked(_admitted((_hit(h) for h in hits), where)) for hits in results]
 
     def search_sparse(
         self,
@@ -426,7 +426,7 @@ class MilvusVectorStore:
         )
         for index, hits in zip(live, results, strict=True):
             # BM25 is non-negative by definition; Lite reports it negated, a server does not.
-            output[index] = _ranked(_hit(h, absolute=True) for h in hits)
+            output[index] = _ranked(_admitted((_hit(h, absolute=True) for h in hits), where))
         return output
 
     def query(
@@ -449,7 +449,7 @@ class MilvusVectorStore:
             ),
             "query",
         )
-        return [dict(row) for row in rows]
+        return [dict(row) for row in rows if where.admits(row)]
 
     def document_counts(self, collection: str, *, batch: int = 4096) -> dict[str, int]:
         """Rows per ``document_id`` in any collection of the namespace (a plugin's included),
@@ -539,6 +539,11 @@ def _ranked(hits: Iterable[VectorHit]) -> list[VectorHit]:
     passage in two documents) in different orders, and a store's results must not depend on
     which of the two holds them (``migrate-store`` compares them query by query)."""
     return sorted(hits, key=lambda hit: (-hit.score, hit.id))
+
+
+def _admitted(hits: Iterable[VectorHit], where: Filter | None) -> Iterable[VectorHit]:
+    """The hits whose fields have the types the filter asks for (Filter.typed)."""
+    return hits if where is None else (hit for hit in hits if where.admits(hit.fields))
 
 
 def _hit(raw: Mapping[str, Any], *, absolute: bool = False) -> VectorHit:

@@ -50,6 +50,23 @@ Filters = Annotated[
 ]
 # Bounds in the schema, as REST's RetrievalOptions has them: an agent reads them before it calls.
 TopK = Annotated[int, Field(ge=1, le=100, description="Sources to return (1-100).")]
+# The search options REST takes (RetrievalOptions, which checks them; retrieval.md says what
+# they do): the docs promise the MCP tools take them too, and core_query refused them.
+Mode = Literal["dense", "sparse", "hybrid"]
+Rerank = Annotated[
+    bool | None, Field(description="false: skip reranking (unset: rerank when configured).")
+]
+ExpandParents = Annotated[
+    bool | None,
+    Field(description="Widen passages to their parent section (unset: the server's default)."),
+]
+TokenBudget = Annotated[
+    int | None,
+    Field(ge=1, le=1_000_000, description="Trim the sources to this many tokens (1-1000000)."),
+]
+WithImages = Annotated[
+    bool | None, Field(description=RetrievalOptions.model_fields["with_images"].description)
+]
 
 
 def build_mcp(app: EagleApp, gate: Gatekeeper) -> FastMCP:
@@ -165,15 +182,29 @@ class CoreTools:
         kb_names: KbNames = None,
         top_k: TopK = 5,
         filters: Filters = None,
-        mode: Literal["dense", "sparse", "hybrid"] = "hybrid",
+        mode: Mode = "hybrid",
         tags: Tags = None,
         document_ids: DocumentIds = None,
         score_threshold: Annotated[
             float | None, Field(ge=0, le=1, description="Drop passages of lower relevance.")
         ] = None,
+        rerank: Rerank = None,
+        expand_parents: ExpandParents = None,
+        token_budget: TokenBudget = None,
+        with_images: WithImages = None,
     ) -> dict[str, Any]:
         options = _options(
-            kb_name, kb_names, tags, document_ids, filters=filters, top_k=top_k, mode=mode
+            kb_name,
+            kb_names,
+            tags,
+            document_ids,
+            filters=filters,
+            top_k=top_k,
+            mode=mode,
+            rerank=rerank,
+            expand_parents=expand_parents,
+            token_budget=token_budget,
+            with_images=with_images,
         )
         pack = await self._search(query, options)
         result = search_response(pack, score_threshold=score_threshold)
@@ -224,10 +255,35 @@ class CoreTools:
         filters: Filters = None,
         tags: Tags = None,
         document_ids: DocumentIds = None,
+        top_k: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=100,
+                description="Passages recalled and reranked (1-100; unset: "
+                "the server's generation.top_k).",
+            ),
+        ] = None,
+        mode: Mode = "hybrid",
+        rerank: Rerank = None,
+        expand_parents: ExpandParents = None,
+        token_budget: TokenBudget = None,
+        with_images: WithImages = None,
     ) -> dict[str, Any]:
         who = self.caller()
-        top_k = self._app.settings.generation.top_k
-        options = _options(kb_name, kb_names, tags, document_ids, filters=filters, top_k=top_k)
+        options = _options(
+            kb_name,
+            kb_names,
+            tags,
+            document_ids,
+            filters=filters,
+            top_k=top_k or self._app.settings.generation.top_k,
+            mode=mode,
+            rerank=rerank,
+            expand_parents=expand_parents,
+            token_budget=token_budget,
+            with_images=with_images,
+        )
         who.check_kbs(options.scope())
         request = AnswerRequest(options.query_request(question), top_n=top_n, session_id=session_id)
         await asyncio.to_thread(self._app.answers.validate, request, allowed_kbs=who.kb_names)

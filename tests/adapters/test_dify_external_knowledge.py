@@ -89,6 +89,36 @@ def test_metadata_conditions(server: RunningServer, corpus: dict[str, str]) -> N
     assert titles({"logical_operator": "and", "conditions": None}) == {"solar.md", "report.pdf"}
 
 
+def test_before_and_after_read_a_year_as_a_year(
+    server: RunningServer, corpus: dict[str, str]
+) -> None:
+    """``year`` 2023 was read as a Unix timestamp (1970-01-01 00:33:43): before every date,
+    after none. A year is all of it: after a date within it, not before its first day."""
+
+    def titles(operator: str, value: str | int) -> set[str]:
+        condition = {
+            "conditions": [{"name": "year", "comparison_operator": operator, "value": value}]
+        }
+        answer = dify_request(
+            server,
+            "energy",
+            "scope of the audit and wiring",
+            top_k=10,
+            metadata_condition=condition,
+        )
+        assert answer.status_code == 200, answer.text
+        return {r["title"] for r in answer.json()["records"]}
+
+    both = {"solar.md", "report.pdf"}  # years 2021 and 2023
+    assert titles("after", "2023-06-30") == {"report.pdf"}
+    assert titles("after", "2021-06-30") == both
+    assert titles("after", 2022) == {"report.pdf"}
+    assert titles("after", "2024-01-01") == set()
+    assert titles("before", "2023-01-01") == {"solar.md"}
+    assert titles("before", "2024-01-01") == both
+    assert titles("before", 2021) == set()
+
+
 def test_a_null_logical_operator_means_and(server: RunningServer, corpus: dict[str, str]) -> None:
     year = {"name": "year", "comparison_operator": "=", "value": 2023}
     team = {"name": "team", "comparison_operator": "is", "value": "ops"}

@@ -125,6 +125,36 @@ async def test_http_tools_ingest_retrieve_and_answer(server: RunningServer) -> N
         assert "audit" in pages["pages"][0]["evidence"][0]["text"]
 
 
+async def test_http_tools_take_the_retrieval_options_rest_takes(server: RunningServer) -> None:
+    """The docs say the retrieval options mean the same on REST and the MCP tools; the tools
+    refused token_budget, expand_parents, rerank and with_images, and core_query mode and
+    top_k. Each is now taken and gives what REST gives for it."""
+    rest = server.client()
+    rest.post("/knowledge_bases", json={"kb_name": "opts"})
+    async with http_client(server) as client:
+        job = await client.call_tool(
+            "core_ingest", {"kb_name": "opts", "filename": "solar.md", "text": SOLAR}
+        )
+        assert (await wait_completed(client, job.structured_content["document_id"]))["status"]
+        options: list[dict[str, Any]] = [
+            {"token_budget": 40},
+            {"expand_parents": False, "rerank": False, "with_images": False},
+            {"mode": "sparse", "top_k": 1},
+        ]
+        for option in options:
+            scope = {"kb_name": "opts", **option}
+            found = await client.call_tool("core_retrieve_text", {"query": "inverter", **scope})
+            searched = rest.post("/search", json={"query": "inverter", **scope}).json()
+            assert found.structured_content["sources"] == searched["sources"]["text"], option
+            answered = await client.call_tool("core_query", {"question": "inverter?", **scope})
+            asked = rest.post("/query", json={"query": "inverter?", **scope}).json()
+            assert answered.structured_content["sources"] == asked["sources"], option
+            assert answered.structured_content["answer"] == asked["answer"], option
+        assert len(answered.structured_content["sources"]["text"]) == 1  # top_k 1 was taken
+        with pytest.raises(ToolError, match="token_budget: Input should be greater"):
+            await client.call_tool("core_query", {"question": "x", "token_budget": 0})
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments", "message"),
     [

@@ -266,6 +266,32 @@ def test_scalar_json_and_array_filters(store: MilvusVectorStore, kb: str) -> Non
     assert ids(f.not_(f.json_eq("metadata", "source", "report"))) == []
 
 
+def test_a_boolean_matches_only_booleans_and_a_number_only_numbers(
+    store: MilvusVectorStore, kb: str
+) -> None:
+    """Milvus compares JSON loosely: {"priority": true} matched the number 1, 0 matched false."""
+    flags: list[object] = [True, 1, 1.0, False, 0]
+    rows = [_text_row(i, TEXTS[i], kb, metadata={"flag": v}) for i, v in enumerate(flags)]
+    store.upsert(TEXT_COLLECTION, rows)
+
+    def ids(where: f.Filter) -> list[str]:
+        found = store.query(TEXT_COLLECTION, _in(kb) & where)
+        return sorted(r["id"].rsplit(":", 1)[1] for r in found)
+
+    assert ids(f.json_eq("metadata", "flag", True)) == ["0"]
+    assert ids(f.json_eq("metadata", "flag", 1)) == ["1", "2"]
+    assert ids(f.json_eq("metadata", "flag", False)) == ["3"]
+    assert ids(f.json_in("metadata", "flag", [0, True])) == ["0", "4"]
+    [dense] = store.search_dense(
+        TEXT_COLLECTION, [_vec(0)], top_k=5, where=_in(kb) & f.json_eq("metadata", "flag", 1)
+    )
+    assert sorted(h.id for h in dense) == [f"{kb}:d1:1", f"{kb}:d1:2"]
+    for flag, found in ((0, [f"{kb}:d1:4"]), (False, [])):  # row 4 says "Milvus"; its flag is 0
+        where = _in(kb) & f.json_eq("metadata", "flag", flag)
+        [sparse] = store.search_sparse(TEXT_COLLECTION, ["Milvus"], top_k=5, where=where)
+        assert [h.id for h in sparse] == found, flag
+
+
 HOSTILE = [
     '" or 1==1 or "',
     'a"b',

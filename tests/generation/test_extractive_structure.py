@@ -75,6 +75,19 @@ def test_a_chunks_section_headings_say_what_its_sentences_are_about() -> None:
     assert compose("what does the guide say", refs, "en").startswith("The documents do not")
 
 
+def test_a_shared_heading_does_not_make_one_sentence_match_all_another_does() -> None:
+    """Under "Firmware" every sentence has the word "firmware": "Version v2.9.8 is no longer
+    supported" matched "firmware" and "version", and the sentence that answers, matching
+    "firmware" itself, was left out as matching only part of it."""
+    text = (
+        "## 3 Firmware\nThe current firmware is v2.10.3, released on 2025-03-14. "
+        "Version v2.9.8 is no longer supported.\nFirmware updates are installed over USB."
+    )
+    refs = [Reference(1, "SX-5000 Inverter Manual/3 Firmware", text)]
+    answer = compose("What is the firmware version?", refs, "en")
+    assert "The current firmware is v2.10.3, released on 2025-03-14. [1]" in answer
+
+
 FAQ = """**Q: Can I install it myself?**
 A: No. Installation must be done by a certified electrician.
 
@@ -197,3 +210,23 @@ def test_a_question_naming_a_code_is_answered_from_the_sources_that_name_it() ->
     )
     # No source names it: the sentences stay as they were.
     assert "E-34" in compose("What does fault Z7 mean?", refs, "en")
+
+
+def test_a_sentence_that_says_only_its_headings_word_is_still_quoted() -> None:
+    """ "It lasts 10 years" matches "warranty" through its heading only, as much as the sentence
+    that says "warranty": both are quoted."""
+    text = "## Warranty\nThe warranty covers parts and labour. It lasts 10 years from purchase."
+    answer = compose("What is the warranty?", [Reference(1, "Guide/Warranty", text)], "en")
+    assert (
+        answer == "The warranty covers parts and labour. [1] It lasts 10 years from purchase. [1]"
+    )
+
+
+def test_a_dotted_version_is_one_code() -> None:
+    """The code of "v3.1.4" was "v3", which every 3.x release's notes name: the answer quoted
+    v3.1.0's change beside v3.1.4's."""
+    refs = [
+        Reference(1, "Release notes/v3.1.0", "Changed the plugin loader."),
+        Reference(2, "Release notes/v3.1.4", "Fixes the login timeout."),
+    ]
+    assert compose("What changed in v3.1.4?", refs, "en") == "Fixes the login timeout. [2]"

@@ -18,7 +18,18 @@ OUTPUT_2020 = "What was the output of the Calder plant in 2020?"
 
 
 @pytest.mark.parametrize(
-    "question", ["and in 2021?", "What about Singapore?", "In 2021?", "那 2021 年呢？", "Juniper?"]
+    "question",
+    [
+        "and in 2021?",
+        "What about Singapore?",
+        "In 2021?",
+        "那 2021 年呢？",
+        "Juniper?",
+        "What year?",
+        "Who is he?",
+        "What does that mean?",
+        "他们的电话是多少？",
+    ],
 )
 def test_questions_that_lean_on_the_one_before(question: str) -> None:
     assert is_follow_up(question)
@@ -26,7 +37,13 @@ def test_questions_that_lean_on_the_one_before(question: str) -> None:
 
 @pytest.mark.parametrize(
     "question",
-    [OUTPUT_2020, "What is the phone number of the HSE lead?", "X5 的标准保修期是多久？"],
+    [
+        OUTPUT_2020,
+        "What is the phone number of the HSE lead?",
+        "X5 的标准保修期是多久？",
+        "Who is the security officer?",
+        "安全官是谁？",
+    ],
 )
 def test_questions_that_stand_on_their_own(question: str) -> None:
     assert not is_follow_up(question)
@@ -40,6 +57,14 @@ def test_a_follow_up_is_searched_with_the_question_that_started_the_topic() -> N
     restarted = [OUTPUT_2020, "and in 2021?", "Who leads HSE at Juniper?"]
     searched = standalone_query("and at Calder?", restarted)
     assert searched == "Who leads HSE at Juniper? and at Calder?"
+
+
+def test_a_whole_question_of_few_words_is_searched_alone() -> None:
+    """ "Who is the security officer?" after a question about annual leave has two words of its
+    own: it was searched joined to the leave question and answered with the leave policy."""
+    earlier = ["How many days of annual leave do full-time employees get?"]
+    asked = "Who is the security officer?"
+    assert standalone_query(asked, earlier) == asked
 
 
 def test_a_long_chain_keeps_its_first_question_and_newest_turns_within_the_limit() -> None:
@@ -148,3 +173,23 @@ def test_the_question_followed_breaks_ties_and_answers_a_follow_up_without_words
     )
     why = Reference(1, "Output", "Calder's output rose because a second turbine came online.")
     assert compose("why?", [why], "en", searched=f"{OUTPUT_2020} why?").startswith("Calder's")
+
+
+LEAVE = Reference(
+    1,
+    "Human Resources Policy/Leave",
+    "### Parental leave\nParents are entitled to 16 weeks of paid parental leave.\n\n"
+    "### Sick leave\nEmployees must notify their manager before 10:00 on the first day of "
+    "sickness. A doctor's certificate is required from the fourth day.",
+)
+
+
+def test_a_follow_up_is_not_answered_with_the_topic_of_the_question_it_follows() -> None:
+    """ "and sick leave?" after "How long is parental leave?" quoted the parental-leave sentence
+    first: it matches "leave" of the question asked and "parental" of the earlier one, and so
+    was no part of the sick-leave sentences' "sick" and "leave"."""
+    searched = "How long is parental leave? and sick leave?"
+    answer = compose("and sick leave?", [LEAVE], "en", searched=searched)
+    assert answer == compose("and sick leave?", [LEAVE], "en")
+    assert answer.startswith("Employees must notify their manager") and "Parents" not in answer
+    assert "A doctor's certificate is required from the fourth day. [1]" in answer
