@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,19 @@ async def test_template_synonyms_reach_the_bm25_query(template_app: EagleApp) ->
     assert [p.filename for p in pack.passages] == ["cardio.md"]
     steps = {s.name: s.detail for s in pack.steps}
     assert steps["query_assemble"] == "template (+1 BM25 terms)"
+
+
+def test_the_readmes_settings_variables_enable_a_plugin_and_keep_the_packaged_file() -> None:
+    # README §3: variables instead of a settings file of one's own (which would replace the
+    # packaged file and silently drop EAGLE_PORT and EAGLE_DATA_DIR).
+    readme = (
+        Path(__file__).resolve().parents[2] / "plugins" / "_template" / "README.md"
+    ).read_text()
+    exports = re.findall(r"^export (EAGLE_RAG_\w+)=(.+)$", readme, flags=re.MULTILINE)
+    assert exports, "README §3 shows no EAGLE_RAG_* variables"
+    env = {name: value.strip("'") for name, value in exports}
+    settings = load_settings({**env, "EAGLE_PORT": "8105", "EAGLE_DATA_DIR": "/tmp/legal-data"})
+    assert settings.plugins.enabled == ["eagle_rag.plugins.core_defaults", "plugins.legal"]
+    assert settings.plugins.default_namespace == "legal"
+    assert settings.plugins.options["legal"] == {"synonyms": {"tort": ["civil wrong"]}}
+    assert (settings.server.port, str(settings.data_dir)) == (8105, "/tmp/legal-data")
