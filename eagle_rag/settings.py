@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from eagle_rag.errors import InvalidInputError, SettingsError
 from eagle_rag.net_addresses import host_entry
+from eagle_rag.plugins.contract import CORE_NAMESPACE, milvus_database_for, namespace_problem
 
 ENV_PREFIX = "EAGLE_RAG_"
 NESTED_DELIMITER = "__"
@@ -74,6 +75,15 @@ class PluginSettings(_Section):
     query_assemble_enabled: bool = True
     # Untyped on purpose: Core never interprets a plugin's options (seed: plugin_options()).
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("default_namespace")
+    @classmethod
+    def _namespace_allowed(cls, value: str) -> str:
+        # A reserved or misshapen namespace would share another namespace's Milvus database.
+        problem = namespace_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 class DatabaseSettings(_Section):
@@ -409,6 +419,19 @@ class Settings(BaseSettings):
             visual = self.models.visual_embedding
             summary = visual.provider == "summary"
             self.milvus.visual_dim = self.milvus.text_dim if summary else visual.dim
+        return self
+
+    @model_validator(mode="after")
+    def _own_milvus_database(self) -> Settings:
+        # Core's database holds Core's chunks: another namespace pointed at it by an override
+        # would search them and, deleting a KB of the same name, delete them.
+        namespace = self.plugins.default_namespace
+        core_database = milvus_database_for(CORE_NAMESPACE)
+        if namespace != CORE_NAMESPACE and self.milvus.db_name == core_database:
+            raise ValueError(
+                f"milvus.db_name {core_database!r} is namespace {CORE_NAMESPACE!r}'s database; "
+                f"namespace {namespace!r} needs its own (leave db_name empty to derive it)"
+            )
         return self
 
     @model_validator(mode="after")

@@ -260,3 +260,18 @@ def test_a_mistyped_uri_does_not_show_its_password(uri: str, shown: str) -> None
 )
 def test_secret_query_parameters_are_masked(url: str, shown: str) -> None:
     assert mask_url_password(url) == shown
+
+
+@pytest.mark.parametrize("namespace", ["default", "a_b", "Legal"])
+def test_a_namespace_that_would_share_a_milvus_database_is_refused(namespace: str) -> None:
+    # "default" is Core's Milvus database; "a_b" would be "a-b"'s.
+    with pytest.raises(SettingsError, match="default_namespace"):
+        load_settings({"EAGLE_RAG_PLUGINS__DEFAULT_NAMESPACE": namespace})
+
+
+def test_another_namespace_may_not_name_cores_milvus_database() -> None:
+    env = {"EAGLE_RAG_PLUGINS__DEFAULT_NAMESPACE": "legal", "EAGLE_RAG_MILVUS__DB_NAME": "default"}
+    with pytest.raises(SettingsError, match="needs its own"):
+        load_settings(env)
+    core = load_settings({"EAGLE_RAG_MILVUS__DB_NAME": "default"})
+    assert core.milvus.db_name == "default"

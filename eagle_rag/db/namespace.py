@@ -6,7 +6,8 @@ the edge) unless ``plugins.allow_namespace_override`` is on, which exists for te
 
 from __future__ import annotations
 
-from eagle_rag.errors import NamespaceError
+from eagle_rag.errors import InvalidInputError, NamespaceError
+from eagle_rag.plugins.contract import namespace_problem
 from eagle_rag.settings import PluginSettings
 
 
@@ -16,6 +17,10 @@ def resolve_namespace(requested: str | None, plugins: PluginSettings) -> str:
     if requested is None or requested == "" or requested == default:
         return default
     if plugins.allow_namespace_override:
+        problem = namespace_problem(requested)
+        if problem:
+            # A reserved name would act in Core's Milvus database: refused even here.
+            raise InvalidInputError(problem, namespace=requested)
         return requested
     raise NamespaceError(
         f"this instance serves namespace {default!r}; requests for {requested!r} are refused",

@@ -25,6 +25,9 @@ BM25_TEXT_KEY = "bm25_text"
 # The collection property naming the encoder its vectors come from: another encoder of the
 # same dimension would pass the dimension check and search a space it did not write.
 ENCODER_PROPERTY = "eagle_rag.encoder"
+# The collection property naming the namespace that owns it: two instances of different
+# namespaces given one database (milvus.db_name) would search and delete each other's rows.
+NAMESPACE_PROPERTY = "eagle_rag.namespace"
 MAX_TEXT = 65535
 MAX_PAGES = 256
 

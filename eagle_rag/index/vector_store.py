@@ -26,6 +26,7 @@ from eagle_rag.index.collections import (
     BM25_TEXT_KEY,
     DENSE_FIELD,
     ENCODER_PROPERTY,
+    NAMESPACE_PROPERTY,
     SPARSE_FIELD,
     SPARSE_TEXT_FIELD,
     TEXT_COLLECTION,
@@ -191,6 +192,7 @@ class MilvusVectorStore:
             client.load_collection(spec.name)
             return
         described = client.describe_collection(spec.name)
+        self._check_owner(client, spec, described)
         self._check_dim(spec, described)
         client.load_collection(spec.name)
         self._check_encoder(spec, described)
@@ -200,7 +202,10 @@ class MilvusVectorStore:
             spec.name,
             schema=build_schema(spec),
             consistency_level="Strong",  # read-your-writes: ingest then search at once
-            properties={ENCODER_PROPERTY: spec.encoder} if spec.encoder else {},
+            properties={
+                NAMESPACE_PROPERTY: self.namespace,
+                **({ENCODER_PROPERTY: spec.encoder} if spec.encoder else {}),
+            },
         )
         # A server builds indexes in the background, so pymilvus waits until each is built
         # before the load. Milvus Lite builds it inside the create call; pymilvus's wait would
@@ -208,6 +213,28 @@ class MilvusVectorStore:
         # traceback from its gRPC server each time): ~5 s and 11 tracebacks per first start.
         index_params = build_index_params(client, spec, self._index)
         client.create_index(spec.name, index_params, sync=not self._pool.lite)
+
+    def _check_owner(
+        self, client: MilvusClient, spec: CollectionSpec, described: Mapping[str, Any]
+    ) -> None:
+        """A collection another namespace owns is refused: sharing its database (one
+        ``milvus.db_name`` for two namespaces) would mix their searches and deletes. One built
+        before owners were recorded takes the namespace that opens it first."""
+        owner = str((described.get("properties") or {}).get(NAMESPACE_PROPERTY) or "")
+        if owner == self.namespace:
+            return
+        if owner:
+            raise VectorStoreError(
+                f"collection {spec.name!r} in Milvus database {self.db_name!r} belongs to "
+                f"namespace {owner!r}, not {self.namespace!r}; give each namespace its own "
+                "database (leave milvus.db_name empty to derive it from the namespace)",
+                collection=spec.name,
+                namespace=self.namespace,
+                owner=owner,
+            )
+        client.alter_collection_properties(
+            spec.name, properties={NAMESPACE_PROPERTY: self.namespace}
+        )
 
     def _check_dim(self, spec: CollectionSpec, described: Mapping[str, Any]) -> None:
         """An existing collection built for another encoder must not be written to blindly."""

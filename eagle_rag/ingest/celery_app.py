@@ -11,9 +11,12 @@ loop re-sends it (leases.py). A duplicate delivery is harmless: the claim skips 
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from celery import Celery
+
+if TYPE_CHECKING:
+    from eagle_rag.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +45,19 @@ def make_celery(broker_url: str) -> Celery:
         broker_connection_timeout=2,
     )
     return app
+
+
+async def plugin_task_modules(settings: Settings) -> tuple[str, ...]:
+    """The modules the enabled plugins name in CELERY_TASKS, for the worker to import before it
+    consumes. The plugins must load to say them, so an app is started and stopped for it; a
+    name that cannot be imported stops that start (PluginLoadError names the plugin)."""
+    from eagle_rag.bootstrap import bootstrap  # the app's assembly imports this module
+
+    app = await bootstrap(settings, start_queue=False)
+    try:
+        return app.plugins.celery_modules
+    finally:
+        await app.stop()
 
 
 class BrokerHandOff(Protocol):

@@ -21,6 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from celery.signals import (
+    import_modules,
     worker_init,
     worker_process_init,
     worker_process_shutdown,
@@ -31,7 +32,7 @@ from celery.signals import (
 
 from eagle_rag.db.tables import utcnow
 from eagle_rag.errors import SettingsError
-from eagle_rag.ingest.celery_app import TASK_NAME, CeleryQueue, make_celery
+from eagle_rag.ingest.celery_app import TASK_NAME, CeleryQueue, make_celery, plugin_task_modules
 from eagle_rag.ingest.leases import Leases, ProcessOwner, heartbeat, transient
 from eagle_rag.ingest.parsers.registry import warm_in_background
 from eagle_rag.ingest.task_loop import TaskLoop
@@ -185,6 +186,18 @@ def _recovery_loop() -> None:
             _stop.wait(leases.interval_s)
     finally:
         database.dispose()
+
+
+@import_modules.connect  # type: ignore[untyped-decorator]
+def _import_plugin_task_modules(**_: Any) -> None:
+    """Add the plugins' CELERY_TASKS modules to what Celery imports as the worker starts (in
+    the main process, before a pool forks). Celery re-raises this signal's errors, so a module
+    that cannot be imported stops the worker, naming the plugin. Not at import: ``celery
+    inspect ping`` imports this module too."""
+    modules = asyncio.run(plugin_task_modules(settings))
+    celery.conf.imports = (*tuple(celery.conf.imports or ()), *modules)
+    if modules:
+        logger.info("importing the plugins' Celery task modules: %s", ", ".join(modules))
 
 
 @worker_init.connect  # type: ignore[untyped-decorator]

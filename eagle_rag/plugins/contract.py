@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from eagle_rag.plugins.hookbus import HookBus
 
 CORE_NAMESPACE = "core"
+# Core's vectors live in Milvus's database "default", so no namespace may be called that: it would
+# read, and delete, Core's chunks (each namespace owns its own database, ADR-001).
+RESERVED_NAMESPACES = frozenset({"default"})
 
 # Core's subscribers are fallbacks; a domain plugin at the default priority runs before them.
 CORE_PRIORITY = -1000
@@ -51,8 +54,9 @@ class PluginManifest(BaseModel):
     @field_validator("namespace")
     @classmethod
     def _namespace_shape(cls, value: str) -> str:
-        if not _NAMESPACE.match(value):
-            raise ValueError(f"namespace {value!r} must match {_NAMESPACE.pattern}")
+        problem = namespace_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("version")
@@ -80,8 +84,24 @@ class PluginManifest(BaseModel):
         return self
 
 
+def namespace_problem(namespace: str) -> str | None:
+    """Why ``namespace`` cannot name a namespace, or None when it can.
+
+    The shape rule keeps :func:`milvus_database_for` one-to-one: namespaces hold no underscore,
+    so ``a-b`` is the only one that maps to ``a_b``, and ``default`` (Core's) is reserved."""
+    if not _NAMESPACE.match(namespace):
+        return f"namespace {namespace!r} must match {_NAMESPACE.pattern}"
+    if namespace in RESERVED_NAMESPACES:
+        return (
+            f"namespace {namespace!r} is reserved (Core's vectors live in the Milvus database "
+            f"of that name); choose another"
+        )
+    return None
+
+
 def milvus_database_for(namespace: str) -> str:
-    """Map a namespace to its Milvus Database name (hyphens are not allowed there)."""
+    """Map a namespace to its Milvus Database name (hyphens are not allowed there); distinct
+    valid namespaces get distinct databases (see :func:`namespace_problem`)."""
     return "default" if namespace == CORE_NAMESPACE else namespace.replace("-", "_")
 
 

@@ -232,11 +232,29 @@ class PluginManager:
                 )
 
     async def _collect_celery_modules(self) -> tuple[str, ...]:
+        """CELERY_TASKS' module names, each imported now: a bad name stops start-up here (the
+        API's and the Celery worker's, which imports these modules before it consumes)."""
         ctx = HookContext(plugin_namespace=self.default_namespace)
         found: list[str] = []
         for modules in await self._bus.invoke_all(hooks.celery_tasks, ctx=ctx):
             found.extend(m for m in modules or () if m not in found)
+        for module in found:
+            self._import_celery_module(module, ctx)
         return tuple(found)
+
+    def _import_celery_module(self, module: str, ctx: HookContext) -> None:
+        try:
+            self._import_module(module)
+        except Exception as exc:
+            # The bus returns names, not who gave them: name the plugins that subscribe.
+            subscribers = self._bus.subscribers(hooks.celery_tasks)
+            plugins = sorted({s.plugin for s in subscribers if s.applies_to(ctx)})
+            raise PluginLoadError(
+                f"CELERY_TASKS module {module!r} (named by plugin {', '.join(plugins)}) "
+                f"cannot be imported: {exc}",
+                plugin=", ".join(plugins),
+                module=module,
+            ) from exc
 
     def collection_views(self) -> dict[str, str]:
         """Every loaded plugin's view collections: view name -> the collection it mirrors."""

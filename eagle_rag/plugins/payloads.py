@@ -205,6 +205,9 @@ class CollectionQueryPlan:
     hybrid: bool = True
     filters: Mapping[str, Any] = field(default_factory=dict)
     reason: str = ""
+    # Added to the plan's BM25 query (the dense query stays as typed): the retrieval service
+    # puts QUERY_ASSEMBLE's expansions here, after routing.
+    sparse_terms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ Plugins may declare *filter fields* (``PluginContext.register_filter_field``): c
 a request can then name at the top level, ``{"object_type": "column"}`` meaning exactly
 ``{"metadata": {"object_type": "column"}}``. A ``list`` field holds a JSON list on each chunk
 (tags, tests): ``{"tags": "finance"}`` or ``{"tags": ["a", "b"]}`` selects chunks whose list holds
-any of the values. A ``resolved`` field is one no chunk stores as such, a fact only the plugin
-can turn into a condition on stored fields for the request's scope (lineage across files:
-``{"upstream": "stg_orders"}``): it takes one value or a list (any of them), and the plugin's
-resolver, given the scope's knowledge bases, builds the condition. Core's own keys above cannot
-be declared, so they always mean the same.
+any of the values, and so does the same under ``metadata``. A ``resolved`` field is one no chunk
+stores as such, a fact only the plugin can turn into a condition on stored fields for the request's
+scope (lineage across files: ``{"upstream": "stg_orders"}``): it takes one value or a list (any of
+them), and the plugin's resolver, given the scope's knowledge bases, builds the condition. Core's
+own keys above cannot be declared, so they always mean the same.
 
 ``pages`` and ``type`` are the two keys whose field differs between schemas (:class:`RowFields`):
 a text chunk's ``page_nums`` array and ``type``, a visual's one ``page`` and ``chunk_type``; the
@@ -48,6 +48,7 @@ from eagle_rag.index.filters import (
 )
 
 MAX_PAGE_SPAN = 1000
+METADATA_KEY = "metadata"
 _RANGE_KEYS = frozenset({"gte", "lte"})
 SCALAR_FIELD = "scalar"
 LIST_FIELD = "list"
@@ -118,6 +119,8 @@ def build_metadata_filter(
         on_row = _ROW_BUILDERS.get(key)
         if on_row is not None:
             parts.append(on_row(value, rows))
+        elif key == METADATA_KEY:
+            parts.append(_custom(value, declared, resolve))
         elif builder is not None:
             parts.append(builder(value))
         elif key in declared:
@@ -221,10 +224,22 @@ def _chunk_type(value: Any, rows: RowFields) -> Filter:
     return eq(rows.type, _scalar(value, "type"))
 
 
-def _custom(value: Any) -> Filter:
+def _custom(
+    value: Any, declared: Mapping[str, str] | None = None, resolve: ScopedResolver | None = None
+) -> Filter:
+    """``{"metadata": {key: condition}}``; a plugin's declared field means here what it means
+    at the top level (a ``list`` field: its list holds any of the values)."""
     if not isinstance(value, Mapping) or not value:
         raise InvalidInputError("the metadata filter takes a non-empty object of key: condition")
-    return all_of(*(_json_condition(str(k), v) for k, v in value.items()))
+    fields = declared or {}
+    return all_of(
+        *(
+            _declared_field(str(k), fields[k], v, resolve)
+            if k in fields
+            else _json_condition(str(k), v)
+            for k, v in value.items()
+        )
+    )
 
 
 # The file extensions people write for a format whose short name differs.
@@ -233,7 +248,7 @@ _SOURCE_TYPE_ALIASES = {"md": "markdown", "txt": "text", "htm": "html", "tsv": "
 _BUILDERS: dict[str, Callable[[Any], Filter]] = {
     "source_type": _source_type,
     "year": _year,
-    "metadata": _custom,
+    METADATA_KEY: _custom,
 }
 # The keys whose field differs between the text and the visual rows.
 _ROW_BUILDERS: dict[str, Callable[[Any, RowFields], Filter]] = {

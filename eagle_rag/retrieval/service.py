@@ -111,6 +111,7 @@ class RetrievalService:
         hints = await self._assemble(request, ctx, log)
         decision = await self._route(request, hints, scope, ctx, log)
         decision = prune_visual_plans(request, decision, scope.collections, log)
+        decision = with_query_expansions(decision, hints)
 
         vectors = QueryVectors()  # the query's vectors, embedded once for the refill too
         live, bridged = await self._retrieve(
@@ -268,7 +269,11 @@ class RetrievalService:
         found = await self._app.bus.invoke_all(hooks.query_assemble, ctx=ctx, query=request)
         hints = tuple(h for h in found if h is not None)
         if hints:
-            log.add("query_assemble", "ok", ", ".join(h.source for h in hints), since=started)
+            detail = ", ".join(
+                f"{h.source} (+{len(h.expansions)} BM25 terms)" if h.expansions else h.source
+                for h in hints
+            )
+            log.add("query_assemble", "ok", detail, since=started)
         return hints
 
     async def _route(
@@ -623,6 +628,18 @@ def _passage(citation: int, hit: RetrievedHit, filename: str) -> Passage:
         scores=dict(hit.scores),
         metadata=metadata,
     )
+
+
+def with_query_expansions(
+    decision: QueryRouteDecision, hints: Sequence[QueryHints]
+) -> QueryRouteDecision:
+    """Every plan's BM25 query gains QUERY_ASSEMBLE's expansions (once each, in order), as
+    QUERY_DENSE_EXPAND's sparse terms do; the dense query stays the text as typed."""
+    expansions = tuple(dict.fromkeys(e for h in hints for e in h.expansions if e.strip()))
+    if not expansions:
+        return decision
+    plans = tuple(replace(p, sparse_terms=(*p.sparse_terms, *expansions)) for p in decision.plans)
+    return replace(decision, plans=plans)
 
 
 def _describe_scope(scope: Scope) -> str:

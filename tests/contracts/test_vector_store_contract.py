@@ -16,6 +16,7 @@ from eagle_rag.errors import BackendUnavailableError, InvalidInputError, VectorS
 from eagle_rag.index import filters as f
 from eagle_rag.index.collections import (
     ENCODER_PROPERTY,
+    NAMESPACE_PROPERTY,
     TEXT_COLLECTION,
     VISUAL_COLLECTION,
     IndexSettings,
@@ -396,6 +397,29 @@ def test_lite_data_dir_is_created(tmp_path: Path) -> None:
         assert (tmp_path / "deep" / "er").is_dir()
     finally:
         pool.close()
+
+
+def test_a_database_owned_by_another_namespace_is_refused(pool: MilvusClientPool) -> None:
+    """Two namespaces given one database (a shared milvus.db_name) would search and delete each
+    other's rows: the second is refused. A collection without an owner takes the first."""
+    first = _store(pool)
+
+    def opened(namespace: str) -> MilvusVectorStore:
+        store = MilvusVectorStore(
+            pool, namespace=namespace, db_name=first.db_name, text_dim=DIM, visual_dim=DIM
+        )
+        store.ensure_collections()
+        return store
+
+    with pytest.raises(VectorStoreError, match=f"belongs to namespace '{first.namespace}'"):
+        opened(f"{first.namespace}-other")
+    opened(first.namespace)  # its owner opens it again
+    client = pool.client(first.db_name)
+    for name in (TEXT_COLLECTION, VISUAL_COLLECTION):  # as built before owners were recorded
+        client.drop_collection_properties(name, property_keys=[NAMESPACE_PROPERTY])
+    opened("adopter")
+    with pytest.raises(VectorStoreError, match="belongs to namespace 'adopter'"):
+        opened(first.namespace)
 
 
 def test_existing_collection_of_another_dimension_is_refused(pool: MilvusClientPool) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from eagle_rag.db.namespace import resolve_namespace
-from eagle_rag.errors import NamespaceError
+from eagle_rag.errors import InvalidInputError, NamespaceError
 from eagle_rag.settings import PluginSettings
 
 
@@ -24,3 +24,11 @@ def test_another_namespace_is_forbidden(requested: str) -> None:
 def test_override_is_allowed_only_when_configured() -> None:
     plugins = PluginSettings(default_namespace="core", allow_namespace_override=True)
     assert resolve_namespace("biomed", plugins) == "biomed"
+
+
+@pytest.mark.parametrize("requested", ["default", "a_b"])
+def test_an_override_to_a_reserved_or_misshapen_namespace_is_refused(requested: str) -> None:
+    # Overrides are for tests, yet "default" would still act in Core's Milvus database.
+    plugins = PluginSettings(default_namespace="core", allow_namespace_override=True)
+    with pytest.raises(InvalidInputError, match=requested):
+        resolve_namespace(requested, plugins)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
+import re
 from pathlib import Path
 
 import pytest
@@ -33,6 +36,7 @@ async def template_app(tmp_path: Path) -> EagleApp:
             "EAGLE_RAG_SETTINGS_FILE": str(path),
             "EAGLE_RAG_PROFILE": "template-test",
             "EAGLE_DATA_DIR": str(tmp_path / "data"),
+            "EAGLE_ENCODER_MODE": "deterministic",
         }
     )
     app = await bootstrap(settings)
@@ -72,3 +76,40 @@ async def test_template_tags_chunks_without_touching_text(template_app: EagleApp
 async def test_template_mcp_tool_describes_its_options(template_app: EagleApp) -> None:
     [tool] = [t for t in template_app.registries.mcp_tools if t.name == "template_describe"]
     assert tool.handler() == {"synonyms": {"heart": ["cardiac"]}, "keywords": ["aspirin"]}
+
+
+async def _ingest(app: EagleApp, kb: str, name: str, text: str) -> None:
+    await asyncio.to_thread(
+        app.ingest.submit_file, kb_name=kb, filename=name, stream=io.BytesIO(text.encode())
+    )
+    await app.queue.join()  # type: ignore[attr-defined]
+
+
+async def test_template_synonyms_reach_the_bm25_query(template_app: EagleApp) -> None:
+    # QUERY_ASSEMBLE's expansions join every plan's BM25 query: "heart" finds "cardiac".
+    template_app.repositories.knowledge_bases.create("kb")
+    await _ingest(
+        template_app, "kb", "cardio.md", "# Cardio\n\nCardiac arrest needs a defibrillator.\n"
+    )
+    await _ingest(template_app, "kb", "menu.md", "# Menu\n\nThe cafeteria serves soup on Friday.\n")
+    query = QueryRequest("heart", kb_names=("kb",), top_k=3, mode="sparse")
+    pack = await template_app.retrieval.search(query)
+    assert [p.filename for p in pack.passages] == ["cardio.md"]
+    steps = {s.name: s.detail for s in pack.steps}
+    assert steps["query_assemble"] == "template (+1 BM25 terms)"
+
+
+def test_the_readmes_settings_variables_enable_a_plugin_and_keep_the_packaged_file() -> None:
+    # README §3: variables instead of a settings file of one's own (which would replace the
+    # packaged file and silently drop EAGLE_PORT and EAGLE_DATA_DIR).
+    readme = (
+        Path(__file__).resolve().parents[2] / "plugins" / "_template" / "README.md"
+    ).read_text()
+    exports = re.findall(r"^export (EAGLE_RAG_\w+)=(.+)$", readme, flags=re.MULTILINE)
+    assert exports, "README §3 shows no EAGLE_RAG_* variables"
+    env = {name: value.strip("'") for name, value in exports}
+    settings = load_settings({**env, "EAGLE_PORT": "8105", "EAGLE_DATA_DIR": "/tmp/legal-data"})
+    assert settings.plugins.enabled == ["eagle_rag.plugins.core_defaults", "plugins.legal"]
+    assert settings.plugins.default_namespace == "legal"
+    assert settings.plugins.options["legal"] == {"synonyms": {"tort": ["civil wrong"]}}
+    assert (settings.server.port, str(settings.data_dir)) == (8105, "/tmp/legal-data")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import types
+
 import pytest
 
 from eagle_rag.errors import PluginDependencyError, PluginLoadError
@@ -137,13 +139,24 @@ async def test_hooks_registered_by_plugins_are_called(data_dir: object) -> None:
 
 async def test_mcp_tools_and_celery_modules_are_collected(data_dir: object) -> None:
     plugin = RecordingPlugin("dom", [], mcp_tool="lookup", celery_module="dom.tasks")
-    manager, _ = _manager(
-        _settings(data_dir, "dom", "dom"), ModuleTable(dom=as_module("dom", plugin))
-    )
+    table = ModuleTable(dom=as_module("dom", plugin), tasks=types.ModuleType("dom.tasks"))
+    manager, _ = _manager(_settings(data_dir, "dom", "dom"), table)
     await manager.load_all()
     payload = manager.health_payload()
     assert payload["mcp_tools"] == ["dom_lookup"]
     assert payload["celery_modules"] == ["dom.tasks"]
+
+
+async def test_a_celery_module_that_cannot_be_imported_stops_start_up(data_dir: object) -> None:
+    # docs/hooks.md: a bad CELERY_TASKS name stops start-up, naming the plugin.
+    plugin = RecordingPlugin("dom", [], celery_module="dom.no_such_tasks")
+    manager, bus = _manager(
+        _settings(data_dir, "dom", "dom"), ModuleTable(dom=as_module("dom", plugin))
+    )
+    with pytest.raises(PluginLoadError, match=r"'dom\.no_such_tasks' \(named by plugin dom\)"):
+        await manager.load_all()
+    assert manager.loaded == [] and manager.celery_modules == ()
+    assert bus.subscribers(hooks.celery_tasks) == []
 
 
 async def test_unload_all_reverses_order_and_clears_state(data_dir: object) -> None:

@@ -102,3 +102,14 @@ def test_pages_and_type_are_read_from_the_visual_rows_fields(
     filters: dict[str, Any], expression: str
 ) -> None:
     assert build_metadata_filter(filters, rows=VISUAL_ROWS).expression == expression
+
+
+@pytest.mark.parametrize("value", ["finance", ["finance", "ops"]])
+def test_a_declared_field_means_the_same_under_metadata(value: Any) -> None:
+    # docs/retrieval.md: a top-level plugin field means the same as under "metadata".
+    declared = {"tags": "list", "object_type": "scalar"}
+    for name, kind_value in (("tags", value), ("object_type", "column")):
+        top = build_metadata_filter({name: kind_value}, declared)
+        nested = build_metadata_filter({"metadata": {name: kind_value}}, declared)
+        # the same condition; the metadata form only wraps it in one more pair of parentheses
+        assert nested.expression.strip("()") == top.expression.strip("()")
