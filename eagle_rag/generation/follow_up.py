@@ -24,8 +24,10 @@ _CONTINUES = re.compile(
 )
 # At most this many words besides function words: too few to name a topic of their own.
 _ELLIPTICAL_TERMS = 2
-# A question that asks with one of these and a verb ("Who is the security officer?") is whole
-# however few its words: "who is", "what does … mean" name what they ask about themselves.
+# A question that asks with one of these and a verb, of two words of its own or more ("Who is
+# the security officer?"), is whole: it names what it asks about. One word is too little to
+# name a topic: "What is the price?" after a question about the X5 asks the X5's price.
+_WHOLE_TERMS = 2
 _ASKS_WHOLE = re.compile(
     r"^\s*(?:who|whom|whose|what|which|when|where|why|how)\b.*?"
     r"\b(?:is|are|was|were|do|does|did|can|could|will|would|should|shall|must|may|has|have|had)\b",
@@ -46,7 +48,7 @@ def is_follow_up(question: str) -> bool:
     if _CONTINUES.match(question):
         return True
     terms = [t for t in tokenize(question, query=True) if t not in QUERY_STOPWORDS]
-    if terms and _asks_on_its_own(question):
+    if len(terms) >= _WHOLE_TERMS and _asks_on_its_own(question):
         return False
     return len(terms) <= _ELLIPTICAL_TERMS
 

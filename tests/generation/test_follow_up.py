@@ -29,6 +29,8 @@ OUTPUT_2020 = "What was the output of the Calder plant in 2020?"
         "Who is he?",
         "What does that mean?",
         "他们的电话是多少？",
+        "What is the price?",
+        "价格是多少？",
     ],
 )
 def test_questions_that_lean_on_the_one_before(question: str) -> None:
