@@ -193,7 +193,7 @@ def build_runtime(settings: Settings) -> Runtime:
     stage_metrics = StageMetrics()  # attached once here: every server of this app reads it
     tracing.add_observer(stage_metrics)
     audit.add_sink(stage_metrics)
-    bus = HookBus(audit, tracing)
+    bus = HookBus(audit, tracing, query_hook_timeout_s=settings.plugins.query_hook_timeout_s)
     registries = ComponentRegistries()
     encoders, text_encoder = build_encoders(settings, registries)
     visual_encoder, visuals_off = register_visual_encoder(

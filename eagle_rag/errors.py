@@ -12,6 +12,8 @@ about HTTP.
     │   ├── PluginDependencyError      missing dependency or dependency cycle
     │   ├── PluginValidationError      a hook subscriber that does not fit its hook
     │   ├── HookInvocationError        a fail-fast hook subscriber raised
+    │   ├── HookResultError            a hook subscriber returned a value of the wrong type
+    │   ├── HookTimeoutError           a query hook subscriber did not answer in time
     │   └── ComponentError             a registry rejected or could not find a component
     │       └── McpToolNameError       a tool name breaks the naming or RAG-only rules
     ├── AuthenticationError            no API key, or an unknown one
@@ -124,6 +126,26 @@ class HookInvocationError(PluginError):
     """A subscriber of a fail-fast hook raised; the cause is chained."""
 
     code = "hook_invocation_error"
+
+    def __init__(self, message: str, *, plugin: str, hook: str, **fields: Any) -> None:
+        super().__init__(message, plugin=plugin, hook=hook, **fields)
+        self.hook = hook
+
+
+class HookResultError(PluginError):
+    """A hook subscriber returned a value of another type than its hook declares."""
+
+    code = "hook_result_error"
+
+    def __init__(self, message: str, *, plugin: str, hook: str, **fields: Any) -> None:
+        super().__init__(message, plugin=plugin, hook=hook, **fields)
+        self.hook = hook
+
+
+class HookTimeoutError(PluginError):
+    """A query hook subscriber did not answer within ``plugins.query_hook_timeout_s``."""
+
+    code = "hook_timeout_error"
 
     def __init__(self, message: str, *, plugin: str, hook: str, **fields: Any) -> None:
         super().__init__(message, plugin=plugin, hook=hook, **fields)

@@ -73,6 +73,8 @@ class PluginSettings(_Section):
     default_namespace: str = "core"
     allow_namespace_override: bool = False
     query_assemble_enabled: bool = True
+    # A query hook's async subscriber that takes longer is skipped (degrade), not waited for.
+    query_hook_timeout_s: float = Field(default=30.0, gt=0)
     # Untyped on purpose: Core never interprets a plugin's options (seed: plugin_options()).
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

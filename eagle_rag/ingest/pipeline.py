@@ -178,8 +178,9 @@ class IngestPipeline:
         progress("chunk", 0, 1)
         tree, chunks = await self._chunk(source, parsed, kb, pipeline, ctx)
         chunks = await self._model_summaries(task_id, chunks, tree.text, progress)
-        enriched = await self._bus.invoke_transform(hooks.chunk, chunks, ctx=ctx, source=source)
-        _check_chunk_hook(chunks, enriched)
+        enriched = await self._bus.invoke_transform(
+            hooks.chunk, chunks, ctx=ctx, source=source, check=_check_chunk_hook
+        )
         enriched = with_document_fields(enriched, document, source.mime_type, parsed.metadata)
         outcome = await self._write(source, data, parsed, enriched, ctx, progress, first_attempt)
         if not outcome.count:  # an empty DOCX, a blank slide, `{}`: as a blank text file fails
@@ -590,14 +591,16 @@ def _both(first: IngestOutcome, second: IngestOutcome) -> IngestOutcome:
 
 
 def _check_chunk_hook(before: tuple[TextChunk, ...], after: tuple[TextChunk, ...]) -> None:
-    """CHUNK may enrich metadata, never re-cut: ids, paths, text and order must survive."""
+    """CHUNK may enrich metadata, never re-cut: ids, paths, text and order must survive.
+
+    Run by the bus on each subscriber's result, so the error names the plugin that re-cut."""
     same = len(before) == len(after) and all(
         (a.chunk_id, a.path, a.text) == (b.chunk_id, b.path, b.text)
         for a, b in zip(before, after, strict=True)
     )
     if not same:
         raise PluginError(
-            "a CHUNK subscriber changed chunk ids, paths, text or order; it may only enrich "
+            "it changed chunk ids, paths, text or order; a CHUNK subscriber may only enrich "
             "metadata",
             hook="CHUNK",
         )

@@ -20,13 +20,13 @@ from eagle_rag.engines.dify import DifyEngine
 from eagle_rag.engines.eagle import EagleEngine
 from eagle_rag.engines.fastgpt import FastgptEngine
 from eagle_rag.engines.ragflow import RagflowEngine
-from eagle_rag.errors import PluginError
+from eagle_rag.errors import EagleError, HookInvocationError, PluginError, describe
 from eagle_rag.index.collections import TEXT_COLLECTION, VISUAL_COLLECTION
 from eagle_rag.ingest import core_steps, visual_steps
 from eagle_rag.ingest.detect import DOCX, IMAGE_TYPES, PDF, PPTX
 from eagle_rag.ingest.knowhere.chunker import ChunkingOptions
 from eagle_rag.ingest.knowhere.tree import StructureTree
-from eagle_rag.ingest.parsers.registry import builtin_parsers
+from eagle_rag.ingest.parsers.registry import builtin_parsers, parser_for
 from eagle_rag.ingest.pixelrag.engine import OcrEngine
 from eagle_rag.ingest.progress import page_callback
 from eagle_rag.models.core_budget import CoreBudget
@@ -48,6 +48,7 @@ from eagle_rag.plugins.payloads import (
     VisualChunk,
     VisualEmbedRequest,
 )
+from eagle_rag.plugins.registries import Registered
 
 KNOWHERE = "knowhere"  # structure-aware text from the document's own text (no OCR)
 PIXELRAG = "pixelrag"  # the same, with pages read from their pixels where they have no text
@@ -131,15 +132,31 @@ class CorePlugin:
         if pipeline not in self.manifest.provides_pipelines:
             return None
         plugin = self._context()
-        parsers = [r.component for r in plugin.registries.parsers]
-        return await core_steps.parse_document(
-            source,
-            data,
-            parsers,
-            plugin.settings.ingest,
-            ocr=pipeline == PIXELRAG,
-            on_page=page_callback(ctx.extra),
-        )
+        parsers = list(plugin.registries.parsers)
+        try:
+            return await core_steps.parse_document(
+                source,
+                data,
+                [r.component for r in parsers],
+                plugin.settings.ingest,
+                ocr=pipeline == PIXELRAG,
+                on_page=page_callback(ctx.extra),
+            )
+        except EagleError:
+            raise  # a refused file, a cancel from the page callback: not the parser's crash
+        except Exception as exc:
+            owner = _parser_owner(source, data, parsers)
+            if owner is None or owner.owner == CORE_NAMESPACE:
+                raise
+            # Core only ran it: the error names the plugin whose Parser failed.
+            raise HookInvocationError(
+                f"plugin {owner.owner!r} failed in hook {hooks.parse_document.name} "
+                f"(its parser {owner.name!r}): {describe(exc)}",
+                plugin=owner.owner,
+                hook=hooks.parse_document.name,
+                namespace=ctx.plugin_namespace,
+                component=owner.name,
+            ) from exc
 
     async def build_structure(
         self, parsed: ParseResult, source: DocumentSource, pipeline: str
@@ -234,6 +251,22 @@ class CorePlugin:
         if service is None:
             raise PluginError(f"Core needs the host's {name} service", plugin=CORE_NAMESPACE)
         return service
+
+
+def _parser_owner(
+    source: DocumentSource, data: bytes, parsers: list[Registered[Any]]
+) -> Registered[Any] | None:
+    """The registered Parser that Core chose for this document (None: it cannot tell)."""
+    try:
+        chosen = parser_for(
+            source.mime_type,
+            [r.component for r in parsers],
+            filename=source.filename,
+            data=data,
+        )
+    except Exception:  # a plugin's claims() may fail again: then Core cannot tell whose it was
+        return None
+    return next((r for r in parsers if r.component is chosen), None)
 
 
 def _core_budget(ctx: PluginContext) -> CoreBudget | None:

@@ -10,6 +10,8 @@ Every spec takes ``ctx``: the bus uses it to filter subscribers by namespace.
 from __future__ import annotations
 
 import inspect
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -64,10 +66,23 @@ class HookSpec(Generic[R]):
     policy: FailurePolicy
     signature: inspect.Signature
     doc: str
+    result_check: ResultCheck  # built from the signature's return annotation
 
     @property
     def params(self) -> tuple[str, ...]:
         return tuple(self.signature.parameters)
+
+    @property
+    def returns(self) -> Any:
+        """The declared result type (the stub's return annotation)."""
+        return self.signature.return_annotation
+
+    def accepts(self, result: Any) -> bool:
+        """Whether a subscriber's result fits the declared type; ``None`` (abstain) always does.
+
+        Checked at run time because a plugin is untyped code: a wrong value would otherwise
+        fail later, in Core, blamed on the wrong step and the wrong plugin."""
+        return result is None or self.result_check(result)
 
 
 def hookspec(mode: HookMode, policy: FailurePolicy) -> Callable[[Callable[..., R]], HookSpec[R]]:
@@ -80,9 +95,50 @@ def hookspec(mode: HookMode, policy: FailurePolicy) -> Callable[[Callable[..., R
         doc = inspect.getdoc(stub) or ""
         if not doc:
             raise TypeError(f"hook {stub.__name__} must have a docstring")
-        return HookSpec(stub.__name__.upper(), mode, policy, signature, doc)
+        check = result_check(signature.return_annotation)
+        return HookSpec(stub.__name__.upper(), mode, policy, signature, doc, check)
 
     return declare
+
+
+ResultCheck = Callable[[Any], bool]
+
+
+def result_check(annotation: Any) -> ResultCheck:
+    """A predicate for the annotations hooks return: classes, ``X | None``, ``tuple[X, ...]``.
+
+    Built once per hook (not per call): a list of hundreds of hits is checked per item.
+    Other generics (``Mapping[K, V]``, ``list[X]``) are checked by their container only."""
+    if annotation is Any or annotation is inspect.Signature.empty:
+        return lambda value: True
+    if annotation is None or annotation is type(None):
+        return lambda value: value is None
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (types.UnionType, typing.Union):
+        members = [result_check(member) for member in args]
+        return lambda value: any(check(value) for check in members)
+    if origin is tuple:
+        return _tuple_check(args)
+    kind = origin if origin is not None else annotation
+    return lambda value: isinstance(value, kind)
+
+
+def _tuple_check(args: tuple[Any, ...]) -> ResultCheck:
+    if len(args) == 2 and args[1] is Ellipsis:
+        item = args[0]
+        if isinstance(item, type):  # the common case, kept to one isinstance per item
+            return lambda value: (
+                isinstance(value, tuple) and all(isinstance(element, item) for element in value)
+            )
+        check = result_check(item)
+        return lambda value: isinstance(value, tuple) and all(map(check, value))
+    checks = [result_check(arg) for arg in args]
+    return lambda value: (
+        isinstance(value, tuple)
+        and len(value) == len(checks)
+        and all(check(element) for check, element in zip(checks, value, strict=True))
+    )
 
 
 # --- ingest path: fail fast, so a half-processed document is never marked complete -------------

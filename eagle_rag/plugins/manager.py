@@ -214,7 +214,9 @@ class PluginManager:
         self._loaded.append(LoadedPlugin(module, plugin, context))
         _run_stage(namespace, module, "on_load", plugin.on_load, context)
         _run_stage(namespace, module, "ensure_collections", plugin.ensure_collections, context)
-        _run_stage(namespace, module, "register_hooks", plugin.register_hooks, self._bus)
+        # Its own view of the bus: it subscribes under its namespace, never under another's.
+        bus = self._bus.for_plugin(namespace)
+        _run_stage(namespace, module, "register_hooks", plugin.register_hooks, bus)
         logger.info("loaded plugin %s %s from %s", namespace, plugin.manifest.version, module)
 
     def _register_mcp_tools(self) -> None:

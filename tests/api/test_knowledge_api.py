@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
 import pytest
@@ -273,6 +274,27 @@ def test_task_stream_reports_progress_until_done(
     assert client.post(f"/tasks/{submission['job_id']}/retry").status_code == 409
     retry = client.get("/openapi.json").json()["paths"]["/tasks/{job_id}/retry"]["post"]
     assert "409" in retry["responses"]
+
+
+def test_task_stream_ends_with_an_error_event_on_an_unexpected_failure(
+    server: RunningServer,
+    client: httpx.Client,
+    solar: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tasks = server.eagle.repositories.tasks
+    read = tasks.get
+
+    def get(job_id: str, **kwargs: Any) -> Any:
+        if not kwargs:  # the stream's polling read (the route's first read names the KBs)
+            raise KeyError("lease_owner")
+        return read(job_id, **kwargs)
+
+    monkeypatch.setattr(tasks, "get", get)
+    with client.stream("GET", f"/tasks/{solar['job_id']}/stream") as response:
+        events = list(sse_events(response))
+    assert [name for name, _ in events] == ["error"]
+    assert json.loads(events[0][1])["code"] == "internal_error"
 
 
 def test_delete_document_then_it_is_gone_everywhere(client: httpx.Client) -> None:

@@ -108,6 +108,24 @@ def test_search_stream_sends_steps_sources_done(client: httpx.Client) -> None:
     assert json.loads(events[-1][1])["sources"]["text"]
 
 
+def test_search_stream_ends_with_an_error_event_on_an_unexpected_failure(
+    server: RunningServer, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def crash(*args: Any, **kwargs: Any) -> Any:
+        raise AttributeError("'str' object has no attribute 'scores'")
+
+    monkeypatch.setattr(server.eagle.retrieval, "search", crash)
+    with client.stream(
+        "POST", "/search/stream", json={"query": "inverter", "kb_name": "docs"}
+    ) as r:
+        events = list(sse_events(r))
+    assert [n for n, _ in events] == ["error"]
+    assert json.loads(events[0][1]) == {
+        "code": "internal_error",
+        "message": "AttributeError: 'str' object has no attribute 'scores'",
+    }
+
+
 SCOPE_MISTAKES = [
     ({"kb_name": "nope"}, 404, "not_found"),
     ({"kb_name": "docs", "document_ids": ["not-a-document"]}, 404, "not_found"),

@@ -258,13 +258,58 @@ async def test_a_chunk_subscriber_may_not_recut_chunks(app: EagleApp, kb: str) -
     def recut(chunks: tuple[TextChunk, ...]) -> tuple[TextChunk, ...]:
         return chunks[:1]
 
+    def enrich(chunks: tuple[TextChunk, ...]) -> tuple[TextChunk, ...]:
+        return chunks  # keeps everything: not the one to blame
+
+    app.bus.subscribe(hooks.chunk, enrich, plugin="tagger", priority=200)
     app.bus.subscribe(hooks.chunk, recut, plugin="cutter", priority=100)
     try:
         submission = await _ingest(app, kb, docs.MARKDOWN.encode(), "guide.md")
     finally:
         app.bus.unsubscribe_plugin("cutter")
+        app.bus.unsubscribe_plugin("tagger")
     task = app.repositories.tasks.get(submission.job_id)
-    assert task.status == "failed" and "CHUNK subscriber changed chunk ids" in (task.error or "")
+    assert task.status == "failed" and "changed chunk ids" in (task.error or "")
+    assert "plugin 'cutter' failed in hook CHUNK" in (task.error or "")
+
+
+class _BrokenLegalParser:
+    """A plugin's Parser that claims ``*.legal.json`` and crashes on a corrupt one."""
+
+    name = "legal-json"
+    supported_mime_types = ()
+
+    def claims(self, filename: str, data: bytes) -> bool:
+        return filename.endswith(".legal.json")
+
+    def parse(self, context: Any) -> Any:
+        raise ValueError("unterminated string")
+
+
+async def test_a_plugin_parser_failure_names_the_plugin_not_core(app: EagleApp, kb: str) -> None:
+    app.registries.parsers.register("legal-json", _BrokenLegalParser(), owner="legal")
+    try:
+        submission = await _ingest(app, kb, b'{"text": "unterminated', "bad.legal.json")
+    finally:
+        app.registries.parsers.remove_owner("legal")
+    error = app.repositories.tasks.get(submission.job_id).error or ""
+    assert "plugin 'legal' failed in hook PARSE_DOCUMENT (its parser 'legal-json')" in error
+    assert "unterminated string" in error and "'core'" not in error
+
+
+async def test_a_wrong_result_type_names_the_plugin_that_returned_it(
+    app: EagleApp, kb: str
+) -> None:
+    def upsert(batch: UpsertBatch) -> str:
+        return "not an UpsertBatch"
+
+    app.bus.subscribe(hooks.upsert_vectors, upsert, plugin="legal", priority=100)
+    try:
+        submission = await _ingest(app, kb, docs.MARKDOWN.encode(), "typed.md")
+    finally:
+        app.bus.unsubscribe_plugin("legal")
+    error = app.repositories.tasks.get(submission.job_id).error or ""
+    assert error.startswith("plugin 'legal' failed in hook UPSERT_VECTORS: returned a str")
 
 
 async def test_dimension_mismatch_fails_before_any_write(app: EagleApp, kb: str) -> None:

@@ -24,12 +24,14 @@ class RecordingPlugin:
         fail_in: str | None = None,
         mcp_tool: str | None = None,
         celery_module: str | None = None,
+        subscribe_as: str | None = None,
     ) -> None:
         self.manifest = PluginManifest(namespace=namespace, version="1.0.0", depends_on=depends_on)
         self._log = log
         self._fail_in = fail_in
         self._mcp_tool = mcp_tool
         self._celery_module = celery_module
+        self._subscribe_as = subscribe_as  # a plugin= to claim; None: the view's own name
 
     def _step(self, stage: str) -> None:
         self._log.append(f"{self.manifest.namespace}.{stage}")
@@ -45,10 +47,11 @@ class RecordingPlugin:
     def register_hooks(self, bus: HookBus) -> None:
         self._step("register_hooks")
         namespace = self.manifest.namespace
-        bus.subscribe(hooks.query_assemble, lambda: QueryHints(namespace), plugin=namespace)
+        claimed = {} if self._subscribe_as is None else {"plugin": self._subscribe_as}
+        bus.subscribe(hooks.query_assemble, lambda: QueryHints(namespace), **claimed)
         if self._celery_module:
             module = self._celery_module
-            bus.subscribe(hooks.celery_tasks, lambda: (module,), plugin=namespace)
+            bus.subscribe(hooks.celery_tasks, lambda: (module,), **claimed)
 
     def register_mcp_tools(self, ctx: PluginContext) -> None:
         self._step("register_mcp_tools")

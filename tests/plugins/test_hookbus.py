@@ -6,6 +6,7 @@ import pytest
 
 from eagle_rag.errors import (
     HookInvocationError,
+    HookResultError,
     InvalidInputError,
     PluginError,
     PluginValidationError,
@@ -20,8 +21,10 @@ from eagle_rag.plugins.payloads import (
     ParseResult,
     QueryHints,
     QueryRequest,
+    QueryRouteDecision,
     TextChunk,
 )
+from eagle_rag.tracing import Timing, Tracing
 
 CORE_CTX = HookContext(plugin_namespace="core")
 BIO_CTX = HookContext(plugin_namespace="biomed")
@@ -33,8 +36,8 @@ def _chunk(text: str = "some text") -> TextChunk:
 
 
 def _decider(label: str):  # type: ignore[no-untyped-def]
-    def decide(chunk: TextChunk) -> ClassificationDecision:
-        return ClassificationDecision(collection=label, encoder="e")
+    def decide(chunk: TextChunk) -> tuple[ClassificationDecision, ...]:
+        return (ClassificationDecision(collection=label, encoder="e"),)
 
     return decide
 
@@ -44,7 +47,7 @@ async def test_first_orders_by_priority_then_registration(bus: HookBus) -> None:
     bus.subscribe(hooks.classify_chunk, _decider("high-1"), plugin="b", priority=100)
     bus.subscribe(hooks.classify_chunk, _decider("high-2"), plugin="c", priority=100)
     result = await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk())
-    assert result is not None and result.collection == "high-1"
+    assert result is not None and result[0].collection == "high-1"
     assert [s.plugin for s in bus.subscribers(hooks.classify_chunk)] == ["b", "c", "a"]
 
 
@@ -52,7 +55,7 @@ async def test_first_skips_subscribers_that_abstain(bus: HookBus) -> None:
     bus.subscribe(hooks.classify_chunk, lambda chunk: None, plugin="abstains", priority=100)
     bus.subscribe(hooks.classify_chunk, _decider("fallback"), plugin="core", priority=-1000)
     result = await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk())
-    assert result is not None and result.collection == "fallback"
+    assert result is not None and result[0].collection == "fallback"
 
 
 async def test_first_returns_none_when_all_abstain(bus: HookBus) -> None:
@@ -106,12 +109,12 @@ async def test_async_and_sync_subscribers_mix(bus: HookBus) -> None:
 
 
 async def test_async_subscriber_on_first_hook(bus: HookBus) -> None:
-    async def decide(chunk: TextChunk) -> ClassificationDecision:
-        return ClassificationDecision("eagle_text", "e5", reason=chunk.text)
+    async def decide(chunk: TextChunk) -> tuple[ClassificationDecision, ...]:
+        return (ClassificationDecision("eagle_text", "e5", reason=chunk.text),)
 
     bus.subscribe(hooks.classify_chunk, decide, plugin="a")
     result = await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk("hello"))
-    assert result == ClassificationDecision("eagle_text", "e5", reason="hello")
+    assert result == (ClassificationDecision("eagle_text", "e5", reason="hello"),)
 
 
 async def test_ingest_hook_fails_fast_naming_plugin_and_hook(bus: HookBus) -> None:
@@ -171,11 +174,12 @@ async def test_degraded_first_hook_falls_through_to_next(bus: HookBus) -> None:
         raise RuntimeError("x")
 
     bus.subscribe(hooks.classify_query, broken, plugin="dom", priority=100)
-    bus.subscribe(hooks.classify_query, lambda: "core-decision", plugin="core", priority=-1000)
+    core_decision = QueryRouteDecision(plans=(), classifier="core")
+    bus.subscribe(hooks.classify_query, lambda: core_decision, plugin="core", priority=-1000)
     result = await bus.invoke_first(
         hooks.classify_query, ctx=CORE_CTX, query=QueryRequest("q"), hints=()
     )
-    assert result == "core-decision"
+    assert result is core_decision
 
 
 def test_subscriber_with_unknown_parameter_is_rejected_at_registration(bus: HookBus) -> None:
@@ -242,3 +246,121 @@ async def test_observer_hears_every_subscriber_call_with_its_time(bus: HookBus) 
     bus.observe(None)
     await bus.invoke_first(hooks.classify_chunk, ctx=CORE_CTX, chunk=_chunk())
     assert len(heard) == 2
+
+
+# --- a subscriber's result must be of its hook's declared type -----------------------------------
+
+
+class _Timings:
+    """A tracing observer that keeps every finished stage."""
+
+    def __init__(self) -> None:
+        self.seen: list[Timing] = []
+
+    def observe(self, timing: Timing) -> None:
+        self.seen.append(timing)
+
+
+async def test_a_wrong_result_type_on_a_query_hook_is_skipped_audited_and_timed_as_error(
+    audit: PluginAudit,
+) -> None:
+    timings = _Timings()
+    tracing = Tracing.off()
+    tracing.add_observer(timings)
+    bus = HookBus(audit, tracing)
+    core_decision = QueryRouteDecision(plans=(), classifier="core")
+    bus.subscribe(hooks.classify_query, lambda: "oops", plugin="legal", priority=100)
+    bus.subscribe(hooks.classify_query, lambda: core_decision, plugin="core", priority=-1000)
+    result = await bus.invoke_first(
+        hooks.classify_query, ctx=CORE_CTX, query=QueryRequest("q"), hints=()
+    )
+    assert result is core_decision  # the bad answer is skipped, the next subscriber answers
+    [decision] = audit.recent(10)
+    assert (decision.category, decision.plugin) == ("hook_failure", "legal")
+    assert decision.details["hook"] == "CLASSIFY_QUERY"
+    assert "returned a str, not QueryRouteDecision | None" in decision.details["error"]
+    assert [(t.plugin, t.outcome) for t in timings.seen] == [("legal", "error"), ("core", "ok")]
+
+
+async def test_a_tuple_of_the_wrong_items_is_a_wrong_result_type(
+    bus: HookBus, audit: PluginAudit
+) -> None:
+    bus.subscribe(hooks.rerank_merged, lambda merged: ("a", "b"), plugin="legal")
+    result = await bus.invoke_first(
+        hooks.rerank_merged, ctx=CORE_CTX, query=QueryRequest("q"), merged=()
+    )
+    assert result is None
+    [decision] = audit.recent(10)
+    assert "a tuple of str" in decision.details["error"]
+
+
+async def test_a_wrong_result_type_on_an_ingest_hook_fails_fast_naming_the_plugin(
+    bus: HookBus,
+) -> None:
+    bus.subscribe(hooks.parse, lambda result: "not a ParseResult", plugin="legal")
+    with pytest.raises(HookInvocationError) as info:
+        await bus.invoke_transform(hooks.parse, ParseResult("x"), ctx=CORE_CTX, source=SOURCE)
+    assert (info.value.plugin, info.value.hook) == ("legal", "PARSE")
+    assert "returned a str, not ParseResult" in info.value.message
+    assert isinstance(info.value.__cause__, HookResultError)
+
+
+async def test_a_transform_check_blames_the_subscriber_whose_result_it_refuses(
+    bus: HookBus,
+) -> None:
+    def keep_text(before: ParseResult, after: ParseResult) -> None:
+        if after.text != before.text:
+            raise PluginError("it changed the text")
+
+    bus.subscribe(hooks.parse, lambda result: ParseResult(result.text), plugin="good", priority=9)
+    bus.subscribe(hooks.parse, lambda result: ParseResult("other"), plugin="bad")
+    with pytest.raises(HookInvocationError) as info:
+        await bus.invoke_transform(
+            hooks.parse, ParseResult("x"), ctx=CORE_CTX, source=SOURCE, check=keep_text
+        )
+    assert info.value.plugin == "bad" and "it changed the text" in info.value.message
+
+
+async def test_a_hung_async_query_subscriber_times_out_as_a_failure(audit: PluginAudit) -> None:
+    bus = HookBus(audit, query_hook_timeout_s=0.05)
+    never = asyncio.Event()
+
+    async def hangs(query: QueryRequest) -> QueryHints:
+        await never.wait()
+        return QueryHints("never")
+
+    bus.subscribe(hooks.query_assemble, hangs, plugin="legal", priority=100)
+    bus.subscribe(hooks.query_assemble, lambda: QueryHints("core"), plugin="core")
+    results = await bus.invoke_all(hooks.query_assemble, ctx=CORE_CTX, query=QueryRequest("q"))
+    assert [r.source for r in results] == ["core"]
+    [decision] = audit.recent(10)
+    assert decision.plugin == "legal" and "HookTimeoutError" in decision.details["error"]
+    assert "plugins.query_hook_timeout_s" in decision.details["error"]
+
+
+# --- a plugin's view of the bus subscribes under its own name -----------------------------------
+
+
+async def test_a_plugin_view_subscribes_as_its_plugin(bus: HookBus) -> None:
+    legal = bus.for_plugin("legal")
+    legal.subscribe(hooks.query_assemble, lambda: QueryHints("legal"))
+    legal.subscribe(hooks.query_assemble, lambda: QueryHints("again"), plugin="legal")
+    assert [s.plugin for s in bus.subscribers(hooks.query_assemble)] == ["legal", "legal"]
+    heard: list[str] = []
+    bus.observe(lambda hook, plugin, ms: heard.append(plugin))  # the view shares the observer
+    await legal.invoke_all(hooks.query_assemble, ctx=CORE_CTX, query=QueryRequest("q"))
+    assert heard == ["legal", "legal"]
+    bus.unsubscribe_plugin("legal")
+    assert legal.subscribers(hooks.query_assemble) == []
+
+
+def test_a_plugin_view_refuses_to_subscribe_as_another_plugin(bus: HookBus) -> None:
+    with pytest.raises(PluginValidationError) as info:
+        bus.for_plugin("legal").subscribe(hooks.query_assemble, lambda: None, plugin="core")
+    assert (info.value.plugin, info.value.fields["argument"]) == ("legal", "plugin")
+    assert bus.subscribers(hooks.query_assemble) == []
+
+
+def test_the_app_bus_needs_a_plugin_name(bus: HookBus) -> None:
+    with pytest.raises(PluginError, match="plugin="):
+        bus.subscribe(hooks.query_assemble, lambda: None)

@@ -4,7 +4,7 @@ import types
 
 import pytest
 
-from eagle_rag.errors import PluginDependencyError, PluginLoadError
+from eagle_rag.errors import PluginDependencyError, PluginLoadError, PluginValidationError
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.audit import PluginAudit
 from eagle_rag.plugins.context import ComponentRegistries, HookContext
@@ -242,3 +242,23 @@ async def test_each_manager_creates_its_own_plugin_instances(data_dir: object) -
     assert core_a.plugin is not core_b.plugin
     second.unload_all()
     assert first.loaded[0].plugin is core_a.plugin
+
+
+async def test_each_plugin_subscribes_under_its_own_namespace(data_dir: object) -> None:
+    # RecordingPlugin names no plugin= here: the bus it is given knows who it is.
+    table = ModuleTable(dom=as_module("dom", RecordingPlugin("dom", [])))
+    manager, bus = _manager(_settings(data_dir, "dom", "dom"), table)
+    await manager.load_all()
+    assert [s.plugin for s in bus.subscribers(hooks.query_assemble)] == ["dom"]
+    manager.unload_all()
+    assert bus.subscribers(hooks.query_assemble) == []
+
+
+async def test_a_plugin_may_not_subscribe_as_another(data_dir: object) -> None:
+    log: list[str] = []
+    table = ModuleTable(dom=as_module("dom", RecordingPlugin("dom", log, subscribe_as="core")))
+    manager, bus = _manager(_settings(data_dir, "dom", "dom"), table)
+    with pytest.raises(PluginValidationError, match="'dom' cannot subscribe as 'core'"):
+        await manager.load_all()
+    assert log[-1] == "dom.on_unload" and manager.loaded == []
+    assert all(not bus.subscribers(spec) for spec in hooks.CATALOG)

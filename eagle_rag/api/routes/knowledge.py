@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -29,12 +30,14 @@ from eagle_rag.api.schemas import (
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.db.records import DocumentStatus, TaskRecord, TaskStatus
 from eagle_rag.db.repositories.documents import MAX_PAGE
-from eagle_rag.errors import EagleError, InvalidInputError, NotFoundError
+from eagle_rag.errors import EagleError, InvalidInputError, NotFoundError, error_body
 from eagle_rag.index.collections import TEXT_COLLECTION
 from eagle_rag.index.filters import between, eq
 from eagle_rag.ingest import cancel
 from eagle_rag.ingest.deletion import remove_document
 from eagle_rag.ingest.detect import text_charset
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(responses=ERRORS)
 TERMINAL = ("completed", "failed")
@@ -222,6 +225,10 @@ async def stream_task(job_id: str, app: App, who: Who) -> EventSourceResponse:
                     return
                 await asyncio.sleep(POLL_S)
                 continue
+            except Exception as exc:  # never a cut stream: it ends with an error event
+                logger.exception("task stream of %s crashed", job_id)
+                yield {"event": "error", "data": json.dumps(error_body(exc))}
+                return
             misses = 0
             data = task_out(task, filename=filename)
             state = (data["status"], data["phase"], data["progress"]["current"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
@@ -20,6 +21,8 @@ from eagle_rag.errors import EagleError, error_body
 from eagle_rag.generation.attachments import read_attachment
 from eagle_rag.generation.engine import AnswerRequest
 from eagle_rag.retrieval.wire import search_response
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(responses=ERRORS)
 
@@ -44,6 +47,10 @@ async def search_stream(body: SearchOnlyBody, app: App, who: Who) -> EventSource
         try:
             pack = await app.retrieval.search(request, allowed_kbs=who.kb_names)
         except EagleError as exc:
+            yield _event("error", error_body(exc))
+            return
+        except Exception as exc:  # never a cut stream: it ends with an error, as /query/stream
+            logger.exception("search stream crashed")
             yield _event("error", error_body(exc))
             return
         result = search_response(pack, score_threshold=body.score_threshold)
