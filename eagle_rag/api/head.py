@@ -7,12 +7,14 @@ ends, so ``/mcp`` is left to answer HEAD as it does.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from eagle_rag.api.asgi import Receive, Scope, Send
 
 MCP_PATH = "/mcp"
+Message = MutableMapping[str, Any]
 
 
 class HeadAsGet:
@@ -26,17 +28,36 @@ class HeadAsGet:
         if scope["type"] != "http" or scope["method"] != "HEAD" or _is_mcp(scope["path"]):
             await self.app(scope, receive, send)
             return
-        finished = False
+        head = _HeadOnly(receive, send)
+        await self.app({**scope, "method": "GET"}, head.receive, head.send)
 
-        async def send_head(message: MutableMapping[str, Any]) -> None:
-            nonlocal finished
-            if message["type"] == "http.response.start":
-                await send(message)
-            elif message["type"] == "http.response.body" and not finished:
-                finished = True  # the end of the answer: whatever the GET would stream is dropped
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-        await self.app({**scope, "method": "GET"}, receive, send_head)
+class _HeadOnly:
+    """Sends the head of the GET's answer and ends it at its first body message. A stream
+    (``/tasks/{id}/stream``) would run on unseen until its end: it is told the client left."""
+
+    def __init__(self, receive: Receive, send: Send) -> None:
+        self._receive, self._send = receive, send
+        self._ended = asyncio.Event()
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            await self._send(message)
+        elif message["type"] == "http.response.body" and not self._ended.is_set():
+            self._ended.set()
+            await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def receive(self) -> Message:
+        if self._ended.is_set():
+            return {"type": "http.disconnect"}
+        received = asyncio.ensure_future(self._receive())
+        ended = asyncio.ensure_future(self._ended.wait())
+        await asyncio.wait({received, ended}, return_when=asyncio.FIRST_COMPLETED)
+        if received.done():
+            ended.cancel()
+            return received.result()
+        received.cancel()
+        return {"type": "http.disconnect"}
 
 
 def _is_mcp(path: str) -> bool:
