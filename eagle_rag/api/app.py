@@ -15,12 +15,14 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from eagle_rag import __version__
+from eagle_rag.api.contract import install_contract
 from eagle_rag.api.cross_site import CrossSiteGuard
 from eagle_rag.api.errors import install_error_handlers
+from eagle_rag.api.head import HeadAsGet
 from eagle_rag.api.hosts import OpenHostGuard
 from eagle_rag.api.links import install_links
-from eagle_rag.api.metrics import Metrics
-from eagle_rag.api.refusals import send_refusal
+from eagle_rag.api.metrics import REQUEST_ID_HEADER, Metrics
+from eagle_rag.api.refusals import install_framework_refusals, send_refusal
 from eagle_rag.api.routes import (
     dify,
     document_pages,
@@ -34,12 +36,23 @@ from eagle_rag.api.routes import (
 from eagle_rag.api.security import Gatekeeper
 from eagle_rag.bootstrap import EagleApp, build_app
 from eagle_rag.errors import EagleError, PayloadTooLargeError
-from eagle_rag.mcp.http import mcp_middleware
+from eagle_rag.mcp.http import McpEndpoint, mcp_middleware
 from eagle_rag.mcp.server import build_mcp, sync_tools
 from eagle_rag.settings import Settings, load_settings
 from eagle_rag.web import mount_web
 
 MULTIPART_OVERHEAD = 1024 * 1024  # form fields and boundaries around an uploaded file
+# The answer headers docs/api.md tells clients to read; a page on another origin (CORS) may read
+# only these besides the safelisted ones.
+EXPOSED_HEADERS = [
+    "Retry-After",
+    "Content-Disposition",
+    REQUEST_ID_HEADER,
+    "ETag",
+    "X-Page-Count",
+    "WWW-Authenticate",
+    "Allow",
+]
 
 DESCRIPTION = """Cited evidence from your documents for AI agents.
 
@@ -88,27 +101,25 @@ def create_app(settings: Settings | None = None, *, eagle: EagleApp | None = Non
     api.state.gate = gate
     api.state.metrics = metrics = Metrics(eagle.stage_metrics, eagle.bus.tracing)
     install_error_handlers(api)
+    install_framework_refusals(api)
     for module in (system, knowledge, pages, document_pages, images, search, openai_compat, dify):
         api.include_router(module.router)
     install_links(api)  # OpenAPI links: create → get/delete, for clients and stateful tests
-    mount_web(api)  # the built-in UI at / and /ui/... (before the MCP catch-all mount)
+    install_contract(api, keys_required=not gate.open)  # errors and media types as answered
+    mount_web(api)  # the built-in UI at / and /ui/...
+    api.add_middleware(HeadAsGet)
     api.middleware("http")(metrics.middleware)
     _install_guards(api, settings, gate)
-    api.mount("/", mcp_app)  # after the routes: /mcp and nothing else falls through to it
+    api.router.routes.append(McpEndpoint(mcp_app))  # /mcp only: other paths get JSON 404/405
     return api
 
 
 def _install_guards(api: FastAPI, settings: Settings, gate: Gatekeeper) -> None:
-    """The middlewares in front of every route, the last added running first: body size,
-    the open API's host names, other sites' pages, then CORS."""
+    """The middlewares in front of every route, the last added running first: CORS, then body
+    size, the open API's host names and other sites' pages. CORS is outermost so that a
+    guard's refusal (413, 403) reaches a page of an allowed origin as that answer, not as a
+    network error."""
     server = settings.server
-    if server.cors_origins:
-        api.add_middleware(
-            CORSMiddleware,
-            allow_origins=server.cors_origins,
-            allow_methods=["GET", "POST", "DELETE"],
-            allow_headers=["Authorization", "Content-Type", "X-Eagle-Namespace"],
-        )
     allowed = (*server.cors_origins, *server.mcp_allowed_origins)
     api.add_middleware(CrossSiteGuard, allowed_origins=allowed)
     api.add_middleware(OpenHostGuard, gate=gate, server=server)
@@ -117,6 +128,20 @@ def _install_guards(api: FastAPI, settings: Settings, gate: Gatekeeper) -> None:
         json_limit=server.max_body_bytes,
         file_limit=settings.ingest.max_file_bytes,
     )
+    if server.cors_origins:
+        api.add_middleware(
+            CORSMiddleware,
+            allow_origins=server.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=[
+                "Authorization",
+                "Content-Type",
+                "X-Eagle-Namespace",
+                REQUEST_ID_HEADER,
+                "If-None-Match",
+            ],
+            expose_headers=EXPOSED_HEADERS,
+        )
 
 
 Scope = MutableMapping[str, Any]

@@ -8,6 +8,7 @@ from fastapi import Depends, Request
 
 from eagle_rag.api.security import NAMESPACE_FIELD, NAMESPACE_HEADER, Caller, Gatekeeper
 from eagle_rag.bootstrap import EagleApp
+from eagle_rag.errors import UnsupportedMediaTypeError
 
 
 def eagle(request: Request) -> EagleApp:
@@ -42,5 +43,21 @@ async def _body_namespace(request: Request) -> str | None:
     return value if isinstance(value, str) else None
 
 
+FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
+
+
+async def form_body(request: Request) -> None:
+    """Refuse a body that is not a form (415) before its fields are checked: read as a form, a
+    JSON body has no fields, and "kb_name: Field required" would hide what is wrong."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in FORM_TYPES:
+        raise UnsupportedMediaTypeError(
+            f"this route takes multipart/form-data (a file part or a url field, with kb_name), "
+            f"not {content_type or 'a body without a Content-Type'}",
+            content_type=content_type or None,
+        )
+
+
 App = Annotated[EagleApp, Depends(eagle)]
 Who = Annotated[Caller, Depends(caller)]
+FormBody = Annotated[None, Depends(form_body)]

@@ -129,7 +129,17 @@ def _reason(error: Mapping[str, Any]) -> str:
     return message
 
 
+def framework_error(exc: StarletteHTTPException) -> tuple[str, str]:
+    """The ``(code, message)`` of a refusal by the framework itself: no such route (404), a
+    method the route does not take (405), a body it could not read (400)."""
+    codes = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
+    return codes.get(exc.status_code, "http_error"), _UNCLEAR.get(str(exc.detail), str(exc.detail))
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    """The handlers of the error tree, of validation and of anything unexpected; the framework's
+    own refusals are answered in the shape of their path's protocol (``refusals``)."""
+
     @app.exception_handler(EagleError)
     async def eagle_error(request: Request, exc: EagleError) -> JSONResponse:
         return error_response(exc)
@@ -144,16 +154,6 @@ def install_error_handlers(app: FastAPI) -> None:
         # nested too deeply to parse is; 422 is for a parsed body of the wrong shape.
         unparsable = any(e.get("type") == "json_invalid" for e in exc.errors())
         return ErrorJSONResponse(body, status_code=400 if unparsable else 422)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        codes = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
-        code = codes.get(exc.status_code, "http_error")
-        return ErrorJSONResponse(
-            {"code": code, "message": _UNCLEAR.get(str(exc.detail), str(exc.detail))},
-            status_code=exc.status_code,
-            headers=getattr(exc, "headers", None),
-        )
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

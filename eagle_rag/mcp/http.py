@@ -9,8 +9,11 @@ Origin checks stay with fastmcp's ``host_origin_protection``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+from starlette.datastructures import URLPath
 from starlette.middleware import Middleware
+from starlette.routing import BaseRoute, Match, NoMatchFound
 
 from eagle_rag.api.asgi import Receive, Scope, Send, send_json
 from eagle_rag.api.security import NAMESPACE_HEADER, Gatekeeper
@@ -61,3 +64,28 @@ async def _refuse(
     send: Send, status: int, error: EagleError, extra: list[tuple[bytes, bytes]]
 ) -> None:
     await send_json(send, status, error.to_dict(), extra)
+
+
+class McpEndpoint(BaseRoute):
+    """The route that hands ``/mcp`` (and nothing else) to the MCP app.
+
+    Mounted at ``/`` the MCP app would answer every path no other route matched with its own
+    plain-text 404, so the API's JSON errors, 405 and its ``Allow`` would never be sent.
+    ``/mcp/`` is redirected to ``/mcp`` by the router, as before.
+    """
+
+    def __init__(self, app: Callable[..., Awaitable[None]], path: str = "/mcp") -> None:
+        self.app = app
+        self.path = path
+        self.methods: set[str] | None = None  # every method: MCP's app answers each itself
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] == "http" and scope.get("path") == self.path:
+            return Match.FULL, {}
+        return Match.NONE, {}
+
+    def url_path_for(self, name: str, /, **path_params: Any) -> URLPath:
+        raise NoMatchFound(name, path_params)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)

@@ -55,7 +55,7 @@ router = APIRouter(include_in_schema=False)
 
 
 def mount_web(api: FastAPI) -> None:
-    """Add the UI to the app: ``/`` and ``/ui/...``; call before any catch-all mount."""
+    """Add the UI to the app: ``/`` and ``/ui/...``; the MCP endpoint matches only ``/mcp``."""
     api.state.web_templates = Environment(
         loader=PackageLoader("eagle_rag.web", "templates"),
         autoescape=select_autoescape(["html"], default_for_string=True),

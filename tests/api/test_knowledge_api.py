@@ -255,6 +255,16 @@ def test_upload_mistakes_of_the_form_itself_say_what_to_change(client: httpx.Cli
     assert "a part's header is over 4 KiB" in refused.json()["message"]
 
 
+def test_a_json_body_to_ingest_is_told_the_route_takes_a_form(client: httpx.Client) -> None:
+    """It was told "kb_name: Field required", although kb_name was in the JSON."""
+    as_json = client.post("/ingest", json={"kb_name": "energy", "url": "https://example.com/a"})
+    assert as_json.status_code == 415
+    assert as_json.json()["code"] == "unsupported_media_type"
+    assert "multipart/form-data" in as_json.json()["message"]
+    bare = client.post("/ingest", content=b"kb_name=energy")
+    assert bare.status_code == 415
+
+
 def test_task_stream_reports_progress_until_done(
     server: RunningServer, client: httpx.Client, solar: dict[str, str]
 ) -> None:

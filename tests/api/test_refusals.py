@@ -68,3 +68,46 @@ def test_an_unserved_host_name_is_refused_in_each_protocols_shape(server: Runnin
         assert models.status_code == 403
         assert "not reached as 'evil.example'" in models.json()["error"]["message"]
         assert client.get("/knowledge_bases").json()["details"] == {"host": "evil.example"}
+
+
+def test_an_unknown_path_is_a_json_404_in_each_protocols_shape(server: RunningServer) -> None:
+    with server.client() as client:
+        native = client.get("/no_such_route")
+        assert native.status_code == 404
+        assert native.json() == {"code": "not_found", "message": "Not Found"}
+        openai_style = client.post("/v1/embeddings", json={"model": "eagle:x", "input": "x"})
+        assert openai_style.status_code == 404
+        error = openai_style.json()["error"]
+        assert error["code"] == "not_found" and error["type"] == "not_found_error"
+
+
+def test_a_method_the_route_does_not_take_is_a_405_naming_the_allowed_ones(
+    server: RunningServer,
+) -> None:
+    with server.client() as client:
+        put = client.put("/knowledge_bases", json={})
+        assert put.status_code == 405 and put.json()["code"] == "method_not_allowed"
+        assert set(put.headers["allow"].split(", ")) == {"GET", "HEAD", "POST"}
+        delete = client.delete("/tasks")
+        assert delete.status_code == 405 and delete.headers["allow"] == "GET, HEAD"
+        dify = client.get("/retrieval")
+        assert dify.status_code == 405 and set(dify.json()) == {"error_code", "error_msg"}
+        models = client.delete("/v1/models")
+        assert models.status_code == 405 and models.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_head_answers_wherever_get_does_without_a_body(server: RunningServer) -> None:
+    with server.client() as client:
+        for path in ("/health", "/knowledge_bases", "/tasks", "/v1/models"):
+            got, head = client.get(path), client.head(path)
+            assert head.status_code == got.status_code == 200, path
+            assert head.content == b""
+            assert head.headers["content-type"] == got.headers["content-type"]
+        assert client.head("/no_such_route").status_code == 404
+        assert client.head("/search").status_code == 405  # POST only
+
+
+def test_mcp_is_still_served_at_its_path_alone(server: RunningServer) -> None:
+    with server.client() as client:
+        assert client.get("/mcp/", follow_redirects=False).status_code == 307
+        assert client.get("/mcpx").status_code == 404

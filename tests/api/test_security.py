@@ -158,6 +158,24 @@ def test_cors_is_explicit(secured: RunningServer) -> None:
     assert "access-control-allow-origin" not in other.headers
 
 
+def test_an_allowed_origin_may_read_the_documented_headers_and_the_guards_refusals(
+    secured: RunningServer,
+) -> None:
+    app = secured.client(Origin="https://app.example.com", Authorization=f"Bearer {ADMIN}")
+    listed = app.get("/knowledge_bases")
+    exposed = {
+        h.strip().lower() for h in listed.headers["access-control-expose-headers"].split(",")
+    }
+    assert {"retry-after", "content-disposition", "x-request-id", "etag"} <= exposed
+    # BodyLimit refuses before any route runs: its 413 still carries the CORS answer
+    limit = secured.settings.server.max_body_bytes
+    too_large = app.post("/search", json={"query": "x" * (limit + 10)})
+    assert too_large.status_code == 413
+    assert too_large.headers["access-control-allow-origin"] == "https://app.example.com"
+    evil = secured.client(Origin="https://evil.example").post("/search", json={"query": "x"})
+    assert evil.status_code == 403 and "access-control-allow-origin" not in evil.headers
+
+
 def test_rate_limit_answers_429_with_retry_after(tmp_path_factory: pytest.TempPathFactory) -> None:
     with running_server(
         tmp_path_factory.mktemp("limited"),

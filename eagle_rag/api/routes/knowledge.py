@@ -14,7 +14,7 @@ from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, StreamingResponse
 from sse_starlette import EventSourceResponse
 
-from eagle_rag.api.deps import App, Who
+from eagle_rag.api.deps import App, FormBody, Who
 from eagle_rag.api.schemas import (
     ERRORS,
     DocumentOut,
@@ -67,7 +67,12 @@ async def list_knowledge_bases(
     return [KnowledgeBaseOut(**kb) for kb in await asyncio.to_thread(load)]
 
 
-@router.post("/knowledge_bases", status_code=201, tags=["knowledge bases"])
+@router.post(
+    "/knowledge_bases",
+    status_code=201,
+    tags=["knowledge bases"],
+    responses={409: {"model": ErrorOut, "description": "A KB of that name exists already"}},
+)
 async def create_knowledge_base(body: KnowledgeBaseCreate, app: App, who: Who) -> KnowledgeBaseOut:
     """Create a KB bound to an engine; its settings are checked against the engine's schemas
     (errors name the field), and the engine may refuse (a bridge checks its remote dataset)."""
@@ -112,14 +117,18 @@ async def rebuild_knowledge_base(kb_name: str, app: App, who: Who) -> list[Submi
     "/ingest",
     status_code=202,
     tags=["ingest"],
+    response_model=SubmissionOut,
     responses={
-        200: {"model": SubmissionOut, "description": "The same bytes are already in the KB"}
+        200: {"model": SubmissionOut, "description": "The same bytes are already in the KB"},
+        413: {"model": ErrorOut, "description": "The file is over ingest.max_file_bytes"},
+        415: {"model": ErrorOut, "description": "Not a form, or a file no parser reads"},
     },
 )
 async def ingest(
     request: Request,
     app: App,
     who: Who,
+    form: FormBody,
     kb_name: Annotated[str, Form()],
     file: Annotated[UploadFile | None, File()] = None,
     url: Annotated[str | None, Form()] = None,

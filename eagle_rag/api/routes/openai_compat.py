@@ -290,11 +290,17 @@ _TYPES = {
     401: "authentication_error",
     403: "permission_error",
     404: "not_found_error",
+    405: "invalid_request_error",
     409: "invalid_request_error",
     413: "invalid_request_error",
     415: "invalid_request_error",
     429: "rate_limit_error",
 }
+
+
+def openai_error_type(status: int) -> str:
+    """OpenAI's error ``type`` for an HTTP status."""
+    return _TYPES.get(status, "api_error")
 
 
 def openai_error_body(error: EagleError, status: int) -> dict[str, Any]:
@@ -303,7 +309,7 @@ def openai_error_body(error: EagleError, status: int) -> dict[str, Any]:
         code = "model_not_found"
     return {
         "message": error.message,
-        "type": _TYPES.get(status, "api_error"),
+        "type": openai_error_type(status),
         "code": code,
         "param": error.fields.get("field"),
     }

@@ -10,10 +10,14 @@ from fastapi.responses import JSONResponse, Response
 
 from eagle_rag import __version__
 from eagle_rag.api.deps import App, Who
+from eagle_rag.api.schemas import ERRORS
 from eagle_rag.errors import EagleError
 from eagle_rag.probes import overall_status, probe_running
 
 router = APIRouter()
+# With server.api_keys set, every route here but /health needs a key (and counts against the
+# rate limit).
+KEYED: dict[int | str, dict[str, Any]] = {status: ERRORS[status] for status in (401, 429)}
 
 
 @router.get("/health", tags=["system"])
@@ -53,7 +57,7 @@ def _may_see_targets(request: Request) -> bool:
     return True
 
 
-@router.get("/health/plugins", tags=["system"])
+@router.get("/health/plugins", tags=["system"], responses=KEYED)
 async def health_plugins(app: App, who: Who) -> dict[str, Any]:
     """Plugins, manifests, hooks and their subscribers, collections, recent audit decisions."""
     payload = app.plugins.health_payload()
@@ -61,20 +65,20 @@ async def health_plugins(app: App, who: Who) -> dict[str, Any]:
     return payload
 
 
-@router.get("/metrics", tags=["system"], response_class=Response)
+@router.get("/metrics", tags=["system"], response_class=Response, responses=KEYED)
 async def metrics(request: Request, app: App, who: Who) -> Response:
     """Prometheus text format."""
     return await asyncio.to_thread(request.app.state.metrics.render, app)
 
 
-@router.get("/engines", tags=["system"])
+@router.get("/engines", tags=["system"], responses=KEYED)
 async def engines(app: App, who: Who) -> list[dict[str, Any]]:
     """Knowledge engines a KB can be bound to, with their capabilities and the creation and
     retrieval schemas the UI renders forms from."""
     return app.knowledge.engines()
 
 
-@router.get("/parsers", tags=["system"])
+@router.get("/parsers", tags=["system"], responses=KEYED)
 async def parsers(app: App, who: Who) -> list[dict[str, Any]]:
     """Registered Parser components and the MIME types each declares."""
     return [
