@@ -41,9 +41,10 @@ _CJK_RUN = re.compile(
 # Within a CJK run: Han characters go to jieba, Hangul and kana runs become bigrams.
 _HAN_RUN = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)")
 # A dotted or hyphenated identifier with a digit: a version, an error code, a model number.
-_IDENTIFIER = regex.compile(
-    r"(?<![\w\p{M}.\-])[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)+(?![\w\p{M}]|[.\-][A-Za-z0-9])"
-)
+_DIGIT = re.compile(r"\d")
+# Possessive: backtracking into every word of a passage made this search cost more than
+# finding the words themselves.
+_IDENTIFIER = re.compile(r"(?<![\w.\-])[A-Za-z0-9]++(?:[.\-][A-Za-z0-9]++)+(?!\w)")
 # Marks a reader leaves out and a writer often does: Arabic harakat, superscript alef and
 # tatweel (kashida); Hebrew cantillation and niqqud (not maqaf, paseq, sof pasuq, nun hafukha).
 _IGNORED_MARKS = MappingProxyType(
@@ -140,16 +141,20 @@ def _line_words(line: str) -> list[_Word]:
                 continue
             if _CJK_RUN.fullmatch(piece):
                 words.extend((t, False) for t in _cjk_tokens(piece))
-            else:
-                words.extend((_fold(t), _is_acronym(t, line)) for t in piece.split("_") if t)
-    identifiers = (m.group() for m in _IDENTIFIER.finditer(line))
-    words.extend((_fold(i), True) for i in identifiers if _has_digit(i))
+            else:  # isupper first: the one test most words need, without a call
+                words.extend(
+                    (_fold(t), t.isupper() and _is_acronym(t, line)) for t in piece.split("_") if t
+                )
+    if _DIGIT.search(line):
+        identifiers = (m.group() for m in _IDENTIFIER.finditer(line))
+        words.extend((_fold(i), True) for i in identifiers if _DIGIT.search(i))
     return words
 
 
 def _fold(word: str) -> str:
     """Case-folded ("Straße" is "strasse"), with yo read as ie, as Russian mostly writes it."""
-    return word.casefold().replace("ё", "е")
+    folded = word.casefold()
+    return folded.replace("ё", "е") if "ё" in folded else folded
 
 
 def _is_acronym(word: str, line: str) -> bool:
@@ -162,10 +167,6 @@ def _is_acronym(word: str, line: str) -> bool:
         return False
     letters = sum(c.isalpha() for c in word)
     return letters >= 2 and (letters <= _ACRONYM_LETTERS or line.upper() != line)
-
-
-def _has_digit(word: str) -> bool:
-    return any(c.isdigit() for c in word)
 
 
 def _cjk_tokens(run: str) -> list[str]:
