@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+import regex
 
 from eagle_rag.errors import InvalidInputError
 
@@ -17,7 +20,9 @@ DOCUMENT_STATUSES: tuple[str, ...] = ("pending", "processing", "completed", "fai
 TASK_STATUSES: tuple[str, ...] = ("queued", "processing", "completed", "failed")
 
 KB_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-TAG = re.compile(r"^[\w.-][\w .:/-]{0,63}$")
+# Word characters with their combining marks ("हिन्दी": a vowel sign is no word character to \w)
+# and the numbers \w also counts.
+TAG = regex.compile(r"^[\w\p{M}\p{No}.-][\w\p{M}\p{No} .:/-]{0,63}$")
 
 
 def validate_kb_name(name: str) -> str:
@@ -45,6 +50,10 @@ def validate_json_text(value: Any, field: str) -> None:
 
 
 def validate_tag(tag: str) -> str:
+    """The tag in NFC (so "café" typed decomposed is the tag stored composed), or
+    InvalidInputError."""
+    if isinstance(tag, str):
+        tag = unicodedata.normalize("NFC", tag)
     if not isinstance(tag, str) or not TAG.fullmatch(tag):
         raise InvalidInputError(
             "tag must be 1-64 word characters, spaces or .:/-", tag=str(tag)[:80]

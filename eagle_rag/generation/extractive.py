@@ -19,6 +19,7 @@ from eagle_rag.generation.prompt import Language, Reference
 from eagle_rag.generation.tables import split_tables
 from eagle_rag.index.sparse import content_tokens, tokenize
 from eagle_rag.models.chat import GenerationInput
+from eagle_rag.sentence_ends import QUESTION_MARKS, SPACED_STOPS, SPACELESS_STOPS
 
 MAX_SENTENCES = 3
 # A sentence sharing fewer than this share of the best sentence's question terms is padding:
@@ -27,18 +28,21 @@ MIN_SHARE_OF_BEST = 0.5
 # A word of the question a follow-up continues counts this much of one of its own: it only
 # breaks ties between sentences that match the follow-up alike.
 TOPIC_WEIGHT = 0.1
-# A sentence ends at a Chinese full stop (。！？), or at . ! ? followed by a space or the end: a
+# A sentence ends at a Chinese full stop (。！？), a danda (।), an Arabic question mark (؟) and the
+# like (eagle_rag/sentence_ends.py), or at . ! ? followed by a space or the end: a
 # point inside a token is no end ("4.7 million", "firmware 9.3(12)", "192.168.8.1", "e.g."
 # would each quote half a sentence and lose the number the question asked for). Closing quotes
 # and brackets right after the stop belong to the sentence they close.
 _CLOSERS = "[\"'”’)）\\]」』*_]*"  # quotes, brackets and Markdown emphasis a stop may close
-_SENTENCE_END = re.compile(rf"(?<=[。！？]){_CLOSERS}|(?<=[.!?]){_CLOSERS}(?=\s|$)")
+_SENTENCE_END = re.compile(
+    rf"(?<=[{SPACELESS_STOPS}]){_CLOSERS}|(?<=[{SPACED_STOPS}]){_CLOSERS}(?=\s|$)"
+)
 # Nor does a stop inside brackets or quotes end a sentence when they close soon after: the title
 # 《卡拉OK.LIVE！‧台北‧我》 and "(… Hey! Say! JUMP)" were quoted cut at their "!".
 _CLOSING = {"《": "》", "「": "」", "『": "』", "（": "）", "(": ")", "“": "”", "【": "】"}
 MAX_BRACKETED = 200  # characters; a bracket left open longer than that is a typo, not a title
 # A sentence that asks ("**Q: Can I install it myself?**") is the question an FAQ answers.
-_ASKS = re.compile(rf"[?？]{_CLOSERS}\s*$")
+_ASKS = re.compile(rf"[{QUESTION_MARKS}]{_CLOSERS}\s*$")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _WORDS = re.compile(r"\w+")
 # A code: letters and digits in one token, maybe joined by a hyphen ("F9", "SX-5000", "R32",
@@ -48,7 +52,8 @@ _CODE = re.compile(
     r"(?<![A-Za-z0-9])(?:[A-Za-z]+-?\d+[A-Za-z0-9]*|\d+[A-Za-z]+[A-Za-z0-9]*)"
     r"(?:[.-][A-Za-z0-9]+)*(?![A-Za-z0-9])"
 )
-_ENDS = re.compile(rf"[.!?。！？]{_CLOSERS}$")  # a line that ends as a sentence does
+# A line that ends as a sentence does.
+_ENDS = re.compile(rf"[{SPACED_STOPS}{SPACELESS_STOPS}]{_CLOSERS}$")
 # "1." or "b." alone is the marker of a list item, not a sentence: the item starts with it.
 _LIST_MARKER = re.compile(r"\s*(\d{1,3}|[a-zA-Z])[.)]\s*$")
 # Title and reference abbreviations that end with a point but do not end a sentence.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from eagle_rag.index.sparse import QUERY_STOPWORDS, tokenize
+from eagle_rag.index.sparse import content_tokens
 from eagle_rag.retrieval.service import MAX_QUERY_CHARS
 
 # A question that opens like this continues the one before ("and in 2021?", "what about
@@ -47,7 +47,7 @@ def is_follow_up(question: str) -> bool:
     """Whether a question needs the one before it to be understood."""
     if _CONTINUES.match(question):
         return True
-    terms = [t for t in tokenize(question, query=True) if t not in QUERY_STOPWORDS]
+    terms = content_tokens(question)
     if len(terms) >= _WHOLE_TERMS and _asks_on_its_own(question):
         return False
     return len(terms) <= _ELLIPTICAL_TERMS

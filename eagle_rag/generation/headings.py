@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from eagle_rag.sentence_ends import SPACED_STOPS, SPACELESS_STOPS
+
 MAX_HEADING_WORDS = 10
 MAX_CJK_HEADING_CHARS = 30
 
@@ -34,8 +36,8 @@ _CJK_NUMBER = re.compile(
     r"(第[一二三四五六七八九十百零〇\d]{1,4}[章节部篇]|[一二三四五六七八九十]{1,3}、)"
 )
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-_ENDS_SENTENCE = re.compile(r"[.!?。！？][\"')\]」』]*\s*$")
-_INNER_END = re.compile(r"[.!?](\s|$)|[。！？，；：]")
+_ENDS_SENTENCE = re.compile(rf"[{SPACED_STOPS}{SPACELESS_STOPS}][\"')\]」』]*\s*$")
+_INNER_END = re.compile(rf"[{SPACED_STOPS}](\s|$)|[{SPACELESS_STOPS}，；：]")
 _LEADS = ",;:，；：、"
 # Words a title does not end on: "2020 output rose by" / "4 percent." runs on.
 _RUNS_ON = frozenset(re.findall(r"\S+", "a an the of to in on at by for from with and or as than"))

@@ -1,11 +1,22 @@
 """Client-side BM25 tokenization that treats Chinese and other languages alike on every Milvus.
 
 Milvus Lite only ships the ``standard`` and ``jieba`` analyzers; a server ships more. To get the
-same BM25 everywhere, text is tokenized here (rjieba for CJK runs, Unicode words for the rest,
-NFKC + lower-case, English words reduced to their Snowball stem) and each token is written as a
-letters-only hash word. The ``standard``
-analyzer keeps such words whole on Lite and on a server alike, so Milvus's BM25 function sees
-exactly our tokens. Queries go through the same two functions.
+same BM25 everywhere, text is tokenized here and each token is written as a letters-only hash
+word. The ``standard`` analyzer keeps such words whole on Lite and on a server alike, so Milvus's
+BM25 function sees exactly our tokens. Queries go through the same functions.
+
+How text becomes tokens:
+
+- NFKC, then case-folded (so "ß" meets "ss"), and Cyrillic yo read as ie ("ёлка" is "елка");
+  Arabic diacritics and tatweel and Hebrew points and cantillation are dropped, as readers do.
+- Words are Unicode word characters with their combining marks (Devanagari, Bengali, Tamil...
+  vowel signs belong to the word). Han runs are segmented by rjieba in search mode; Hangul and
+  kana runs become overlapping character bigrams, as Lucene's CJK analyzer makes them (jieba is
+  a Chinese segmenter: it cut Korean into single syllables).
+- English words are reduced to their Snowball stem, except an all-caps word ("UPS", "IT"), which
+  is an acronym: kept as it is and never dropped as a function word.
+- A dotted or hyphenated identifier with a digit ("v3.1.4", "ERR-4021") is one more token beside
+  its pieces, so a release or a code matches itself before its siblings.
 """
 
 from __future__ import annotations
@@ -15,13 +26,42 @@ import hashlib
 import re
 import threading
 import unicodedata
+from types import MappingProxyType
 
+import regex
 import rjieba
 import snowballstemmer
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+# Word characters and the combining marks (Unicode M) that belong to them; \p{No} keeps the
+# numbers ("²", "①") that the standard library's \w also counts as word characters.
+_WORD = regex.compile(r"[\w\p{M}\p{No}]+")
 _CJK_RUN = re.compile(
     r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)", re.UNICODE
+)
+# Within a CJK run: Han characters go to jieba, Hangul and kana runs become bigrams.
+_HAN_RUN = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)")
+# A dotted or hyphenated identifier with a digit: a version, an error code, a model number.
+_DIGIT = re.compile(r"\d")
+# Possessive: backtracking into every word of a passage made this search cost more than
+# finding the words themselves.
+_IDENTIFIER = re.compile(r"(?<![\w.\-])[A-Za-z0-9]++(?:[.\-][A-Za-z0-9]++)+(?!\w)")
+# Marks a reader leaves out and a writer often does: Arabic harakat, superscript alef and
+# tatweel (kashida); Hebrew cantillation and niqqud (not maqaf, paseq, sof pasuq, nun hafukha).
+_IGNORED_MARKS = MappingProxyType(
+    dict.fromkeys(
+        [
+            *range(0x064B, 0x0660),
+            0x0670,
+            0x0640,
+            *range(0x0591, 0x05BE),
+            0x05BF,
+            0x05C1,
+            0x05C2,
+            0x05C4,
+            0x05C5,
+            0x05C7,
+        ]
+    )
 )
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 _STEMMER = snowballstemmer.stemmer("english")
@@ -29,6 +69,8 @@ _STEMMER = snowballstemmer.stemmer("english")
 # (ingest workers upserting while a search tokenizes its query) corrupt each other's word, a
 # wrong stem or an IndexError that failed a document's ingest. The cache below keeps the lock rare.
 _STEMMER_LOCK = threading.Lock()
+# An all-capitals word this short is an acronym even in a line of capitals.
+_ACRONYM_LETTERS = 4
 # Milvus VARCHAR limit is 65,535 bytes; each encoded token takes 15 bytes with its space.
 MAX_ENCODED_TOKENS = 4000
 
@@ -52,34 +94,99 @@ QUERY_STOPWORDS = frozenset(
 
 
 def tokenize(text: str, *, query: bool = False) -> list[str]:
-    """Lower-cased word tokens; CJK runs are segmented by jieba in search mode (more recall).
+    """Case-folded word tokens; Han runs are segmented by jieba in search mode (more recall).
 
     With ``query``, function words are dropped, unless the query has nothing else."""
     words = _words(text)
     if query:
-        words = [w for w in words if w not in QUERY_STOPWORDS] or words
-    return [_stem(w) for w in words]
+        words = [w for w in words if not _is_function_word(w)] or words
+    return [_token(w) for w in words]
 
 
 def content_tokens(text: str) -> list[str]:
     """The query tokens of ``text`` that are not function words; none for a text of nothing
     else ("what is it?"), whose BM25 query keeps its function words but whose matches say
     nothing of what it is about."""
-    return [_stem(w) for w in _words(text) if w not in QUERY_STOPWORDS]
+    return [_token(w) for w in _words(text) if not _is_function_word(w)]
 
 
-def _words(text: str) -> list[str]:
-    normalized = unicodedata.normalize("NFKC", text).lower()
-    words: list[str] = []
-    for match in _WORD.finditer(normalized):
+# A word as found: its folded text, and whether it is kept verbatim (an acronym or an
+# identifier: neither stemmed nor dropped as a function word).
+_Word = tuple[str, bool]
+
+
+def _is_function_word(word: _Word) -> bool:
+    text, verbatim = word
+    return not verbatim and text in QUERY_STOPWORDS
+
+
+def _token(word: _Word) -> str:
+    text, verbatim = word
+    return text if verbatim else _stem(text)
+
+
+def _words(text: str) -> list[_Word]:
+    normalized = unicodedata.normalize("NFKC", text).translate(_IGNORED_MARKS)
+    words: list[_Word] = []
+    for line in normalized.splitlines():
+        words.extend(_line_words(line))
+    return words
+
+
+def _line_words(line: str) -> list[_Word]:
+    words: list[_Word] = []
+    for match in _WORD.finditer(line):
         for piece in _CJK_RUN.split(match.group()):
             if not piece:
                 continue
             if _CJK_RUN.fullmatch(piece):
-                words.extend(t for t in rjieba.cut_for_search(piece) if t.strip())
-            else:
-                words.extend(t for t in piece.split("_") if t)
+                words.extend((t, False) for t in _cjk_tokens(piece))
+            else:  # isupper first: the one test most words need, without a call
+                words.extend(
+                    (_fold(t), t.isupper() and _is_acronym(t, line)) for t in piece.split("_") if t
+                )
+    if _DIGIT.search(line):
+        identifiers = (m.group() for m in _IDENTIFIER.finditer(line))
+        words.extend((_fold(i), True) for i in identifiers if _DIGIT.search(i))
     return words
+
+
+def _fold(word: str) -> str:
+    """Case-folded ("Straße" is "strasse"), with yo read as ie, as Russian mostly writes it."""
+    folded = word.casefold()
+    return folded.replace("ё", "е") if "ё" in folded else folded
+
+
+def _is_acronym(word: str, line: str) -> bool:
+    """All capitals, two letters or more ("UPS", "IT", "WHO"): not an English word to stem.
+
+    A longer word in a line of capitals only ("WARRANTY TERMS", a heading) is a word set in
+    capitals, stemmed as the same words in lower case are; a short one is an acronym even
+    there (a query "UPS", a heading "IT SERVICES")."""
+    if not word.isupper():
+        return False
+    letters = sum(c.isalpha() for c in word)
+    return letters >= 2 and (letters <= _ACRONYM_LETTERS or line.upper() != line)
+
+
+def _cjk_tokens(run: str) -> list[str]:
+    """Han parts segmented by jieba; Hangul and kana parts as overlapping bigrams."""
+    tokens: list[str] = []
+    for part in _HAN_RUN.split(run):
+        if not part:
+            continue
+        if _HAN_RUN.fullmatch(part):
+            tokens.extend(t for t in rjieba.cut_for_search(part) if t.strip())
+        else:
+            tokens.extend(_bigrams(part))
+    return tokens
+
+
+def _bigrams(run: str) -> list[str]:
+    """Overlapping character pairs ("서울대" gives "서울", "울대"); one character stays itself."""
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 @functools.lru_cache(maxsize=200_000)

@@ -27,7 +27,7 @@ from eagle_rag.ingest.detect import IMAGE_TYPES, Detected, check_image, detect
 from eagle_rag.ingest.fetch import UrlFetcher
 from eagle_rag.ingest.leases import stranded
 from eagle_rag.ingest.safety import ArchiveLimits, check_archive
-from eagle_rag.ingest.upload_metadata import check_upload_metadata
+from eagle_rag.ingest.upload_metadata import checked_upload_metadata
 from eagle_rag.storage.keys import MAX_PART_LENGTH, object_key
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class IngestService:
         source_url: str | None = None,
     ) -> Submission:
         validate_kb_name(kb_name)  # the KB itself is checked in the transaction that records it
-        check_upload_metadata(metadata)
+        metadata = checked_upload_metadata(metadata)
         display_name = display_filename(filename)
         # The original streams into the store first, under a fresh id, hashed and capped on the
         # way (memory holds one chunk and the head); then one transaction records the document
@@ -141,7 +141,7 @@ class IngestService:
         fetcher: UrlFetcher | None = None,
     ) -> Submission:
         self._require_kb(kb_name)  # before fetching: a typo must not cost a download
-        check_upload_metadata(metadata)
+        metadata = checked_upload_metadata(metadata)
         fetched = (fetcher or UrlFetcher(self._app.settings.ingest)).fetch(url)
         return self.submit_file(
             kb_name=kb_name,

@@ -16,6 +16,7 @@ from typing import Any
 
 from eagle_rag.errors import InvalidInputError
 from eagle_rag.ingest.years import check_metadata_year
+from eagle_rag.unicode_forms import nfc
 
 # The fields every chunk or document record carries of its own (see retrieval/wire.py and
 # ingest/pipeline.py); ``year`` is a document field an upload may set, checked on its own.
@@ -40,8 +41,17 @@ RESERVED_KEYS = frozenset(
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-def check_upload_metadata(metadata: Mapping[str, Any] | None) -> None:
-    """Refuse (InvalidInputError naming the key) what an upload's metadata may not hold."""
+def checked_upload_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The upload's metadata with keys and strings in NFC (a value typed decomposed matches a
+    filter typed composed), or InvalidInputError naming the key it may not hold."""
+    if metadata is None:
+        return None
+    normalized: dict[str, Any] = nfc(metadata)
+    _check_upload_metadata(normalized)
+    return normalized
+
+
+def _check_upload_metadata(metadata: Mapping[str, Any]) -> None:
     if not metadata:
         return
     taken = sorted(k for k in metadata if k in RESERVED_KEYS)

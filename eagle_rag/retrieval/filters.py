@@ -46,6 +46,7 @@ from eagle_rag.index.filters import (
     json_eq,
     json_in,
 )
+from eagle_rag.unicode_forms import nfc
 
 MAX_PAGE_SPAN = 1000
 METADATA_KEY = "metadata"
@@ -112,6 +113,7 @@ def build_metadata_filter(
     the fields ``pages`` and ``type`` are read from."""
     if not isinstance(filters, Mapping):
         raise InvalidInputError("filters must be an object")
+    filters = nfc(filters)  # stored metadata and tags are NFC (ingest/upload_metadata.py)
     declared = fields or {}
     parts: list[Filter] = []
     for key, value in filters.items():

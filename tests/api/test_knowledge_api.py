@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
 
 import httpx
@@ -463,3 +464,36 @@ def test_an_upload_past_the_file_limit_is_told_in_mib_naming_the_setting(
     mib = f"{round(limit / 2**20, 1):g}"
     expected = f"the file is larger than the {mib} MiB limit (ingest.max_file_bytes)"
     assert answer.json()["message"] == expected
+
+
+def test_tags_with_combining_marks_and_decomposed_text_meet_their_composed_form(
+    client: httpx.Client,
+) -> None:
+    """ "हिन्दी" (vowel signs are combining marks) and "café" typed decomposed (macOS) were refused
+    as tags; metadata typed decomposed was stored so, and a filter typed composed missed it."""
+    decomposed = unicodedata.normalize("NFD", "café")
+    assert client.post("/knowledge_bases", json={"kb_name": "unicode-forms"}).status_code == 201
+    answer = client.post(
+        "/ingest",
+        data={
+            "kb_name": "unicode-forms",
+            "tags": json.dumps(["हिन्दी", decomposed]),
+            "metadata": json.dumps({"city": unicodedata.normalize("NFD", "Zürich")}),
+        },
+        files={"file": ("menu.txt", b"Menu of the cafe: espresso and croissant.", "text/plain")},
+    )
+    assert answer.status_code == 202, answer.text
+    assert wait_for_task(client, answer.json()["job_id"])["status"] == "completed"
+    document = client.get(f"/documents/{answer.json()['document_id']}").json()
+    assert sorted(document["tags"]) == sorted(["हिन्दी", "café"])
+    assert document["metadata"] == {"city": "Zürich"}
+    for filters, tags in [({"metadata": {"city": "Zürich"}}, None), ({}, [decomposed])]:
+        body = {"query": "espresso", "kb_name": "unicode-forms", "filters": filters}
+        found = client.post("/search", json={**body, "tags": tags} if tags else body).json()
+        assert [s["filename"] for s in found["sources"]["text"]][:1] == ["menu.txt"], filters
+    decomposed_filter = {"metadata": {"city": unicodedata.normalize("NFD", "Zürich")}}
+    found = client.post(
+        "/search",
+        json={"query": "espresso", "kb_name": "unicode-forms", "filters": decomposed_filter},
+    ).json()
+    assert found["sources"]["text"]

@@ -10,6 +10,7 @@ import pytest_asyncio
 
 from eagle_rag.bootstrap import EagleApp
 from eagle_rag.generation.extractive import compose
+from eagle_rag.generation.headings import is_heading
 from eagle_rag.generation.prompt import Reference
 from eagle_rag.generation.tables import Table, split_tables
 from tests.embedded import app_with_documents
@@ -230,3 +231,36 @@ def test_a_dotted_version_is_one_code() -> None:
         Reference(2, "Release notes/v3.1.4", "Fixes the login timeout."),
     ]
     assert compose("What changed in v3.1.4?", refs, "en") == "Fixes the login timeout. [2]"
+
+
+def test_an_arabic_faq_question_is_not_quoted_and_hindi_ends_at_a_danda() -> None:
+    """The Arabic question mark (؟) was no stop: the FAQ's question line was quoted as its own
+    answer. Nor was the danda (।): a Hindi paragraph was quoted whole."""
+    faq = (
+        "الأسئلة الشائعة\nهل يمكنني تركيب الجهاز بنفسي؟\n"
+        "لا، يجب أن يقوم فني معتمد بتركيب الجهاز.\nهل الجهاز مقاوم للماء؟\n"
+        "نعم، الجهاز مقاوم للماء حتى عمق مترين.\n"
+    )
+    answer = compose("هل يمكنني تركيب الجهاز بنفسي؟", [Reference(1, "FAQ", faq)], "en")
+    assert "هل يمكنني" not in answer
+    assert answer.startswith("لا، يجب أن يقوم فني معتمد بتركيب الجهاز.")
+    hindi = "किसान ने खेत में गेहूं बोया। बारिश नहीं हुई इसलिए फसल सूख गई। वजन नापने का यंत्र टूट गया।"
+    answer = compose("किसान ने क्या बोया?", [Reference(1, "short.txt", hindi)], "en")
+    assert answer == "किसान ने खेत में गेहूं बोया। [1]"
+
+
+def test_a_line_ending_at_a_danda_is_a_sentence_not_a_heading() -> None:
+    assert not is_heading("1. किसान ने खेत में गेहूं बोया।", "", False, "", frozenset())
+    assert is_heading("2.1 फसल", "किसान ने खेत में गेहूं बोया।", False, "", frozenset())
+    assert is_heading("3.1 المحاصيل", "هل الجهاز مقاوم للماء؟", False, "", frozenset())
+
+
+def test_a_version_is_answered_from_its_own_release_notes() -> None:
+    """ "v3.1.4" was the code "v3": the v3.1.0 notes, which name "v3" too, were quoted."""
+    refs = [
+        Reference(1, "Release Notes/v3.1.4 (2024-06-19)", "- Security fix in the TLS handshake."),
+        Reference(2, "Release Notes/v3.1.0 (2024-01-08)", "- First release with the plugin API."),
+    ]
+    assert compose("When was v3.1.4 released?", refs, "en") == (
+        "- Security fix in the TLS handshake. [1]"
+    )

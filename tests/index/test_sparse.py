@@ -98,3 +98,85 @@ def test_stemming_from_many_threads_at_once_gives_each_word_its_own_stem() -> No
     assert errors == []
     reference = snowballstemmer.stemmer("english")
     assert all(results[w] == reference.stemWord(w) for w in words)
+
+
+def test_indic_words_keep_their_vowel_signs_and_viramas() -> None:
+    # \w alone stops at a combining mark: "विज्ञान" fell apart into bare consonants that matched
+    # unrelated Hindi text.
+    assert tokenize("विज्ञान और प्रौद्योगिकी") == ["विज्ञान", "और", "प्रौद्योगिकी"]
+    assert tokenize("அறிவியல்") == ["அறிவியல்"]
+
+
+def test_arabic_diacritics_and_tatweel_and_hebrew_points_are_ignored() -> None:
+    assert tokenize("كَتَبَ الطَّالِبُ") == tokenize("كتب الطالب") == ["كتب", "الطالب"]
+    assert tokenize("كتـــاب") == ["كتاب"]
+    assert tokenize("שָׁלוֹם") == ["שלום"]
+    # Indic vowel signs and Latin accents are letters of their word, not decoration.
+    assert tokenize("किसान") != tokenize("कसन")
+    assert tokenize("café") == ["café"]
+
+
+def test_hangul_and_kana_become_bigrams_han_stays_with_jieba() -> None:
+    # jieba cut Korean into syllables: "산업" (industry) matched "산입니다".
+    assert tokenize("서울대학교") == ["서울", "울대", "대학", "학교"]
+    assert tokenize("산") == ["산"]
+    assert "산업" not in tokenize("한라산은 제주도에 있는 산입니다.")
+    assert tokenize("夏にはメロンを食べます") == [
+        "夏",
+        "には",
+        "はメ",
+        "メロ",
+        "ロン",
+        "ンを",
+        "食",
+        "べま",
+        "ます",
+    ]
+    assert set(tokenize("メロン")) <= set(tokenize("夏にはメロンを食べます"))
+
+
+def test_sharp_s_and_yo_are_folded() -> None:
+    assert tokenize("Hauptstraße") == tokenize("Hauptstrasse") == ["hauptstrass"]
+    assert tokenize("Учёные ёлку") == tokenize("ученые елку")
+
+
+def test_acronyms_are_neither_stemmed_nor_dropped_as_function_words() -> None:
+    # "UPS" was stemmed to "up", and matched "up to EUR 600".
+    assert tokenize("UPS") == ["ups"]
+    assert "ups" not in tokenize("claim up to EUR 600")
+    assert tokenize("the IT team", query=True) == ["it", "team"]
+    assert tokenize("Is the WHO in the US?", query=True) == ["who", "us"]
+    assert tokenize("ups and downs") == ["up", "and", "down"]  # lower case: an English word
+
+
+def test_dotted_and_hyphenated_identifiers_are_also_one_token() -> None:
+    tokens = tokenize("Released v3.1.4, fixes ERR-4021 on the SX-5000.")
+    assert {"v3", "1", "4", "v3.1.4", "err-4021", "sx-5000"} <= set(tokens)
+    assert "v3.1.4" not in tokenize("v3.1.0 was the first release")
+    assert tokenize("v3.1.4?", query=True).count("v3.1.4") == 1
+    assert tokenize("rank-fusion") == ["rank", "fusion"]  # a word pair, not an identifier
+
+
+def test_chinese_tokens_are_unchanged() -> None:
+    """Stored BM25 vectors of Chinese documents must keep matching new queries."""
+    assert tokenize("北京大学的学生在2024年发布了版本3.1") == [
+        "北京",
+        "大学",
+        "北京大学",
+        "的",
+        "学生",
+        "在",
+        "2024",
+        "年",
+        "发布",
+        "了",
+        "版本",
+        "3",
+        "1",
+    ]
+
+
+def test_a_line_in_capitals_is_stemmed_but_its_short_acronyms_are_not() -> None:
+    assert tokenize("WARRANTY TERMS") == tokenize("warranty terms")
+    assert tokenize("IT SERVICES") == ["it", "servic"]
+    assert tokenize("The WARRANTY TERMS apply") == ["the", "warranty", "terms", "appli"]

@@ -413,3 +413,15 @@ def test_a_sparse_row_under_a_wide_header_is_chunked_by_its_filled_cells() -> No
     _, chunks = _chunks(parsed, size=400)
     rows = [c for c in chunks if c.type == "table" and ("first" in c.text or "last" in c.text)]
     assert [c.text for c in rows] == ["| column_0 | column_4999 |\n|---|---|\n| first | last |"]
+
+
+@pytest.mark.parametrize("stop", ["।", "॥", "؟", "۔"])
+def test_a_section_over_budget_is_packed_by_sentences_at_a_danda_or_arabic_stop(stop: str) -> None:
+    """Hindi, Arabic and Urdu stops were not sentence ends: long Hindi text was cut mid-sentence,
+    with no overlap."""
+    sentences = [f"किसान ने खेत में गेहूं बोया संख्या {i}{stop}" for i in range(30)]
+    _, chunks = _chunks(ParseResult("", (TextSection(" ".join(sentences)),)), size=40, overlap=8)
+    own = [c for c in chunks if c.type != "section_summary"]
+    assert len(own) > 1
+    assert all(c.text.rstrip().endswith(stop) for c in own)
+    assert all(c.text.lstrip().startswith("किसान") for c in own)

@@ -23,10 +23,12 @@ from eagle_rag.ingest.knowhere.pages import page_at, pages_of
 from eagle_rag.ingest.knowhere.tables import table_chunks
 from eagle_rag.ingest.knowhere.tree import Block, Section, StructureTree
 from eagle_rag.plugins.payloads import TextChunk
+from eagle_rag.sentence_ends import SPACED_STOPS, SPACELESS_STOPS
 
-# A sentence ends at . ! ? (followed by space) or at CJK 。！？ (no space needed).
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
-_ENDS_SENTENCE = re.compile(r"[.!?。！？；:：]['\")\]]*\s*$")
+# A sentence ends at . ! ? (followed by space) or at CJK 。！？, a danda ।, Arabic ؟... (no space
+# needed); a Chinese semicolon ends a unit too.
+_SENTENCE_END = re.compile(rf"(?<=[{SPACED_STOPS}])\s+|(?<=[{SPACELESS_STOPS}；])")
+_ENDS_SENTENCE = re.compile(rf"[{SPACED_STOPS}{SPACELESS_STOPS}；:：]['\")\]]*\s*$")
 SUMMARY_CHARS = 400
 # No subword tokenizer in use averages more characters per token than this; longer text is
 # never tried as a single chunk.
