@@ -425,6 +425,24 @@ def test_pages_that_carry_only_the_same_few_top_lines_keep_them() -> None:
     assert not any(re.fullmatch(r"\s*[12]\s*", s.content) for s in parsed.sections)
 
 
+def test_a_blank_page_keeps_dropping_the_running_head() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_auto_page_break(False)
+    for number in (1, 2, 3):
+        pdf.add_page()
+        pdf.set_font("helvetica", "", 9)
+        pdf.set_y(8)
+        pdf.cell(0, 5, "ACME Service Manual", new_x="LMARGIN", new_y="NEXT")
+        if number != 2:  # page 2 is left blank but for its running head
+            pdf.set_y(60)
+            pdf.set_font("helvetica", "", 11)
+            pdf.multi_cell(0, 6, f"Body text of page {number} about the pump. " * 6)
+    parsed = _parse(bytes(pdf.output()))
+    assert "ACME Service Manual" not in " ".join(s.heading or s.content for s in parsed.sections)
+
+
 def test_the_part_of_a_paragraph_on_the_next_page_names_only_that_page() -> None:
     long_body = "Every valve is checked before the pump starts. " * 30  # well onto page 2
     parsed = _parse(scans.text_pdf([("Valves", long_body), ("Pumps", "Pumps are fine.")]))

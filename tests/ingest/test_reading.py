@@ -95,6 +95,15 @@ def test_scanned_pages_of_only_the_same_top_lines_keep_them() -> None:
     assert not any(t.strip() in ("1", "2") for t in said)
 
 
+def test_a_blank_page_of_a_manual_still_drops_its_running_head() -> None:
+    """A page left bare keeps its text only when nothing at all would be left: a manual's
+    blank page (its running head alone) brought the head back as body text."""
+    head = ("ACME Service Manual", (0.10, 0.03, 0.60, 0.05))
+    pages = [_page([head, (f"Body text of page {n}.", (0.10, 0.20, 0.80, 0.22))]) for n in (1, 2)]
+    pages.append(_page([head]))
+    assert _text(pages) == ["Body text of page 1.", "Body text of page 2."]
+
+
 def test_a_running_head_ocr_read_without_a_space_on_one_page_is_still_dropped() -> None:
     """OCR read "NorthernValley" on page 2: it matched no other page and stayed as text."""
     head = Region("header", (0.05, 0.02, 0.95, 0.06), 0.9)

@@ -63,11 +63,17 @@ def without_running_lines(pages: Sequence[PageLines]) -> list[PageLines]:
         heading = line.size > heading_size and not is_page_number(line.text)
         return not heading or repeated[margin_text(line.text)] > 1
 
-    def kept(page: PageLines) -> tuple[TextLine, ...]:
-        body = tuple(line for line in page.lines if not running_line(page, line))
-        # A page of a few lines set high (a notice printed on two pages, a slip) lies wholly in
-        # the band, and the same lines on each page made them all "running": the document
-        # lost its every line and failed as having no text. A page left bare keeps its text.
-        return body or tuple(line for line in page.lines if not is_page_number(line.text))
-
-    return [replace(page, lines=kept(page)) for page in pages]
+    kept = [
+        replace(page, lines=tuple(line for line in page.lines if not running_line(page, line)))
+        for page in pages
+    ]
+    if any(page.lines for page in kept):
+        return kept
+    # Pages of a few lines set high (a notice printed on two pages, a slip) lie wholly in the
+    # band, and the same lines on each page made them all "running": the document lost its
+    # every line and failed as having no text. Only when nothing at all is left: a blank page
+    # of a manual keeps dropping its running head.
+    return [
+        replace(page, lines=tuple(line for line in page.lines if not is_page_number(line.text)))
+        for page in pages
+    ]

@@ -297,14 +297,21 @@ def _unrotated(block: PageBlock, rotation: int) -> PageBlock:
     )
 
 
-def _kept(
-    number: int, blocks: Sequence[PageBlock], running: set[tuple[int, str]]
-) -> Sequence[PageBlock]:
-    """The page's blocks but its running heads and page numbers. A page of a few lines set
-    high (a notice scanned twice) lies wholly in the band, its lines "running" as they repeat:
-    a page left bare keeps its text (parsers/pdf_margins does the same for a text layer)."""
-    body = [b for b in blocks if not (b.kind == MARGIN and is_running(number, b.text, running))]
-    return body or [b for b in blocks if not is_page_number(b.text)]
+def _without_running(
+    pages: Sequence[tuple[int, Sequence[PageBlock]]],
+) -> list[tuple[int, Sequence[PageBlock]]]:
+    """The pages without their running heads and page numbers. Pages of a few lines set high
+    (a notice scanned twice) lie wholly in the band, their repeated lines all "running": when
+    nothing at all would be left, the pages keep their text (as parsers/pdf_margins does)."""
+    margins = [(n, [b.text for b in blocks if b.kind == MARGIN]) for n, blocks in pages]
+    running = running_margins(margins)
+    kept = [
+        (n, [b for b in blocks if not (b.kind == MARGIN and is_running(n, b.text, running))])
+        for n, blocks in pages
+    ]
+    if any(blocks for _, blocks in kept):
+        return kept
+    return [(n, [b for b in blocks if not is_page_number(b.text)]) for n, blocks in pages]
 
 
 def to_sections(pages: Sequence[tuple[int, Sequence[PageBlock]]]) -> list[TextSection]:
@@ -313,11 +320,9 @@ def to_sections(pages: Sequence[tuple[int, Sequence[PageBlock]]]) -> list[TextSe
     numbers are dropped; other margin blocks are text."""
     heights = [b.line_height for _, blocks in pages for b in blocks if b.kind == "heading"]
     tallest = max(heights, default=0.0)
-    margins = [(n, [b.text for b in blocks if b.kind == MARGIN]) for n, blocks in pages]
-    running = running_margins(margins)
     sections = []
-    for number, blocks in pages:
-        for block in _kept(number, blocks, running):
+    for number, blocks in _without_running(pages):
+        for block in blocks:
             if block.kind == "heading":
                 level = 1 if block.line_height >= 0.85 * tallest else 2
                 sections.append(
