@@ -305,7 +305,7 @@ def _without_running(
     nothing at all would be left, the pages keep their text (as parsers/pdf_margins does)."""
     margins = [(n, [b.text for b in blocks if b.kind == MARGIN]) for n, blocks in pages]
     running = running_margins(margins)
-    kept = [
+    kept: list[tuple[int, Sequence[PageBlock]]] = [
         (n, [b for b in blocks if not (b.kind == MARGIN and is_running(n, b.text, running))])
         for n, blocks in pages
     ]
