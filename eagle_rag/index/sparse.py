@@ -13,8 +13,9 @@ How text becomes tokens:
   vowel signs belong to the word). Han runs are segmented by rjieba in search mode; Hangul and
   kana runs become overlapping character bigrams, as Lucene's CJK analyzer makes them (jieba is
   a Chinese segmenter: it cut Korean into single syllables).
-- English words are reduced to their Snowball stem, except an all-caps word ("UPS", "IT"), which
-  is an acronym: kept as it is and never dropped as a function word.
+- English words are reduced to their Snowball stem, except an all-caps word of two to four
+  letters ("UPS", "IT", "NASA"), which is an acronym: kept as it is and never dropped as a
+  function word. A longer word in capitals ("WARNING") is stemmed as in lower case.
 - A dotted or hyphenated identifier with a digit ("v3.1.4", "ERR-4021") is one more token beside
   its pieces, so a release or a code matches itself before its siblings.
 """
@@ -69,7 +70,7 @@ _STEMMER = snowballstemmer.stemmer("english")
 # (ingest workers upserting while a search tokenizes its query) corrupt each other's word, a
 # wrong stem or an IndexError that failed a document's ingest. The cache below keeps the lock rare.
 _STEMMER_LOCK = threading.Lock()
-# An all-capitals word this short is an acronym even in a line of capitals.
+# An all-capitals word of at most this many letters is an acronym (_is_acronym).
 _ACRONYM_LETTERS = 4
 # Milvus VARCHAR limit is 65,535 bytes; each encoded token takes 15 bytes with its space.
 MAX_ENCODED_TOKENS = 4000
@@ -135,6 +136,7 @@ def _words(text: str) -> list[_Word]:
 
 def _line_words(line: str) -> list[_Word]:
     words: list[_Word] = []
+    shouting = line.upper() == line  # once a line: per word it made long lines quadratic
     for match in _WORD.finditer(line):
         for piece in _CJK_RUN.split(match.group()):
             if not piece:
@@ -143,7 +145,9 @@ def _line_words(line: str) -> list[_Word]:
                 words.extend((t, False) for t in _cjk_tokens(piece))
             else:  # isupper first: the one test most words need, without a call
                 words.extend(
-                    (_fold(t), t.isupper() and _is_acronym(t, line)) for t in piece.split("_") if t
+                    (_fold(t), t.isupper() and _is_acronym(t, shouting))
+                    for t in piece.split("_")
+                    if t
                 )
     if _DIGIT.search(line):
         identifiers = (m.group() for m in _IDENTIFIER.finditer(line))
@@ -157,16 +161,16 @@ def _fold(word: str) -> str:
     return folded.replace("ё", "е") if "ё" in folded else folded
 
 
-def _is_acronym(word: str, line: str) -> bool:
-    """All capitals, two letters or more ("UPS", "IT", "WHO"): not an English word to stem.
-
-    A longer word in a line of capitals only ("WARRANTY TERMS", a heading) is a word set in
-    capitals, stemmed as the same words in lower case are; a short one is an acronym even
-    there (a query "UPS", a heading "IT SERVICES")."""
-    if not word.isupper():
-        return False
+def _is_acronym(word: str, shouting: bool) -> bool:
+    """An all-capital ``word`` of two to four letters ("UPS", "IT", "WHO", "NASA"): an
+    acronym, not an English word to stem or drop. A longer one is a word set in capitals for
+    emphasis ("WARNING", "IMPORTANT"), stemmed as in lower case. In a line all in capitals
+    (``shouting``: a heading, a query typed in capitals) a function word is a word ("WHAT IS
+    THE PRICE"), other short words stay acronyms ("IT SERVICES" keeps "SERVICES" a word)."""
     letters = sum(c.isalpha() for c in word)
-    return letters >= 2 and (letters <= _ACRONYM_LETTERS or line.upper() != line)
+    if not 2 <= letters <= _ACRONYM_LETTERS:
+        return False
+    return not (shouting and word.casefold() in QUERY_STOPWORDS)
 
 
 def _cjk_tokens(run: str) -> list[str]:

@@ -179,4 +179,11 @@ def test_chinese_tokens_are_unchanged() -> None:
 def test_a_line_in_capitals_is_stemmed_but_its_short_acronyms_are_not() -> None:
     assert tokenize("WARRANTY TERMS") == tokenize("warranty terms")
     assert tokenize("IT SERVICES") == ["it", "servic"]
-    assert tokenize("The WARRANTY TERMS apply") == ["the", "warranty", "terms", "appli"]
+    assert tokenize("The WARRANTY TERMS apply") == tokenize("The warranty terms apply")
+
+
+def test_a_word_in_capitals_for_emphasis_is_found_by_its_lower_case() -> None:
+    """ "WARNING: do not open" was indexed "warning" while the query "warning" is "warn"."""
+    assert tokenize("WARNING: do not open") == tokenize("warning: do not open")
+    assert tokenize("IMPORTANT PRODUCTS") == tokenize("important products")
+    assert tokenize("WHAT IS THE PRICE", query=True) == ["price"]
