@@ -70,10 +70,11 @@ def describe(exc: BaseException) -> str:
 
 def error_body(exc: BaseException) -> dict[str, Any]:
     """The wire shape of any failure on every edge (REST, SSE, MCP): ``{code, message,
-    details?}``; an unexpected exception is ``internal_error`` naming its type."""
+    details?}``; an unexpected exception is ``internal_error`` naming its type only (its text
+    may carry a database's host, user or SQL: that goes to the log)."""
     if isinstance(exc, EagleError):
         return exc.to_dict()
-    return {"code": "internal_error", "message": describe(exc)}
+    return {"code": "internal_error", "message": f"internal error ({type(exc).__name__})"}
 
 
 def _jsonable(value: Any) -> Any:

@@ -34,6 +34,7 @@ from eagle_rag.errors import (
     UnsupportedMediaTypeError,
     UpstreamError,
     VectorStoreError,
+    error_body,
 )
 
 logger = logging.getLogger(__name__)
@@ -158,5 +159,4 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         logger.exception("unhandled error on %s %s", request.method, request.url.path)
-        body = {"code": "internal_error", "message": f"internal error ({type(exc).__name__})"}
-        return JSONResponse(body, status_code=500)
+        return JSONResponse(error_body(exc), status_code=500)
