@@ -122,7 +122,10 @@ class RetrieverOrchestrator:
             log.add(f"{plan.collection}:expand", "ok", expansion_detail(expansion), since=started)
         dense_text = (expansion.dense_text if expansion else None) or request.text
         sparse_terms = expansion.sparse_terms if expansion else ()
-        result.sparse_text = " ".join((request.text, *plan.sparse_terms, *sparse_terms))
+        # Once each: a plugin may name a term both as a QUERY_ASSEMBLE expansion and as a
+        # QUERY_DENSE_EXPAND sparse term (lakehouse-bi's glossary translations are both).
+        added = dict.fromkeys((*plan.sparse_terms, *sparse_terms))
+        result.sparse_text = " ".join((request.text, *added))
         rows = VISUAL_ROWS if plan.collection == VISUAL_COLLECTION else TEXT_ROWS
         result.where = all_of(where, await self._plan_filter(request, plan, rows, ctx))
         lists = await self._search(

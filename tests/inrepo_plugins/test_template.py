@@ -6,6 +6,7 @@ import asyncio
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,7 +14,7 @@ import yaml
 from eagle_rag.bootstrap import EagleApp, bootstrap
 from eagle_rag.plugins import hooks
 from eagle_rag.plugins.context import HookContext
-from eagle_rag.plugins.payloads import DocumentSource, QueryRequest, TextChunk
+from eagle_rag.plugins.payloads import DocumentSource, QueryExpansion, QueryRequest, TextChunk
 from eagle_rag.settings import load_settings
 
 PACKAGED = Path(__file__).resolve().parents[2] / "eagle_rag" / "settings.yaml"
@@ -97,6 +98,33 @@ async def test_template_synonyms_reach_the_bm25_query(template_app: EagleApp) ->
     assert [p.filename for p in pack.passages] == ["cardio.md"]
     steps = {s.name: s.detail for s in pack.steps}
     assert steps["query_assemble"] == "template (+1 BM25 terms)"
+
+
+async def test_a_term_named_by_both_expansion_hooks_joins_the_bm25_query_once(
+    template_app: EagleApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lakehouse-bi names its glossary translations as QUERY_ASSEMBLE expansions and as
+    QUERY_DENSE_EXPAND sparse terms: each went into the BM25 query twice."""
+    template_app.repositories.knowledge_bases.create("kb")
+    await _ingest(template_app, "kb", "cardio.md", "# Cardio\n\nCardiac arrest.\n")
+
+    def expand(query: QueryRequest, plan: Any, ctx: HookContext) -> QueryExpansion:
+        return QueryExpansion(sparse_terms=("cardiac",))
+
+    template_app.bus.subscribe(hooks.query_dense_expand, expand, plugin="twice")
+    searched: list[str] = []
+    search_sparse = template_app.vectors.search_sparse
+
+    def spy(collection: str, texts: list[str], **kwargs: Any) -> Any:
+        searched.extend(texts)
+        return search_sparse(collection, texts, **kwargs)
+
+    monkeypatch.setattr(template_app.vectors, "search_sparse", spy)
+    try:
+        await template_app.retrieval.search(QueryRequest("heart", kb_names=("kb",), mode="sparse"))
+    finally:
+        template_app.bus.unsubscribe_plugin("twice")
+    assert searched and all(text.split().count("cardiac") == 1 for text in searched)
 
 
 def test_the_readmes_settings_variables_enable_a_plugin_and_keep_the_packaged_file() -> None:
