@@ -285,6 +285,9 @@ class HookBus:
         result = sub.handler(**arguments)
         if inspect.isawaitable(result):
             result = await self._awaited(sub, result)
+        if isinstance(result, list) and not sub.hook.accepts(result):
+            # A list where a tuple is declared (plugins return lists as often): taken as one.
+            result = tuple(result) if sub.hook.accepts(tuple(result)) else result
         if not sub.hook.accepts(result):
             raise HookResultError(
                 f"returned {_shape(result)}, not {_type_name(sub.hook.returns)}",

@@ -294,6 +294,15 @@ async def test_a_tuple_of_the_wrong_items_is_a_wrong_result_type(
     assert "a tuple of str" in decision.details["error"]
 
 
+async def test_a_list_where_a_tuple_is_declared_is_taken_as_the_tuple(bus: HookBus) -> None:
+    """Plugins return lists as often as tuples: a list of the right items was refused."""
+    bus.subscribe(hooks.celery_tasks, lambda: ["legal.tasks"], plugin="legal")
+    assert await bus.invoke_all(hooks.celery_tasks, ctx=CORE_CTX) == [("legal.tasks",)]
+    bus.subscribe(hooks.celery_tasks, lambda: [1, 2], plugin="odd")
+    with pytest.raises(HookInvocationError):
+        await bus.invoke_all(hooks.celery_tasks, ctx=CORE_CTX)
+
+
 async def test_a_wrong_result_type_on_an_ingest_hook_fails_fast_naming_the_plugin(
     bus: HookBus,
 ) -> None:
