@@ -110,12 +110,15 @@ def _span(value: Any) -> Span | None:
     if isinstance(value, bool):
         return None
     text = str(value).strip()
-    if isinstance(value, int) or text.isdigit():
-        number = int(text) if text.isdigit() else value
-        if 1000 <= number <= 9999:
-            return datetime(number, 1, 1), datetime(number + 1, 1, 1) - timedelta.resolution
+    # ASCII digits only: "²".isdigit() is true and int("²") raises; so would 5,000 digits.
+    if len(text) == 4 and text.isascii() and text.isdigit() and int(text) >= 1000:
+        year = int(text)
+        return datetime(year, 1, 1), datetime(year + 1, 1, 1) - timedelta.resolution
     if isinstance(value, int | float):
-        moment = datetime.fromtimestamp(value)
+        try:
+            moment = datetime.fromtimestamp(value)
+        except (OverflowError, OSError, ValueError):  # beyond any calendar: matches nothing
+            return None
         return moment, moment
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)

@@ -117,6 +117,9 @@ def test_before_and_after_read_a_year_as_a_year(
     assert titles("before", "2023-01-01") == {"solar.md"}
     assert titles("before", "2024-01-01") == both
     assert titles("before", 2021) == set()
+    # Not years and not instants: they match nothing (int("²") and a 5,000-digit year raised).
+    for value in ("²", "9" * 5000, 10**20):
+        assert titles("before", value) == set() and titles("after", value) == set()
 
 
 def test_a_null_logical_operator_means_and(server: RunningServer, corpus: dict[str, str]) -> None:
