@@ -55,7 +55,10 @@ def install_framework_refusals(app: FastAPI) -> None:
         body = framework_refusal_body(request.url.path, code, message, exc.status_code)
         headers = getattr(exc, "headers", None)
         if exc.status_code == 405:
-            headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(request))}
+            # A mount (the UI's static files) matches no method in allowed_methods: its own
+            # Allow stands then.
+            allowed = allowed_methods(request) or [(headers or {}).get("Allow", "GET, HEAD")]
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)}
         return ErrorJSONResponse(body, status_code=exc.status_code, headers=headers)
 
 

@@ -94,6 +94,8 @@ def test_a_method_the_route_does_not_take_is_a_405_naming_the_allowed_ones(
         assert dify.status_code == 405 and set(dify.json()) == {"error_code", "error_msg"}
         models = client.delete("/v1/models")
         assert models.status_code == 405 and models.json()["error"]["code"] == "method_not_allowed"
+        static = client.post("/ui/static/app.css")  # a mount's own 405 kept its Allow empty
+        assert static.status_code == 405 and static.headers["allow"] == "GET, HEAD"
 
 
 def test_head_answers_wherever_get_does_without_a_body(server: RunningServer) -> None:
