@@ -24,6 +24,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle_rag.sentence_ends import SPACED_STOPS, SPACELESS_STOPS
 from plugins.biomed.corpus_file import CorpusCounts, CorpusFile, Stamp
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ _PAREN = re.compile(r"\(([^()]{2,10})\)")
 _WORD = re.compile(r"\S+")
 # Where the text before a "(" stops belonging to the long form: a sentence end (a long form is
 # found within its sentence, as Schwartz-Hearst do) or another parenthesis.
-_BOUNDARY = re.compile(r"[.;?!](?=\s)|[。！？；]|[()]")
+_BOUNDARY = re.compile(rf"[{SPACED_STOPS};](?=\s)|[{SPACELESS_STOPS}；]|[()]")
 MAX_SHORT_FORMS = 50_000  # a corpus cannot grow the book without bound
 MAX_LONG_CHARS = 120
 SAVE_INTERVAL_S = 10.0
