@@ -44,7 +44,7 @@ from eagle_rag.web import mount_web
 MULTIPART_OVERHEAD = 1024 * 1024  # form fields and boundaries around an uploaded file
 # The answer headers docs/api.md tells clients to read; a page on another origin (CORS) may read
 # only these besides the safelisted ones.
-EXPOSED_HEADERS = [
+EXPOSED_HEADERS = (
     "Retry-After",
     "Content-Disposition",
     REQUEST_ID_HEADER,
@@ -52,7 +52,7 @@ EXPOSED_HEADERS = [
     "X-Page-Count",
     "WWW-Authenticate",
     "Allow",
-]
+)
 
 DESCRIPTION = """Cited evidence from your documents for AI agents.
 

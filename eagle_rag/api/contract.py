@@ -10,7 +10,9 @@ scheme, required on every route but ``/health`` when ``server.api_keys`` is set.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from fastapi import FastAPI
@@ -31,13 +33,15 @@ _SSE = {"text/event-stream": {"schema": _EVENT}}
 _BINARY = {"*/*": {"schema": {"type": "string", "format": "binary"}}}
 _PROMETHEUS = {"text/plain": {"schema": {"type": "string"}}}
 # (path, method) → what its 200 really carries, in place of the JSON FastAPI assumed.
-SUCCESS_CONTENT: dict[tuple[str, str], dict[str, Any]] = {
-    ("/search/stream", "post"): _SSE,
-    ("/query/stream", "post"): _SSE,
-    ("/tasks/{job_id}/stream", "get"): _SSE,
-    ("/documents/{document_id}/file", "get"): _BINARY,
-    ("/metrics", "get"): _PROMETHEUS,
-}
+SUCCESS_CONTENT: Mapping[tuple[str, str], dict[str, Any]] = MappingProxyType(
+    {
+        ("/search/stream", "post"): _SSE,
+        ("/query/stream", "post"): _SSE,
+        ("/tasks/{job_id}/stream", "get"): _SSE,
+        ("/documents/{document_id}/file", "get"): _BINARY,
+        ("/metrics", "get"): _PROMETHEUS,
+    }
+)
 
 
 def error_model(path: str) -> str:
@@ -89,7 +93,7 @@ def _correct_operation(
         )
     content = SUCCESS_CONTENT.get((path, method))
     if content is not None and "200" in responses:
-        responses["200"]["content"] = content
+        responses["200"]["content"] = copy.deepcopy(content)  # the schema is the caller's
     if keys_required and path in OPEN_PATHS:
         operation["security"] = []
 

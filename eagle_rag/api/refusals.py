@@ -8,6 +8,8 @@ everywhere else. Those clients read only their own shape: the ``openai`` package
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -42,7 +44,9 @@ def refusal_body(path: str, error: EagleError, status: int) -> dict[str, Any]:
 
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # The error a framework refusal stands for, where Dify has a code for it (else its 5001).
-_FRAMEWORK_KINDS: dict[int, type[EagleError]] = {400: InvalidInputError, 404: NotFoundError}
+_FRAMEWORK_KINDS: Mapping[int, type[EagleError]] = MappingProxyType(
+    {400: InvalidInputError, 404: NotFoundError}
+)
 
 
 def install_framework_refusals(app: FastAPI) -> None:

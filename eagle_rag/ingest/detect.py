@@ -16,6 +16,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from types import MappingProxyType
 from typing import IO
 
 from eagle_rag.errors import InvalidInputError, UnsupportedMediaTypeError
@@ -232,16 +233,18 @@ def text_charset(data: bytes) -> str | None:
 
 
 # Python's codec names as HTTP names them.
-_IANA = {
-    "utf-8-sig": "utf-8",
-    "cp932": "Shift_JIS",
-    "cp949": "EUC-KR",
-    "koi8_r": "KOI8-R",
-    "cp1256": "windows-1256",
-    "gb18030": "GB18030",
-    "cp1252": "windows-1252",
-    "latin-1": "ISO-8859-1",
-}
+_IANA = MappingProxyType(
+    {
+        "utf-8-sig": "utf-8",
+        "cp932": "Shift_JIS",
+        "cp949": "EUC-KR",
+        "koi8_r": "KOI8-R",
+        "cp1256": "windows-1256",
+        "gb18030": "GB18030",
+        "cp1252": "windows-1252",
+        "latin-1": "ISO-8859-1",
+    }
+)
 
 
 def _reading(data: bytes) -> tuple[str, str] | None:
