@@ -17,10 +17,10 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from eagle_rag.api.hosts import OPEN_PATHS  # open to probes, with API keys too
 from eagle_rag.api.refusals import DIFY_PATH, OPENAI_PREFIX
 
 SCHEME = "bearerAuth"
-OPEN_PATHS = frozenset({"/health"})  # open to probes even with API keys
 _FASTAPI_ERRORS = ("HTTPValidationError", "ValidationError")
 
 # One event of the stream (what an SSE client reads): its name and its data, a JSON text.
