@@ -97,7 +97,14 @@ class HookBus:
 
     def observe(self, observer: CallObserver | None) -> None:
         """Report every subscriber call's wall time to ``observer`` (None: stop reporting)."""
+        self._refuse_on_a_view("observe every call")
         self._shared.observer = observer
+
+    def _refuse_on_a_view(self, what: str, plugin: str | None = None) -> None:
+        """A plugin's view acts for that plugin only: the app's bus observes and unsubscribes
+        others (another plugin could otherwise drop Core's subscribers)."""
+        if self._owner is not None and plugin != self._owner:
+            raise PluginError(f"plugin {self._owner!r} cannot {what}", plugin=self._owner)
 
     # --- registration ---------------------------------------------------------------------------
 
@@ -143,6 +150,7 @@ class HookBus:
 
     def unsubscribe_plugin(self, plugin: str) -> None:
         """Remove every subscription a plugin made (used on unload)."""
+        self._refuse_on_a_view(f"unsubscribe {plugin!r}", plugin)
         for name, subs in self._shared.by_hook.items():
             self._shared.by_hook[name] = [s for s in subs if s.plugin != plugin]
 

@@ -370,6 +370,18 @@ def test_a_plugin_view_refuses_to_subscribe_as_another_plugin(bus: HookBus) -> N
     assert bus.subscribers(hooks.query_assemble) == []
 
 
+def test_a_plugin_view_unsubscribes_only_its_own_and_observes_nothing(bus: HookBus) -> None:
+    bus.subscribe(hooks.query_assemble, lambda query: None, plugin="core")
+    view = bus.for_plugin("legal")
+    view.subscribe(hooks.query_assemble, lambda query: None)
+    with pytest.raises(PluginError, match="cannot unsubscribe 'core'"):
+        view.unsubscribe_plugin("core")
+    with pytest.raises(PluginError, match="cannot observe"):
+        view.observe(None)
+    view.unsubscribe_plugin("legal")
+    assert [s.plugin for s in bus.subscribers(hooks.query_assemble)] == ["core"]
+
+
 def test_the_app_bus_needs_a_plugin_name(bus: HookBus) -> None:
     with pytest.raises(PluginError, match="plugin="):
         bus.subscribe(hooks.query_assemble, lambda: None)
