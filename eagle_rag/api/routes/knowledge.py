@@ -396,7 +396,8 @@ async def get_file(document_id: str, app: App, who: Who) -> StreamingResponse:
 
 def _content_type(mime_type: str | None, head: bytes) -> str:
     mime = mime_type or "application/octet-stream"
-    charset = text_charset(head) if mime.startswith("text/") else None
+    # HTML names its charset in its <meta>, which a charset here would outrank: left to it.
+    charset = text_charset(head) if mime.startswith("text/") and mime != "text/html" else None
     return f"{mime}; charset={charset}" if charset else mime
 
 
