@@ -10,10 +10,11 @@ about HTTP.
     ├── PluginError                    something a plugin did or declared
     │   ├── PluginLoadError            import, manifest, G3, duplicate, lifecycle failure
     │   ├── PluginDependencyError      missing dependency or dependency cycle
-    │   ├── PluginValidationError      a hook subscriber that does not fit its hook
-    │   ├── HookInvocationError        a fail-fast hook subscriber raised
-    │   ├── HookResultError            a hook subscriber returned a value of the wrong type
-    │   ├── HookTimeoutError           a query hook subscriber did not answer in time
+    │   ├── HookError                  one plugin in one hook (only as one of these)
+    │   │   ├── PluginValidationError  a hook subscriber that does not fit its hook
+    │   │   ├── HookInvocationError    a fail-fast hook subscriber raised
+    │   │   ├── HookResultError        a hook subscriber returned a value of the wrong type
+    │   │   └── HookTimeoutError       a query hook subscriber did not answer in time
     │   └── ComponentError             a registry rejected or could not find a component
     │       └── McpToolNameError       a tool name breaks the naming or RAG-only rules
     ├── AuthenticationError            no API key, or an unknown one
@@ -113,44 +114,40 @@ class PluginDependencyError(PluginLoadError):
     code = "plugin_dependency_error"
 
 
-class PluginValidationError(PluginError):
+class HookError(PluginError):
+    """A failure of one plugin in one hook (raised only as one of its kinds below)."""
+
+    code = "hook_error"
+
+    def __init__(self, message: str, *, plugin: str, hook: str, **fields: Any) -> None:
+        super().__init__(message, plugin=plugin, hook=hook, **fields)
+        self.hook = hook
+
+
+class PluginValidationError(HookError):
     """A hook subscriber's signature does not fit the hook it subscribes to."""
 
     code = "plugin_validation_error"
 
-    def __init__(self, message: str, *, plugin: str, hook: str, **fields: Any) -> None:
-        super().__init__(message, plugin=plugin, hook=hook, **fields)
-        self.hook = hook
 
-
-class HookInvocationError(PluginError):
+class HookInvocationError(HookError):
     """A subscriber of a fail-fast hook raised; the cause is chained."""
 
     code = "hook_invocation_error"
 
-    def __init__(self, message: str, *, plugin: str, hook: str, **fields: Any) -> None:
-        super().__init__(message, plugin=plugin, hook=hook, **fields)
-        self.hook = hook
 
-
-class HookResultError(PluginError):
-    """A hook subscriber returned a value of another type than its hook declares."""
+class HookResultError(HookError):
+    """A hook subscriber returned a value of another type than its hook declares (the bus
+    handles it as the subscriber raising: never a request's answer itself)."""
 
     code = "hook_result_error"
 
-    def __init__(self, message: str, *, plugin: str, hook: str, **fields: Any) -> None:
-        super().__init__(message, plugin=plugin, hook=hook, **fields)
-        self.hook = hook
 
-
-class HookTimeoutError(PluginError):
-    """A query hook subscriber did not answer within ``plugins.query_hook_timeout_s``."""
+class HookTimeoutError(HookError):
+    """A query hook subscriber did not answer within ``plugins.query_hook_timeout_s`` (handled
+    by the bus as the subscriber raising)."""
 
     code = "hook_timeout_error"
-
-    def __init__(self, message: str, *, plugin: str, hook: str, **fields: Any) -> None:
-        super().__init__(message, plugin=plugin, hook=hook, **fields)
-        self.hook = hook
 
 
 class ComponentError(PluginError):

@@ -15,8 +15,9 @@ _AT_START = {
     "plugin_validation_error",
     "mcp_tool_name_error",
 }
-# Raised inside a worker to stop an attempt; never the answer to a request.
-_IN_WORKERS = {"cancelled", "superseded"}
+# Raised inside a worker to stop an attempt, or inside the hook bus as a subscriber's failure
+# (skipped, or the cause of a hook_invocation_error); never the answer to a request.
+_IN_WORKERS = {"cancelled", "superseded", "hook_result_error", "hook_timeout_error"}
 # The HTTP edge's own codes (eagle_rag/api/errors.py).
 _EDGE = {"invalid_request", "method_not_allowed", "internal_error"}
 
@@ -29,7 +30,9 @@ def _codes(kind: type[errors.EagleError]) -> set[str]:
 
 
 def test_every_error_code_a_request_can_meet_is_named_in_chinese() -> None:
-    codes = (_codes(errors.EagleError) - {"eagle_error"} - _AT_START - _IN_WORKERS) | _EDGE
+    codes = (
+        _codes(errors.EagleError) - {"eagle_error", "hook_error"} - _AT_START - _IN_WORKERS
+    ) | _EDGE
     assert "unsupported_media_type" in codes and "backend_unavailable" in codes
     assert sorted(c for c in codes if f"err_{c}" not in ZH) == []
 
