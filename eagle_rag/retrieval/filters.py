@@ -128,14 +128,14 @@ def build_metadata_filter(
         elif key in declared:
             parts.append(_declared_field(str(key), declared[key], value, resolve))
         else:
-            known = ", ".join(sorted({*_BUILDERS, *_ROW_BUILDERS, *declared}))
+            known = ", ".join(sorted({*_BUILDERS, *_ROW_BUILDERS, METADATA_KEY, *declared}))
             raise InvalidInputError(f"unknown filter {key!r}; known filters: {known}", filter=key)
     return all_of(*parts)
 
 
 def is_core_filter(name: str) -> bool:
     """Core's own filter keys: no plugin may declare a field of that name."""
-    return name in _BUILDERS or name in _ROW_BUILDERS
+    return name in _BUILDERS or name in _ROW_BUILDERS or name == METADATA_KEY
 
 
 def _declared_field(key: str, kind: str, value: Any, resolve: ScopedResolver | None) -> Filter:
@@ -226,18 +226,15 @@ def _chunk_type(value: Any, rows: RowFields) -> Filter:
     return eq(rows.type, _scalar(value, "type"))
 
 
-def _custom(
-    value: Any, declared: Mapping[str, str] | None = None, resolve: ScopedResolver | None = None
-) -> Filter:
+def _custom(value: Any, declared: Mapping[str, str], resolve: ScopedResolver | None) -> Filter:
     """``{"metadata": {key: condition}}``; a plugin's declared field means here what it means
     at the top level (a ``list`` field: its list holds any of the values)."""
     if not isinstance(value, Mapping) or not value:
         raise InvalidInputError("the metadata filter takes a non-empty object of key: condition")
-    fields = declared or {}
     return all_of(
         *(
-            _declared_field(str(k), fields[k], v, resolve)
-            if k in fields
+            _declared_field(str(k), declared[k], v, resolve)
+            if k in declared
             else _json_condition(str(k), v)
             for k, v in value.items()
         )
@@ -247,11 +244,8 @@ def _custom(
 # The file extensions people write for a format whose short name differs.
 _SOURCE_TYPE_ALIASES = {"md": "markdown", "txt": "text", "htm": "html", "tsv": "csv"}
 
-_BUILDERS: dict[str, Callable[[Any], Filter]] = {
-    "source_type": _source_type,
-    "year": _year,
-    METADATA_KEY: _custom,
-}
+# METADATA_KEY is built apart (``_custom``, with the plugins' declared fields).
+_BUILDERS: dict[str, Callable[[Any], Filter]] = {"source_type": _source_type, "year": _year}
 # The keys whose field differs between the text and the visual rows.
 _ROW_BUILDERS: dict[str, Callable[[Any, RowFields], Filter]] = {
     "pages": _pages,
