@@ -23,7 +23,9 @@ _EDGE = {"invalid_request", "method_not_allowed", "internal_error"}
 
 
 def _codes(kind: type[errors.EagleError]) -> set[str]:
-    found = {kind.code}
+    """The codes of Eagle-RAG's own errors (a plugin's own codes are its to name: the UI shows
+    the server's message for a code it has no name for)."""
+    found = {kind.code} if kind.__module__.startswith("eagle_rag.") else set()
     for sub in kind.__subclasses__():
         found |= _codes(sub)
     return found
