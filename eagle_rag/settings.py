@@ -29,7 +29,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from eagle_rag.errors import InvalidInputError, SettingsError
 from eagle_rag.net_addresses import host_entry
-from eagle_rag.plugins.contract import CORE_NAMESPACE, milvus_database_for, namespace_problem
+from eagle_rag.plugins.contract import CORE_NAMESPACE, checked_namespace, milvus_database_for
 
 ENV_PREFIX = "EAGLE_RAG_"
 NESTED_DELIMITER = "__"
@@ -82,10 +82,7 @@ class PluginSettings(_Section):
     @classmethod
     def _namespace_allowed(cls, value: str) -> str:
         # A reserved or misshapen namespace would share another namespace's Milvus database.
-        problem = namespace_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+        return checked_namespace(value)
 
 
 class DatabaseSettings(_Section):

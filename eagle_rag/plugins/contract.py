@@ -54,10 +54,7 @@ class PluginManifest(BaseModel):
     @field_validator("namespace")
     @classmethod
     def _namespace_shape(cls, value: str) -> str:
-        problem = namespace_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+        return checked_namespace(value)
 
     @field_validator("version")
     @classmethod
@@ -97,6 +94,14 @@ def namespace_problem(namespace: str) -> str | None:
             f"of that name); choose another"
         )
     return None
+
+
+def checked_namespace(namespace: str) -> str:
+    """``namespace``, or ValueError saying why it cannot name one (for pydantic validators)."""
+    problem = namespace_problem(namespace)
+    if problem:
+        raise ValueError(problem)
+    return namespace
 
 
 def milvus_database_for(namespace: str) -> str:
